@@ -1,0 +1,19 @@
+# Image-augmentation throughput benchmark. See README.md; design in docs/architecture.md.
+from pathlib import Path
+
+
+# Resolved against the repository, so `--directory` runs elsewhere still find it.
+configfile: str(Path(workflow.basedir) / "config" / "config.yaml")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/envs.smk"
+include: "workflow/rules/micro.smk"
+include: "workflow/rules/aggregate.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        final_targets(),

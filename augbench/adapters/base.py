@@ -1,0 +1,109 @@
+"""What every library adapter provides; the engines talk only to this interface.
+
+Adapters import their library lazily (inside methods), so the driver can read the mapping table
+(which transforms a library supports, and how) without the library installed.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+Transform = Callable[[Any], Any]
+
+
+class Unsupported(Exception):
+    """The library has no direct implementation of the transform."""
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """How one catalog transform is expressed in one library.
+
+    ``call`` is the human-readable library call (rendered into docs/transforms.md); ``build``
+    returns the callable applied to one image in the library's native format; ``note`` states any
+    semantic mismatch with the canonical definition.
+    """
+
+    call: str
+    build: Callable[[dict[str, Any]], Transform]
+    note: str = ""
+
+
+class Adapter:
+    """One benchmarked library."""
+
+    name: str = ""
+    distribution: str = ""  # PyPI distribution whose version identifies the library
+    # Distributions whose versions are recorded with every result row.
+    recorded_distributions: tuple[str, ...] = ("numpy", "torch", "pillow", "pyperf")
+    native_format: str = ""
+    decoder: str = ""
+
+    def __init__(self) -> None:
+        self.mappings: dict[str, Mapping] = self._mappings()
+        self.unsupported_reasons: dict[str, str] = self._unsupported_reasons()
+
+    # -- mapping table -------------------------------------------------------------------------
+    def _mappings(self) -> dict[str, Mapping]:
+        raise NotImplementedError
+
+    def _unsupported_reasons(self) -> dict[str, str]:
+        """Why a catalog transform has no mapping, where there is more to say than 'none'."""
+        return {}
+
+    def supports(self, transform: str) -> bool:
+        return transform in self.mappings
+
+    def unsupported_reason(self, transform: str) -> str:
+        return self.unsupported_reasons.get(
+            transform, f"{self.name} has no direct implementation of {transform}"
+        )
+
+    def build(self, transform: str, params: dict[str, Any]) -> Transform:
+        if transform not in self.mappings:
+            raise Unsupported(self.unsupported_reason(transform))
+        return self.mappings[transform].build(params)
+
+    # -- media ---------------------------------------------------------------------------------
+    def import_library(self) -> None:
+        """Import the library (and apply nothing else); raises ImportError with the cause."""
+        raise NotImplementedError
+
+    def decode(self, path: Path) -> Any:
+        """Read and decode one file with the library's own decoder, to its native format."""
+        raise NotImplementedError
+
+    def to_array(self, image: Any) -> np.ndarray:
+        """Native image -> HWC uint8 numpy array (for caching decoded media)."""
+        raise NotImplementedError
+
+    def from_array(self, array: np.ndarray) -> Any:
+        """HWC uint8 numpy array -> native image, exactly as ``decode`` would have produced."""
+        raise NotImplementedError
+
+    def materialize(self, output: Any) -> Any:
+        """Force the output into memory in a contiguous layout (inside the timed loop)."""
+        raise NotImplementedError
+
+    # -- provenance ----------------------------------------------------------------------------
+    def versions(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for dist in (self.distribution, *self.recorded_distributions):
+            try:
+                out[dist] = importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                out[dist] = "not installed"
+        return out
+
+
+def uniform(rng_range: tuple[float, float]) -> float:
+    import random
+
+    low, high = rng_range
+    return random.uniform(low, high)

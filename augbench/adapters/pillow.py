@@ -1,0 +1,281 @@
+"""Pillow: PIL.Image RGB images. Pillow has no random-augmentation API, so the adapter draws the
+canonical random parameters (Python's ``random``) and calls Pillow's own operation; it never
+implements an operation Pillow lacks."""
+
+from __future__ import annotations
+
+import io
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from augbench.adapters.base import Adapter, Mapping, Transform
+
+
+def _image_module() -> Any:
+    from PIL import Image
+
+    return Image
+
+
+def _random_crop(size: tuple[int, int]) -> Transform:
+    th, tw = size
+
+    def apply(img: Any) -> Any:
+        w, h = img.size
+        x = random.randint(0, w - tw)
+        y = random.randint(0, h - th)
+        return img.crop((x, y, x + tw, y + th))
+
+    return apply
+
+
+def _center_crop(size: tuple[int, int]) -> Transform:
+    th, tw = size
+
+    def apply(img: Any) -> Any:
+        w, h = img.size
+        x = round((w - tw) / 2.0)
+        y = round((h - th) / 2.0)
+        return img.crop((x, y, x + tw, y + th))
+
+    return apply
+
+
+def _random_resized_crop(
+    size: tuple[int, int], scale: tuple[float, float], ratio: tuple[float, float]
+) -> Transform:
+    resample = _image_module().Resampling.BILINEAR
+    log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
+
+    def box_for(w: int, h: int) -> tuple[int, int, int, int]:
+        # Same sampling rule as torchvision's RandomResizedCrop: 10 tries, then a central crop.
+        area = w * h
+        for _ in range(10):
+            target = area * random.uniform(*scale)
+            aspect = math.exp(random.uniform(*log_ratio))
+            cw = round(math.sqrt(target * aspect))
+            ch = round(math.sqrt(target / aspect))
+            if 0 < cw <= w and 0 < ch <= h:
+                x = random.randint(0, w - cw)
+                y = random.randint(0, h - ch)
+                return x, y, x + cw, y + ch
+        in_ratio = w / h
+        if in_ratio < ratio[0]:
+            cw, ch = w, round(w / ratio[0])
+        elif in_ratio > ratio[1]:
+            cw, ch = round(h * ratio[1]), h
+        else:
+            cw, ch = w, h
+        x, y = (w - cw) // 2, (h - ch) // 2
+        return x, y, x + cw, y + ch
+
+    def apply(img: Any) -> Any:
+        box = box_for(*img.size)
+        return img.resize((size[1], size[0]), resample=resample, box=box)
+
+    return apply
+
+
+def _affine(
+    degrees: float, translate: float, scale: tuple[float, float], shear: float
+) -> Transform:
+    image = _image_module()
+    resample = image.Resampling.BILINEAR
+
+    def apply(img: Any) -> Any:
+        w, h = img.size
+        angle = math.radians(random.uniform(-degrees, degrees))
+        sx = math.radians(random.uniform(-shear, shear))
+        s = random.uniform(*scale)
+        tx = random.uniform(-translate, translate) * w
+        ty = random.uniform(-translate, translate) * h
+        cx, cy = w * 0.5, h * 0.5
+        # Forward map about the centre: T(c + t) · R(angle) · Shear_x(sx) · S(s) · T(-c).
+        # Pillow's AFFINE takes the inverse (output -> input) matrix.
+        a = math.cos(angle) * s
+        b = (math.cos(angle) * math.tan(sx) - math.sin(angle)) * s
+        c = math.sin(angle) * s
+        d = (math.sin(angle) * math.tan(sx) + math.cos(angle)) * s
+        det = a * d - b * c
+        ia, ib, ic, id_ = d / det, -b / det, -c / det, a / det
+        ox, oy = cx + tx, cy + ty
+        inv = (ia, ib, cx - ia * ox - ib * oy, ic, id_, cy - ic * ox - id_ * oy)
+        return img.transform((w, h), image.Transform.AFFINE, inv, resample=resample, fillcolor=0)
+
+    return apply
+
+
+def _jpeg(quality: tuple[int, int]) -> Transform:
+    image = _image_module()
+
+    def apply(img: Any) -> Any:
+        buf = io.BytesIO()
+        img.save(buf, format="JPEG", quality=random.randint(*quality))
+        buf.seek(0)
+        out = image.open(buf)
+        out.load()
+        return out
+
+    return apply
+
+
+def _enhance(kind: str, factor: tuple[float, float]) -> Transform:
+    from PIL import ImageEnhance
+
+    enhancer = getattr(ImageEnhance, kind)
+
+    def apply(img: Any) -> Any:
+        return enhancer(img).enhance(random.uniform(*factor))
+
+    return apply
+
+
+def _ops(fn: str, *args: Any) -> Transform:
+    from PIL import ImageOps
+
+    op = getattr(ImageOps, fn)
+    return lambda img: op(img, *args)
+
+
+def _channel_shuffle() -> Transform:
+    image = _image_module()
+
+    def apply(img: Any) -> Any:
+        bands = list(img.split())
+        random.shuffle(bands)
+        return image.merge("RGB", bands)
+
+    return apply
+
+
+class PillowAdapter(Adapter):
+    name = "pillow"
+    distribution = "pillow"
+    recorded_distributions = ("numpy", "torch", "pyperf")
+    native_format = "PIL.Image RGB"
+    decoder = "PIL.Image.open(path).convert('RGB')"
+
+    def import_library(self) -> None:
+        import PIL.Image  # noqa: F401
+
+    def decode(self, path: Path) -> Any:
+        with _image_module().open(path) as img:
+            return img.convert("RGB")
+
+    def to_array(self, image: Any) -> np.ndarray:
+        return np.asarray(image)
+
+    def from_array(self, array: np.ndarray) -> Any:
+        return _image_module().fromarray(np.ascontiguousarray(array), mode="RGB")
+
+    def materialize(self, output: Any) -> np.ndarray:
+        # PIL -> contiguous numpy: the same in-memory form every other library ends in.
+        return np.ascontiguousarray(np.asarray(output))
+
+    def _unsupported_reasons(self) -> dict[str, str]:
+        return {
+            "ColorJitter": "Pillow has no hue adjustment; composing one from HSV arithmetic would "
+            "be benchmark-side code, not Pillow",
+        }
+
+    def _mappings(self) -> dict[str, Mapping]:
+        def bilinear() -> Any:
+            return _image_module().Resampling.BILINEAR
+
+        def transpose(kind: str) -> Transform:
+            method = getattr(_image_module().Transpose, kind)
+            return lambda img: img.transpose(method)
+
+        def gray(img: Any) -> Any:
+            return img.convert("L").convert("RGB")
+
+        return {
+            "Resize": Mapping(
+                "img.resize((512, 512), Image.BILINEAR)",
+                lambda p: lambda img, s=(p["size"][1], p["size"][0]): img.resize(s, bilinear()),
+                note="Pillow's bilinear filter widens its support when downscaling (antialiased).",
+            ),
+            "RandomCrop224": Mapping(
+                "img.crop(random 224x224 box)", lambda p: _random_crop(tuple(p["size"]))
+            ),
+            "RandomResizedCrop": Mapping(
+                "img.resize((224, 224), Image.BILINEAR, box=<torchvision's sampling rule>)",
+                lambda p: _random_resized_crop(
+                    tuple(p["size"]), tuple(p["scale"]), tuple(p["ratio"])
+                ),
+            ),
+            "CenterCrop224": Mapping(
+                "img.crop(central 224x224 box)", lambda p: _center_crop(tuple(p["size"]))
+            ),
+            "HorizontalFlip": Mapping(
+                "img.transpose(Image.FLIP_LEFT_RIGHT)", lambda p: transpose("FLIP_LEFT_RIGHT")
+            ),
+            "VerticalFlip": Mapping(
+                "img.transpose(Image.FLIP_TOP_BOTTOM)", lambda p: transpose("FLIP_TOP_BOTTOM")
+            ),
+            "Rotate": Mapping(
+                "img.rotate(uniform(-45, 45), Image.BILINEAR, fillcolor=0)",
+                lambda p: (
+                    lambda img, d=p["degrees"]: img.rotate(
+                        random.uniform(-d, d), resample=bilinear(), fillcolor=0
+                    )
+                ),
+            ),
+            "Affine": Mapping(
+                "img.transform(size, Image.AFFINE, <inverse of sampled matrix>, Image.BILINEAR)",
+                lambda p: _affine(p["degrees"], p["translate"], tuple(p["scale"]), p["shear"]),
+            ),
+            "GaussianBlur": Mapping(
+                "img.filter(ImageFilter.GaussianBlur(radius=2.0))",
+                lambda p: _filter(_gaussian_filter(p["sigma"])),
+                note="Pillow approximates the Gaussian with repeated box blurs and has no "
+                "kernel size; radius is the standard deviation.",
+            ),
+            "Brightness": Mapping(
+                "ImageEnhance.Brightness(img).enhance(uniform(0.8, 1.2))",
+                lambda p: _enhance("Brightness", tuple(p["factor"])),
+            ),
+            "Contrast": Mapping(
+                "ImageEnhance.Contrast(img).enhance(uniform(0.8, 1.2))",
+                lambda p: _enhance("Contrast", tuple(p["factor"])),
+            ),
+            "Saturation": Mapping(
+                "ImageEnhance.Color(img).enhance(uniform(0.5, 1.5))",
+                lambda p: _enhance("Color", tuple(p["factor"])),
+            ),
+            "Grayscale": Mapping("img.convert('L').convert('RGB')", lambda p: gray),
+            "Equalize": Mapping("ImageOps.equalize(img)", lambda p: _ops("equalize")),
+            "JpegCompression": Mapping(
+                "img.save(BytesIO, 'JPEG', quality=randint(50, 95)); Image.open(...).load()",
+                lambda p: _jpeg(tuple(p["quality"])),
+            ),
+            "Posterize": Mapping(
+                "ImageOps.posterize(img, 4)", lambda p: _ops("posterize", p["bits"])
+            ),
+            "Solarize": Mapping(
+                "ImageOps.solarize(img, 128)", lambda p: _ops("solarize", p["threshold"])
+            ),
+            "Sharpen": Mapping(
+                "ImageEnhance.Sharpness(img).enhance(2.0)",
+                lambda p: _enhance("Sharpness", (p["factor"], p["factor"])),
+            ),
+            "Invert": Mapping("ImageOps.invert(img)", lambda p: _ops("invert")),
+            "AutoContrast": Mapping("ImageOps.autocontrast(img)", lambda p: _ops("autocontrast")),
+            "ChannelShuffle": Mapping(
+                "Image.merge('RGB', shuffled img.split())", lambda p: _channel_shuffle()
+            ),
+        }
+
+
+def _filter(image_filter: Any) -> Transform:
+    return lambda img: img.filter(image_filter)
+
+
+def _gaussian_filter(sigma: float) -> Any:
+    from PIL import ImageFilter
+
+    return ImageFilter.GaussianBlur(radius=sigma)

@@ -1,0 +1,152 @@
+"""torchvision (transforms.v2): CHW uint8 tensors decoded by torchvision.io."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from augbench.adapters.base import Adapter, Mapping, Transform
+
+
+def _tv(factory: str, *args: Any, **kwargs: Any) -> Transform:
+    import torchvision.transforms.v2 as T
+
+    return getattr(T, factory)(*args, **kwargs)
+
+
+def _bilinear() -> Any:
+    import torchvision.transforms.v2 as T
+
+    return T.InterpolationMode.BILINEAR
+
+
+class TorchvisionAdapter(Adapter):
+    name = "torchvision"
+    distribution = "torchvision"
+    recorded_distributions = ("torch", "numpy", "pillow", "pyperf")
+    native_format = "torch.Tensor CHW uint8 (RGB)"
+    decoder = "torchvision.io.decode_image(read_file(path), RGB) (libjpeg-turbo for JPEG)"
+
+    def import_library(self) -> None:
+        import torch  # noqa: F401
+        import torchvision.transforms.v2  # noqa: F401
+
+    def decode(self, path: Path) -> Any:
+        from torchvision.io import ImageReadMode, decode_image, read_file
+
+        return decode_image(read_file(str(path)), mode=ImageReadMode.RGB)
+
+    def to_array(self, image: Any) -> np.ndarray:
+        return image.permute(1, 2, 0).contiguous().numpy()
+
+    def from_array(self, array: np.ndarray) -> Any:
+        import torch
+
+        return torch.from_numpy(np.ascontiguousarray(array)).permute(2, 0, 1).contiguous()
+
+    def materialize(self, output: Any) -> Any:
+        return output.contiguous()
+
+    def _mappings(self) -> dict[str, Mapping]:
+        bl = "InterpolationMode.BILINEAR"
+        return {
+            "Resize": Mapping(
+                f"v2.Resize((512, 512), interpolation={bl}, antialias=True)",
+                lambda p: _tv(
+                    "Resize", tuple(p["size"]), interpolation=_bilinear(), antialias=True
+                ),
+                note="Antialiased when downscaling (torchvision's default); OpenCV's "
+                "INTER_LINEAR is not.",
+            ),
+            "RandomCrop224": Mapping(
+                "v2.RandomCrop(224)", lambda p: _tv("RandomCrop", tuple(p["size"]))
+            ),
+            "RandomResizedCrop": Mapping(
+                f"v2.RandomResizedCrop(224, scale=(0.08, 1), ratio=(3/4, 4/3), "
+                f"interpolation={bl}, antialias=True)",
+                lambda p: _tv(
+                    "RandomResizedCrop",
+                    tuple(p["size"]),
+                    scale=tuple(p["scale"]),
+                    ratio=tuple(p["ratio"]),
+                    interpolation=_bilinear(),
+                    antialias=True,
+                ),
+            ),
+            "CenterCrop224": Mapping(
+                "v2.CenterCrop(224)", lambda p: _tv("CenterCrop", tuple(p["size"]))
+            ),
+            "HorizontalFlip": Mapping(
+                "v2.RandomHorizontalFlip(p=1)", lambda p: _tv("RandomHorizontalFlip", p=1.0)
+            ),
+            "VerticalFlip": Mapping(
+                "v2.RandomVerticalFlip(p=1)", lambda p: _tv("RandomVerticalFlip", p=1.0)
+            ),
+            "Rotate": Mapping(
+                f"v2.RandomRotation(45, interpolation={bl}, fill=0)",
+                lambda p: _tv("RandomRotation", p["degrees"], interpolation=_bilinear(), fill=0),
+            ),
+            "Affine": Mapping(
+                "v2.RandomAffine(25, translate=(0.1, 0.1), scale=(0.8, 1.2), shear=(-10, 10), "
+                f"interpolation={bl}, fill=0)",
+                lambda p: _tv(
+                    "RandomAffine",
+                    p["degrees"],
+                    translate=(p["translate"], p["translate"]),
+                    scale=tuple(p["scale"]),
+                    shear=(-p["shear"], p["shear"]),
+                    interpolation=_bilinear(),
+                    fill=0,
+                ),
+            ),
+            "GaussianBlur": Mapping(
+                "v2.GaussianBlur(9, sigma=(2.0, 2.0))",
+                lambda p: _tv("GaussianBlur", p["kernel_size"], sigma=(p["sigma"], p["sigma"])),
+            ),
+            "ColorJitter": Mapping(
+                "v2.ColorJitter(0.4, 0.4, 0.4, 0.1)",
+                lambda p: _tv(
+                    "ColorJitter", p["brightness"], p["contrast"], p["saturation"], p["hue"]
+                ),
+            ),
+            "Brightness": Mapping(
+                "v2.ColorJitter(brightness=(0.8, 1.2))",
+                lambda p: _tv("ColorJitter", brightness=tuple(p["factor"])),
+            ),
+            "Contrast": Mapping(
+                "v2.ColorJitter(contrast=(0.8, 1.2))",
+                lambda p: _tv("ColorJitter", contrast=tuple(p["factor"])),
+            ),
+            "Saturation": Mapping(
+                "v2.ColorJitter(saturation=(0.5, 1.5))",
+                lambda p: _tv("ColorJitter", saturation=tuple(p["factor"])),
+            ),
+            "Grayscale": Mapping(
+                "v2.Grayscale(num_output_channels=3)",
+                lambda p: _tv("Grayscale", num_output_channels=p["num_output_channels"]),
+            ),
+            "Equalize": Mapping("v2.RandomEqualize(p=1)", lambda p: _tv("RandomEqualize", p=1.0)),
+            "JpegCompression": Mapping(
+                "v2.JPEG(quality=(50, 95))", lambda p: _tv("JPEG", quality=tuple(p["quality"]))
+            ),
+            "Posterize": Mapping(
+                "v2.RandomPosterize(4, p=1)", lambda p: _tv("RandomPosterize", p["bits"], p=1.0)
+            ),
+            "Solarize": Mapping(
+                "v2.RandomSolarize(128, p=1)",
+                lambda p: _tv("RandomSolarize", p["threshold"], p=1.0),
+            ),
+            "Sharpen": Mapping(
+                "v2.RandomAdjustSharpness(2.0, p=1)",
+                lambda p: _tv("RandomAdjustSharpness", p["factor"], p=1.0),
+            ),
+            "Invert": Mapping("v2.RandomInvert(p=1)", lambda p: _tv("RandomInvert", p=1.0)),
+            "AutoContrast": Mapping(
+                "v2.RandomAutocontrast(p=1)", lambda p: _tv("RandomAutocontrast", p=1.0)
+            ),
+            "ChannelShuffle": Mapping(
+                "v2.RandomChannelPermutation()", lambda p: _tv("RandomChannelPermutation")
+            ),
+        }

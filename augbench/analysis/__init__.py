@@ -1,0 +1,1 @@
+"""Driver-side analysis: reading result files, tidy tables, speedups, diagnostics, figures."""

@@ -1,0 +1,186 @@
+"""Read result JSONs (ours, or any file in the common augmentation-benchmark format) into one tidy
+table with one row per (result file, transform or recipe)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from augbench.matrix import LIBRARIES, STATUSES
+
+# Columns every tidy table has, in this order; extra keys found in rows are appended after them.
+COLUMNS: tuple[str, ...] = (
+    "machine",
+    "regime",
+    "scope",
+    "library",
+    "transform",
+    "status",
+    "reason",
+    "median_throughput",
+    "mean_throughput",
+    "std_throughput",
+    "cv_throughput",
+    "num_successful_runs",
+    "throughputs",
+    "variance_stable",
+    "warmup_iterations",
+    "preflight_throughput",
+    "peak_rss_mb",
+    "gpu_peak_allocated_mb",
+    "gpu_peak_reserved_mb",
+    "workers",
+    "batch_size",
+    "variant",
+    "randomness",
+    "decoder",
+    "device",
+    "dataset",
+    "num_images",
+    "library_version",
+    "library_versions",
+    "hostname",
+    "processor",
+    "timestamp",
+    "source_file",
+)
+
+# Columns that split measurements into comparable groups within a machine and regime.
+GROUP_COLUMNS: tuple[str, ...] = ("machine", "regime", "scope", "workers", "batch_size", "variant")
+
+
+def _infer_library(meta: dict[str, Any], path: Path) -> str:
+    if meta.get("library"):
+        return str(meta["library"])
+    stem = path.stem.lower()
+    for lib in LIBRARIES:
+        if stem.startswith(lib) or f"_{lib}_" in stem:
+            return lib
+    versions = meta.get("library_versions") or {}
+    for lib in LIBRARIES:
+        if lib in versions:
+            return lib
+    return next(iter(versions), "unknown")
+
+
+def _infer_regime(meta: dict[str, Any], path: Path) -> str:
+    if meta.get("regime"):
+        return str(meta["regime"])
+    name = path.as_posix().lower()
+    for regime in ("cpu_dataloader", "gpu_dataloader", "dali", "micro"):
+        if regime in name:
+            return regime
+    return "micro"
+
+
+def _machine_label(meta: dict[str, Any]) -> str:
+    if meta.get("machine"):
+        return str(meta["machine"])
+    info = meta.get("system_info") or {}
+    parts = [info.get("system"), info.get("machine"), info.get("processor")]
+    label = "-".join(str(p) for p in parts if p) or "unknown"
+    cpus = info.get("cpu_count")
+    label = f"{label}-{cpus}cpu" if cpus else label
+    return "external-" + re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-").lower()
+
+
+def _status(row: dict[str, Any]) -> str:
+    status = row.get("status")
+    if status in STATUSES:
+        return str(status)
+    # Files from other tools may omit status: derive it from their flags.
+    if row.get("supported") is False:
+        return "unsupported"
+    if row.get("early_stopped"):
+        return "early_stopped"
+    if row.get("error"):
+        return "error"
+    return "ok" if row.get("median_throughput") else "error"
+
+
+def rows_from_file(path: Path) -> list[dict[str, Any]]:
+    payload = json.loads(Path(path).read_text())
+    if not isinstance(payload, dict) or "results" not in payload:
+        raise ValueError(f"{path}: not a result file (no 'results' key)")
+    meta = payload.get("metadata") or {}
+    info = meta.get("system_info") or {}
+    params = meta.get("benchmark_params") or {}
+    dataset = meta.get("dataset") or {}
+    library = _infer_library(meta, Path(path))
+    versions = meta.get("library_versions") or {}
+    base = {
+        "machine": _machine_label(meta),
+        "regime": _infer_regime(meta, Path(path)),
+        "scope": meta.get("scope") or "memory",
+        "library": library,
+        "dataset": dataset.get("name") or Path(str(dataset.get("path", "unknown"))).name,
+        "num_images": dataset.get("num_images_used") or params.get("num_images"),
+        "library_version": versions.get(library) or versions.get("albumentationsx"),
+        "library_versions": json.dumps(versions, sort_keys=True),
+        "hostname": info.get("hostname"),
+        "processor": info.get("processor"),
+        "timestamp": info.get("timestamp"),
+        "source_file": str(path),
+        "workers": params.get("workers"),
+        "batch_size": params.get("batch_size"),
+        "variant": meta.get("variant") or "",
+        "device": meta.get("device") or "cpu",
+    }
+    out = []
+    for name, row in payload["results"].items():
+        record = dict(base)
+        for key, value in row.items():
+            if isinstance(value, dict | list):
+                value = json.dumps(value)
+            record[key] = value
+        record["transform"] = name
+        record["status"] = _status(row)
+        if record["status"] != "ok" and not record.get("reason"):
+            record["reason"] = row.get("early_stop_reason") or row.get("error") or ""
+        for key in ("workers", "batch_size", "variant", "scope", "decoder", "randomness"):
+            if key in row and row[key] is not None:
+                record[key] = row[key]
+        out.append(record)
+    return out
+
+
+def find_result_files(roots: list[Path]) -> list[Path]:
+    files: list[Path] = []
+    for root in roots:
+        root = Path(root)
+        if root.is_file():
+            files.append(root)
+        elif root.is_dir():
+            files.extend(sorted(p for p in root.rglob("*.json") if not p.name.startswith(".")))
+    return files
+
+
+def load(paths: list[Path]) -> pd.DataFrame:
+    """A tidy frame from result files or folders of them; unreadable files raise with the path."""
+    rows: list[dict[str, Any]] = []
+    for path in find_result_files(paths):
+        try:
+            rows.extend(rows_from_file(path))
+        except (json.JSONDecodeError, ValueError) as exc:
+            raise ValueError(f"cannot read result file {path}: {exc}") from exc
+    frame = pd.DataFrame(rows)
+    for col in COLUMNS:
+        if col not in frame.columns:
+            frame[col] = None
+    extra = [c for c in frame.columns if c not in COLUMNS]
+    frame = frame[list(COLUMNS) + extra]
+    for col in ("median_throughput", "mean_throughput", "std_throughput", "cv_throughput"):
+        frame[col] = pd.to_numeric(frame[col], errors="coerce")
+    frame["workers"] = frame["workers"].fillna(-1).astype(int) if len(frame) else frame["workers"]
+    frame["batch_size"] = (
+        frame["batch_size"].fillna(-1).astype(int) if len(frame) else frame["batch_size"]
+    )
+    frame["variant"] = frame["variant"].fillna("")
+    frame["scope"] = frame["scope"].fillna("memory")
+    return frame.sort_values(["machine", "regime", "scope", "transform", "library"]).reset_index(
+        drop=True
+    )

@@ -1,0 +1,1 @@
+"""Timing engines, one per regime. They run inside a library's environment."""

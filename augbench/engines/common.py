@@ -1,0 +1,58 @@
+"""Pieces every timing engine shares: job metadata and the environment marker."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from augbench.adapters.base import Adapter
+from augbench.media import dataset_metadata
+from augbench.results import system_info
+
+
+def read_env_marker(path: Path | None) -> dict[str, Any]:
+    if path is None or not Path(path).exists():
+        return {}
+    return json.loads(Path(path).read_text())
+
+
+def job_metadata(
+    *,
+    adapter: Adapter,
+    regime: str,
+    scope: str,
+    machine: str,
+    manifest: Path,
+    num_images: int,
+    benchmark_params: dict[str, Any],
+    thread_settings: dict[str, Any],
+    env_marker: Path | None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    marker = read_env_marker(env_marker)
+    meta: dict[str, Any] = {
+        "system_info": system_info(),
+        "machine": machine,
+        "library": adapter.name,
+        "library_versions": adapter.versions(),
+        "thread_settings": thread_settings,
+        "benchmark_params": benchmark_params,
+        "regime": regime,
+        "scope": scope,
+        "dataset": dataset_metadata(manifest, num_images),
+        "environment": {
+            "python_executable": sys.executable,
+            "argv": sys.argv,
+            "cwd": os.getcwd(),
+            "env_lock_sha256": marker.get("lock_sha256"),
+            "env_manager": marker.get("manager"),
+            "native_format": adapter.native_format,
+            "decoder": adapter.decoder,
+        },
+    }
+    if extra:
+        meta.update(extra)
+    return meta

@@ -1,0 +1,121 @@
+"""Measurement policy numbers: the only place they are defined.
+
+Config may override them (``policy:`` block, ``disable_slow_skip``); the effective values are
+recorded in every result file's ``benchmark_params``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# Thread-count variables read by OpenMP, MKL, OpenBLAS, numexpr and Accelerate when a library
+# first loads them; they must be in the environment before numpy/torch/cv2 are imported.
+THREAD_ENV_VARS: tuple[str, ...] = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+)
+
+# What pyperf passes on to its worker processes (it starts them with a minimal environment).
+INHERITED_ENV_VARS: tuple[str, ...] = (*THREAD_ENV_VARS, "PYTHONPATH", "CUDA_VISIBLE_DEVICES")
+
+# A result row whose repeated throughputs vary more than this (std / mean) is flagged unstable.
+CV_UNSTABLE_THRESHOLD = 0.15
+
+
+@dataclass(frozen=True)
+class SlowTransformPolicy:
+    """Preflight a transform on a few items before the real measurement.
+
+    A transform at or above ``max_seconds_per_item`` (0.05 s/img = 20 img/s) or whose preflight
+    takes longer than ``preflight_max_seconds`` is recorded as ``early_stopped`` with its
+    preflight throughput instead of being measured for minutes.
+    """
+
+    preflight_items: int = 10
+    max_seconds_per_item: float = 0.05
+    preflight_max_seconds: float = 60.0
+    enabled: bool = True
+
+    def verdict(self, items: int, seconds: float) -> str | None:
+        """The early-stop reason for a preflight of ``items`` in ``seconds``, or None to go on."""
+        if not self.enabled:
+            return None
+        if seconds > self.preflight_max_seconds:
+            return (
+                f"preflight of {items} items took {seconds:.1f} s "
+                f"(> {self.preflight_max_seconds:.0f} s limit)"
+            )
+        per_item = seconds / max(items, 1)
+        if per_item >= self.max_seconds_per_item:
+            return (
+                f"{per_item:.3f} s/item in preflight of {items} items "
+                f"(>= {self.max_seconds_per_item} s/item slow-transform threshold)"
+            )
+        return None
+
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any]) -> SlowTransformPolicy:
+        policy = cfg.get("policy") or {}
+        base = cls()
+        return cls(
+            preflight_items=int(policy.get("preflight_items", base.preflight_items)),
+            max_seconds_per_item=float(
+                policy.get("max_seconds_per_item", base.max_seconds_per_item)
+            ),
+            preflight_max_seconds=float(
+                policy.get("preflight_max_seconds", base.preflight_max_seconds)
+            ),
+            enabled=not bool(cfg.get("disable_slow_skip", False)),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ThreadPolicy:
+    """How many threads a measured process (or each DataLoader worker) may use."""
+
+    threads: int = 1
+    opencv_threads: int = 0  # cv2.setNumThreads(0): OpenCV runs its loops sequentially
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def environment(self) -> dict[str, str]:
+        env = {var: str(self.threads) for var in THREAD_ENV_VARS}
+        env.update(self.extra_env)
+        return env
+
+    def apply_environment(self) -> None:
+        """Export the thread variables; call before numpy, torch or cv2 is imported."""
+        os.environ.update(self.environment())
+
+    def shell_prefix(self) -> str:
+        """``VAR=value ...`` for a shell command line, so the interpreter starts with them."""
+        return " ".join(f"{k}={v}" for k, v in sorted(self.environment().items()))
+
+    def apply_runtime(self) -> dict[str, Any]:
+        """Set thread counts of already-imported libraries; return what is now in force."""
+        import sys
+
+        applied: dict[str, Any] = {"environment": {k: os.environ.get(k) for k in THREAD_ENV_VARS}}
+        if "cv2" in sys.modules:
+            cv2 = sys.modules["cv2"]
+            cv2.setNumThreads(self.opencv_threads)
+            applied["opencv"] = {"threads": cv2.getNumThreads()}
+        if "torch" in sys.modules:
+            torch = sys.modules["torch"]
+            torch.set_num_threads(self.threads)
+            applied["pytorch"] = {"threads": torch.get_num_threads()}
+        return applied
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# Micro benchmarks are single-threaded by definition.
+MICRO_THREADS = ThreadPolicy(threads=1)

@@ -1,0 +1,140 @@
+"""Result files: one JSON per benchmark job, in the common augmentation-benchmark format.
+
+``{"metadata": {...}, "results": {"<transform or recipe>": {row}}}``. Rows always carry a
+``status`` (ok | early_stopped | unsupported | skipped | error) and a ``reason`` when not ok, so
+nothing is silently dropped. Files are written atomically: a killed job leaves no file that looks
+complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import statistics
+import sys
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from augbench.policy import CV_UNSTABLE_THRESHOLD
+
+SCHEMA_VERSION = 1
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def memory_total_bytes() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def system_info() -> dict[str, Any]:
+    return {
+        "python_version": sys.version,
+        "python_executable": sys.executable,
+        "platform": platform.platform(),
+        "system": platform.system(),
+        "machine": platform.machine(),
+        "processor": cpu_model(),
+        "hostname": socket.gethostname(),
+        "cpu_count": os.cpu_count(),
+        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "memory_total_bytes": memory_total_bytes(),
+        "timestamp": datetime.now(UTC).isoformat(),
+    }
+
+
+def summarize_throughputs(throughputs: list[float], times: list[float]) -> dict[str, Any]:
+    """Median, mean, sd and CV of repeated throughputs; every repeated value is kept."""
+    n = len(throughputs)
+    mean = statistics.fmean(throughputs)
+    std = statistics.stdev(throughputs) if n > 1 else 0.0
+    cv = std / mean if mean > 0 else float("nan")
+    return {
+        "throughputs": throughputs,
+        "median_throughput": statistics.median(throughputs),
+        "mean_throughput": mean,
+        "std_throughput": std,
+        "cv_throughput": cv,
+        "times": times,
+        "mean_time": statistics.fmean(times),
+        "std_time": statistics.stdev(times) if n > 1 else 0.0,
+        "num_successful_runs": n,
+        "variance_stable": bool(cv <= CV_UNSTABLE_THRESHOLD),
+    }
+
+
+def ok_row(
+    throughputs: list[float], times: list[float], *, warmup_iterations: int, **extra: Any
+) -> dict[str, Any]:
+    row: dict[str, Any] = {"status": "ok", "supported": True, "early_stopped": False}
+    row.update(summarize_throughputs(throughputs, times))
+    row["warmup_iterations"] = warmup_iterations
+    row.update(extra)
+    return row
+
+
+def non_ok_row(status: str, reason: str, **extra: Any) -> dict[str, Any]:
+    """A row for early_stopped / unsupported / skipped / error, with its reason kept."""
+    if status == "ok":
+        raise ValueError("use ok_row for measured rows")
+    row: dict[str, Any] = {
+        "status": status,
+        "supported": status != "unsupported",
+        "early_stopped": status == "early_stopped",
+        "reason": reason,
+        "throughputs": [],
+        "times": [],
+        "num_successful_runs": 0,
+    }
+    if status == "early_stopped":
+        row["early_stop_reason"] = reason
+    row.update(extra)
+    return row
+
+
+def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
+    """Write to a temporary file in the same folder, fsync, then rename over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(payload, fh, indent=2, sort_keys=False, default=_json_default)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "item"):
+        return obj.item()
+    if isinstance(obj, tuple | set):
+        return list(obj)
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def result_file(metadata: dict[str, Any], results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    metadata = {"schema_version": SCHEMA_VERSION, **metadata}
+    return {"metadata": metadata, "results": results}

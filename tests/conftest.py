@@ -1,0 +1,63 @@
+"""Shared fixtures. The workflow fixture runs the real Snakemake workflow once per session at the
+smoke preset, in a scratch working directory, with the repository's library envs (built there on
+first use: uv hardlinks from its cache, so later runs spend seconds)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+
+
+@dataclass
+class WorkflowRun:
+    workdir: Path
+    machine: str
+    returncode: int
+    output: str
+
+    def snakemake(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return run_snakemake(self.workdir, *args, check=check)
+
+
+def run_snakemake(
+    workdir: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    cmd = [
+        *SNAKEMAKE,
+        "--snakefile", str(REPO / "Snakefile"),
+        "--directory", str(workdir),
+        "--workflow-profile", str(REPO / "profiles" / "default"),
+        *args,
+    ]  # fmt: skip
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=workdir
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"snakemake {' '.join(args)} failed ({proc.returncode}):\n"
+            f"{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}"
+        )
+    return proc
+
+
+SMOKE_CONFIG = (
+    "--config",
+    "preset=smoke",
+    "machine=smoke-test",
+    f"envs={{'manager': 'uv', 'dir': '{REPO / '.venvs'}'}}",
+)
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> WorkflowRun:
+    workdir = tmp_path_factory.mktemp("smoke")
+    proc = run_snakemake(workdir, "--cores", "2", *SMOKE_CONFIG)
+    return WorkflowRun(workdir, "smoke-test", proc.returncode, proc.stdout + proc.stderr)

@@ -1,0 +1,214 @@
+"""The real workflow at the smoke preset: all four libraries, real envs, real pyperf."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import REPO, SMOKE_CONFIG, WorkflowRun, run_snakemake
+
+from augbench import matrix
+from augbench.config import resolve
+
+pytestmark = pytest.mark.workflow
+
+SMOKE = resolve(
+    {
+        "preset": "smoke",
+        "machine": "smoke-test",
+        "dataset": {"archive": None},
+        "libraries": list(matrix.REGIME_LIBRARIES["micro"]),
+        "regimes": ["micro"],
+        "envs": {},
+    },
+    REPO,
+)
+STATUSES = set(matrix.STATUSES)
+
+
+def test_smoke_run_succeeds(smoke_run: WorkflowRun) -> None:
+    assert smoke_run.returncode == 0, smoke_run.output[-5000:]
+
+
+def test_speedups_table_has_every_transform_and_library_with_a_status(
+    smoke_run: WorkflowRun,
+) -> None:
+    table = pd.read_csv(smoke_run.workdir / "results/tables/speedups_micro.csv")
+    pairs = set(zip(table["transform"], table["library"], strict=True))
+    expected = {(t, lib) for t in SMOKE["transforms"] for lib in SMOKE["libraries"]}
+    assert pairs == expected
+    assert set(table["status"]) <= STATUSES
+    ok = table[table["status"] == "ok"]
+    assert len(ok) >= len(expected) // 2
+    assert (ok["median_throughput"] > 0).all()
+    # Pillow has no hue operation: ColorJitter must say so rather than vanish.
+    pillow_jitter = table[(table["library"] == "pillow") & (table["transform"] == "ColorJitter")]
+    assert pillow_jitter["status"].tolist() == ["unsupported"]
+    assert "hue" in pillow_jitter["reason"].iloc[0]
+    not_ok = table[table["status"] != "ok"]
+    assert not_ok["reason"].notna().all()
+    # Where two libraries are ok on a transform, exactly one of them is fastest.
+    for _, group in ok.groupby("transform"):
+        if len(group) > 1:
+            assert group["is_fastest"].sum() == 1
+            assert group["speedup"].notna().all()
+
+
+def test_result_files_follow_the_schema(smoke_run: WorkflowRun) -> None:
+    raw = sorted((smoke_run.workdir / "results/raw/smoke-test/micro").rglob("*.json"))
+    assert len(raw) == len(SMOKE["libraries"]) * 2  # 3 transforms in shards of 2
+    for path in raw:
+        payload = json.loads(path.read_text())
+        meta = payload["metadata"]
+        for key in (
+            "system_info",
+            "machine",
+            "library_versions",
+            "thread_settings",
+            "benchmark_params",
+            "regime",
+            "scope",
+            "dataset",
+            "environment",
+        ):
+            assert key in meta, (path, key)
+        assert meta["machine"] == "smoke-test"
+        assert meta["regime"] == "micro"
+        assert meta["benchmark_params"]["timer_backend"] == "pyperf"
+        assert meta["dataset"]["num_images_used"] == SMOKE["num_images"]
+        assert meta["environment"]["env_lock_sha256"]
+        assert meta["thread_settings"]["environment"]["OMP_NUM_THREADS"] == "1"
+        for name, row in payload["results"].items():
+            assert row["status"] in STATUSES
+            if row["status"] == "ok":
+                runs = SMOKE["micro"]["processes"] * SMOKE["micro"]["values"]
+                assert len(row["throughputs"]) == runs == row["num_successful_runs"]
+                assert all(t > 0 for t in row["throughputs"])
+                assert row["median_throughput"] > 0
+                assert row["warmup_iterations"] == SMOKE["micro"]["warmups"]
+                assert row["preflight_items"] == 10
+            else:
+                assert row["reason"], (path, name)
+
+
+def test_env_markers_record_interpreter_versions_and_lock_hash(smoke_run: WorkflowRun) -> None:
+    for lib in SMOKE["libraries"]:
+        marker = json.loads((smoke_run.workdir / f"results/envs/{lib}.json").read_text())
+        assert Path(marker["python"]).exists()
+        assert len(marker["lock_sha256"]) == 64
+        assert marker["packages"]["torch"] == "2.13.0"
+        assert marker["packages"]["numpy"]
+
+
+def test_rerun_does_no_work(smoke_run: WorkflowRun) -> None:
+    proc = smoke_run.snakemake("-n", *SMOKE_CONFIG)
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_deleting_one_shard_reruns_only_that_shard(smoke_run: WorkflowRun) -> None:
+    raw = smoke_run.workdir / "results/raw/smoke-test/micro"
+    victim = raw / "pillow" / "s001.json"
+    others = {p: p.stat().st_mtime_ns for p in raw.rglob("*.json") if p != victim}
+    victim.unlink()
+    dry = smoke_run.snakemake("-n", "--quiet", "rules", *SMOKE_CONFIG)
+    out = dry.stdout + dry.stderr
+    assert "micro" in out and "aggregate" in out
+    assert "build_env" not in out and "stage_dataset" not in out
+    smoke_run.snakemake("--cores", "2", *SMOKE_CONFIG)
+    assert victim.exists()
+    assert {p: p.stat().st_mtime_ns for p in others} == others
+
+
+def test_unknown_transform_in_config_is_a_clear_error(tmp_path: Path) -> None:
+    proc = run_snakemake(
+        tmp_path, "-n", "--config", "preset=smoke", "transforms=[Nope]", check=False
+    )
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert "transforms[0]: 'Nope' is not one of" in out
+    assert "HorizontalFlip" in out
+
+
+def test_corrupt_archive_stops_staging_with_the_member_named(tmp_path: Path) -> None:
+    import io
+    import tarfile
+
+    archive = tmp_path / "bad.tar"
+    with tarfile.open(archive, "w") as tar:
+        data = b"\xff\xd8\xff\xe0 truncated jpeg"
+        info = tarfile.TarInfo("imgs/broken.jpg")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    proc = run_snakemake(
+        tmp_path,
+        "--cores", "1", "results/data/bad/manifest.json",
+        "--config", "preset=smoke", f"dataset={{'archive': '{archive}'}}",
+        check=False,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert "imgs/broken.jpg" in proc.stdout + proc.stderr
+    assert not (tmp_path / "results/data/bad/manifest.json").exists()
+
+
+def test_failing_transform_keeps_the_other_rows(smoke_run: WorkflowRun, tmp_path: Path) -> None:
+    """Images smaller than the crop make torchvision's RandomCrop raise; the flip is still
+    measured and the error row keeps the library's message."""
+    from PIL import Image
+
+    images = tmp_path / "images"
+    images.mkdir()
+    files = []
+    for i in range(4):
+        Image.new("RGB", (160, 120), (i * 40, 80, 200)).save(images / f"{i}.jpg")
+        files.append({"path": f"{i}.jpg", "bytes": 1, "width": 160, "height": 120})
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(
+        json.dumps(
+            {
+                "name": "tiny",
+                "source": "test",
+                "archive_sha256": "0" * 64,
+                "file_count": 4,
+                "total_bytes": 4,
+                "images_dir": "images",
+                "files": files,
+            }
+        )
+    )
+    python = REPO / ".venvs" / "torchvision" / "bin" / "python"
+    out = tmp_path / "out.json"
+    subprocess.run(
+        [
+            str(python), "-m", "augbench.engines.micro", "--library", "torchvision",
+            "--transforms", "RandomCrop224,HorizontalFlip", "--manifest", str(manifest),
+            "--num-images", "4", "--output", str(out), "--machine", "t",
+            "--processes", "1", "--values", "1", "--warmups", "0",
+        ],
+        check=True, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
+    )  # fmt: skip
+    rows = json.loads(out.read_text())["results"]
+    assert rows["RandomCrop224"]["status"] == "error"
+    assert "crop size" in rows["RandomCrop224"]["reason"].lower()
+    assert rows["HorizontalFlip"]["status"] == "ok"
+
+
+def test_library_that_fails_to_import_gives_error_rows(smoke_run: WorkflowRun) -> None:
+    """The driver's interpreter has no kornia: every row is an error naming the import."""
+    manifest = next((smoke_run.workdir / "results/data").glob("*/manifest.json"))
+    out = smoke_run.workdir / "import-failure.json"
+    subprocess.run(
+        [
+            sys.executable, "-m", "augbench.engines.micro", "--library", "kornia",
+            "--transforms", "HorizontalFlip,Rotate", "--manifest", str(manifest),
+            "--num-images", "2", "--output", str(out), "--machine", "t",
+        ],
+        check=True, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
+    )  # fmt: skip
+    rows = json.loads(out.read_text())["results"]
+    assert {r["status"] for r in rows.values()} == {"error"}
+    assert all("No module named 'kornia'" in r["reason"] for r in rows.values())

@@ -1,0 +1,144 @@
+# Configuration, the benchmark matrix and input functions shared by every rule file.
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, workflow.basedir)
+
+from augbench import catalog, matrix  # noqa: E402
+from augbench.config import ConfigError, resolve  # noqa: E402
+from augbench.policy import MICRO_THREADS, SlowTransformPolicy  # noqa: E402
+
+try:
+    config.update(resolve(config, Path(workflow.basedir)))
+except ConfigError as exc:
+    raise WorkflowError(str(exc)) from None
+
+MACHINE = config["machine"]
+LIBRARIES = config["libraries"]
+REGIMES = config["regimes"]
+TRANSFORMS = config["transforms"]
+ENV_MANAGER = config["envs"]["manager"]
+SLOW_POLICY = SlowTransformPolicy.from_config(config)
+IMPLEMENTED_REGIMES = ("micro",)
+
+for _regime in REGIMES:
+    if _regime not in IMPLEMENTED_REGIMES:
+        raise WorkflowError(
+            f"config error at regimes: {_regime!r} has no rules in this version; "
+            f"implemented: {list(IMPLEMENTED_REGIMES)}"
+        )
+
+
+wildcard_constraints:
+    machine=MACHINE.replace(".", r"\."),
+    library="|".join(matrix.LIBRARIES),
+    shard=r"s\d{3}",
+    dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    n=r"\d+",
+
+
+def repo_path(relative):
+    """A file shipped with the workflow (not produced by it), independent of --directory."""
+    return str(Path(workflow.basedir) / relative)
+
+
+# -- dataset ----------------------------------------------------------------------------------
+def dataset_name():
+    ds = config["dataset"]
+    if ds.get("name"):
+        return ds["name"]
+    if ds.get("archive"):
+        stem = Path(ds["archive"]).name
+        for suffix in (".tar.gz", ".tgz", ".tar"):
+            if stem.endswith(suffix):
+                return stem[: -len(suffix)]
+    return f"default-{ds['default_images']}"
+
+
+DATASET = dataset_name()
+MANIFEST = f"results/data/{DATASET}/manifest.json"
+
+
+def dataset_archive(wildcards):
+    archive = config["dataset"].get("archive")
+    if not archive:
+        return (
+            f"results/data/archives/default-{config['dataset']['default_images']}.tar"
+        )
+    if archive.startswith("gs://"):
+        return storage(archive)
+    return archive
+
+
+# -- environments ------------------------------------------------------------------------------
+def venv_dir(library):
+    return str(Path(config["envs"]["dir"]) / library)
+
+
+def env_marker(library):
+    return f"results/envs/{library}.json"
+
+
+def library_python(wildcards):
+    """Interpreter that runs a library's benchmark jobs."""
+    if ENV_MANAGER == "conda":
+        return "python"
+    return str(Path(venv_dir(wildcards.library)).resolve() / "bin" / "python")
+
+
+def benchmark_env_inputs(wildcards):
+    """The job's own env, plus every other configured env as ancient(): timed jobs wait for all
+    env builds to finish (no build competes with a measurement) without a rebuild of one library
+    forcing re-measurement of the others."""
+    inputs = {"env": env_marker(wildcards.library)}
+    for lib in LIBRARIES:
+        if lib != wildcards.library:
+            inputs[f"env_{lib}"] = ancient(env_marker(lib))
+    return inputs
+
+
+# -- micro regime ---------------------------------------------------------------------------
+def shards(items, size):
+    return {
+        f"s{i:03d}": items[start : start + size]
+        for i, start in enumerate(range(0, len(items), size))
+    }
+
+
+MICRO_SHARDS = shards(TRANSFORMS, config["micro"]["shard_size"])
+
+
+def micro_transforms(wildcards):
+    return ",".join(MICRO_SHARDS[wildcards.shard])
+
+
+def micro_results():
+    return [
+        f"results/raw/{MACHINE}/micro/{lib}/{shard}.json"
+        for lib in matrix.libraries_for("micro", LIBRARIES)
+        for shard in MICRO_SHARDS
+    ]
+
+
+# -- aggregation -----------------------------------------------------------------------------
+def result_files(wildcards=None):
+    files = []
+    if "micro" in REGIMES:
+        files += micro_results()
+    return files
+
+
+def table_outputs():
+    return {
+        "all": "results/tables/all_results.csv",
+        "coverage": "results/tables/coverage.csv",
+        **{f"speedups_{r}": f"results/tables/speedups_{r}.csv" for r in REGIMES},
+        **{f"throughputs_{r}": f"results/tables/throughputs_{r}.csv" for r in REGIMES},
+    }
+
+
+def final_targets():
+    # Raw result files are targets in their own right: a deleted or killed shard is re-run
+    # even when the tables built from it still exist.
+    return [*result_files(), *table_outputs().values()]

@@ -1,0 +1,18 @@
+# One environment per library, built from its lock and reused while the lock is unchanged.
+
+
+rule build_env:
+    input:
+        lock=repo_path("envs/{library}.txt"),
+    output:
+        marker="results/envs/{library}.json",
+    log:
+        "logs/envs/{library}.log",
+    conda:
+        "../../envs/{library}.yaml"
+    params:
+        manager=ENV_MANAGER,
+        venv=lambda wildcards: venv_dir(wildcards.library),
+        python=config["envs"].get("python") or sys.executable,
+    script:
+        "../scripts/build_env.py"

@@ -1,0 +1,35 @@
+# Micro regime: pyperf, one transform at a time, one thread, one job per library x shard.
+
+
+rule micro:
+    input:
+        unpack(benchmark_env_inputs),
+        manifest=MANIFEST,
+    output:
+        result=f"results/raw/{{machine}}/micro/{{library}}/{{shard}}.json",
+    log:
+        f"logs/{{machine}}/micro/{{library}}/{{shard}}.log",
+    conda:
+        "../../envs/{library}.yaml"
+    threads: 1
+    resources:
+        bench_slot=1,
+    params:
+        python=library_python,
+        root=workflow.basedir,
+        thread_env=MICRO_THREADS.shell_prefix(),
+        transforms=micro_transforms,
+        num_images=config["num_images"],
+        processes=config["micro"]["processes"],
+        values=config["micro"]["values"],
+        warmups=config["micro"]["warmups"],
+        timeout=config["micro"]["transform_timeout_s"],
+        policy=json.dumps(SLOW_POLICY.to_dict()),
+    shell:
+        "{params.thread_env} PYTHONPATH={params.root:q} {params.python:q} -m augbench.engines.micro"
+        " --library {wildcards.library} --shard {wildcards.shard}"
+        " --transforms {params.transforms:q} --manifest {input.manifest:q}"
+        " --num-images {params.num_images} --machine {wildcards.machine}"
+        " --processes {params.processes} --values {params.values} --warmups {params.warmups}"
+        " --transform-timeout {params.timeout} --policy {params.policy:q}"
+        " --env-marker {input.env:q} --output {output.result:q} 2>&1 | tee {log:q}"

@@ -1,0 +1,20 @@
+"""Rule aggregate: tidy all_results.csv plus per-regime speedups/throughputs and coverage."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
+
+from augbench.analysis import speedups, tidy
+from augbench.logs import redirect_to_log
+
+with redirect_to_log(snakemake.log[0]):  # noqa: F821
+    sm = snakemake  # noqa: F821
+    frame = tidy.load([Path(p) for p in sm.input.results])
+    frame.to_csv(sm.output.all, index=False)
+    for regime in sm.params.regimes:
+        part = frame[frame["regime"] == regime]
+        speedups.compute(part).to_csv(sm.output[f"speedups_{regime}"], index=False)
+        speedups.throughput_table(part).to_csv(sm.output[f"throughputs_{regime}"], index=False)
+    speedups.coverage(frame).to_csv(sm.output.coverage, index=False)
+    print(f"{len(frame)} rows from {len(sm.input.results)} result files")
