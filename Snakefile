@@ -10,6 +10,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/envs.smk"
 include: "workflow/rules/micro.smk"
+include: "workflow/rules/cpu_dataloader.smk"
 include: "workflow/rules/aggregate.smk"
 
 

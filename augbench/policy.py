@@ -119,3 +119,8 @@ class ThreadPolicy:
 
 # Micro benchmarks are single-threaded by definition.
 MICRO_THREADS = ThreadPolicy(threads=1)
+
+# DataLoader regimes: each worker process (and the main process, which does the work itself when
+# num_workers=0) runs one thread, so N workers use N cores. Applied before imports in the job and
+# again in every worker by worker_init_fn.
+DATALOADER_THREADS = ThreadPolicy(threads=1)

@@ -220,3 +220,22 @@ class AlbumentationsXAdapter(Adapter):
             ),
             "ChannelShuffle": Mapping("A.ChannelShuffle()", lambda p: _albx("ChannelShuffle")),
         }
+
+    # -- DataLoader recipe tail (cpu_dataloader) -------------------------------------------------
+    recipe_tail_call = (
+        "A.Compose([A.Normalize(mean, std, max_pixel_value=255), "
+        "albumentations.pytorch.ToTensorV2()])"
+    )
+
+    def recipe_tail(self, mean: tuple[float, ...], std: tuple[float, ...]) -> Transform:
+        import albumentations as A
+        from albumentations.pytorch import ToTensorV2
+
+        tail = A.Compose(
+            [A.Normalize(mean=mean, std=std, max_pixel_value=255.0, p=1.0), ToTensorV2(p=1.0)]
+        )
+
+        def apply(image: np.ndarray) -> Any:
+            return tail(image=image)["image"]
+
+        return apply

@@ -101,6 +101,15 @@ class Adapter:
                 out[dist] = "not installed"
         return out
 
+    # -- DataLoader recipes (cpu_dataloader regime) --------------------------------------------
+    # Human-readable form of recipe_tail, recorded with every DataLoader row.
+    recipe_tail_call: str = ""
+
+    def recipe_tail(self, mean: tuple[float, ...], std: tuple[float, ...]) -> Transform:
+        """The library's own Normalize + ToTensor: native image -> float32 3xHxW torch tensor,
+        ``(x / 255 - mean) / std`` per channel. Built once per recipe, applied per sample."""
+        raise NotImplementedError
+
 
 def uniform(rng_range: tuple[float, float]) -> float:
     import random

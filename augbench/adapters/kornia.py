@@ -151,3 +151,18 @@ class KorniaAdapter(Adapter):
                 "K.RandomChannelShuffle(p=1)", lambda p: _k("RandomChannelShuffle", p=1.0)
             ),
         }
+
+    # -- DataLoader recipe tail (cpu_dataloader) -------------------------------------------------
+    recipe_tail_call = "K.Normalize(mean, std, p=1)(x)[0]  (x: 1x3xHxW float in [0, 1])"
+
+    def recipe_tail(self, mean: tuple[float, ...], std: tuple[float, ...]) -> Transform:
+        import torch
+
+        normalize = _k("Normalize", mean=torch.tensor(mean), std=torch.tensor(std), p=1.0)
+
+        def apply(image: Any) -> Any:
+            # Kornia works on batches; the DataLoader collates single samples, so drop the
+            # batch axis of one.
+            return normalize(image)[0]
+
+        return apply

@@ -270,6 +270,29 @@ class PillowAdapter(Adapter):
             ),
         }
 
+    # -- DataLoader recipe tail (cpu_dataloader) -------------------------------------------------
+    # Pillow has no tensor type and no normalize operation. The tail is the minimal conversion a
+    # Pillow user writes: the PIL image's pixels as float32, scaled and shifted per channel by
+    # numpy, moved to CHW and wrapped (no copy) by torch.from_numpy. It is the same arithmetic the
+    # other libraries' Normalize performs, and it is counted in Pillow's time.
+    recipe_tail_call = (
+        "torch.from_numpy(((np.asarray(img, float32) / 255 - mean) / std).transpose(2, 0, 1))"
+    )
+
+    def recipe_tail(self, mean: tuple[float, ...], std: tuple[float, ...]) -> Transform:
+        import torch
+
+        std_arr = np.asarray(std, dtype=np.float32)
+        scale = (1.0 / (255.0 * std_arr)).astype(np.float32)
+        shift = (np.asarray(mean, dtype=np.float32) / std_arr).astype(np.float32)
+
+        def apply(img: Any) -> Any:
+            x = np.asarray(img, dtype=np.float32) * scale
+            x -= shift
+            return torch.from_numpy(np.ascontiguousarray(x.transpose(2, 0, 1)))
+
+        return apply
+
 
 def _filter(image_filter: Any) -> Transform:
     return lambda img: img.filter(image_filter)

@@ -150,3 +150,18 @@ class TorchvisionAdapter(Adapter):
                 "v2.RandomChannelPermutation()", lambda p: _tv("RandomChannelPermutation")
             ),
         }
+
+    # -- DataLoader recipe tail (cpu_dataloader) -------------------------------------------------
+    recipe_tail_call = (
+        "v2.Compose([v2.ToDtype(torch.float32, scale=True), v2.Normalize(mean, std)])"
+    )
+
+    def recipe_tail(self, mean: tuple[float, ...], std: tuple[float, ...]) -> Transform:
+        import torch
+
+        # Images are already uint8 CHW tensors (torchvision.io), so v2.ToTensor's job is the
+        # dtype conversion with scaling to [0, 1].
+        return _tv(
+            "Compose",
+            [_tv("ToDtype", torch.float32, scale=True), _tv("Normalize", list(mean), list(std))],
+        )

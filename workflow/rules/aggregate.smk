@@ -12,5 +12,6 @@ rule aggregate:
         "../../envs/driver.yaml"
     params:
         regimes=REGIMES,
+        throughput_targets=DATALOADER["required_throughput"],
     script:
         "../scripts/aggregate.py"

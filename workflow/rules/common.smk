@@ -8,6 +8,7 @@ sys.path.insert(0, workflow.basedir)
 from augbench import catalog, matrix  # noqa: E402
 from augbench.config import ConfigError, resolve  # noqa: E402
 from augbench.policy import MICRO_THREADS, SlowTransformPolicy  # noqa: E402
+from augbench.policy import DATALOADER_THREADS  # noqa: E402
 
 try:
     config.update(resolve(config, Path(workflow.basedir)))
@@ -20,7 +21,7 @@ REGIMES = config["regimes"]
 TRANSFORMS = config["transforms"]
 ENV_MANAGER = config["envs"]["manager"]
 SLOW_POLICY = SlowTransformPolicy.from_config(config)
-IMPLEMENTED_REGIMES = ("micro",)
+IMPLEMENTED_REGIMES = ("micro", "cpu_dataloader")
 
 for _regime in REGIMES:
     if _regime not in IMPLEMENTED_REGIMES:
@@ -121,11 +122,47 @@ def micro_results():
     ]
 
 
+# -- cpu_dataloader regime ---------------------------------------------------------------------
+DATALOADER = config["cpu_dataloader"]
+
+
+def _dataloader_transforms():
+    """Recipes to run: the block's own list, "all", or (absent) the top-level transforms."""
+    chosen = DATALOADER.get("transforms")
+    if chosen is None:
+        return TRANSFORMS
+    return catalog.names() if chosen == "all" else chosen
+
+
+DATALOADER_TRANSFORMS = _dataloader_transforms()
+DATALOADER_SHARDS = shards(DATALOADER_TRANSFORMS, DATALOADER["shard_size"])
+
+
+def cpu_dataloader_transforms(wildcards):
+    return ",".join(DATALOADER_SHARDS[wildcards.shard])
+
+
+def cpu_dataloader_num_images():
+    return DATALOADER.get("num_images") or config["num_images"]
+
+
+def cpu_dataloader_results():
+    return [
+        f"results/raw/{MACHINE}/cpu_dataloader/{lib}/{scope}-w{workers}-{shard}.json"
+        for lib in matrix.libraries_for("cpu_dataloader", LIBRARIES)
+        for scope in DATALOADER["scopes"]
+        for workers in DATALOADER["workers"]
+        for shard in DATALOADER_SHARDS
+    ]
+
+
 # -- aggregation -----------------------------------------------------------------------------
 def result_files(wildcards=None):
     files = []
     if "micro" in REGIMES:
         files += micro_results()
+    if "cpu_dataloader" in REGIMES:
+        files += cpu_dataloader_results()
     return files
 
 
@@ -135,6 +172,14 @@ def table_outputs():
         "coverage": "results/tables/coverage.csv",
         **{f"speedups_{r}": f"results/tables/speedups_{r}.csv" for r in REGIMES},
         **{f"throughputs_{r}": f"results/tables/throughputs_{r}.csv" for r in REGIMES},
+        **(
+            {
+                "worker_scaling_cpu_dataloader": "results/tables/worker_scaling_cpu_dataloader.csv",
+                "starvation_cpu_dataloader": "results/tables/starvation_cpu_dataloader.csv",
+            }
+            if "cpu_dataloader" in REGIMES
+            else {}
+        ),
     }
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
-from augbench.analysis import speedups, tidy
+from augbench.analysis import dataloader, speedups, tidy
 from augbench.logs import redirect_to_log
 
 with redirect_to_log(snakemake.log[0]):  # noqa: F821
@@ -16,5 +16,12 @@ with redirect_to_log(snakemake.log[0]):  # noqa: F821
         part = frame[frame["regime"] == regime]
         speedups.compute(part).to_csv(sm.output[f"speedups_{regime}"], index=False)
         speedups.throughput_table(part).to_csv(sm.output[f"throughputs_{regime}"], index=False)
+    if "cpu_dataloader" in sm.params.regimes:
+        dataloader.worker_scaling(frame).to_csv(
+            sm.output.worker_scaling_cpu_dataloader, index=False
+        )
+        dataloader.starvation(frame, sm.params.throughput_targets).to_csv(
+            sm.output.starvation_cpu_dataloader, index=False
+        )
     speedups.coverage(frame).to_csv(sm.output.coverage, index=False)
     print(f"{len(frame)} rows from {len(sm.input.results)} result files")

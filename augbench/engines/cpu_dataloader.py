@@ -1,0 +1,520 @@
+"""cpu_dataloader regime job: one library x scope x worker count x shard of recipes -> one file.
+
+Each recipe (``augbench.recipes``) runs through a real ``torch.utils.data.DataLoader`` with the
+configured number of worker processes, batch size, prefetch factor and persistence; PyTorch's
+default collation stacks the float32 3x224x224 samples into batches.
+
+Scopes:
+
+- ``memory``: the selected images are decoded once with the library's own decoder, before any
+  clock starts, and held in the dataset (workers inherit them by fork); a sample is the recipe.
+- ``decode``: the dataset holds file paths; a sample is read + decode (the library's native
+  decoder, recorded per row) + the recipe, inside the workers.
+
+Timing (stated in every file's ``benchmark_params``):
+
+1. Preflight: the first sample is built untimed, then ``preflight_items`` samples are timed in the
+   main process under the shared ``SlowTransformPolicy``; a slow recipe becomes ``early_stopped``.
+2. Warm-up epoch (untimed): ``max(1, workers)`` batches. Its first-batch latency, measured from
+   ``iter(loader)`` and including worker start-up, is ``first_batch_s``.
+3. ``num_runs`` timed epochs of ``batches_per_run`` batches each. The window runs from
+   ``iter(loader)`` to the arrival of the last batch in the main process, so every batch's work
+   is inside it and nothing is prefetched before the clock starts. With ``persistent_workers``
+   the workers started by the warm-up epoch are reused, so start-up is outside the window; without
+   it each epoch starts its workers and the row says ``startup_in_timed_window: true``.
+"""
+
+from __future__ import annotations
+
+from augbench.policy import DATALOADER_THREADS
+
+DATALOADER_THREADS.apply_environment()  # before numpy, torch or cv2 is imported
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import functools  # noqa: E402
+import gc  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import resource  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+from collections.abc import Callable, Iterator  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+from augbench import adapters, catalog, media, recipes  # noqa: E402
+from augbench.engines.common import job_metadata  # noqa: E402
+from augbench.policy import SlowTransformPolicy  # noqa: E402
+from augbench.results import non_ok_row, ok_row, result_file, write_json_atomic  # noqa: E402
+
+REGIME = "cpu_dataloader"
+SCOPES: tuple[str, ...] = ("memory", "decode")
+
+TIMING_NOTE = (
+    "throughput = images / seconds from iter(loader) to the last batch received in the main "
+    "process, per timed epoch; an untimed warm-up epoch of max(1, workers) batches precedes them "
+    "(persistent workers are started there, outside the window); first_batch_s = warm-up "
+    "epoch's iter(loader) -> first batch, including worker start-up"
+)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--library", required=True)
+    p.add_argument("--scope", required=True, choices=SCOPES)
+    p.add_argument("--workers", required=True, type=int)
+    p.add_argument("--transforms", required=True, help="comma-separated catalog names")
+    p.add_argument("--manifest", required=True, type=Path)
+    p.add_argument("--num-images", required=True, type=int)
+    p.add_argument("--output", required=True, type=Path)
+    p.add_argument("--machine", required=True)
+    p.add_argument("--shard", default="")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--batches-per-run", type=int, default=20)
+    p.add_argument("--num-runs", type=int, default=3)
+    p.add_argument("--prefetch-factor", type=int, default=2)
+    p.add_argument("--persistent-workers", type=_bool, default=True)
+    p.add_argument("--cap-workers-at-cores", type=_bool, default=True)
+    p.add_argument("--batch-timeout", type=float, default=300.0)
+    p.add_argument("--policy", default="{}", help="SlowTransformPolicy fields as JSON")
+    p.add_argument("--env-marker", type=Path, default=None)
+    args = p.parse_args(argv)
+    for name in ("workers", "batch_size", "batches_per_run", "num_runs", "prefetch_factor"):
+        value = getattr(args, name)
+        if value < (0 if name == "workers" else 1):
+            p.error(f"--{name.replace('_', '-')} must be >= {0 if name == 'workers' else 1}")
+    return args
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes"):
+        return True
+    if lowered in ("0", "false", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
+
+
+def usable_cores() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+# -- dataset pieces (module level: picklable, usable by any multiprocessing start method) --------
+class Recipe:
+    """The recipe's steps then its tail, applied to one native image."""
+
+    def __init__(self, steps: list[Callable[[Any], Any]], tail: Callable[[Any], Any]) -> None:
+        self.steps = steps
+        self.tail = tail
+
+    def __call__(self, image: Any) -> Any:
+        for step in self.steps:
+            image = step(image)
+        return self.tail(image)
+
+
+class RecipeDataset:
+    """Map-style dataset: ``load(items[i])`` (identity or decode) followed by the recipe."""
+
+    def __init__(
+        self, items: list[Any], load: Callable[[Any], Any], recipe: Recipe, label: str = ""
+    ) -> None:
+        self.items = items
+        self.load = load
+        self.recipe = recipe
+        self.label = label
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: int) -> Any:
+        return self.recipe(self.load(self.items[index]))
+
+
+def _identity(item: Any) -> Any:
+    return item
+
+
+class EpochSampler:
+    """Indices ``0..n_items-1`` modulo the dataset size, in order.
+
+    ``n_items`` is set before each epoch (short warm-up epoch, then timed epochs), as
+    DistributedSampler.set_epoch is; the main process reads it when an epoch starts.
+    """
+
+    def __init__(self, dataset_size: int, n_items: int) -> None:
+        self.dataset_size = dataset_size
+        self.n_items = n_items
+
+    def __iter__(self) -> Iterator[int]:
+        return (i % self.dataset_size for i in range(self.n_items))
+
+    def __len__(self) -> int:
+        return self.n_items
+
+
+def _worker_init(worker_id: int, record_dir: str) -> None:
+    """Apply the thread policy inside a worker and record what is in force there."""
+    applied = DATALOADER_THREADS.apply_runtime()
+    record = {"worker_id": worker_id, "pid": os.getpid(), **applied}
+    path = Path(record_dir) / f"worker-{os.getpid()}.json"
+    path.write_text(json.dumps(record))
+
+
+# -- measurement -----------------------------------------------------------------------------
+class RecipeError(Exception):
+    """A recipe failed at a named stage; the row keeps the stage and the library's message."""
+
+    def __init__(self, stage: str, exc: BaseException) -> None:
+        super().__init__(f"{stage}: {type(exc).__name__}: {exc}")
+        self.stage = stage
+        self.tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]
+
+
+def preflight(dataset: RecipeDataset, policy: SlowTransformPolicy) -> dict[str, Any]:
+    """One untimed sample (lazy initialisation), then up to ``preflight_items`` timed samples in
+    the main process: the per-sample work of this scope (decode + recipe, or recipe)."""
+    dataset[0]
+    items = 0
+    start = time.perf_counter()
+    for i in range(policy.preflight_items):
+        dataset[i % len(dataset)]
+        items += 1
+        if time.perf_counter() - start > policy.preflight_max_seconds:
+            break
+    seconds = time.perf_counter() - start
+    return {
+        "preflight_items": items,
+        "preflight_seconds": seconds,
+        "preflight_throughput": items / seconds if seconds > 0 else None,
+        "verdict": policy.verdict(items, seconds),
+    }
+
+
+def _check_batch(batch: Any, batch_size: int) -> dict[str, Any]:
+    import torch
+
+    if not isinstance(batch, torch.Tensor) or batch.dtype != torch.float32 or batch.ndim != 4:
+        raise TypeError(
+            f"recipe output collated to {type(batch).__name__} "
+            f"{getattr(batch, 'dtype', '')} {tuple(getattr(batch, 'shape', ()))}; expected a "
+            "float32 Bx3xHxW tensor"
+        )
+    if batch.shape[0] > batch_size or batch.shape[1] != 3:
+        raise ValueError(f"unexpected batch shape {tuple(batch.shape)}")
+    return {"batch_shape": list(batch.shape), "batch_dtype": str(batch.dtype)}
+
+
+def _process_tree_rss_mb() -> float | None:
+    """Resident memory of this process plus its live children (workers), shared pages counted
+    once per process."""
+    try:
+        import psutil
+    except ImportError:
+        return None
+    me = psutil.Process()
+    total = me.memory_info().rss
+    for child in me.children(recursive=True):
+        with contextlib.suppress(psutil.Error):  # a worker may exit meanwhile
+            total += child.memory_info().rss
+    return total / 2**20
+
+
+def measure_loader(
+    args: argparse.Namespace, dataset: RecipeDataset, record_dir: Path, bar: Any
+) -> dict[str, Any]:
+    """Warm-up epoch, then ``num_runs`` timed epochs; every batch is consumed in the window."""
+    from torch.utils.data import DataLoader
+
+    workers = args.workers
+    images_per_run = args.batches_per_run * args.batch_size
+    warmup_batches = max(1, workers)
+    sampler = EpochSampler(len(dataset), warmup_batches * args.batch_size)
+    loader = DataLoader(
+        dataset,
+        batch_size=args.batch_size,
+        sampler=sampler,
+        num_workers=workers,
+        prefetch_factor=args.prefetch_factor if workers else None,
+        persistent_workers=args.persistent_workers if workers else False,
+        worker_init_fn=functools.partial(_worker_init, record_dir=str(record_dir))
+        if workers
+        else None,
+        timeout=args.batch_timeout if workers else 0,
+        pin_memory=False,
+    )
+    try:
+        try:
+            start = time.perf_counter()
+            iterator = iter(loader)
+            first = next(iterator)
+            first_batch_s = time.perf_counter() - start
+            batch_info = _check_batch(first, args.batch_size)
+            for _ in iterator:
+                pass
+            del iterator, first
+        except Exception as exc:
+            raise RecipeError("warm-up epoch", exc) from exc
+
+        sampler.n_items = images_per_run
+        throughputs: list[float] = []
+        times: list[float] = []
+        first_batches: list[float] = []
+        for run in range(args.num_runs):
+            try:
+                images = 0
+                run_first: float | None = None
+                start = time.perf_counter()
+                for batch in loader:
+                    images += batch.shape[0]
+                    if run_first is None:
+                        run_first = time.perf_counter() - start
+                elapsed = time.perf_counter() - start
+            except Exception as exc:
+                raise RecipeError(f"timed epoch {run + 1}", exc) from exc
+            if images != images_per_run:
+                raise RecipeError(
+                    f"timed epoch {run + 1}",
+                    RuntimeError(f"received {images} images, expected {images_per_run}"),
+                )
+            throughputs.append(images / elapsed)
+            times.append(elapsed)
+            first_batches.append(run_first or 0.0)
+            bar.set_postfix_str(f"{dataset.label} run {run + 1}: {images / elapsed:.0f}/s")
+        total_rss = _process_tree_rss_mb()  # persistent workers are still alive here
+    finally:
+        del loader  # shuts persistent workers down (the iterator's __del__)
+        gc.collect()
+    return {
+        "throughputs": throughputs,
+        "times": times,
+        "first_batch_s": first_batch_s,
+        "first_batch_s_runs": first_batches,
+        "warmup_batches": warmup_batches,
+        "images_per_run": images_per_run,
+        "total_rss_mb": total_rss,
+        **batch_info,
+    }
+
+
+def build_recipe(adapter: adapters.Adapter, transform: str) -> Recipe:
+    steps = []
+    for name in recipes.steps(transform):
+        spec = catalog.get(name)
+        steps.append(adapter.build(spec.name, spec.params))
+    return Recipe(steps, adapter.recipe_tail(recipes.IMAGENET_MEAN, recipes.IMAGENET_STD))
+
+
+def recipe_row_fields(
+    args: argparse.Namespace, adapter: adapters.Adapter, transform: str
+) -> dict[str, Any]:
+    """What every row of this job carries, whatever its status: the tidy table groups by them."""
+    calls = [
+        adapter.mappings[n].call if adapter.supports(n) else None for n in recipes.steps(transform)
+    ]
+    return {
+        "recipe": recipes.recipe_name(transform),
+        "recipe_calls": [*calls, adapter.recipe_tail_call],
+        "scope": args.scope,
+        "workers": args.workers,
+        "batch_size": args.batch_size,
+        "decoder": adapter.decoder,
+        "decode_in_timed_window": args.scope == "decode",
+    }
+
+
+def run_recipe(
+    args: argparse.Namespace,
+    adapter: adapters.Adapter,
+    transform: str,
+    items: list[Any],
+    load: Callable[[Any], Any],
+    policy: SlowTransformPolicy,
+    record_dir: Path,
+    bar: Any,
+) -> dict[str, Any]:
+    missing = [n for n in recipes.steps(transform) if not adapter.supports(n)]
+    if missing:
+        return non_ok_row("unsupported", adapter.unsupported_reason(missing[0]))
+    try:
+        recipe = build_recipe(adapter, transform)
+    except adapters.Unsupported as exc:
+        return non_ok_row("unsupported", str(exc))
+    except Exception as exc:
+        err = RecipeError("setup", exc)
+        return non_ok_row("error", str(err), traceback=err.tb)
+    dataset = RecipeDataset(items, load, recipe, label=transform)
+    try:
+        pre = preflight(dataset, policy)
+    except Exception as exc:
+        err = RecipeError("preflight", exc)
+        return non_ok_row("error", str(err), traceback=err.tb)
+    verdict = pre.pop("verdict")
+    if verdict is not None:
+        return non_ok_row("early_stopped", verdict, **pre)
+    try:
+        measured = measure_loader(args, dataset, record_dir, bar)
+    except RecipeError as err:
+        return non_ok_row("error", str(err), traceback=err.tb, **pre)
+    throughputs = measured.pop("throughputs")
+    times = measured.pop("times")
+    return ok_row(
+        throughputs,
+        times,
+        warmup_iterations=1,  # one untimed warm-up epoch
+        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        startup_in_timed_window=bool(args.workers and not args.persistent_workers),
+        **measured,
+        **pre,
+    )
+
+
+def load_items(
+    args: argparse.Namespace, adapter: adapters.Adapter
+) -> tuple[list[Any], Callable[[Any], Any], dict[str, Any]]:
+    """Dataset items and the per-sample load step for the scope; preloading is untimed."""
+    files = media.select_files(args.manifest, args.num_images)
+    if args.scope == "decode":
+        return [str(f) for f in files], adapter.decode, {"decoder": adapter.decoder}
+    start = time.perf_counter()
+    images = [adapter.decode(f) for f in files]
+    return (
+        images,
+        _identity,
+        {
+            "decoder": adapter.decoder,
+            "preload_seconds": time.perf_counter() - start,
+            "preloaded_images": len(images),
+        },
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from tqdm import tqdm
+
+    adapter = adapters.get(args.library)
+    transforms = [t for t in args.transforms.split(",") if t]
+    for name in transforms:
+        catalog.get(name)  # unknown names fail the job loudly, before any measuring
+    policy = SlowTransformPolicy(**json.loads(args.policy))
+    cores = usable_cores()
+    over_cap = args.cap_workers_at_cores and args.workers > cores
+
+    results: dict[str, dict[str, Any]] = {}
+    thread_settings: dict[str, Any] = {
+        "policy": DATALOADER_THREADS.to_dict(),
+        "environment": DATALOADER_THREADS.environment(),
+        "applied_in": "main process before imports; every worker via worker_init_fn",
+    }
+    load_info: dict[str, Any] = {}
+    setup_error: str | None = None
+    if not over_cap:
+        try:
+            adapter.import_library()
+            import torch  # noqa: F401  (the DataLoader; every library env has it)
+
+            thread_settings["main_process"] = DATALOADER_THREADS.apply_runtime()
+        except Exception as exc:  # the library is broken in this env: every row says so
+            setup_error = f"import failed: {type(exc).__name__}: {exc}"
+
+    label = f"{REGIME} | {args.library} | {args.scope} w{args.workers} | {args.shard}"
+    with tempfile.TemporaryDirectory(prefix=f"dl-{args.library}-") as tmp:
+        record_dir = Path(tmp)
+        items: list[Any] = []
+        load: Callable[[Any], Any] = _identity
+        if not over_cap and setup_error is None:
+            try:
+                items, load, load_info = load_items(args, adapter)
+            except Exception as exc:
+                setup_error = (
+                    f"loading the {args.scope} dataset failed: {type(exc).__name__}: {exc}"
+                )
+        bar = tqdm(transforms, desc=label, unit="recipe")
+        for name in bar:
+            bar.set_postfix_str(name)
+            if over_cap:
+                row = non_ok_row(
+                    "skipped",
+                    f"{args.workers} workers > {cores} usable cores on this machine "
+                    "(cpu_dataloader.cap_workers_at_cores)",
+                )
+            elif setup_error is not None:
+                row = non_ok_row("error", setup_error)
+            else:
+                row = run_recipe(args, adapter, name, items, load, policy, record_dir, bar)
+            row.update(recipe_row_fields(args, adapter, name))
+            results[name] = row
+            tqdm.write(
+                f"{label} | {name}: {row['status']}"
+                + (f" {row['median_throughput']:.1f} img/s" if row["status"] == "ok" else "")
+                + (f" ({row['reason']})" if row.get("reason") else ""),
+                file=sys.stderr,
+            )
+        thread_settings["workers"] = _worker_records(record_dir)
+
+    metadata = job_metadata(
+        adapter=adapter,
+        regime=REGIME,
+        scope=args.scope,
+        machine=args.machine,
+        manifest=args.manifest,
+        num_images=args.num_images,
+        benchmark_params={
+            "num_images": args.num_images,
+            "workers": args.workers,
+            "usable_cores": cores,
+            "cap_workers_at_cores": args.cap_workers_at_cores,
+            "batch_size": args.batch_size,
+            "batches_per_run": args.batches_per_run,
+            "images_per_run": args.batches_per_run * args.batch_size,
+            "num_runs": args.num_runs,
+            "warmup_batches": max(1, args.workers),
+            "prefetch_factor": args.prefetch_factor if args.workers else None,
+            "persistent_workers": bool(args.persistent_workers and args.workers),
+            "pin_memory": False,
+            "multiprocessing_start_method": _start_method(),
+            "batch_timeout_s": args.batch_timeout if args.workers else None,
+            "collate": "torch.utils.data.default_collate (stack)",
+            "sampler": "sequential, cycling over the selected images",
+            "normalize": {"mean": recipes.IMAGENET_MEAN, "std": recipes.IMAGENET_STD},
+            "timed_window": TIMING_NOTE,
+            "timer_backend": "time.perf_counter",
+            "slow_transform_policy": policy.to_dict(),
+            "shard": args.shard,
+            "transforms": transforms,
+            "recipes": {t: recipes.recipe_name(t) for t in transforms},
+        },
+        thread_settings=thread_settings,
+        env_marker=args.env_marker,
+        extra={"decode": load_info, "recipe_tail": adapter.recipe_tail_call},
+    )
+    write_json_atomic(args.output, result_file(metadata, results))
+    return 0
+
+
+def _worker_records(record_dir: Path) -> list[dict[str, Any]]:
+    """Thread settings reported by each worker process (one file per worker pid)."""
+    records = [json.loads(p.read_text()) for p in sorted(record_dir.glob("worker-*.json"))]
+    # Identical settings across workers and recipes: keep one per distinct setting, with a count.
+    distinct: dict[str, dict[str, Any]] = {}
+    for rec in records:
+        key = json.dumps({k: v for k, v in rec.items() if k not in ("worker_id", "pid")})
+        entry = distinct.setdefault(key, {**json.loads(key), "worker_processes": 0})
+        entry["worker_processes"] += 1
+    return list(distinct.values())
+
+
+def _start_method() -> str | None:
+    import multiprocessing
+
+    return multiprocessing.get_start_method(allow_none=True) or "fork (platform default)"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

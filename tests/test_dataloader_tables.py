@@ -1,0 +1,101 @@
+"""Worker-scaling and data-starvation tables on fixed inputs; recipe construction."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from augbench import catalog, recipes
+from augbench.analysis.dataloader import parallel_efficiency, starvation, worker_scaling
+
+
+def _rows(throughputs: dict[int, float | None], library: str = "pillow") -> list[dict]:
+    rows = []
+    for workers, thr in throughputs.items():
+        rows.append(
+            {
+                "machine": "m",
+                "regime": "cpu_dataloader",
+                "scope": "decode",
+                "batch_size": 32,
+                "variant": "",
+                "library": library,
+                "transform": "HorizontalFlip",
+                "recipe": recipes.recipe_name("HorizontalFlip"),
+                "workers": workers,
+                "status": "ok" if thr is not None else "skipped",
+                "reason": "" if thr is not None else "4 workers > 2 usable cores",
+                "median_throughput": thr if thr is not None else math.nan,
+            }
+        )
+    return rows
+
+
+def test_recipe_names_follow_the_issue() -> None:
+    assert recipes.recipe_name("HorizontalFlip") == (
+        "RandomCrop224 + HorizontalFlip + Normalize + ToTensor"
+    )
+    # Crop transforms replace the crop.
+    assert recipes.recipe_name("RandomResizedCrop") == "RandomResizedCrop + Normalize + ToTensor"
+    assert recipes.steps("RandomCrop224") == ["RandomCrop224"]
+    for name in catalog.names():
+        assert recipes.steps(name)[0] == (name if catalog.get(name).is_crop else "RandomCrop224")
+    with pytest.raises(KeyError, match="unknown transform 'Nope'"):
+        recipes.steps("Nope")
+
+
+def test_parallel_efficiency_definition() -> None:
+    assert parallel_efficiency(180.0, 2, 100.0) == pytest.approx(0.9)
+    assert parallel_efficiency(100.0, 1, 100.0) == pytest.approx(1.0)
+    assert math.isnan(parallel_efficiency(90.0, 0, 100.0))  # no worker process: undefined
+    assert math.isnan(parallel_efficiency(90.0, 2, math.nan))
+
+
+def test_worker_scaling_table() -> None:
+    tidy = pd.DataFrame(_rows({0: 90.0, 1: 100.0, 2: 150.0, 4: None}))
+    table = worker_scaling(tidy).set_index("workers")
+    assert list(table.index) == [0, 1, 2, 4]
+    assert table.loc[2, "parallel_efficiency"] == pytest.approx(0.75)
+    assert table.loc[1, "parallel_efficiency"] == pytest.approx(1.0)
+    assert math.isnan(table.loc[0, "parallel_efficiency"])
+    assert table.loc[0, "speedup_vs_w1"] == pytest.approx(0.9)
+    assert table.loc[2, "speedup_vs_w0"] == pytest.approx(150 / 90)
+    # The skipped worker count stays, with its reason and no numbers.
+    assert table.loc[4, "status"] == "skipped"
+    assert "usable cores" in table.loc[4, "reason"]
+    assert math.isnan(table.loc[4, "median_throughput"])
+    assert table["recipe"].iloc[0].startswith("RandomCrop224 + HorizontalFlip")
+
+
+def test_worker_scaling_without_a_one_worker_row_has_no_efficiency() -> None:
+    table = worker_scaling(pd.DataFrame(_rows({0: 90.0, 2: 150.0})))
+    assert table["parallel_efficiency"].isna().all()
+    assert table["speedup_vs_w0"].tolist() == pytest.approx([1.0, 150 / 90])
+
+
+def test_starvation_table() -> None:
+    tidy = pd.DataFrame(_rows({0: 90.0, 1: 100.0, 2: 150.0, 4: None}))
+    targets = [
+        {"name": "slow-gpu", "images_per_second": 120.0, "source": "test"},
+        {"name": "fast-gpu", "images_per_second": 1000.0, "source": "test"},
+    ]
+    table = starvation(tidy, targets)
+    assert len(table) == 8  # every row x every target, skipped rows included
+    slow = table[table["target"] == "slow-gpu"].set_index("workers")
+    assert slow.loc[2, "fed_ratio"] == pytest.approx(1.25)
+    assert slow.loc[2, "keeps_up"] is True
+    assert slow.loc[2, "verdict"] == "keeps up"
+    assert slow.loc[1, "keeps_up"] is False
+    assert slow.loc[1, "verdict"] == "starved"
+    assert slow.loc[4, "verdict"] == "not measured (skipped)"
+    assert (slow["min_workers_keeping_up"] == 2).all()
+    fast = table[table["target"] == "fast-gpu"]
+    assert fast["min_workers_keeping_up"].isna().all()
+    assert not fast["keeps_up"].dropna().any()
+
+
+def test_starvation_rejects_a_non_positive_target() -> None:
+    with pytest.raises(ValueError, match="'broken'"):
+        starvation(pd.DataFrame(_rows({0: 1.0})), [{"name": "broken", "images_per_second": 0}])

@@ -1,0 +1,195 @@
+"""The real workflow at the smoke preset, cpu_dataloader regime: four libraries, both scopes,
+workers 0 and 2, two recipes, real DataLoader worker processes in each library's env."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pandas as pd
+import pytest
+from conftest import REPO, SMOKE_CONFIG, WorkflowRun
+
+from augbench import matrix, recipes
+from augbench.config import resolve
+
+pytestmark = pytest.mark.workflow
+
+SMOKE = resolve(
+    {
+        "preset": "smoke",
+        "machine": "smoke-test",
+        "dataset": {"archive": None},
+        "libraries": list(matrix.REGIME_LIBRARIES["cpu_dataloader"]),
+        "regimes": ["micro", "cpu_dataloader"],
+        "envs": {},
+    },
+    REPO,
+)
+DL = SMOKE["cpu_dataloader"]
+DECODERS = {"albumentationsx": "cv2.imread", "torchvision": "torchvision.io", "pillow": "PIL"}
+
+
+def _dl_rows(run: WorkflowRun) -> pd.DataFrame:
+    table = pd.read_csv(run.workdir / "results/tables/all_results.csv")
+    return table[table["regime"] == "cpu_dataloader"]
+
+
+def test_all_results_has_every_library_scope_workers_recipe_with_a_status(
+    smoke_run: WorkflowRun,
+) -> None:
+    assert smoke_run.returncode == 0, smoke_run.output[-5000:]
+    rows = _dl_rows(smoke_run)
+    keys = set(zip(rows["library"], rows["scope"], rows["workers"], rows["transform"], strict=True))
+    expected = {
+        (lib, scope, workers, t)
+        for lib in SMOKE["libraries"]
+        for scope in DL["scopes"]
+        for workers in DL["workers"]
+        for t in DL["transforms"]
+    }
+    assert keys == expected
+    assert len(rows) == len(expected)
+    assert set(rows["status"]) <= set(matrix.STATUSES)
+    assert rows[rows["status"] != "ok"]["reason"].notna().all()
+    # Every library implements both smoke recipes: all are measured.
+    ok = rows[rows["status"] == "ok"]
+    assert len(ok) == len(expected), rows[rows["status"] != "ok"][["library", "reason"]]
+    assert (ok["median_throughput"] > 0).all()
+    assert (ok["batch_size"] == DL["batch_size"]).all()
+    assert set(ok["recipe"]) == {recipes.recipe_name(t) for t in DL["transforms"]}
+
+
+def test_result_rows_record_decoder_timing_and_threads(smoke_run: WorkflowRun) -> None:
+    raw = sorted((smoke_run.workdir / "results/raw/smoke-test/cpu_dataloader").rglob("*.json"))
+    assert len(raw) == len(SMOKE["libraries"]) * len(DL["scopes"]) * len(DL["workers"])
+    for path in raw:
+        payload = json.loads(path.read_text())
+        meta = payload["metadata"]
+        params = meta["benchmark_params"]
+        assert meta["regime"] == "cpu_dataloader"
+        assert meta["machine"] == "smoke-test"
+        assert path.name.startswith(f"{meta['scope']}-w{params['workers']}-")
+        assert params["batch_size"] == DL["batch_size"]
+        assert params["num_runs"] == DL["num_runs"]
+        assert params["prefetch_factor"] == (DL["prefetch_factor"] if params["workers"] else None)
+        assert "iter(loader)" in params["timed_window"]
+        assert params["usable_cores"] >= 1
+        threads = meta["thread_settings"]
+        assert threads["environment"]["OMP_NUM_THREADS"] == "1"
+        assert threads["main_process"]["pytorch"]["threads"] == 1
+        if params["workers"]:
+            # worker_init_fn reported from inside every worker process.
+            (workers,) = threads["workers"]
+            assert workers["pytorch"]["threads"] == 1
+            assert workers["worker_processes"] >= params["workers"]
+            if meta["library"] == "albumentationsx":
+                assert workers["opencv"]["threads"] == 1
+        else:
+            assert threads["workers"] == []
+        for name, row in payload["results"].items():
+            assert row["status"] == "ok", (path, name, row.get("reason"))
+            assert row["scope"] == meta["scope"]
+            assert row["workers"] == params["workers"]
+            assert row["decode_in_timed_window"] is (meta["scope"] == "decode")
+            lib = meta["library"]
+            assert DECODERS.get(lib, "torchvision.io") in row["decoder"]
+            assert len(row["throughputs"]) == DL["num_runs"] == row["num_successful_runs"]
+            assert all(t > 0 for t in row["throughputs"])
+            assert row["images_per_run"] == DL["batch_size"] * DL["batches_per_run"]
+            assert row["first_batch_s"] > 0
+            assert len(row["first_batch_s_runs"]) == DL["num_runs"]
+            assert row["startup_in_timed_window"] is False
+            assert row["batch_shape"] == [DL["batch_size"], 3, 224, 224]
+            assert row["batch_dtype"] == "torch.float32"
+            assert row["preflight_items"] == 10
+            assert row["recipe"] == recipes.recipe_name(name)
+
+
+def test_scaling_starvation_and_speedup_tables(smoke_run: WorkflowRun) -> None:
+    tables = smoke_run.workdir / "results/tables"
+    speedups = pd.read_csv(tables / "speedups_cpu_dataloader.csv")
+    # Libraries compete only within one scope and worker count.
+    for _, group in speedups[speedups["status"] == "ok"].groupby(["scope", "workers", "transform"]):
+        assert set(group["library"]) == set(SMOKE["libraries"])
+        assert group["is_fastest"].sum() == 1
+    scaling = pd.read_csv(tables / "worker_scaling_cpu_dataloader.csv")
+    assert set(scaling["workers"]) == set(DL["workers"])
+    assert len(scaling) == len(_dl_rows(smoke_run))
+    # Smoke has no workers=1 row: efficiency is undefined, the ratio to workers=0 is there.
+    assert scaling["parallel_efficiency"].isna().all()
+    assert (scaling[scaling["workers"] == 2]["speedup_vs_w0"] > 0).all()
+    starvation = pd.read_csv(tables / "starvation_cpu_dataloader.csv")
+    targets = {t["name"] for t in DL["required_throughput"]}
+    assert set(starvation["target"]) == targets
+    assert len(starvation) == len(targets) * len(_dl_rows(smoke_run))
+    assert starvation["fed_ratio"].gt(0).all()
+    assert set(starvation["verdict"]) <= {"keeps up", "starved"}
+
+
+def test_rerun_does_no_work(smoke_run: WorkflowRun) -> None:
+    proc = smoke_run.snakemake("-n", *SMOKE_CONFIG)
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_worker_count_above_the_cores_is_a_visible_skipped_row(smoke_run: WorkflowRun) -> None:
+    manifest = next((smoke_run.workdir / "results/data").glob("*/manifest.json"))
+    out = smoke_run.workdir / "over-cap.json"
+    python = REPO / ".venvs" / "pillow" / "bin" / "python"
+    subprocess.run(
+        [
+            str(python), "-m", "augbench.engines.cpu_dataloader", "--library", "pillow",
+            "--scope", "memory", "--workers", str(os.cpu_count() + 1),
+            "--transforms", "HorizontalFlip,CenterCrop224", "--manifest", str(manifest),
+            "--num-images", "4", "--output", str(out), "--machine", "t",
+        ],
+        check=True, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
+    )  # fmt: skip
+    rows = json.loads(out.read_text())["results"]
+    assert {r["status"] for r in rows.values()} == {"skipped"}
+    assert all("usable cores" in r["reason"] for r in rows.values())
+    assert rows["CenterCrop224"]["recipe"] == "CenterCrop224 + Normalize + ToTensor"
+
+
+def test_failing_recipe_keeps_the_other_rows(smoke_run: WorkflowRun, tmp_path) -> None:
+    """Images smaller than the 224 crop make RandomCrop224 raise: that recipe is an error row
+    with the library's message, the resize-crop recipe is measured."""
+    from PIL import Image
+
+    images = tmp_path / "images"
+    images.mkdir()
+    files = []
+    for i in range(4):
+        Image.new("RGB", (160, 120), (i * 40, 80, 200)).save(images / f"{i}.jpg")
+        files.append({"path": f"{i}.jpg", "bytes": 1, "width": 160, "height": 120})
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(
+        json.dumps(
+            {
+                "name": "tiny",
+                "source": "test",
+                "archive_sha256": "0" * 64,
+                "file_count": 4,
+                "total_bytes": 4,
+                "images_dir": "images",
+                "files": files,
+            }
+        )
+    )
+    out = tmp_path / "out.json"
+    python = REPO / ".venvs" / "torchvision" / "bin" / "python"
+    subprocess.run(
+        [
+            str(python), "-m", "augbench.engines.cpu_dataloader", "--library", "torchvision",
+            "--scope", "decode", "--workers", "1",
+            "--transforms", "HorizontalFlip,RandomResizedCrop", "--manifest", str(manifest),
+            "--num-images", "4", "--output", str(out), "--machine", "t",
+            "--batch-size", "2", "--batches-per-run", "2", "--num-runs", "1",
+        ],
+        check=True, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
+    )  # fmt: skip
+    rows = json.loads(out.read_text())["results"]
+    assert rows["HorizontalFlip"]["status"] == "error"
+    assert "crop size" in rows["HorizontalFlip"]["reason"].lower()
+    assert rows["RandomResizedCrop"]["status"] == "ok"
