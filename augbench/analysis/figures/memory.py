@@ -13,6 +13,7 @@ from augbench.analysis.figures.style import (
     empty_figure,
     library_color,
     library_legend_handles,
+    log_axis,
     throughput_label,
     use_log_scale,
 )
@@ -58,7 +59,7 @@ def draw(frame: pd.DataFrame) -> Drawn:
                 alpha=0.85,
             )
         if log:
-            ax.set_yscale("log")
+            log_axis(ax, "y")
         ax.set_xlabel(LABELS[col])
         ax.set_ylabel(throughput_label("median throughput", log))
         ax.set_title(group.label, loc="left", fontsize=9)

@@ -13,6 +13,7 @@ from augbench.analysis.figures.style import (
     empty_figure,
     library_color,
     library_legend_handles,
+    log_axis,
     throughput_label,
     use_log_scale,
 )
@@ -88,7 +89,7 @@ def draw(frame: pd.DataFrame) -> Drawn:
                 label=f"{lib} ({int(mine['transforms'].iloc[0])} transforms)",
             )
         if log:
-            ax.set_yscale("log")
+            log_axis(ax, "y")
         ax.set_xticks(sorted(per_transform["workers"].unique()))
         ax.set_xlabel("DataLoader workers")
         ax.set_ylabel(throughput_label("median throughput", log))

@@ -8,7 +8,13 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from augbench.analysis.figures.style import Drawn, caption, empty_figure, library_color
+from augbench.analysis.figures.style import (
+    Drawn,
+    caption,
+    empty_figure,
+    library_color,
+    status_counts_text,
+)
 from augbench.analysis.groups import iter_groups, library_order, runs
 from augbench.policy import CV_UNSTABLE_THRESHOLD
 
@@ -38,6 +44,9 @@ def draw(frame: pd.DataFrame, regime: str) -> Drawn:
     groups = [g for g in iter_groups(frame, regime) if _rows(g.rows)]
     if not groups:
         message = f"no {regime} rows with repeated runs in these results"
+        present = frame[frame["regime"] == regime] if len(frame) else frame
+        if len(present):
+            message += f" ({status_counts_text(present)})"
         return empty_figure(title(regime), message, f"{title(regime)}.")
     panels = [(g, _rows(g.rows)) for g in groups]
     heights = [0.7 + 0.26 * len(r) for _, r in panels]

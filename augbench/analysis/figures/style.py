@@ -151,20 +151,20 @@ def describe_regimes(frame: pd.DataFrame) -> str:
     return f"Regimes: {', '.join(regimes)}, each in its own bar or panel, never ranked together."
 
 
-def caption(title: str, frame: pd.DataFrame, *, metric: str, rows: str, extra: str = "") -> str:
+def caption(
+    title: str, frame: pd.DataFrame, *, metric: str, rows: str, regimes: str | None = None
+) -> str:
     """The caption every figure carries: what, regime, metric, transforms, data, hardware, and
     which row statuses the figure includes."""
     parts = [
         f"{title}.",
-        describe_regimes(frame),
+        regimes or describe_regimes(frame),
         f"Metric: {metric}.",
         f"Transform set: {describe_transforms(frame)}.",
         f"Dataset: {describe_dataset(frame)}.",
         f"Hardware: {describe_hardware(frame)}.",
         f"Rows: {rows}",
     ]
-    if extra:
-        parts.append(extra)
     return " ".join(p.strip() for p in parts if p.strip())
 
 
@@ -172,3 +172,13 @@ def status_counts_text(frame: pd.DataFrame) -> str:
     counts = frame["status"].value_counts()
     order = [s for s in STATUS_COLORS if s in counts]
     return ", ".join(f"{counts[s]} {s}" for s in order)
+
+
+def log_axis(ax, which: str = "x") -> None:
+    """Log scale with plain numbers (1,000 rather than 10^3) on the major ticks only."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())

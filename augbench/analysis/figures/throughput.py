@@ -14,6 +14,7 @@ from augbench.analysis.figures.style import (
     caption,
     empty_figure,
     library_color,
+    log_axis,
     throughput_label,
     use_log_scale,
 )
@@ -97,7 +98,7 @@ def draw(frame: pd.DataFrame, regime: str) -> Drawn:
         ax.set_title(group.label, loc="left", fontsize=9)
     axis = axes[-1, 0]
     if log:
-        axis.set_xscale("log")
+        log_axis(axis, "x")
     elif len(values):
         axis.set_xlim(0, values.max() * 1.08)
     axis.set_xlabel(throughput_label("median throughput", log))
