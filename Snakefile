@@ -6,12 +6,16 @@ from pathlib import Path
 configfile: str(Path(workflow.basedir) / "config" / "config.yaml")
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/envs.smk"
 include: "workflow/rules/micro.smk"
 include: "workflow/rules/cpu_dataloader.smk"
 include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/figures.smk"
 
 
 rule all:

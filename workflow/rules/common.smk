@@ -186,4 +186,46 @@ def table_outputs():
 def final_targets():
     # Raw result files are targets in their own right: a deleted or killed shard is re-run
     # even when the tables built from it still exist.
-    return [*result_files(), *table_outputs().values()]
+    return [*result_files(), *table_outputs().values(), *figure_targets()]
+
+
+# -- figures, report and analysis (downstream of the tidy table only) ------------------------
+
+PLOT_FROM = config.get("plot_from") or {}
+
+
+def figure_targets(root="results"):
+    """The figures folder (PNG, PDF and caption of every family), the report tables and the
+    summary of one output root."""
+    return [
+        f"{root}/figures",
+        f"{root}/analysis/speedups.html",
+        f"{root}/analysis/summary.md",
+    ]
+
+
+def tidy_table(wildcards):
+    return f"{wildcards.root}/tables/all_results.csv"
+
+
+def plot_from_sources(name):
+    if name not in PLOT_FROM:
+        raise WorkflowError(
+            f"config error at plot_from: no entry {name!r}; configured: {sorted(PLOT_FROM)}"
+        )
+    return PLOT_FROM[name]
+
+
+def plot_from_fingerprint(wildcards):
+    from augbench.analysis.collect import fingerprint
+
+    try:
+        return fingerprint(plot_from_sources(wildcards.name))
+    except FileNotFoundError as exc:
+        raise WorkflowError(
+            f"config error at plot_from.{wildcards.name}: {exc}"
+        ) from None
+
+
+def plot_targets():
+    return [f for name in PLOT_FROM for f in figure_targets(f"results/plots/{name}")]

@@ -1,0 +1,84 @@
+"""Cost: median throughput versus peak memory, one panel per comparable group."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from augbench.analysis.figures.style import (
+    Drawn,
+    caption,
+    empty_figure,
+    library_color,
+    library_legend_handles,
+    log_axis,
+    throughput_label,
+    use_log_scale,
+)
+from augbench.analysis.groups import iter_groups
+
+TITLE = "Throughput versus peak memory"
+
+
+def memory_column(rows: pd.DataFrame) -> str | None:
+    """GPU memory where the group recorded it (GPU regimes), else the process peak RSS."""
+    for col in ("gpu_peak_allocated_mb", "peak_rss_mb"):
+        if col in rows and pd.to_numeric(rows[col], errors="coerce").notna().any():
+            return col
+    return None
+
+
+LABELS = {"gpu_peak_allocated_mb": "peak GPU memory allocated, MB", "peak_rss_mb": "peak RSS, MB"}
+
+
+def draw(frame: pd.DataFrame) -> Drawn:
+    panels = []
+    for group in iter_groups(frame):
+        ok = group.rows[group.rows["status"] == "ok"]
+        col = memory_column(ok)
+        if col is not None:
+            panels.append((group, ok, col))
+    if not panels:
+        return empty_figure(TITLE, "no ok rows with peak memory in these results", f"{TITLE}.")
+    ncols = min(3, len(panels))
+    nrows = math.ceil(len(panels) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols + 1.6, 3.2 * nrows), squeeze=False)
+    all_y = pd.concat([ok["median_throughput"] for _, ok, _ in panels])
+    log = use_log_scale(all_y)
+    for ax, (group, ok, col) in zip(axes.flat, panels, strict=False):
+        mem = pd.to_numeric(ok[col], errors="coerce")
+        for lib, rows in ok.groupby("library"):
+            ax.plot(
+                mem[rows.index],
+                rows["median_throughput"],
+                "o",
+                color=library_color(lib),
+                ms=5,
+                alpha=0.85,
+            )
+        if log:
+            log_axis(ax, "y")
+        ax.set_xlabel(LABELS[col])
+        ax.set_ylabel(throughput_label("median throughput", log))
+        ax.set_title(group.label, loc="left", fontsize=9)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.set_axis_off()
+    libraries = pd.concat([ok["library"] for _, ok, _ in panels])
+    fig.legend(
+        handles=library_legend_handles(list(libraries)),
+        loc="center left",
+        bbox_to_anchor=(1.0, 0.5),
+        frameon=False,
+    )
+    fig.suptitle(TITLE, x=0.02, ha="left", fontsize=11)
+    fig.tight_layout()
+    rows_all = pd.concat([ok for _, ok, _ in panels])
+    rows = (
+        "ok rows with a recorded peak memory, one dot per transform; GPU regimes use peak GPU "
+        "memory allocated, CPU regimes the peak resident set size of the measuring process "
+        "(for micro this includes the decoded images held in memory)."
+    )
+    metric = "median throughput (img/s) against peak memory (MB)"
+    return Drawn(fig, caption(TITLE, rows_all, metric=metric, rows=rows))

@@ -1,0 +1,184 @@
+"""Shared look of every figure: stable library colors, status colors, captions, saving.
+
+Colors are keyed by library so that AlbumentationsX is the same blue in every figure of every
+run; statuses have their own palette, used only where a figure shows statuses.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; never needs a display
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.figure import Figure
+
+from augbench.analysis.groups import library_order, regime_order
+
+# Colorblind-safe (Okabe-Ito) colors, one per library, fixed for every figure.
+LIBRARY_COLORS: dict[str, str] = {
+    "albumentationsx": "#0072B2",
+    "torchvision": "#D55E00",
+    "kornia": "#009E73",
+    "pillow": "#CC79A7",
+    "dali": "#E69F00",
+}
+UNKNOWN_LIBRARY_COLOR = "#555555"
+
+STATUS_COLORS: dict[str, str] = {
+    "ok": "#4C9F70",
+    "early_stopped": "#F0B030",
+    "unsupported": "#B8B8B8",
+    "skipped": "#DDDDDD",
+    "error": "#C8423C",
+}
+
+STATUS_LABELS: dict[str, str] = {
+    "ok": "full (ok)",
+    "early_stopped": "early-stopped",
+    "unsupported": "unsupported",
+    "skipped": "skipped (hardware absent)",
+    "error": "error",
+}
+
+# A throughput axis switches to log scale (and says so in its label) above this max/min ratio.
+LOG_SCALE_RATIO = 30.0
+
+RC = {
+    "figure.dpi": 100,
+    "savefig.dpi": 150,
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9,
+    "legend.fontsize": 8,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "pdf.fonttype": 42,  # editable text in the PDF
+}
+plt.rcParams.update(RC)
+
+
+def library_color(library: str) -> str:
+    return LIBRARY_COLORS.get(str(library), UNKNOWN_LIBRARY_COLOR)
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """A finished figure and its caption (plain sentences, also valid reStructuredText)."""
+
+    figure: Figure
+    caption: str
+
+
+def save(drawn: Drawn, png: Path, pdf: Path, caption: Path) -> None:
+    for path in (png, pdf, caption):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    drawn.figure.savefig(png, bbox_inches="tight")
+    drawn.figure.savefig(pdf, bbox_inches="tight")
+    plt.close(drawn.figure)
+    Path(caption).write_text(drawn.caption.strip() + "\n")
+
+
+def empty_figure(title: str, message: str, caption: str) -> Drawn:
+    """The figure drawn when its inputs are absent: it says so instead of failing."""
+    fig, ax = plt.subplots(figsize=(6.4, 2.2))
+    ax.set_axis_off()
+    ax.set_title(title, loc="left")
+    ax.text(0.5, 0.45, message, ha="center", va="center", fontsize=11, color="#444444")
+    return Drawn(fig, f"{caption} {message[0].upper()}{message[1:]}.")
+
+
+def use_log_scale(values: pd.Series | list[float]) -> bool:
+    positive = [float(v) for v in values if v is not None and not math.isnan(v) and v > 0]
+    return bool(positive) and max(positive) / min(positive) > LOG_SCALE_RATIO
+
+
+def throughput_label(metric: str, log: bool) -> str:
+    return f"{metric}, img/s" + (" (log scale)" if log else "")
+
+
+def library_legend_handles(libraries: list[str]) -> list:
+    from matplotlib.lines import Line2D
+
+    return [
+        Line2D([], [], marker="o", linestyle="", color=library_color(lib), label=lib)
+        for lib in library_order(libraries)
+    ]
+
+
+# -- captions ----------------------------------------------------------------------------------
+def _list(values: list[str], limit: int = 8) -> str:
+    if len(values) <= limit:
+        return ", ".join(values)
+    return ", ".join(values[:limit]) + f" and {len(values) - limit} more"
+
+
+def describe_transforms(frame: pd.DataFrame) -> str:
+    names = sorted({str(t) for t in frame["transform"].dropna()})
+    return f"{len(names)} transform{'s' if len(names) != 1 else ''} ({_list(names)})"
+
+
+def describe_dataset(frame: pd.DataFrame) -> str:
+    parts = []
+    for (dataset, num), _ in frame.groupby(["dataset", "num_images"], dropna=False):
+        name = "unknown dataset" if pd.isna(dataset) else str(dataset)
+        count = "an unrecorded number of" if pd.isna(num) else f"{int(float(num))}"
+        parts.append(f"{name}, {count} images per measurement")
+    return "; ".join(parts) or "unknown"
+
+
+def describe_hardware(frame: pd.DataFrame) -> str:
+    parts = []
+    for (machine, processor), _ in frame.groupby(["machine", "processor"], dropna=False):
+        cpu = "" if pd.isna(processor) or not str(processor) else f" ({processor})"
+        parts.append(f"{machine}{cpu}")
+    return "; ".join(parts) or "unknown"
+
+
+def describe_regimes(frame: pd.DataFrame) -> str:
+    regimes = regime_order(frame["regime"].dropna())
+    if len(regimes) == 1:
+        return f"Regime: {regimes[0]}."
+    return f"Regimes: {', '.join(regimes)}, each in its own bar or panel, never ranked together."
+
+
+def caption(
+    title: str, frame: pd.DataFrame, *, metric: str, rows: str, regimes: str | None = None
+) -> str:
+    """The caption every figure carries: what, regime, metric, transforms, data, hardware, and
+    which row statuses the figure includes."""
+    parts = [
+        f"{title}.",
+        regimes or describe_regimes(frame),
+        f"Metric: {metric}.",
+        f"Transform set: {describe_transforms(frame)}.",
+        f"Dataset: {describe_dataset(frame)}.",
+        f"Hardware: {describe_hardware(frame)}.",
+        f"Rows: {rows}",
+    ]
+    return " ".join(p.strip() for p in parts if p.strip())
+
+
+def status_counts_text(frame: pd.DataFrame) -> str:
+    counts = frame["status"].value_counts()
+    order = [s for s in STATUS_COLORS if s in counts]
+    return ", ".join(f"{counts[s]} {s}" for s in order)
+
+
+def log_axis(ax, which: str = "x") -> None:
+    """Log scale with plain numbers (1,000 rather than 10^3) on the major ticks only."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())

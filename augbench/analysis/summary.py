@@ -1,0 +1,121 @@
+"""A markdown summary for a README or a paper: one section per machine, regime and setting."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from augbench.analysis.diagnostics import diagnose, slow_rows
+from augbench.analysis.groups import iter_groups, library_medians, library_order, winners
+
+
+def _fmt(value: float, digits: int = 0) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:,.{digits}f}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return lines
+
+
+def markdown(frame: pd.DataFrame, *, gaps: int = 5, title: str = "Benchmark summary") -> str:
+    lines = [f"# {title}", ""]
+    if frame.empty:
+        return "\n".join([*lines, "No result rows.", ""])
+    machines = sorted(frame["machine"].astype(str).unique())
+    lines += [
+        f"{len(frame)} result rows from {len(machines)} machine(s): {', '.join(machines)}. "
+        "Every section is one machine, one regime and one setting; rows are never ranked across "
+        "sections. Medians are medians over transforms of each row's median img/s (ok rows "
+        "only); `ok/rows` is the denominator.",
+        "",
+    ]
+    for group in iter_groups(frame):
+        rows = group.rows
+        win = winners(rows)
+        contested = int((win["contenders"] >= 2).sum())
+        lines += [f"## {group.label}", ""]
+        info = rows.iloc[0]
+        lines += [
+            f"{rows['transform'].nunique()} transforms, dataset {info.get('dataset')} "
+            f"({_fmt(pd.to_numeric(info.get('num_images'), errors='coerce'))} images), "
+            f"processor {info.get('processor')}.",
+            "",
+        ]
+        med = library_medians(rows).set_index("library")
+        table_rows = []
+        for lib in library_order(rows["library"]):
+            table_rows.append(
+                [
+                    lib,
+                    f"{int((win['winner'] == lib).sum())}/{contested}",
+                    _fmt(med.loc[lib, "median_of_medians"]),
+                    f"{med.loc[lib, 'ok_rows']}/{med.loc[lib, 'rows']}",
+                ]
+            )
+        lines += _table(["library", "wins / contested", "median img/s", "ok/rows"], table_rows)
+        lines.append("")
+        top = win[win["winner"] != ""].nlargest(gaps, "gap")
+        if len(top):
+            lines += [f"Largest gaps (winner over runner-up, top {len(top)}):", ""]
+            lines += _table(
+                ["transform", "winner", "img/s", "runner-up", "img/s", "gap"],
+                [
+                    [
+                        str(r["transform"]),
+                        str(r["winner"]),
+                        _fmt(r["winner_throughput"]),
+                        str(r["runner_up"]),
+                        _fmt(r["runner_up_throughput"]),
+                        f"{r['gap']:.2f}x",
+                    ]
+                    for _, r in top.iterrows()
+                ],
+            )
+            lines.append("")
+    flagged = diagnose(frame)
+    flagged = flagged[flagged["flagged"]]
+    lines += ["## Unstable rows", ""]
+    if len(flagged):
+        lines += _table(
+            ["machine", "setting", "library", "transform", "median img/s", "why"],
+            [
+                [
+                    r["machine"],
+                    r["group"],
+                    r["library"],
+                    r["transform"],
+                    _fmt(r["median_throughput"]),
+                    r["detail"],
+                ]
+                for _, r in flagged.iterrows()
+            ],
+        )
+    else:
+        lines.append("None: every ok row is within the variance and warm-up limits.")
+    lines.append("")
+    early = slow_rows(frame, slowest=0)
+    lines += ["## Early-stopped rows", ""]
+    if len(early):
+        lines += _table(
+            ["machine", "setting", "library", "transform", "preflight img/s", "reason"],
+            [
+                [
+                    r["machine"],
+                    r["group"],
+                    r["library"],
+                    r["transform"],
+                    _fmt(r["throughput"], 1),
+                    str(r["reason"]),
+                ]
+                for _, r in early.iterrows()
+            ],
+        )
+    else:
+        lines.append("None.")
+    lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,100 @@
+# Figures, report tables, summaries: downstream of a tidy table, never of a benchmark.
+#
+# {root} is "results" (this workflow's own sweep) or "results/plots/<name>" (results that already
+# exist, configured under plot_from). `snakemake --until figures` and `snakemake plots` therefore
+# never schedule a measurement.
+
+
+wildcard_constraints:
+    root=r"results(/plots/[A-Za-z0-9][A-Za-z0-9_.-]*)?",
+
+
+# One job draws every family: the imports cost more than the drawing. The report lists each PNG
+# with its own caption ({figure} comes from the pattern).
+rule draw_figures:
+    input:
+        table=tidy_table,
+    output:
+        figures=report(
+            directory("{root}/figures"),
+            patterns=["{figure}.png"],
+            caption="../report/figure.rst",
+            category="Figures",
+            labels={"figure": "{figure}", "results": "{root}"},
+        ),
+    log:
+        "logs/{root}/draw_figures.log",
+    conda:
+        "../../envs/driver.yaml"
+    script:
+        "../scripts/draw_figures.py"
+
+
+rule speedup_report:
+    input:
+        table=tidy_table,
+    output:
+        html=report(
+            "{root}/analysis/speedups.html",
+            caption="../report/speedups.rst",
+            category="Tables",
+            labels={"table": "speedups", "results": "{root}"},
+        ),
+    log:
+        "logs/{root}/analysis/speedups.log",
+    conda:
+        "../../envs/driver.yaml"
+    script:
+        "../scripts/speedup_report.py"
+
+
+rule summary:
+    input:
+        table=tidy_table,
+    output:
+        summary=report(
+            "{root}/analysis/summary.md",
+            caption="../report/summary.rst",
+            category="Tables",
+            labels={"table": "summary", "results": "{root}"},
+        ),
+        diagnostics="{root}/analysis/diagnostics.csv",
+        slow="{root}/analysis/slow_rows.csv",
+    log:
+        "logs/{root}/analysis/summary.log",
+    conda:
+        "../../envs/driver.yaml"
+    script:
+        "../scripts/summarize.py"
+
+
+rule figures:
+    input:
+        figure_targets(),
+    localrule: True
+
+
+# -- plotting results that already exist ------------------------------------------------------
+
+
+rule collect_results:
+    output:
+        table="results/plots/{name}/tables/all_results.csv",
+        coverage="results/plots/{name}/tables/coverage.csv",
+        speedups="results/plots/{name}/tables/speedups.csv",
+    log:
+        "logs/plots/{name}/collect.log",
+    conda:
+        "../../envs/driver.yaml"
+    params:
+        sources=lambda wildcards: plot_from_sources(wildcards.name),
+        # Changes when a result file is added, replaced or removed (rerun trigger "params").
+        fingerprint=plot_from_fingerprint,
+    script:
+        "../scripts/collect_results.py"
+
+
+rule plots:
+    input:
+        plot_targets(),
+    localrule: True

@@ -1,0 +1,84 @@
+"""Markdown summary, variance/warm-up diagnostics and the slow-row listing of a tidy table.
+
+As rule `summary` (Snakemake script) or from the command line:
+
+    python workflow/scripts/summarize.py RESULTS... [--summary out.md] [--diagnostics out.csv]
+        [--slow out.csv] [--slowest 5]
+
+RESULTS are tidy tables (all_results.csv), result JSON files or folders of them.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+# Under Snakemake the script runs from a copy in .snakemake/scripts; scriptdir is the original.
+if "snakemake" in globals():
+    _SCRIPTS = Path(snakemake.scriptdir)  # noqa: F821
+else:
+    _SCRIPTS = Path(__file__).resolve().parent
+sys.path.insert(0, str(_SCRIPTS.parents[1]))
+
+from augbench.analysis import collect, diagnostics, summary
+from augbench.analysis.groups import read_table
+
+
+def load(paths: list[str]):
+    import pandas as pd
+
+    tables = [read_table(p) for p in paths if p.endswith(".csv")]
+    others = [p for p in paths if not p.endswith(".csv")]
+    if others:
+        tables.append(collect.collect(others).frame)
+    return pd.concat(tables, ignore_index=True) if len(tables) > 1 else tables[0]
+
+
+def write(
+    frame, summary_md: str | None, diag_csv: str | None, slow_csv: str | None, slowest: int
+) -> None:
+    diag = diagnostics.diagnose(frame)
+    slow = diagnostics.slow_rows(frame, slowest=slowest)
+    text = summary.markdown(frame)
+    if summary_md:
+        Path(summary_md).write_text(text)
+    else:
+        print(text)
+    if diag_csv:
+        diag.to_csv(diag_csv, index=False)
+    if slow_csv:
+        slow.to_csv(slow_csv, index=False)
+    early = int((slow["kind"] == "early_stopped").sum())
+    print(f"{int(diag['flagged'].sum())} flagged rows, {early} early-stopped rows", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("results", nargs="+")
+    parser.add_argument("--summary", help="markdown file (default: stdout)")
+    parser.add_argument("--diagnostics", help="CSV of ok rows with variance/warm-up flags")
+    parser.add_argument("--slow", help="CSV of early-stopped rows and the slowest ok rows")
+    parser.add_argument("--slowest", type=int, default=5, help="ok rows listed per regime")
+    args = parser.parse_args(argv)
+    try:
+        frame = load(args.results)
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    write(frame, args.summary, args.diagnostics, args.slow, args.slowest)
+    return 0
+
+
+if "snakemake" in globals():
+    from augbench.logs import redirect_to_log
+
+    with redirect_to_log(snakemake.log[0]):  # noqa: F821
+        sm = snakemake  # noqa: F821
+        write(
+            read_table(sm.input.table),
+            sm.output.summary,
+            sm.output.diagnostics,
+            sm.output.slow,
+            slowest=5,
+        )
+elif __name__ == "__main__":
+    sys.exit(main())
