@@ -278,8 +278,11 @@ def _paper_set_mappings() -> dict[str, Mapping]:
     return {
         "Transpose": Mapping("A.Transpose()", lambda p: _albx("Transpose")),
         "RandomRotate90": Mapping(
-            "A.RandomRotate90()  # k*90°, k uniform in {0, 1, 2, 3}",
-            lambda p: _albx("RandomRotate90"),
+            "A.RandomRotate90(group_elements=('e', 'r90', 'r180', 'r270'))",
+            lambda p: _albx(
+                "RandomRotate90",
+                group_elements=tuple(_ROT90[k] for k in range(p["times"][0], p["times"][1] + 1)),
+            ),
         ),
         "Pad": Mapping(
             f"A.Pad(padding=10, fill=0, border_mode={const})",
@@ -560,6 +563,9 @@ def _paper_set_mappings() -> dict[str, Mapping]:
             ),
         ),
     }
+
+
+_ROT90 = ("e", "r90", "r180", "r270")
 
 
 def _perspective_sigma(p: dict[str, Any]) -> float:

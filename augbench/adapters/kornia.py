@@ -50,7 +50,12 @@ class KorniaAdapter(Adapter):
 
     def _mappings(self) -> dict[str, Mapping]:
         mappings = {
-            "Resize": Mapping("K.Resize((512, 512))", lambda p: _k("Resize", tuple(p["size"]))),
+            "Resize": Mapping(
+                "K.Resize((512, 512), align_corners=False)",
+                lambda p: _k("Resize", tuple(p["size"]), align_corners=False),
+                note="Not antialiased when downscaling. align_corners=False: the half-pixel grid "
+                "of OpenCV, torchvision and Pillow (Kornia's default True stretches corners).",
+            ),
             "RandomCrop224": Mapping(
                 "K.RandomCrop((224, 224), p=1)",
                 lambda p: _k("RandomCrop", tuple(p["size"]), p=1.0),
@@ -208,14 +213,14 @@ def _paper_set_mappings() -> dict[str, Mapping]:
             "(corners cut, borders filled) instead of swapping the sides.",
         ),
         "LongestMaxSize": Mapping(
-            "K.LongestMaxSize(512)",
-            lambda p: _k("LongestMaxSize", p["max_size"]),
-            note="Not antialiased; align_corners=True sampling.",
+            "K.LongestMaxSize(512, align_corners=False)",
+            lambda p: _k("LongestMaxSize", p["max_size"], align_corners=False),
+            note="Not antialiased when downscaling; half-pixel grid (align_corners=False).",
         ),
         "SmallestMaxSize": Mapping(
-            "K.SmallestMaxSize(512)",
-            lambda p: _k("SmallestMaxSize", p["max_size"]),
-            note="Not antialiased; align_corners=True sampling.",
+            "K.SmallestMaxSize(512, align_corners=False)",
+            lambda p: _k("SmallestMaxSize", p["max_size"], align_corners=False),
+            note="Not antialiased when downscaling; half-pixel grid (align_corners=False).",
         ),
         "Shear": Mapping(
             "K.RandomShear(shear=(-20, 20), resample='bilinear', p=1)",

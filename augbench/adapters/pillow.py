@@ -300,9 +300,10 @@ def _transpose(kind: str) -> Transform:
     return lambda img: img.transpose(method)
 
 
-def _random_rotate90() -> Transform:
+def _random_rotate90(times: tuple[int, int]) -> Transform:
     transpose = _image_module().Transpose
-    choices = (None, transpose.ROTATE_90, transpose.ROTATE_180, transpose.ROTATE_270)
+    methods = (None, transpose.ROTATE_90, transpose.ROTATE_180, transpose.ROTATE_270)
+    choices = methods[times[0] : times[1] + 1]
 
     def apply(img: Any) -> Any:
         method = random.choice(choices)
@@ -371,7 +372,7 @@ def _paper_set_mappings() -> dict[str, Mapping]:
         "Transpose": Mapping("img.transpose(Image.TRANSPOSE)", lambda p: _transpose("TRANSPOSE")),
         "RandomRotate90": Mapping(
             "img.transpose(choice([identity, ROTATE_90, ROTATE_180, ROTATE_270]))",
-            lambda p: _random_rotate90(),
+            lambda p: _random_rotate90(tuple(p["times"])),
         ),
         "Pad": Mapping("ImageOps.expand(img, border=10, fill=0)", lambda p: _pad(p["padding"])),
         "LongestMaxSize": Mapping(

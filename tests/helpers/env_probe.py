@@ -5,8 +5,9 @@ tests/test_equivalence.py: the driver env has none of the benchmarked libraries.
 request file, writes one ``<id>_<call>.npy`` per output (HWC, the native dtype and value scale) and
 ``report.json`` with shapes, dtypes, ranges and errors.
 
-Request: {"library": str, "image": path to an HWC uint8 .npy, "cases": [{"id", "transform",
-"params" (overrides of the canonical ones), "channels" (3 or 9), "calls", "seed"}]}.
+Request: {"library": str, "images": {key: path to an HWC uint8 .npy}, "cases": [{"id",
+"transform", "image" (a key), "params" (overrides of the canonical ones), "channels" (3 or 9),
+"calls", "seed"}]}.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -50,21 +52,26 @@ def seed_everything(seed: int) -> None:
         pass
 
 
-def run_case(adapter: adapters.Adapter, base: np.ndarray, case: dict[str, Any], out: Path) -> dict:
+def run_case(
+    adapter: adapters.Adapter, base: np.ndarray, case: dict[str, Any], out: Path
+) -> dict[str, Any]:
     name = case["transform"]
     spec = catalog.CANDIDATES[name]
     params = {**spec.params, **case.get("params", {})}
     channels = case.get("channels", 3)
     array = np.concatenate([base] * (channels // 3), axis=2) if channels != 3 else base
     record: dict[str, Any] = {"id": case["id"], "transform": name, "channels": channels}
+    start = time.perf_counter()
     try:
         seed_everything(case.get("seed", 0))
         transform = adapter.build(name, params)
         image = adapter.from_array(array)
         outputs = []
         for call in range(case.get("calls", 1)):
-            result = adapter.materialize(transform(image))
-            hwc, dtype, shape = native_to_hwc(result)
+            raw = transform(image)
+            hwc, dtype, shape = native_to_hwc(adapter.materialize(raw))
+            if hasattr(raw, "mode") and hasattr(raw, "getbands"):  # PIL image before materializing
+                dtype = f"PIL:{raw.mode}"
             np.save(out / f"{case['id']}_{call}.npy", hwc)
             outputs.append(
                 {
@@ -79,6 +86,7 @@ def run_case(adapter: adapters.Adapter, base: np.ndarray, case: dict[str, Any], 
     except Exception as exc:
         record["error"] = f"{type(exc).__name__}: {exc}"
         record["traceback"] = traceback.format_exc()[-2000:]
+    record["seconds"] = time.perf_counter() - start
     return record
 
 
@@ -88,8 +96,10 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     adapter = adapters.get(request["library"])
     adapter.import_library()
-    base = np.load(request["image"])
-    report = [run_case(adapter, base, case, out) for case in request["cases"]]
+    images = {key: np.load(path) for key, path in request["images"].items()}
+    report = [
+        run_case(adapter, images[case.get("image", "rect")], case, out) for case in request["cases"]
+    ]
     (out / "report.json").write_text(json.dumps(report, indent=1))
     return 0
 
