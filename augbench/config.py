@@ -86,8 +86,15 @@ def resolve(user_config: dict[str, Any], basedir: Path) -> dict[str, Any]:
         raise ConfigError("\n".join(_format_error(e) for e in errors))
     _apply_defaults(merged, schema(basedir))
 
+    channels = merged["channels"]
     if merged["transforms"] == "all":
-        merged["transforms"] = catalog.names()
+        merged["transforms"] = catalog.names(channels)
+    outside = [t for t in merged["transforms"] if t not in catalog.names(channels)]
+    if outside:
+        raise ConfigError(
+            f"config error at transforms: {outside} not in the {channels}-channel set; "
+            f"allowed: {catalog.names(channels)}"
+        )
     if merged["machine"] == "auto":
         merged["machine"] = auto_machine_label()
     return merged

@@ -30,14 +30,13 @@ def test_unknown_transform_error_lists_allowed_names() -> None:
 @pytest.mark.parametrize("library", adapters.names())
 def test_adapter_maps_only_catalog_transforms_with_a_readable_call(library: str) -> None:
     adapter = adapters.get(library)
-    assert set(adapter.mappings) <= set(catalog.names())
+    assert set(adapter.mappings) <= set(catalog.CANDIDATES)
     for name, mapping in adapter.mappings.items():
         assert mapping.call.strip(), f"{library}:{name} has no call description"
-    for name in catalog.names():
+    for name in catalog.CANDIDATES:
         if not adapter.supports(name):
-            assert library in adapter.unsupported_reason(name) or "Pillow" in (
-                adapter.unsupported_reason(name)
-            )
+            # The reason names the library (any capitalisation: "Kornia has no ...").
+            assert library in adapter.unsupported_reason(name).lower(), (library, name)
 
 
 def test_every_micro_library_has_an_adapter() -> None:
@@ -55,3 +54,67 @@ def test_unsupported_build_raises_with_reason() -> None:
     assert not pillow.supports("ColorJitter")
     with pytest.raises(adapters.Unsupported, match="hue"):
         pillow.build("ColorJitter", catalog.get("ColorJitter").params)
+
+
+# -- the eligibility rule and the generated set ------------------------------------------------
+def test_paper_set_is_generated_by_the_eligibility_rule() -> None:
+    expected = [
+        name
+        for name in catalog.CANDIDATES
+        if len(catalog.direct_implementations(name)) >= catalog.MIN_DIRECT_IMPLEMENTATIONS
+    ]
+    assert catalog.names() == expected
+    assert list(catalog.TRANSFORMS) == expected
+    assert len(expected) >= 50
+
+
+def test_every_paper_transform_is_eligible() -> None:
+    for name in catalog.names():
+        libs = catalog.direct_implementations(name)
+        assert len(libs) >= catalog.MIN_DIRECT_IMPLEMENTATIONS, (name, libs)
+        assert set(libs) <= set(catalog.ELIGIBILITY_LIBRARIES)
+
+
+def test_the_original_22_names_stay_in_the_paper_set() -> None:
+    original = {
+        "Resize", "RandomCrop224", "RandomResizedCrop", "CenterCrop224", "HorizontalFlip",
+        "VerticalFlip", "Rotate", "Affine", "GaussianBlur", "ColorJitter", "Brightness",
+        "Contrast", "Saturation", "Grayscale", "Equalize", "JpegCompression", "Posterize",
+        "Solarize", "Sharpen", "Invert", "AutoContrast", "ChannelShuffle",
+    }  # fmt: skip
+    assert original <= set(catalog.names())
+
+
+def test_a_candidate_with_one_direct_implementation_is_excluded_with_a_reason() -> None:
+    excluded = [n for n in catalog.CANDIDATES if n not in catalog.names()]
+    assert excluded, "the rule should exclude at least the single-library candidates"
+    for name in excluded:
+        assert len(catalog.direct_implementations(name)) < catalog.MIN_DIRECT_IMPLEMENTATIONS
+        with pytest.raises(KeyError, match=f"'{name}' is not in the paper set"):
+            catalog.get(name)
+
+
+def test_nine_channel_set_is_generated_from_multichannel_mappings() -> None:
+    nine = catalog.names(9)
+    assert set(nine) <= set(catalog.names(3))
+    for name in catalog.names(3):
+        libs = [
+            lib
+            for lib in catalog.ELIGIBILITY_LIBRARIES
+            if (m := adapters.get(lib).mappings.get(name)) is not None and m.multichannel
+        ]
+        assert (name in nine) == (len(libs) >= catalog.MIN_DIRECT_IMPLEMENTATIONS), name
+    # PIL images hold at most 4 bands.
+    assert not any(m.multichannel for m in adapters.get("pillow").mappings.values())
+    with pytest.raises(ValueError, match="unknown channel scenario 4"):
+        catalog.names(4)
+
+
+def test_random_flag_matches_the_parameters() -> None:
+    # A deterministic transform has no ranges to draw from.
+    for name, spec in catalog.CANDIDATES.items():
+        if not spec.random:
+            assert not any(
+                isinstance(v, tuple) and len(v) == 2 and k not in {"size", "tile_grid"}
+                for k, v in spec.params.items()
+            ), name

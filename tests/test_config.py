@@ -54,3 +54,16 @@ def test_bad_values_are_named_with_allowed_ones(override: dict, needle: str) -> 
     with pytest.raises(ConfigError) as err:
         resolve({**BASE, "preset": "smoke", **override}, REPO)
     assert needle in str(err.value)
+
+
+def test_nine_channel_scenario_has_its_own_set() -> None:
+    cfg = resolve({**BASE, "preset": "paper", "channels": 9}, REPO)
+    assert cfg["transforms"] == catalog.names(9)
+    assert resolve({**BASE, "preset": "smoke"}, REPO)["channels"] == 3
+
+
+def test_nine_channel_scenario_rejects_rgb_only_transforms() -> None:
+    with pytest.raises(ConfigError, match=r"\['ColorJitter'\] not in the 9-channel set"):
+        resolve({**BASE, "preset": "smoke", "channels": 9}, REPO)
+    with pytest.raises(ConfigError, match="channels: 4 is not one of"):
+        resolve({**BASE, "preset": "smoke", "channels": 4}, REPO)

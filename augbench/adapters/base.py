@@ -27,12 +27,15 @@ class Mapping:
 
     ``call`` is the human-readable library call (rendered into docs/transforms.md); ``build``
     returns the callable applied to one image in the library's native format; ``note`` states any
-    semantic mismatch with the canonical definition.
+    semantic mismatch with the canonical definition. ``multichannel`` declares that the library's
+    operation is defined per channel and accepts any channel count (the 9-channel scenario); the
+    declaration is verified in the library environments by tests/test_equivalence.py.
     """
 
     call: str
     build: Callable[[dict[str, Any]], Transform]
     note: str = ""
+    multichannel: bool = False
 
 
 class Adapter:

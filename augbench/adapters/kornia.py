@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,13 @@ class KorniaAdapter(Adapter):
         return output.contiguous()
 
     def _mappings(self) -> dict[str, Mapping]:
-        return {
-            "Resize": Mapping("K.Resize((512, 512))", lambda p: _k("Resize", tuple(p["size"]))),
+        mappings = {
+            "Resize": Mapping(
+                "K.Resize((512, 512), align_corners=False)",
+                lambda p: _k("Resize", tuple(p["size"]), align_corners=False),
+                note="Not antialiased when downscaling. align_corners=False: the half-pixel grid "
+                "of OpenCV, torchvision and Pillow (Kornia's default True stretches corners).",
+            ),
             "RandomCrop224": Mapping(
                 "K.RandomCrop((224, 224), p=1)",
                 lambda p: _k("RandomCrop", tuple(p["size"]), p=1.0),
@@ -107,19 +113,20 @@ class KorniaAdapter(Adapter):
                 ),
             ),
             "Brightness": Mapping(
-                "K.RandomBrightness(brightness=(0.8, 1.2), p=1)",
-                lambda p: _k("RandomBrightness", brightness=tuple(p["factor"]), p=1.0),
-                note="Kornia's brightness is additive (x + factor - 1), not multiplicative.",
+                "K.ColorJitter(brightness=(0.8, 1.2), p=1)",
+                lambda p: _k("ColorJitter", brightness=tuple(p["factor"]), p=1.0),
+                note="K.ColorJitter carries torchvision's multiplicative formula; "
+                "K.RandomBrightness is additive (x + factor - 1) and is not used.",
             ),
             "Contrast": Mapping(
-                "K.RandomContrast(contrast=(0.8, 1.2), p=1)",
-                lambda p: _k("RandomContrast", contrast=tuple(p["factor"]), p=1.0),
-                note="Kornia scales intensities (x * factor) rather than blending with the "
-                "mean grey level.",
+                "K.ColorJitter(contrast=(0.8, 1.2), p=1)",
+                lambda p: _k("ColorJitter", contrast=tuple(p["factor"]), p=1.0),
+                note="Blends with the grey mean as torchvision does; K.RandomContrast scales raw "
+                "values and is not used.",
             ),
             "Saturation": Mapping(
-                "K.RandomSaturation(saturation=(0.5, 1.5), p=1)",
-                lambda p: _k("RandomSaturation", saturation=tuple(p["factor"]), p=1.0),
+                "K.ColorJitter(saturation=(0.5, 1.5), p=1)",
+                lambda p: _k("ColorJitter", saturation=tuple(p["factor"]), p=1.0),
             ),
             "Grayscale": Mapping("K.RandomGrayscale(p=1)", lambda p: _k("RandomGrayscale", p=1.0)),
             "Equalize": Mapping("K.RandomEqualize(p=1)", lambda p: _k("RandomEqualize", p=1.0)),
@@ -131,8 +138,9 @@ class KorniaAdapter(Adapter):
                 note="Differentiable JPEG approximation in float, not a libjpeg round trip.",
             ),
             "Posterize": Mapping(
-                "K.RandomPosterize(bits=4, p=1)",
-                lambda p: _k("RandomPosterize", bits=p["bits"], p=1.0),
+                "K.RandomPosterize(bits=(4, 4), p=1)",
+                lambda p: _k("RandomPosterize", bits=(float(p["bits"]),) * 2, p=1.0),
+                note="A scalar bits=4 would draw bits from (4, 8); the (4, 4) range fixes it.",
             ),
             "Solarize": Mapping(
                 "K.RandomSolarize(thresholds=0.0, additions=0.0, p=1)",
@@ -150,7 +158,24 @@ class KorniaAdapter(Adapter):
             "ChannelShuffle": Mapping(
                 "K.RandomChannelShuffle(p=1)", lambda p: _k("RandomChannelShuffle", p=1.0)
             ),
+            **_paper_set_mappings(),
         }
+        return _mark_multichannel(mappings)
+
+    def _unsupported_reasons(self) -> dict[str, str]:
+        return {
+            "Pad": "K.PadTo pads only on the right and bottom up to a target size; Kornia has "
+            "no symmetric fixed-width pad augmentation",
+            "Transpose": "Kornia has no transpose augmentation",
+            "OpticalDistortion": "Kornia has no lens-distortion augmentation with a radial "
+            "coefficient; K.RandomFisheye scales coordinates by 1 + r**gamma with no strength "
+            "parameter, a different model",
+            "EnhanceEdge": "Kornia has no EDGE_ENHANCE filter",
+            "EnhanceDetail": "Kornia has no DETAIL filter",
+            "PhotoMetricDistort": "Kornia has no SSD-style photometric distortion",
+        }
+
+    # Size on which Kornia's normalized-grid elastic alpha equals torchvision's pixel alpha.
 
     # -- DataLoader recipe tail (cpu_dataloader) -------------------------------------------------
     recipe_tail_call = "K.Normalize(mean, std, p=1)(x)[0]  (x: 1x3xHxW float in [0, 1])"
@@ -166,3 +191,254 @@ class KorniaAdapter(Adapter):
             return normalize(image)[0]
 
         return apply
+
+
+ELASTIC_REFERENCE_SIDE = 512
+
+# Operations defined per channel on tensors of any channel count (the 9-channel scenario).
+_MULTICHANNEL = frozenset(
+    {
+        "Resize", "RandomCrop224", "RandomResizedCrop", "CenterCrop224", "HorizontalFlip",
+        "VerticalFlip", "RandomRotate90", "LongestMaxSize", "SmallestMaxSize", "Rotate", "Affine",
+        "Shear", "Perspective", "Elastic", "ThinPlateSpline", "RandomJigsaw", "Erasing",
+        "GaussianBlur", "Blur", "MedianBlur", "MotionBlur", "UnsharpMask", "Invert",
+        "Posterize", "Solarize", "AutoContrast", "Equalize", "ChannelShuffle", "ChannelDropout",
+        "RandomGamma", "GaussianNoise", "Sharpen", "CLAHE", "LinearIllumination",
+        "CornerIllumination", "GaussianIllumination", "PlasmaBrightness", "PlasmaContrast",
+        "PlasmaShadow",
+    }
+)  # fmt: skip
+
+
+def _mark_multichannel(mappings: dict[str, Mapping]) -> dict[str, Mapping]:
+    return {name: replace(m, multichannel=name in _MULTICHANNEL) for name, m in mappings.items()}
+
+
+def _unsharp(kernel_size: int, sigma: float) -> Transform:
+    from kornia.filters import unsharp_mask
+
+    return lambda img: unsharp_mask(img, (kernel_size, kernel_size), (sigma, sigma))
+
+
+def _paper_set_mappings() -> dict[str, Mapping]:
+    return {
+        "RandomRotate90": Mapping(
+            "K.RandomRotation90(times=(0, 3), p=1)",
+            lambda p: _k("RandomRotation90", times=tuple(p["times"]), p=1.0),
+            note="Rotates within the input canvas: on a non-square image the output keeps H x W "
+            "(corners cut, borders filled) instead of swapping the sides.",
+        ),
+        "LongestMaxSize": Mapping(
+            "K.LongestMaxSize(512, align_corners=False)",
+            lambda p: _k("LongestMaxSize", p["max_size"], align_corners=False),
+            note="Not antialiased when downscaling; half-pixel grid (align_corners=False).",
+        ),
+        "SmallestMaxSize": Mapping(
+            "K.SmallestMaxSize(512, align_corners=False)",
+            lambda p: _k("SmallestMaxSize", p["max_size"], align_corners=False),
+            note="Not antialiased when downscaling; half-pixel grid (align_corners=False).",
+        ),
+        "Shear": Mapping(
+            "K.RandomShear(shear=(-20, 20), resample='bilinear', p=1)",
+            lambda p: _k(
+                "RandomShear", shear=(-p["shear"], p["shear"]), resample="bilinear", p=1.0
+            ),
+        ),
+        "Perspective": Mapping(
+            "K.RandomPerspective(distortion_scale=0.5, resample='bilinear', p=1)",
+            lambda p: _k(
+                "RandomPerspective",
+                distortion_scale=p["distortion_scale"],
+                resample="bilinear",
+                p=1.0,
+            ),
+        ),
+        "Elastic": Mapping(
+            "K.RandomElasticTransform(kernel_size=(41, 41), sigma=(5, 5), "
+            "alpha=(50/512, 50/512), p=1)",
+            lambda p: _k(
+                "RandomElasticTransform",
+                kernel_size=(int(8 * p["sigma"] + 1),) * 2,
+                sigma=(p["sigma"], p["sigma"]),
+                alpha=(p["alpha"] / ELASTIC_REFERENCE_SIDE,) * 2,
+                p=1.0,
+            ),
+            note="alpha is in normalized grid units: alpha/512 equals torchvision's pixel alpha "
+            "(which it divides by the side) on a 512 px side; kernel 8*sigma+1 as torchvision.",
+        ),
+        "ThinPlateSpline": Mapping(
+            "K.RandomThinPlateSpline(scale=0.2, p=1)",
+            lambda p: _k("RandomThinPlateSpline", scale=p["scale"], p=1.0),
+        ),
+        "RandomJigsaw": Mapping(
+            "K.RandomJigsaw(grid=(4, 4), p=1)",
+            lambda p: _k("RandomJigsaw", grid=tuple(p["grid"]), p=1.0),
+            note="Raises unless height and width are multiples of the grid: such images are "
+            "error rows, never silently resized.",
+        ),
+        "Erasing": Mapping(
+            "K.RandomErasing(scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0, p=1)",
+            lambda p: _k(
+                "RandomErasing",
+                scale=tuple(p["scale"]),
+                ratio=tuple(p["ratio"]),
+                value=float(p["value"]),
+                p=1.0,
+            ),
+        ),
+        "Blur": Mapping(
+            "K.RandomBoxBlur((5, 5), p=1)",
+            lambda p: _k("RandomBoxBlur", (p["kernel_size"], p["kernel_size"]), p=1.0),
+        ),
+        "MedianBlur": Mapping(
+            "K.RandomMedianBlur((5, 5), p=1)",
+            lambda p: _k("RandomMedianBlur", (p["kernel_size"], p["kernel_size"]), p=1.0),
+        ),
+        "MotionBlur": Mapping(
+            "K.RandomMotionBlur(7, angle=180, direction=1, p=1)",
+            lambda p: _k(
+                "RandomMotionBlur",
+                p["kernel_size"],
+                angle=p["angle"],
+                direction=p["direction"],
+                p=1.0,
+            ),
+        ),
+        "UnsharpMask": Mapping(
+            "kornia.filters.unsharp_mask(img, (9, 9), (2, 2))",
+            lambda p: _unsharp(p["kernel_size"], p["sigma"]),
+            note="Fixed gain 1 (amount 1.0) and no clamp: values overshoot [0, 1] next to edges.",
+        ),
+        "ColorJiggle": Mapping(
+            "K.ColorJiggle(0.4, 0.4, 0.4, 0.1, p=1)",
+            lambda p: _k(
+                "ColorJiggle", p["brightness"], p["contrast"], p["saturation"], p["hue"], p=1.0
+            ),
+        ),
+        "Hue": Mapping(
+            "K.RandomHue(hue=(-0.1, 0.1), p=1)",
+            lambda p: _k("RandomHue", hue=(-p["hue"], p["hue"]), p=1.0),
+        ),
+        "RandomGamma": Mapping(
+            "K.RandomGamma(gamma=(0.8, 1.2), p=1)",
+            lambda p: _k("RandomGamma", gamma=tuple(p["gamma"]), p=1.0),
+        ),
+        "RGBShift": Mapping(
+            "K.RandomRGBShift(r_shift_limit=20/255, g_shift_limit=20/255, b_shift_limit=20/255, "
+            "p=1)",
+            lambda p: _k(
+                "RandomRGBShift",
+                r_shift_limit=p["shift"],
+                g_shift_limit=p["shift"],
+                b_shift_limit=p["shift"],
+                p=1.0,
+            ),
+        ),
+        "PlankianJitter": Mapping(
+            "K.RandomPlanckianJitter(mode='blackbody', p=1)",
+            lambda p: _k("RandomPlanckianJitter", mode=p["mode"], p=1.0),
+        ),
+        "ChannelDropout": Mapping(
+            "K.RandomChannelDropout(num_drop_channels=1, fill_value=0, p=1)",
+            lambda p: _k(
+                "RandomChannelDropout",
+                num_drop_channels=p["num_channels"],
+                fill_value=float(p["fill"]),
+                p=1.0,
+            ),
+        ),
+        "CLAHE": Mapping(
+            "K.RandomClahe(clip_limit=(4, 4), grid_size=(8, 8), p=1)",
+            lambda p: _k(
+                "RandomClahe",
+                clip_limit=(p["clip_limit"], p["clip_limit"]),
+                grid_size=tuple(p["tile_grid"]),
+                p=1.0,
+            ),
+            note="Equalizes every channel separately; AlbumentationsX equalizes CIELAB lightness.",
+        ),
+        "GaussianNoise": Mapping(
+            "K.RandomGaussianNoise(mean=0, std=0.1, p=1)",
+            lambda p: _k("RandomGaussianNoise", mean=p["mean"], std=p["std"], p=1.0),
+            note="Not clipped: values leave [0, 1].",
+        ),
+        "SaltAndPepper": Mapping(
+            "K.RandomSaltAndPepperNoise(amount=(0.01, 0.06), salt_vs_pepper=(0.4, 0.6), p=1)",
+            lambda p: _k(
+                "RandomSaltAndPepperNoise",
+                amount=tuple(p["amount"]),
+                salt_vs_pepper=tuple(p["salt_vs_pepper"]),
+                p=1.0,
+            ),
+        ),
+        "LinearIllumination": Mapping(
+            "K.RandomLinearIllumination(gain=(0.01, 0.2), sign=(-1, 1), p=1)",
+            lambda p: _k(
+                "RandomLinearIllumination", gain=tuple(p["gain"]), sign=(-1.0, 1.0), p=1.0
+            ),
+        ),
+        "CornerIllumination": Mapping(
+            "K.RandomLinearCornerIllumination(gain=(0.01, 0.2), sign=(-1, 1), p=1)",
+            lambda p: _k(
+                "RandomLinearCornerIllumination", gain=tuple(p["gain"]), sign=(-1.0, 1.0), p=1.0
+            ),
+        ),
+        "GaussianIllumination": Mapping(
+            "K.RandomGaussianIllumination(gain=(0.01, 0.15), center=(0.1, 0.9), "
+            "sigma=(0.2, 1.0), sign=(-1, 1), p=1)",
+            lambda p: _k(
+                "RandomGaussianIllumination",
+                gain=tuple(p["gain"]),
+                center=tuple(p["center"]),
+                sigma=tuple(p["sigma"]),
+                sign=(-1.0, 1.0),
+                p=1.0,
+            ),
+        ),
+        "PlasmaBrightness": Mapping(
+            "K.RandomPlasmaBrightness(roughness=(0.1, 0.7), intensity=(0, 0.3), p=1)",
+            lambda p: _k(
+                "RandomPlasmaBrightness",
+                roughness=(0.1, 0.7),
+                intensity=(0.0, p["intensity"]),
+                p=1.0,
+            ),
+        ),
+        "PlasmaContrast": Mapping(
+            "K.RandomPlasmaContrast(roughness=(0.1, 0.7), p=1)",
+            lambda p: _k("RandomPlasmaContrast", roughness=(0.1, 0.7), p=1.0),
+            note="No amplitude parameter: the canonical 0.3 cannot be set.",
+        ),
+        "PlasmaShadow": Mapping(
+            "K.RandomPlasmaShadow(roughness=(0.1, 0.7), shade_intensity=(-0.7, -0.3), "
+            "shade_quantity=(0, 1), p=1)",
+            lambda p: _k(
+                "RandomPlasmaShadow",
+                roughness=(0.1, 0.7),
+                shade_intensity=(-p["intensity"][1], -p["intensity"][0]),
+                shade_quantity=(0.0, 1.0),
+                p=1.0,
+            ),
+            note="shade_intensity is negative (darkening) in Kornia's convention.",
+        ),
+        "Rain": Mapping(
+            "K.RandomRain(number_of_drops=(1000, 2000), drop_height=(5, 20), "
+            "drop_width=(-5, 5), p=1)",
+            lambda p: _k(
+                "RandomRain",
+                number_of_drops=(1000, 2000),
+                drop_height=(5, 20),
+                drop_width=(-5, 5),
+                p=1.0,
+            ),
+        ),
+        "Snow": Mapping(
+            "K.RandomSnow(snow_coefficient=(0.3, 0.5), brightness=(2, 2), p=1)",
+            lambda p: _k(
+                "RandomSnow",
+                snow_coefficient=tuple(p["snow_coefficient"]),
+                brightness=(p["brightness"],) * 2,
+                p=1.0,
+            ),
+        ),
+    }

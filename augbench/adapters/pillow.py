@@ -180,6 +180,17 @@ class PillowAdapter(Adapter):
         return {
             "ColorJitter": "Pillow has no hue adjustment; composing one from HSV arithmetic would "
             "be benchmark-side code, not Pillow",
+            "Hue": "Pillow has no hue adjustment",
+            "PhotoMetricDistort": "Pillow has no hue adjustment, a step of this transform",
+            "ColorJiggle": "Pillow has no hue adjustment",
+            "RandomGamma": "Pillow has no gamma operation; a point() lookup table would be "
+            "benchmark-side arithmetic",
+            "ChannelDropout": "Pillow has no channel dropout",
+            "RGBShift": "Pillow has no per-channel shift; point() tables would be benchmark-side "
+            "arithmetic",
+            "GaussianNoise": "Pillow has no additive noise (Image.effect_noise makes a noise "
+            "image; adding it would be benchmark-side code)",
+            "Erasing": "Pillow has no erasing transform",
         }
 
     def _mappings(self) -> dict[str, Mapping]:
@@ -193,7 +204,7 @@ class PillowAdapter(Adapter):
         def gray(img: Any) -> Any:
             return img.convert("L").convert("RGB")
 
-        return {
+        mappings = {
             "Resize": Mapping(
                 "img.resize((512, 512), Image.BILINEAR)",
                 lambda p: lambda img, s=(p["size"][1], p["size"][0]): img.resize(s, bilinear()),
@@ -268,7 +279,10 @@ class PillowAdapter(Adapter):
             "ChannelShuffle": Mapping(
                 "Image.merge('RGB', shuffled img.split())", lambda p: _channel_shuffle()
             ),
+            **_paper_set_mappings(),
         }
+        # PIL images have at most 4 bands: no Pillow mapping is multichannel.
+        return mappings
 
     # -- DataLoader recipe tail (cpu_dataloader) -------------------------------------------------
     # Pillow has no tensor type and no normalize operation. The tail is the minimal conversion a
@@ -302,3 +316,143 @@ def _gaussian_filter(sigma: float) -> Any:
     from PIL import ImageFilter
 
     return ImageFilter.GaussianBlur(radius=sigma)
+
+
+def _transpose(kind: str) -> Transform:
+    method = getattr(_image_module().Transpose, kind)
+    return lambda img: img.transpose(method)
+
+
+def _random_rotate90(times: tuple[int, int]) -> Transform:
+    transpose = _image_module().Transpose
+    methods = (None, transpose.ROTATE_90, transpose.ROTATE_180, transpose.ROTATE_270)
+    choices = methods[times[0] : times[1] + 1]
+
+    def apply(img: Any) -> Any:
+        method = random.choice(choices)
+        # k = 0 is the identity: a copy, so the output is never the cached input itself.
+        return img.copy() if method is None else img.transpose(method)
+
+    return apply
+
+
+def _max_size(max_size: int, longest: bool) -> Transform:
+    resample = _image_module().Resampling.BILINEAR
+
+    def apply(img: Any) -> Any:
+        w, h = img.size
+        side = max(w, h) if longest else min(w, h)
+        scale = max_size / side
+        return img.resize((max(1, round(w * scale)), max(1, round(h * scale))), resample)
+
+    return apply
+
+
+def _pad(padding: int) -> Transform:
+    from PIL import ImageOps
+
+    return lambda img: ImageOps.expand(img, border=padding, fill=0)
+
+
+def _perspective(distortion_scale: float) -> Transform:
+    image = _image_module()
+
+    def apply(img: Any) -> Any:
+        w, h = img.size
+        # Corner sampling as torchvision's RandomPerspective: each corner moves inwards by up to
+        # distortion_scale * half the side.
+        dx, dy = int(distortion_scale * (w // 2)), int(distortion_scale * (h // 2))
+        start = [(0, 0), (w - 1, 0), (w - 1, h - 1), (0, h - 1)]
+        end = [
+            (random.randint(0, dx), random.randint(0, dy)),
+            (w - 1 - random.randint(0, dx), random.randint(0, dy)),
+            (w - 1 - random.randint(0, dx), h - 1 - random.randint(0, dy)),
+            (random.randint(0, dx), h - 1 - random.randint(0, dy)),
+        ]
+        coeffs = _perspective_coefficients(end, start)
+        return img.transform(
+            (w, h), image.Transform.PERSPECTIVE, coeffs, image.Resampling.BILINEAR, fillcolor=0
+        )
+
+    return apply
+
+
+def _perspective_coefficients(
+    output_pts: list[tuple[int, int]], input_pts: list[tuple[int, int]]
+) -> tuple[float, ...]:
+    """The 8 coefficients Pillow's PERSPECTIVE takes: output (x, y) -> input point."""
+    rows, rhs = [], []
+    for (x, y), (u, v) in zip(output_pts, input_pts, strict=True):
+        rows.append([x, y, 1, 0, 0, 0, -u * x, -u * y])
+        rows.append([0, 0, 0, x, y, 1, -v * x, -v * y])
+        rhs.extend([u, v])
+    return tuple(np.linalg.solve(np.asarray(rows, float), np.asarray(rhs, float)).tolist())
+
+
+def _paper_set_mappings() -> dict[str, Mapping]:
+    from_filter = "img.filter(ImageFilter.{})"
+    return {
+        "Transpose": Mapping("img.transpose(Image.TRANSPOSE)", lambda p: _transpose("TRANSPOSE")),
+        "RandomRotate90": Mapping(
+            "img.transpose(choice([identity, ROTATE_90, ROTATE_180, ROTATE_270]))",
+            lambda p: _random_rotate90(tuple(p["times"])),
+        ),
+        "Pad": Mapping("ImageOps.expand(img, border=10, fill=0)", lambda p: _pad(p["padding"])),
+        "LongestMaxSize": Mapping(
+            "img.resize(<longer side 512>, Image.BILINEAR)",
+            lambda p: _max_size(p["max_size"], longest=True),
+            note="Pillow's bilinear filter widens its support when downscaling (antialiased).",
+        ),
+        "SmallestMaxSize": Mapping(
+            "img.resize(<shorter side 512>, Image.BILINEAR)",
+            lambda p: _max_size(p["max_size"], longest=False),
+            note="Pillow's bilinear filter widens its support when downscaling (antialiased).",
+        ),
+        "Shear": Mapping(
+            "img.transform(size, Image.AFFINE, <inverse of sampled x-shear about the centre>, "
+            "Image.BILINEAR)",
+            lambda p: _affine(0.0, 0.0, (1.0, 1.0), p["shear"]),
+        ),
+        "Perspective": Mapping(
+            "img.transform(size, Image.PERSPECTIVE, <coefficients of sampled corners>, "
+            "Image.BILINEAR, fillcolor=0)",
+            lambda p: _perspective(p["distortion_scale"]),
+        ),
+        "Blur": Mapping(
+            from_filter.format("BoxBlur(2)"),
+            lambda p: _filter(_image_filter("BoxBlur", (p["kernel_size"] - 1) // 2)),
+            note="radius r averages a (2r+1) x (2r+1) box: radius 2 is the 5x5 kernel.",
+        ),
+        "MedianBlur": Mapping(
+            from_filter.format("MedianFilter(5)"),
+            lambda p: _filter(_image_filter("MedianFilter", p["kernel_size"])),
+        ),
+        "UnsharpMask": Mapping(
+            from_filter.format("UnsharpMask(radius=2, percent=100, threshold=0)"),
+            lambda p: _filter(
+                _image_filter(
+                    "UnsharpMask", radius=p["sigma"], percent=round(100 * p["amount"]), threshold=0
+                )
+            ),
+            note="Pillow's Gaussian is a box-blur approximation with radius = sigma.",
+        ),
+        "EnhanceEdge": Mapping(
+            from_filter.format("EDGE_ENHANCE"),
+            lambda p: _filter(_image_filter_constant("EDGE_ENHANCE")),
+        ),
+        "EnhanceDetail": Mapping(
+            from_filter.format("DETAIL"), lambda p: _filter(_image_filter_constant("DETAIL"))
+        ),
+    }
+
+
+def _image_filter(name: str, *args: Any, **kwargs: Any) -> Any:
+    from PIL import ImageFilter
+
+    return getattr(ImageFilter, name)(*args, **kwargs)
+
+
+def _image_filter_constant(name: str) -> Any:
+    from PIL import ImageFilter
+
+    return getattr(ImageFilter, name)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +53,7 @@ class TorchvisionAdapter(Adapter):
 
     def _mappings(self) -> dict[str, Mapping]:
         bl = "InterpolationMode.BILINEAR"
-        return {
+        mappings = {
             "Resize": Mapping(
                 f"v2.Resize((512, 512), interpolation={bl}, antialias=True)",
                 lambda p: _tv(
@@ -149,6 +151,18 @@ class TorchvisionAdapter(Adapter):
             "ChannelShuffle": Mapping(
                 "v2.RandomChannelPermutation()", lambda p: _tv("RandomChannelPermutation")
             ),
+            **_paper_set_mappings(),
+        }
+        return _mark_multichannel(mappings)
+
+    def _unsupported_reasons(self) -> dict[str, str]:
+        return {
+            "Transpose": "torchvision has no transpose transform (v2.functional has no "
+            "transpose kernel); a tensor view is not an image operation",
+            "RandomRotate90": "torchvision has no lossless 90-degree rotation; "
+            "v2.RandomRotation resamples through an affine grid",
+            "ColorJiggle": "torchvision's ColorJitter uses blend formulas (the ColorJitter "
+            "row), not Kornia's additive-brightness ColorJiggle",
         }
 
     # -- DataLoader recipe tail (cpu_dataloader) -------------------------------------------------
@@ -165,3 +179,117 @@ class TorchvisionAdapter(Adapter):
             "Compose",
             [_tv("ToDtype", torch.float32, scale=True), _tv("Normalize", list(mean), list(std))],
         )
+
+
+def _tvf(name: str) -> Any:
+    import torchvision.transforms.v2.functional as F
+
+    return getattr(F, name)
+
+
+def _random_gamma(gamma: tuple[float, float]) -> Transform:
+    # torchvision has the operation (F.adjust_gamma) but no random class; the adapter draws the
+    # canonical parameter per call, as it does for Pillow.
+    adjust = _tvf("adjust_gamma")
+    return lambda img: adjust(img, random.uniform(*gamma))
+
+
+# Operations defined per channel on tensors of any channel count (the 9-channel scenario).
+_MULTICHANNEL = frozenset(
+    {
+        "Resize", "RandomCrop224", "RandomResizedCrop", "CenterCrop224", "HorizontalFlip",
+        "VerticalFlip", "Pad", "LongestMaxSize", "SmallestMaxSize", "Rotate", "Affine", "Shear",
+        "Perspective", "Elastic", "Erasing", "GaussianBlur", "Invert", "Posterize", "Solarize",
+        "Equalize", "ChannelShuffle", "RandomGamma",
+        "GaussianNoise",
+    }
+)  # fmt: skip
+
+
+def _mark_multichannel(mappings: dict[str, Mapping]) -> dict[str, Mapping]:
+    return {name: replace(m, multichannel=name in _MULTICHANNEL) for name, m in mappings.items()}
+
+
+def _paper_set_mappings() -> dict[str, Mapping]:
+    bl = "InterpolationMode.BILINEAR"
+    return {
+        "Pad": Mapping(
+            "v2.Pad(10, fill=0, padding_mode='constant')",
+            lambda p: _tv("Pad", p["padding"], fill=0, padding_mode="constant"),
+        ),
+        "LongestMaxSize": Mapping(
+            f"v2.Resize(None, max_size=512, interpolation={bl}, antialias=True)",
+            lambda p: _tv(
+                "Resize", None, max_size=p["max_size"], interpolation=_bilinear(), antialias=True
+            ),
+            note="Antialiased when downscaling (torchvision's default).",
+        ),
+        "SmallestMaxSize": Mapping(
+            f"v2.Resize(512, interpolation={bl}, antialias=True)",
+            lambda p: _tv("Resize", p["max_size"], interpolation=_bilinear(), antialias=True),
+            note="Antialiased when downscaling (torchvision's default).",
+        ),
+        "Shear": Mapping(
+            f"v2.RandomAffine(0, shear=(-20, 20), interpolation={bl}, fill=0)",
+            lambda p: _tv(
+                "RandomAffine",
+                0,
+                shear=(-p["shear"], p["shear"]),
+                interpolation=_bilinear(),
+                fill=0,
+            ),
+        ),
+        "Perspective": Mapping(
+            f"v2.RandomPerspective(distortion_scale=0.5, p=1, interpolation={bl}, fill=0)",
+            lambda p: _tv(
+                "RandomPerspective",
+                distortion_scale=p["distortion_scale"],
+                p=1.0,
+                interpolation=_bilinear(),
+                fill=0,
+            ),
+        ),
+        "Elastic": Mapping(
+            f"v2.ElasticTransform(alpha=50, sigma=5, interpolation={bl}, fill=0)",
+            lambda p: _tv(
+                "ElasticTransform",
+                alpha=p["alpha"],
+                sigma=p["sigma"],
+                interpolation=_bilinear(),
+                fill=0,
+            ),
+        ),
+        "Erasing": Mapping(
+            "v2.RandomErasing(p=1, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0)",
+            lambda p: _tv(
+                "RandomErasing",
+                p=1.0,
+                scale=tuple(p["scale"]),
+                ratio=tuple(p["ratio"]),
+                value=p["value"],
+            ),
+        ),
+        "PhotoMetricDistort": Mapping(
+            "v2.RandomPhotometricDistort(brightness=(0.875, 1.125), contrast=(0.5, 1.5), "
+            "saturation=(0.5, 1.5), hue=(-0.05, 0.05), p=0.5)",
+            lambda p: _tv(
+                "RandomPhotometricDistort",
+                brightness=tuple(p["brightness"]),
+                contrast=tuple(p["contrast"]),
+                saturation=tuple(p["saturation"]),
+                hue=tuple(p["hue"]),
+                p=p["step_p"],
+            ),
+            note="p is the probability of each step; the transform itself always runs.",
+        ),
+        "Hue": Mapping("v2.ColorJitter(hue=0.1)", lambda p: _tv("ColorJitter", hue=p["hue"])),
+        "RandomGamma": Mapping(
+            "v2.functional.adjust_gamma(img, uniform(0.8, 1.2))",
+            lambda p: _random_gamma(tuple(p["gamma"])),
+            note="No random class in torchvision: the adapter draws gamma per call.",
+        ),
+        "GaussianNoise": Mapping(
+            "v2.GaussianNoise(mean=0, sigma=0.1, clip=True)",
+            lambda p: _tv("GaussianNoise", mean=p["mean"], sigma=p["std"], clip=True),
+        ),
+    }

@@ -31,6 +31,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--transforms", required=True, help="comma-separated catalog names")
     p.add_argument("--manifest", required=True, type=Path)
     p.add_argument("--num-images", required=True, type=int)
+    p.add_argument(
+        "--channels", type=int, default=3, choices=catalog.CHANNEL_SCENARIOS,
+        help="9 stacks each RGB image to 9 channels (the 9-channel scenario)",
+    )  # fmt: skip
     p.add_argument("--output", required=True, type=Path)
     p.add_argument("--machine", required=True)
     p.add_argument("--shard", default="")
@@ -112,12 +116,16 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the library is broken in this env: every row says so
         import_error = f"import failed: {type(exc).__name__}: {exc}"
 
+    def channel_support(name: str) -> bool:
+        mapping = adapter.mappings.get(name)
+        return mapping is not None and (args.channels == 3 or mapping.multichannel)
+
     with tempfile.TemporaryDirectory(prefix=f"micro-{args.library}-") as tmp:
         workdir = Path(tmp)
         cache = workdir / "media.pkl"
-        if import_error is None:
+        if import_error is None and any(channel_support(t) for t in transforms):
             files = media.select_files(args.manifest, args.num_images)
-            decode_info = media.build_cache(adapter, files, cache)
+            decode_info = media.build_cache(adapter, files, cache, channels=args.channels)
         bar = tqdm(transforms, desc=f"micro | {args.library} | {args.shard}", unit="transform")
         for name in bar:
             bar.set_postfix_str(name)
@@ -125,6 +133,11 @@ def main(argv: list[str] | None = None) -> int:
                 results[name] = non_ok_row("error", import_error)
             elif not adapter.supports(name):
                 results[name] = non_ok_row("unsupported", adapter.unsupported_reason(name))
+            elif not channel_support(name):
+                results[name] = non_ok_row(
+                    "unsupported",
+                    f"{args.library} has no {args.channels}-channel implementation of {name}",
+                )
             else:
                 results[name] = measure_transform(args, name, cache, workdir, policy_json)
             row = results[name]
@@ -154,11 +167,17 @@ def main(argv: list[str] | None = None) -> int:
             "timer_backend": "pyperf",
             "slow_transform_policy": policy.to_dict(),
             "shard": args.shard,
+            "channels": args.channels,
             "transforms": transforms,
         },
         thread_settings=thread_settings,
         env_marker=args.env_marker,
-        extra={"decode": decode_info},
+        extra={
+            "decode": decode_info,
+            "channels": args.channels,
+            # Separates 9-channel rows from RGB rows in the tidy table and the speedups.
+            **({"variant": f"channels{args.channels}"} if args.channels != 3 else {}),
+        },
     )
     write_json_atomic(args.output, result_file(metadata, results))
     return 0

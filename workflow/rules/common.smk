@@ -34,7 +34,7 @@ for _regime in REGIMES:
 wildcard_constraints:
     machine=MACHINE.replace(".", r"\."),
     library="|".join(matrix.LIBRARIES),
-    shard=r"s\d{3}",
+    shard=r"(c9)?s\d{3}",
     dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     n=r"\d+",
 
@@ -100,14 +100,18 @@ def benchmark_env_inputs(wildcards):
 
 
 # -- micro regime ---------------------------------------------------------------------------
-def shards(items, size):
+def shards(items, size, prefix=""):
     return {
-        f"s{i:03d}": items[start : start + size]
+        f"{prefix}s{i:03d}": items[start : start + size]
         for i, start in enumerate(range(0, len(items), size))
     }
 
 
-MICRO_SHARDS = shards(TRANSFORMS, config["micro"]["shard_size"])
+# The 9-channel scenario writes its own shards (c9s000, ...) next to the RGB ones.
+CHANNELS = config["channels"]
+MICRO_SHARDS = shards(
+    TRANSFORMS, config["micro"]["shard_size"], "" if CHANNELS == 3 else f"c{CHANNELS}"
+)
 
 
 def micro_transforms(wildcards):

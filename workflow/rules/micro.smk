@@ -20,6 +20,7 @@ rule micro:
         thread_env=MICRO_THREADS.shell_prefix(),
         transforms=micro_transforms,
         num_images=config["num_images"],
+        channels=CHANNELS,
         processes=config["micro"]["processes"],
         values=config["micro"]["values"],
         warmups=config["micro"]["warmups"],
@@ -29,7 +30,8 @@ rule micro:
         "{params.thread_env} PYTHONPATH={params.root:q} {params.python:q} -m augbench.engines.micro"
         " --library {wildcards.library} --shard {wildcards.shard}"
         " --transforms {params.transforms:q} --manifest {input.manifest:q}"
-        " --num-images {params.num_images} --machine {wildcards.machine}"
+        " --num-images {params.num_images} --channels {params.channels}"
+        " --machine {wildcards.machine}"
         " --processes {params.processes} --values {params.values} --warmups {params.warmups}"
         " --transform-timeout {params.timeout} --policy {params.policy:q}"
         " --env-marker {input.env:q} --output {output.result:q} 2>&1 | tee {log:q}"

@@ -1,0 +1,108 @@
+"""Apply catalog mappings inside one library environment and save what comes out.
+
+Run with a library env's interpreter (``<repo>/.venvs/<library>/bin/python``) by
+tests/test_equivalence.py: the driver env has none of the benchmarked libraries. Reads a JSON
+request file, writes one ``<id>_<call>.npy`` per output (HWC, the native dtype and value scale) and
+``report.json`` with shapes, dtypes, ranges and errors.
+
+Request: {"library": str, "images": {key: path to an HWC uint8 .npy}, "cases": [{"id",
+"transform", "image" (a key), "params" (overrides of the canonical ones), "channels" (3 or 9),
+"calls", "seed"}]}.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from augbench import adapters, catalog
+
+
+def native_to_hwc(output: Any) -> tuple[np.ndarray, str, list[int]]:
+    """Output in its native dtype and scale as an HWC numpy array, plus dtype and native shape."""
+    if isinstance(output, np.ndarray):
+        return output, str(output.dtype), list(output.shape)
+    if hasattr(output, "detach"):  # torch tensor: CHW or 1xCxHxW
+        shape = list(output.shape)
+        array = output.detach().cpu()
+        if array.ndim == 4:
+            array = array[0]
+        return array.permute(1, 2, 0).contiguous().numpy(), str(output.dtype), shape
+    array = np.asarray(output)  # PIL image
+    return array, f"PIL:{output.mode}", list(array.shape)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    try:
+        import torch
+
+        torch.manual_seed(seed)
+    except ImportError:
+        pass
+
+
+def run_case(
+    adapter: adapters.Adapter, base: np.ndarray, case: dict[str, Any], out: Path
+) -> dict[str, Any]:
+    name = case["transform"]
+    spec = catalog.CANDIDATES[name]
+    params = {**spec.params, **case.get("params", {})}
+    channels = case.get("channels", 3)
+    array = np.concatenate([base] * (channels // 3), axis=2) if channels != 3 else base
+    record: dict[str, Any] = {"id": case["id"], "transform": name, "channels": channels}
+    start = time.perf_counter()
+    try:
+        seed_everything(case.get("seed", 0))
+        transform = adapter.build(name, params)
+        image = adapter.from_array(array)
+        outputs = []
+        for call in range(case.get("calls", 1)):
+            raw = transform(image)
+            hwc, dtype, shape = native_to_hwc(adapter.materialize(raw))
+            if hasattr(raw, "mode") and hasattr(raw, "getbands"):  # PIL image before materializing
+                dtype = f"PIL:{raw.mode}"
+            np.save(out / f"{case['id']}_{call}.npy", hwc)
+            outputs.append(
+                {
+                    "dtype": dtype,
+                    "shape": shape,
+                    "hwc_shape": list(hwc.shape),
+                    "min": float(np.min(hwc)),
+                    "max": float(np.max(hwc)),
+                }
+            )
+        record["outputs"] = outputs
+    except Exception as exc:
+        record["error"] = f"{type(exc).__name__}: {exc}"
+        record["traceback"] = traceback.format_exc()[-2000:]
+    record["seconds"] = time.perf_counter() - start
+    return record
+
+
+def main() -> int:
+    request = json.loads(Path(sys.argv[1]).read_text())
+    out = Path(sys.argv[2])
+    out.mkdir(parents=True, exist_ok=True)
+    adapter = adapters.get(request["library"])
+    adapter.import_library()
+    images = {key: np.load(path) for key, path in request["images"].items()}
+    report = [
+        run_case(adapter, images[case.get("image", "rect")], case, out) for case in request["cases"]
+    ]
+    (out / "report.json").write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,261 @@
+"""Every mapping, applied by the real library in its own environment.
+
+One probe per library (tests/helpers/env_probe.py, run with ``.venvs/<library>/bin/python``, built
+from the lock on first use) applies the cases below to one fixed photograph and saves each output.
+The tests then check per library: output shape, dtype and value range; cross-library agreement
+for deterministic settings within stated tolerances (8-bit units); that random transforms draw
+fresh parameters on every call and that every call applies the transform (probability 1); and that
+every mapping declared ``multichannel`` runs on the 9-channel image and keeps 9 channels.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from augbench import adapters, catalog
+
+pytestmark = pytest.mark.envs
+
+REPO = Path(__file__).resolve().parents[1]
+LIBRARIES = catalog.ELIGIBILITY_LIBRARIES
+RANDOM_CALLS = 3
+# Discrete draws (1 of 3 channels, 1 of 4 rotations) repeat by chance: more calls for those.
+DISCRETE_CALLS = {"ChannelDropout": 8, "ChannelShuffle": 8, "RandomRotate90": 8}
+H, W = 240, 320  # non-square, multiples of the 4x4 jigsaw grid
+
+# Cross-library checks on deterministic settings: (case id, transform, parameter overrides,
+# image, libraries, max |difference| in 8-bit units, compared region).
+# "square" is the 240x240 top-left crop (90-degree rotations keep the canvas in Kornia).
+EQUIVALENCE: list[tuple[str, str, dict[str, Any], str, tuple[str, ...], float, str]] = [
+    ("hflip", "HorizontalFlip", {}, "rect", LIBRARIES, 0, "all"),
+    ("vflip", "VerticalFlip", {}, "rect", LIBRARIES, 0, "all"),
+    ("transpose", "Transpose", {}, "rect", ("albumentationsx", "pillow"), 0, "all"),
+    ("rot90", "RandomRotate90", {"times": (1, 1)}, "square", ("albumentationsx", "kornia", "pillow"), 1, "all"),  # noqa: E501
+    ("rot270", "RandomRotate90", {"times": (3, 3)}, "square", ("albumentationsx", "kornia", "pillow"), 1, "all"),  # noqa: E501
+    ("center_crop", "CenterCrop224", {}, "rect", LIBRARIES, 0, "all"),
+    ("pad", "Pad", {}, "rect", ("albumentationsx", "torchvision", "pillow"), 0, "all"),
+    ("invert", "Invert", {}, "rect", LIBRARIES, 1, "all"),
+    ("grayscale", "Grayscale", {}, "rect", LIBRARIES, 1, "all"),
+    ("posterize", "Posterize", {}, "rect", LIBRARIES, 1, "all"),
+    ("solarize", "Solarize", {}, "rect", LIBRARIES, 1, "all"),
+    ("brightness", "Brightness", {"factor": (1.2, 1.2)}, "rect", LIBRARIES, 1, "all"),
+    ("contrast", "Contrast", {"factor": (1.2, 1.2)}, "rect", LIBRARIES, 2, "all"),
+    ("resize_up", "Resize", {}, "rect", LIBRARIES, 2, "all"),
+    ("gaussian_blur", "GaussianBlur", {}, "rect", ("albumentationsx", "torchvision", "kornia"), 1, "interior"),  # noqa: E501
+    ("box_blur", "Blur", {}, "rect", ("albumentationsx", "kornia", "pillow"), 1, "interior"),
+    ("median_blur", "MedianBlur", {}, "rect", ("albumentationsx", "kornia", "pillow"), 1, "interior"),  # noqa: E501
+    ("edge_enhance", "EnhanceEdge", {}, "rect", ("albumentationsx", "pillow"), 1, "interior"),
+    ("detail", "EnhanceDetail", {}, "rect", ("albumentationsx", "pillow"), 1, "interior"),
+]  # fmt: skip
+
+# Canonical distributions that include the identity (k = 0, the identity permutation, all steps
+# skipped): a single call may return its input unchanged.
+IDENTITY_IN_DISTRIBUTION = {"RandomRotate90", "ChannelShuffle", "PhotoMetricDistort"}
+# Documented overshoot of Kornia's float outputs (see the mapping notes).
+UNCLIPPED = {("kornia", "UnsharpMask"), ("kornia", "GaussianNoise")}
+NATIVE_DTYPE = {
+    "albumentationsx": "uint8",
+    "torchvision": "torch.uint8",
+    "kornia": "torch.float32",
+    "pillow": "PIL:RGB",
+}
+
+
+def base_image() -> np.ndarray:
+    from skimage import data
+
+    return np.ascontiguousarray(data.astronaut()[:H, :W])
+
+
+def _cases(library: str) -> list[dict[str, Any]]:
+    adapter = adapters.get(library)
+    cases = []
+    for name in catalog.names():
+        mapping = adapter.mappings.get(name)
+        if mapping is None:
+            continue
+        calls = DISCRETE_CALLS.get(name, RANDOM_CALLS) if catalog.CANDIDATES[name].random else 2
+        cases.append({"id": f"rgb-{name}", "transform": name, "calls": calls, "seed": 7})
+        if mapping.multichannel:
+            cases.append({"id": f"c9-{name}", "transform": name, "channels": 9, "seed": 7})
+    for case_id, name, params, image, libs, _, _ in EQUIVALENCE:
+        if library in libs:
+            cases.append(
+                {"id": f"eq-{case_id}", "transform": name, "params": params, "image": image}
+            )
+    return cases
+
+
+def library_python(library: str) -> Path:
+    """The library's env (built by the workflow); built here from its lock when absent."""
+    venv = REPO / ".venvs" / library
+    python = venv / "bin" / "python"
+    if not python.exists():
+        import shutil
+        import sys
+
+        uv = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
+        subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], check=True)
+        lock = REPO / "envs" / f"{library}.txt"
+        subprocess.run([uv, "pip", "sync", "--python", str(python), str(lock)], check=True)
+    return python
+
+
+@cache
+def probe(library: str, workdir: Path) -> tuple[dict[str, dict[str, Any]], Path]:
+    out = workdir / library
+    images = {"rect": base_image(), "square": base_image()[:, :H]}
+    paths = {}
+    for key, array in images.items():
+        paths[key] = workdir / f"{key}.npy"
+        np.save(paths[key], array)
+    request = workdir / f"{library}.json"
+    request.write_text(
+        json.dumps(
+            {
+                "library": library,
+                "images": {k: str(p) for k, p in paths.items()},
+                "cases": _cases(library),
+            }
+        )
+    )
+    proc = subprocess.run(
+        [str(library_python(library)), str(REPO / "tests" / "helpers" / "env_probe.py"),
+         str(request), str(out)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    report: dict[str, dict[str, Any]] = {}
+    for record in json.loads((out / "report.json").read_text()):
+        record["dir"] = str(out)
+        report[record["id"]] = record
+    return report, out
+
+
+@pytest.fixture(scope="module")
+def probes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, dict[str, Any]]]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    workdir = tmp_path_factory.mktemp("equivalence")
+    for lib in LIBRARIES:
+        library_python(lib)  # build missing envs one at a time (uv shares one cache)
+    # Two probes at a time: the CI machine has 2 cores.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        reports = pool.map(lambda lib: probe(lib, workdir)[0], LIBRARIES)
+        return dict(zip(LIBRARIES, reports, strict=True))
+
+
+def load(record: dict[str, Any], call: int = 0) -> np.ndarray:
+    return np.load(Path(record["dir"]) / f"{record['id']}_{call}.npy")
+
+
+def as_uint8_scale(library: str, array: np.ndarray) -> np.ndarray:
+    """Outputs on one 0-255 float scale (Kornia works in [0, 1])."""
+    array = array.astype(np.float64)
+    return array * 255.0 if library == "kornia" else array
+
+
+def expected_hw(name: str, h: int, w: int) -> set[tuple[int, int]]:
+    if name == "Resize":
+        return {(512, 512)}
+    if catalog.CANDIDATES[name].is_crop:
+        return {(224, 224)}
+    if name == "Pad":
+        return {(h + 20, w + 20)}
+    if name == "Transpose":
+        return {(w, h)}
+    if name == "RandomRotate90":
+        return {(h, w), (w, h)}
+    if name in {"LongestMaxSize", "SmallestMaxSize"}:
+        side = max(h, w) if name == "LongestMaxSize" else min(h, w)
+        scale = 512 / side
+        return {(round(h * scale) + dh, round(w * scale) + dw) for dh in (-1, 0) for dw in (-1, 0)}
+    return {(h, w)}
+
+
+def _ok(record: dict[str, Any]) -> dict[str, Any]:
+    assert "error" not in record, f"{record['id']}: {record['error']}\n{record.get('traceback')}"
+    return record
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_every_mapping_runs_with_native_shape_dtype_and_range(library: str, probes) -> None:
+    adapter = adapters.get(library)
+    for name in catalog.names():
+        if name not in adapter.mappings:
+            continue
+        record = _ok(probes[library][f"rgb-{name}"])
+        for out in record["outputs"]:
+            assert out["dtype"] == NATIVE_DTYPE[library], (name, out["dtype"])
+            h, w, c = out["hwc_shape"]
+            assert c == 3, (name, out)
+            assert (h, w) in expected_hw(name, H, W), (name, (h, w))
+            top = 1.0 if library == "kornia" else 255.0
+            if (library, name) not in UNCLIPPED:
+                assert out["min"] >= 0.0 and out["max"] <= top + 1e-6, (name, out)
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_random_transforms_draw_fresh_parameters_and_always_apply(library: str, probes) -> None:
+    image = base_image().astype(np.float64)
+    for name in catalog.names():
+        spec = catalog.CANDIDATES[name]
+        if name not in adapters.get(library).mappings:
+            continue
+        record = _ok(probes[library][f"rgb-{name}"])
+        outputs = [as_uint8_scale(library, load(record, i)) for i in range(len(record["outputs"]))]
+        if not spec.random:
+            assert all(np.array_equal(outputs[0], o) for o in outputs[1:]), (
+                f"{library}:{name} is deterministic in the catalog but two calls differ"
+            )
+            continue
+        distinct = {o.tobytes() + bytes(str(o.shape), "ascii") for o in outputs}
+        assert len(distinct) > 1, f"{library}:{name}: {len(outputs)} calls gave one output"
+        if name not in IDENTITY_IN_DISTRIBUTION:
+            for i, out in enumerate(outputs):
+                unchanged = out.shape == image.shape and np.abs(out - image).max() < 0.5
+                assert not unchanged, f"{library}:{name} call {i} left the image unchanged (p<1?)"
+
+
+@pytest.mark.parametrize("library", [lib for lib in LIBRARIES if lib != "pillow"])
+def test_declared_multichannel_mappings_keep_nine_channels(library: str, probes) -> None:
+    adapter = adapters.get(library)
+    for name, mapping in adapter.mappings.items():
+        if not mapping.multichannel or name not in catalog.names():
+            continue
+        out = _ok(probes[library][f"c9-{name}"])["outputs"][0]
+        assert out["hwc_shape"][2] == 9, (name, out)
+        assert (out["hwc_shape"][0], out["hwc_shape"][1]) in expected_hw(name, H, W), name
+
+
+@pytest.mark.parametrize(
+    ("case_id", "name", "libraries", "tolerance", "region"),
+    [(c[0], c[1], c[4], c[5], c[6]) for c in EQUIVALENCE],
+    ids=[c[0] for c in EQUIVALENCE],
+)
+def test_deterministic_settings_agree_across_libraries(
+    case_id: str, name: str, libraries: tuple[str, ...], tolerance: float, region: str, probes
+) -> None:
+    outputs = {}
+    for lib in libraries:
+        record = _ok(probes[lib][f"eq-{case_id}"])
+        out = as_uint8_scale(lib, load(record))
+        if lib == "kornia":
+            out = np.clip(out, 0, 255).round()
+        outputs[lib] = out[6:-6, 6:-6] if region == "interior" else out
+    reference_lib = libraries[0]
+    reference = outputs[reference_lib]
+    for lib, out in outputs.items():
+        assert out.shape == reference.shape, (lib, out.shape, reference.shape)
+        diff = np.abs(out - reference)
+        assert diff.max() <= tolerance, (
+            f"{name}: {lib} vs {reference_lib}: max |diff| {diff.max():.1f} > {tolerance} "
+            f"(mean {diff.mean():.3f})"
+        )

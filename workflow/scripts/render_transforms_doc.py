@@ -1,0 +1,18 @@
+"""Write docs/transforms.md from the catalog and the adapters (run after changing either).
+
+uv run python workflow/scripts/render_transforms_doc.py
+"""
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from augbench.transforms_doc import DOC_PATH, render  # noqa: E402
+
+if __name__ == "__main__":
+    target = ROOT / DOC_PATH
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(render())
+    print(f"wrote {target}")
