@@ -2,8 +2,10 @@
 
 Model, per regime and library, from the local run's result files and Snakemake benchmark files:
 
-- each measured transform costs ``wall_seconds`` (its measuring process, from the result row)
-  per unit of work, work = images x processes x (values + warmups);
+- a measured transform costs images x processes x (values + warmups) / median throughput of
+  timed work, plus a per-process overhead (interpreter start, imports, the preflight) = its
+  measuring wall time (``wall_seconds``) minus that timed work, divided by its processes;
+- a transform stopped early or failing costs its wall time as measured;
 - each job adds a fixed overhead = benchmark wall time minus the sum of its transforms' times
   (interpreter start, imports, decoding, provisioning on a warm node);
 - a transform absent from the local run costs that library's median per-unit time; rows that were
@@ -29,19 +31,30 @@ from augbench import matrix
 
 
 @dataclass(frozen=True)
+class TransformCost:
+    per_image_s: float | None  # None: not measured (early stopped, error): a fixed cost
+    per_process_s: float
+
+
+@dataclass(frozen=True)
 class LibraryModel:
-    seconds_per_unit: dict[str, float]  # transform -> seconds per unit of work
-    unmeasured: set[str]  # transforms that ran but were not measured (no time)
+    transforms: dict[str, TransformCost]
     job_overhead_s: float
     setup_s: float  # provisioning measured on the local node (env reuse, staging)
 
-    def transform_seconds(self, transform: str, units: float) -> float:
-        if transform in self.unmeasured and transform not in self.seconds_per_unit:
-            return 0.0
-        per_unit = self.seconds_per_unit.get(transform)
-        if per_unit is None:
-            per_unit = statistics.median(self.seconds_per_unit.values())
-        return per_unit * units
+    def transform_seconds(self, transform: str, params: dict[str, Any]) -> float:
+        cost = self.transforms.get(transform)
+        if cost is None:  # not in the local run: this library's typical measured transform
+            measured = [c for c in self.transforms.values() if c.per_image_s is not None]
+            if not measured:
+                return 0.0
+            cost = TransformCost(
+                statistics.median(c.per_image_s for c in measured if c.per_image_s is not None),
+                statistics.median(c.per_process_s for c in measured),
+            )
+        if cost.per_image_s is None:
+            return cost.per_process_s
+        return params["processes"] * cost.per_process_s + work_units(params) * cost.per_image_s
 
 
 def work_units(params: dict[str, Any]) -> float:
@@ -60,8 +73,9 @@ def _benchmark_seconds(tsv: Path) -> float | None:
 def learn(run_dir: Path) -> dict[tuple[str, str], LibraryModel]:
     """(regime, library) -> model, from results/raw/*/<regime>/<library>/*.json and the matching
     benchmarks/*/<regime>/<library>/*.tsv of a finished local run."""
-    per_unit: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    unmeasured: dict[tuple[str, str], set[str]] = defaultdict(set)
+    costs: dict[tuple[str, str], dict[str, list[TransformCost]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
     overheads: dict[tuple[str, str], list[float]] = defaultdict(list)
     setups: dict[tuple[str, str], list[float]] = defaultdict(list)
     for path in sorted((run_dir / "results" / "raw").glob("*/*/*/*.json")):
@@ -72,14 +86,18 @@ def learn(run_dir: Path) -> dict[tuple[str, str], LibraryModel]:
         if not {"num_images", "processes", "values", "warmups"} <= params.keys():
             continue
         key = (regime, library)
-        units = work_units(params)
         measured = 0.0
         for transform, row in payload["results"].items():
-            if row.get("wall_seconds"):
-                per_unit[key][transform].append(row["wall_seconds"] / units)
-                measured += row["wall_seconds"]
+            wall = row.get("wall_seconds")
+            if wall is None:
+                continue  # unsupported: no process ran, no cost
+            measured += wall
+            if row.get("status") == "ok" and row.get("median_throughput"):
+                per_image = 1.0 / row["median_throughput"]
+                fixed = max(wall - work_units(params) * per_image, 0.0) / params["processes"]
+                costs[key][transform].append(TransformCost(per_image, fixed))
             else:
-                unmeasured[key].add(transform)
+                costs[key][transform].append(TransformCost(None, wall))
         bench = run_dir / "benchmarks" / machine / regime / library / f"{path.stem}.tsv"
         seconds = _benchmark_seconds(bench)
         if seconds is not None:
@@ -87,12 +105,21 @@ def learn(run_dir: Path) -> dict[tuple[str, str], LibraryModel]:
         setup = meta.get("setup") or {}
         setups[key].append(setup.get("env_seconds", 0.0) + setup.get("dataset_seconds", 0.0))
     models = {}
-    for key in set(per_unit) | set(unmeasured):
-        if not per_unit[key]:
-            continue  # nothing measured: no basis for an estimate
+    for key, per_transform in costs.items():
+        merged = {}
+        for transform, seen in per_transform.items():
+            ok = [c for c in seen if c.per_image_s is not None]
+            if ok:
+                merged[transform] = TransformCost(
+                    statistics.median(c.per_image_s for c in ok if c.per_image_s is not None),
+                    statistics.median(c.per_process_s for c in ok),
+                )
+            else:
+                merged[transform] = TransformCost(
+                    None, statistics.median(c.per_process_s for c in seen)
+                )
         models[key] = LibraryModel(
-            seconds_per_unit={t: statistics.median(v) for t, v in per_unit[key].items()},
-            unmeasured=unmeasured[key],
+            transforms=merged,
             job_overhead_s=statistics.median(overheads[key]) if overheads[key] else 0.0,
             setup_s=statistics.median(setups[key]) if setups[key] else 0.0,
         )
@@ -136,7 +163,6 @@ def estimate(
         if machine_type not in prices:
             missing.append(f"{regime}: no price for {machine_type} in cloud.prices_usd_per_hour")
         params = {**target["micro"], "num_images": target["num_images"]}
-        units = work_units(params)
         size = target["micro"]["shard_size"]
         shards = [
             target["transforms"][i : i + size] for i in range(0, len(target["transforms"]), size)
@@ -148,7 +174,7 @@ def estimate(
                 missing.append(f"{regime}/{library}: no result files in the local run")
                 continue
             for shard in shards:
-                body = sum(model.transform_seconds(t, units) for t in shard)
+                body = sum(model.transform_seconds(t, params) for t in shard)
                 job_seconds.append(vm_start_s + model.job_overhead_s + body)
         out.append(
             RegimeEstimate(

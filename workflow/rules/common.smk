@@ -136,7 +136,7 @@ def provision_command(wildcards):
 
 def cloud_resources(regime):
     """Google Batch placement of one regime's benchmark jobs (config cloud.regimes.<regime>), as
-    rule resources: `resources: bench_slot=1, **cloud_resources("<regime>")`. The googlebatch
+    resources of its benchmark rules (`resources: bench_slot=1, **cloud_resources("<regime>")`). The googlebatch
     executor reads googlebatch_* and nvidia_gpu; local runs ignore them."""
     spec = CLOUD.get("regimes", {}).get(regime)
     if spec is None:
