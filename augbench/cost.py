@@ -89,8 +89,9 @@ def learn(run_dir: Path) -> dict[tuple[str, str], LibraryModel]:
         measured = 0.0
         for transform, row in payload["results"].items():
             wall = row.get("wall_seconds")
-            if wall is None:
-                continue  # unsupported: no process ran, no cost
+            if wall is None:  # unsupported: no process ran, no cost
+                costs[key][transform].append(TransformCost(None, 0.0))
+                continue
             measured += wall
             if row.get("status") == "ok" and row.get("median_throughput"):
                 per_image = 1.0 / row["median_throughput"]
