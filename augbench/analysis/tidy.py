@@ -15,6 +15,7 @@ from augbench.matrix import LIBRARIES, STATUSES
 # Columns every tidy table has, in this order; extra keys found in rows are appended after them.
 COLUMNS: tuple[str, ...] = (
     "machine",
+    "machine_actual",
     "regime",
     "scope",
     "library",
@@ -114,6 +115,8 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
     versions = meta.get("library_versions") or {}
     base = {
         "machine": _machine_label(meta),
+        # The VM a cloud job actually ran on (augbench.cloud); the label elsewhere.
+        "machine_actual": meta.get("machine_actual") or _machine_label(meta),
         "regime": _infer_regime(meta, Path(path)),
         "scope": meta.get("scope") or "memory",
         "library": library,

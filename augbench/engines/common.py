@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from augbench import cloud
 from augbench.adapters.base import Adapter
 from augbench.media import dataset_metadata
 from augbench.results import system_info
@@ -33,9 +34,16 @@ def job_metadata(
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     marker = read_env_marker(env_marker)
+    info = system_info()
+    # On a cloud VM the configured label names the sweep; the machine actually used is read from
+    # the VM itself (None elsewhere, without any network request).
+    instance = cloud.gce_instance()
+    if instance:
+        info["cloud"] = instance
     meta: dict[str, Any] = {
-        "system_info": system_info(),
+        "system_info": info,
         "machine": machine,
+        "machine_actual": cloud.machine_actual(machine, instance),
         "library": adapter.name,
         "library_versions": adapter.versions(),
         "thread_settings": thread_settings,
@@ -53,6 +61,10 @@ def job_metadata(
             "decoder": adapter.decoder,
         },
     }
+    setup = os.environ.get("AUGBENCH_SETUP")
+    if setup:
+        # What augbench.provision did before this engine started (env build/reuse, staging).
+        meta["setup"] = json.loads(setup)
     if extra:
         meta.update(extra)
     return meta

@@ -1,6 +1,11 @@
 # Result files -> tidy table, speedups, throughputs and coverage.
 
 
+# Cloud sweeps: tables are made on the driver from the results in the bucket.
+localrules:
+    aggregate,
+
+
 rule aggregate:
     input:
         results=result_files,

@@ -1,5 +1,6 @@
 # Configuration, the benchmark matrix and input functions shared by every rule file.
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -40,8 +41,10 @@ wildcard_constraints:
 
 
 def repo_path(relative):
-    """A file shipped with the workflow (not produced by it), independent of --directory."""
-    return str(Path(workflow.basedir) / relative)
+    """A file shipped with the workflow (not produced by it), independent of --directory.
+    local(): with a default storage provider (cloud sweeps) it is read from the deployed
+    workflow sources on each node, never looked up in the bucket."""
+    return local(str(Path(workflow.basedir) / relative))
 
 
 # -- dataset ----------------------------------------------------------------------------------
@@ -91,12 +94,66 @@ def library_python(wildcards):
 def benchmark_env_inputs(wildcards):
     """The job's own env, plus every other configured env as ancient(): timed jobs wait for all
     env builds to finish (no build competes with a measurement) without a rebuild of one library
-    forcing re-measurement of the others."""
-    inputs = {"env": env_marker(wildcards.library)}
+    forcing re-measurement of the others. `lock` and `archive` let provision_command() rebuild
+    the env and restage the dataset on a node that lacks them (a cloud VM)."""
+    inputs = {
+        "env": env_marker(wildcards.library),
+        "lock": repo_path(f"envs/{wildcards.library}.txt"),
+        "archive": dataset_archive(wildcards),
+    }
     for lib in LIBRARIES:
         if lib != wildcards.library:
             inputs[f"env_{lib}"] = ancient(env_marker(lib))
     return inputs
+
+
+# -- provisioning and cloud placement -------------------------------------------------------
+CLOUD = config["cloud"]
+
+
+def provision_command(wildcards):
+    """Launcher of every benchmark job (augbench.provision): ensures the library venv and the
+    staged dataset on the node running the job, then execs the engine in the venv. Use as
+    `{params.provision} --lock {input.lock:q} --archive {input.archive:q}
+    --manifest {input.manifest:q} -- -m augbench.engines.<regime> <engine args>`; the launcher
+    appends --manifest and --env-marker for the engine."""
+    args = [
+        sys.executable,
+        "-m",
+        "augbench.provision",
+        "--library",
+        wildcards.library,
+        "--manager",
+        ENV_MANAGER,
+        "--venv",
+        venv_dir(wildcards.library),
+        "--python",
+        config["envs"].get("python") or sys.executable,
+        "--scratch",
+        CLOUD["scratch"],
+    ]
+    return " ".join(shlex.quote(a) for a in args)
+
+
+def cloud_resources(regime):
+    """Google Batch placement of one regime's benchmark jobs (config cloud.regimes.<regime>), as
+    resources of its benchmark rules (`resources: bench_slot=1, **cloud_resources("<regime>")`). The googlebatch
+    executor reads googlebatch_* and nvidia_gpu; local runs ignore them."""
+    spec = CLOUD.get("regimes", {}).get(regime)
+    if spec is None:
+        raise WorkflowError(
+            f"config error at cloud.regimes: no placement for regime {regime!r}; "
+            f"configured: {sorted(CLOUD.get('regimes', {}))}"
+        )
+    resources = {
+        "googlebatch_machine_type": spec["machine_type"],
+        "googlebatch_cpu_milli": spec["cpus"] * 1000,
+        "googlebatch_memory": spec["memory_mb"],
+        "googlebatch_boot_disk_gb": CLOUD["boot_disk_gb"],
+    }
+    if spec.get("gpu"):
+        resources["nvidia_gpu"] = spec["gpu"]
+    return resources
 
 
 # -- micro regime ---------------------------------------------------------------------------

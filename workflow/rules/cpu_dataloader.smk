@@ -10,6 +10,8 @@ rule cpu_dataloader:
         result=f"results/raw/{{machine}}/cpu_dataloader/{{library}}/{{scope}}-w{{workers}}-{{shard}}.json",
     log:
         f"logs/{{machine}}/cpu_dataloader/{{library}}/{{scope}}-w{{workers}}-{{shard}}.log",
+    benchmark:
+        f"benchmarks/{{machine}}/cpu_dataloader/{{library}}/{{scope}}-w{{workers}}-{{shard}}.tsv"
     wildcard_constraints:
         scope="memory|decode",
         workers=r"\d+",
@@ -18,9 +20,10 @@ rule cpu_dataloader:
     # The main process plus its workers; Snakemake lowers this to --cores where it is larger.
     threads: lambda wildcards: int(wildcards.workers) + 1
     resources:
+        **cloud_resources("cpu_dataloader"),
         bench_slot=1,
     params:
-        python=library_python,
+        provision=provision_command,
         root=workflow.basedir,
         thread_env=DATALOADER_THREADS.shell_prefix(),
         transforms=cpu_dataloader_transforms,
@@ -34,15 +37,16 @@ rule cpu_dataloader:
         batch_timeout=DATALOADER["batch_timeout_s"],
         policy=json.dumps(SLOW_POLICY.to_dict()),
     shell:
-        "{params.thread_env} PYTHONPATH={params.root:q} {params.python:q}"
-        " -m augbench.engines.cpu_dataloader"
+        "{params.thread_env} PYTHONPATH={params.root:q} {params.provision}"
+        " --lock {input.lock:q} --archive {input.archive:q} --manifest {input.manifest:q}"
+        " -- -m augbench.engines.cpu_dataloader"
         " --library {wildcards.library} --scope {wildcards.scope} --workers {wildcards.workers}"
         " --shard {wildcards.shard} --transforms {params.transforms:q}"
-        " --manifest {input.manifest:q} --num-images {params.num_images}"
+        " --num-images {params.num_images}"
         " --machine {wildcards.machine} --batch-size {params.batch_size}"
         " --batches-per-run {params.batches_per_run} --num-runs {params.num_runs}"
         " --prefetch-factor {params.prefetch_factor}"
         " --persistent-workers {params.persistent_workers}"
         " --cap-workers-at-cores {params.cap_workers} --batch-timeout {params.batch_timeout}"
-        " --policy {params.policy:q} --env-marker {input.env:q} --output {output.result:q}"
+        " --policy {params.policy:q} --output {output.result:q}"
         " 2>&1 | tee {log:q}"

@@ -9,13 +9,16 @@ rule micro:
         result=f"results/raw/{{machine}}/micro/{{library}}/{{shard}}.json",
     log:
         f"logs/{{machine}}/micro/{{library}}/{{shard}}.log",
+    benchmark:
+        f"benchmarks/{{machine}}/micro/{{library}}/{{shard}}.tsv"
     conda:
         "../../envs/{library}.yaml"
     threads: 1
     resources:
+        **cloud_resources("micro"),
         bench_slot=1,
     params:
-        python=library_python,
+        provision=provision_command,
         root=workflow.basedir,
         thread_env=MICRO_THREADS.shell_prefix(),
         transforms=micro_transforms,
@@ -27,11 +30,11 @@ rule micro:
         timeout=config["micro"]["transform_timeout_s"],
         policy=json.dumps(SLOW_POLICY.to_dict()),
     shell:
-        "{params.thread_env} PYTHONPATH={params.root:q} {params.python:q} -m augbench.engines.micro"
-        " --library {wildcards.library} --shard {wildcards.shard}"
-        " --transforms {params.transforms:q} --manifest {input.manifest:q}"
-        " --num-images {params.num_images} --channels {params.channels}"
-        " --machine {wildcards.machine}"
+        "{params.thread_env} PYTHONPATH={params.root:q} {params.provision}"
+        " --lock {input.lock:q} --archive {input.archive:q} --manifest {input.manifest:q}"
+        " -- -m augbench.engines.micro --library {wildcards.library} --shard {wildcards.shard}"
+        " --transforms {params.transforms:q} --channels {params.channels}"
+        " --num-images {params.num_images} --machine {wildcards.machine}"
         " --processes {params.processes} --values {params.values} --warmups {params.warmups}"
         " --transform-timeout {params.timeout} --policy {params.policy:q}"
-        " --env-marker {input.env:q} --output {output.result:q} 2>&1 | tee {log:q}"
+        " --output {output.result:q} 2>&1 | tee {log:q}"

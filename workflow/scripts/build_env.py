@@ -5,9 +5,7 @@ lock's sha256; when it matches, the build is a no-op (seconds). conda mode (--sd
 has already activated envs/<library>.yaml; the marker records that interpreter.
 """
 
-import hashlib
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -16,27 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
 from augbench.logs import redirect_to_log
-
-LOCK_STAMP = ".augbench-lock.sha256"
-
-
-def uv_binary() -> str:
-    try:
-        from uv import find_uv_bin
-
-        return find_uv_bin()
-    except ImportError:
-        found = shutil.which("uv")
-        if not found:
-            raise SystemExit(
-                "uv is required to build library environments (pip install uv)"
-            ) from None
-        return found
-
-
-def run(cmd: list[str]) -> None:
-    print("+", " ".join(cmd), flush=True)
-    subprocess.run(cmd, check=True, stdout=sys.stdout, stderr=sys.stderr)
+from augbench.provision import ensure_env, sha256_bytes
 
 
 def interpreter_report(python: str) -> dict:
@@ -55,26 +33,17 @@ def main() -> None:
     marker = Path(sm.output.marker)
     library = sm.wildcards.library
     manager = sm.params.manager
-    lock_sha = hashlib.sha256(lock.read_bytes()).hexdigest()
     start = time.perf_counter()
 
     if manager == "conda":
         python = sys.executable
         reused = True
+        lock_sha = sha256_bytes(lock)
     else:
-        venv = Path(sm.params.venv)
-        python = str(venv / "bin" / "python")
-        stamp = venv / LOCK_STAMP
-        reused = stamp.exists() and stamp.read_text().strip() == lock_sha
-        if not reused:
-            uv = uv_binary()
-            if venv.exists():
-                shutil.rmtree(venv)
-            run([uv, "venv", "--quiet", "--python", sm.params.python, str(venv)])
-            # uv hardlinks from its cache, so several torch-based envs cost the disk once.
-            run([uv, "pip", "sync", "--python", python, str(lock)])
-            stamp.write_text(lock_sha + "\n")
-        print(f"{library}: {'reused' if reused else 'built'} {venv}", flush=True)
+        # The same code path benchmark jobs use on any node (augbench.provision).
+        env = ensure_env(library, lock, Path(sm.params.venv), sm.params.python)
+        python, reused, lock_sha = env["python"], env["reused"], env["lock_sha256"]
+        print(f"{library}: {'reused' if reused else 'built'} {sm.params.venv}", flush=True)
 
     report = interpreter_report(python)
     report.update(

@@ -1,0 +1,224 @@
+"""Provision a benchmark job on whatever node runs it, then start its engine.
+
+Every benchmark rule launches its engine through this module (in the driver's interpreter, before
+any clock starts):
+
+1. the library's venv at ``--venv`` is synced to its lock unless the venv already records that
+   lock's sha256: at most one build per node and lock, reused by every later job there (a file
+   lock serializes concurrent jobs on one node);
+2. the staged dataset is found next to ``--manifest`` (a local run: stage_dataset's images), or
+   else extracted once per node from ``--archive`` into ``--scratch`` (a cloud VM, or a run whose
+   outputs live in a bucket), and checked against the manifest's archive sha256;
+3. the engine is exec'd in the venv's interpreter with ``--manifest`` (the staged copy) and
+   ``--env-marker`` (this node's env) appended, and the setup record in ``AUGBENCH_SETUP`` so the
+   result file keeps what the setup cost.
+
+Venvs never travel through a bucket: they are built where they are used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+LOCK_STAMP = ".augbench-lock.sha256"
+SETUP_ENV_VAR = "AUGBENCH_SETUP"
+
+
+class ProvisionError(RuntimeError):
+    """The node cannot be prepared; the message names the env, lock or archive at fault."""
+
+
+@contextmanager
+def node_lock(path: Path) -> Iterator[None]:
+    """An exclusive lock shared by every job on this node that prepares the same thing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def sha256_bytes(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def uv_binary() -> str:
+    try:
+        from uv import find_uv_bin
+
+        return find_uv_bin()
+    except ImportError:
+        found = shutil.which("uv")
+        if not found:
+            raise ProvisionError(
+                "uv is required to build library environments (pip install uv)"
+            ) from None
+        return found
+
+
+def _run(cmd: list[str]) -> None:
+    print("+", " ".join(cmd), file=sys.stderr, flush=True)
+    subprocess.run(cmd, check=True, stdout=sys.stderr, stderr=sys.stderr)
+
+
+def ensure_env(library: str, lock: Path, venv: Path, python: str | None) -> dict[str, Any]:
+    """Sync ``venv`` to ``lock`` unless it already is; report what was done and its time."""
+    lock = Path(lock)
+    venv = Path(venv)
+    if not lock.exists():
+        raise ProvisionError(f"{library}: lock file not found: {lock}")
+    lock_sha = sha256_bytes(lock)
+    start = time.perf_counter()
+    with node_lock(venv.parent / f".{venv.name}.provision-lock"):
+        stamp = venv / LOCK_STAMP
+        reused = stamp.exists() and stamp.read_text().strip() == lock_sha
+        if not reused:
+            uv = uv_binary()
+            if venv.exists():
+                shutil.rmtree(venv)
+            try:
+                _run([uv, "venv", "--quiet", "--python", python or sys.executable, str(venv)])
+                # uv hardlinks from its cache, so several torch-based envs cost the disk once.
+                _run([uv, "pip", "sync", "--python", str(venv / "bin" / "python"), str(lock)])
+            except subprocess.CalledProcessError as exc:
+                raise ProvisionError(
+                    f"{library}: building {venv} from {lock} failed: {exc}"
+                ) from exc
+            stamp.write_text(lock_sha + "\n")
+    return {
+        "library": library,
+        "manager": "uv",
+        "python": str(venv.resolve() / "bin" / "python"),
+        "lock": str(lock),
+        "lock_sha256": lock_sha,
+        "reused": reused,
+        "setup_seconds": time.perf_counter() - start,
+    }
+
+
+def _images_present(manifest: Path, doc: dict[str, Any]) -> bool:
+    images = manifest.parent / doc.get("images_dir", "images")
+    return images.is_dir() and all((images / f["path"]).is_file() for f in doc["files"])
+
+
+def ensure_dataset(manifest: Path, archive: Path | None, scratch: Path) -> dict[str, Any]:
+    """A manifest whose images are on this node's disk, staging ``archive`` once per node."""
+    from augbench.dataset import stage_archive
+
+    manifest = Path(manifest)
+    doc = json.loads(manifest.read_text())
+    start = time.perf_counter()
+    if _images_present(manifest, doc):
+        return {"manifest": str(manifest), "staged": False, "seconds": 0.0, "where": "beside"}
+    expected = doc["archive_sha256"]
+    target = Path(scratch) / "datasets" / f"{doc['name']}-{expected[:16]}"
+    with node_lock(target.parent / f".{target.name}.provision-lock"):
+        staged_manifest = target / "manifest.json"
+        staged = False
+        if not staged_manifest.exists():
+            if archive is None or not Path(archive).exists():
+                raise ProvisionError(
+                    f"images of {manifest} are not on this node and no archive was given to "
+                    f"stage them from (expected sha256 {expected})"
+                )
+            stage_archive(Path(archive), target, name=doc["name"], source=doc.get("source"))
+            staged = True
+        got = json.loads(staged_manifest.read_text())["archive_sha256"]
+        if got != expected:
+            shutil.rmtree(target, ignore_errors=True)
+            raise ProvisionError(
+                f"archive {archive} has sha256 {got}, but {manifest} was staged from {expected}: "
+                "the archive changed since stage_dataset ran; rerun it"
+            )
+    return {
+        "manifest": str(staged_manifest),
+        "staged": staged,
+        "seconds": time.perf_counter() - start,
+        "where": str(target),
+    }
+
+
+def write_marker(path: Path, report: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
+def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--" not in argv:
+        raise SystemExit("usage: python -m augbench.provision [options] -- ENGINE ARGS...")
+    split = argv.index("--")
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--library", required=True)
+    p.add_argument("--manager", choices=["uv", "conda"], default="uv")
+    p.add_argument("--lock", type=Path, required=True)
+    p.add_argument("--venv", type=Path, required=True)
+    p.add_argument("--python", default=None, help="interpreter for new venvs (default: this one)")
+    p.add_argument("--manifest", type=Path, required=True)
+    p.add_argument("--archive", type=Path, default=None)
+    p.add_argument("--scratch", type=Path, required=True)
+    return p.parse_args(argv[:split]), argv[split + 1 :]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, engine_args = parse_args(argv)
+    if args.manager == "conda":
+        # --sdm conda: Snakemake activated the library's env; its interpreter is on PATH.
+        env = {
+            "library": args.library,
+            "manager": "conda",
+            "python": shutil.which("python") or sys.executable,
+            "lock_sha256": sha256_bytes(args.lock),
+            "reused": True,
+            "setup_seconds": 0.0,
+        }
+    else:
+        env = ensure_env(args.library, args.lock, args.venv, args.python)
+    data = ensure_dataset(args.manifest, args.archive, args.scratch)
+    marker = args.scratch / "envs" / f"{args.library}.json"
+    write_marker(marker, env)
+    setup = {
+        "env_reused": env["reused"],
+        "env_seconds": round(env["setup_seconds"], 3),
+        "dataset_staged": data["staged"],
+        "dataset_seconds": round(data["seconds"], 3),
+        "dataset_location": data["where"],
+    }
+    print(f"provision | {args.library}: {json.dumps(setup)}", file=sys.stderr, flush=True)
+    cmd = [
+        env["python"],
+        *engine_args,
+        "--manifest",
+        data["manifest"],
+        "--env-marker",
+        str(marker),
+    ]
+    sys.stderr.flush()
+    os.execve(cmd[0], cmd, {**os.environ, SETUP_ENV_VAR: json.dumps(setup)})
+    return 0  # not reached
+
+
+if __name__ == "__main__":
+    from augbench.dataset import DatasetError
+
+    try:
+        sys.exit(main())
+    except (ProvisionError, DatasetError) as exc:
+        print(f"provision error: {exc}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,371 @@
+"""Cloud sweeps without a cloud account: the googlebatch profile's placement (dry-run with the fs
+storage plugin), the GCE machine lookup, node-local provisioning, and, as workflow tests, the smoke
+workflow against a real GCS-compatible server and a SIGKILLed job that the rerun recovers."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+import yaml
+from conftest import REPO, run_snakemake
+
+from augbench import cloud, provision
+from augbench.dataset import build_default_archive
+
+BIN = Path(sys.executable).parent
+CLOUD_CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["cloud"]
+LOCAL_ENVS = f"envs={{'manager': 'uv', 'dir': '{REPO / '.venvs'}'}}"
+# Requests the google libraries could make to a metadata server stay on loopback.
+OFFLINE_ENV = {"NO_GCE_CHECK": "true", "GOOGLE_CLOUD_PROJECT": "test"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# -- googlebatch profile: placement per rule ---------------------------------------------------
+def googlebatch_dry_run(tmp_path: Path, *extra: str) -> str:
+    """The cloud profile's plan; fs storage stands in for GCS (whose plugin needs credentials
+    even for -n) and the executor is never asked to submit anything."""
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "snakemake", "-n",
+            "--snakefile", str(REPO / "Snakefile"), "--directory", str(tmp_path / "work"),
+            "--workflow-profile", str(REPO / "profiles" / "googlebatch"),
+            "--default-storage-provider", "fs",
+            "--default-storage-prefix", str(tmp_path / "bucket"),
+            *extra, "--config", "preset=smoke", "machine=gcp-test",
+        ],
+        capture_output=True, text=True, cwd=tmp_path, env={**os.environ, **OFFLINE_ENV},
+    )  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-5000:]
+    return out
+
+
+def resources_by_rule(dry_run: str) -> dict[str, list[dict[str, str]]]:
+    """{rule: [resources of each planned job]} parsed from a dry-run's job blocks."""
+    found: dict[str, list[dict[str, str]]] = {}
+    for block in re.split(r"\n(?=rule \w+:)", dry_run):
+        head = re.match(r"rule (\w+):", block)
+        res = re.search(r"^\s+resources: (.*)$", block, re.M)
+        if head and res:
+            pairs = dict(kv.split("=", 1) for kv in res.group(1).split(", "))
+            found.setdefault(head.group(1), []).append(pairs)
+    return found
+
+
+def test_googlebatch_dry_run_places_every_regime_rule_on_its_machine(tmp_path: Path) -> None:
+    plan = resources_by_rule(googlebatch_dry_run(tmp_path))
+    regime_rules = [rule for rule in plan if rule in CLOUD_CONFIG["regimes"]]
+    assert "micro" in regime_rules
+    for rule in regime_rules:
+        spec = CLOUD_CONFIG["regimes"][rule]
+        for res in plan[rule]:
+            assert res["googlebatch_machine_type"] == spec["machine_type"], rule
+            assert res["googlebatch_cpu_milli"] == str(spec["cpus"] * 1000), rule
+            assert res["googlebatch_memory"] == str(spec["memory_mb"]), rule
+            assert res.get("nvidia_gpu") == spec.get("gpu"), rule
+    # Preparation jobs carry no placement: they get the profile's small default machine.
+    for rule in ("build_env", "stage_dataset"):
+        assert all("googlebatch_machine_type" not in r for r in plan[rule])
+
+
+def test_gpu_placement_from_config_reaches_the_job(tmp_path: Path) -> None:
+    """A GPU class for a regime (as gpu_dataloader and dali have) becomes nvidia_gpu."""
+    override = tmp_path / "gpu.yaml"
+    gpu = {"machine_type": "g2-standard-8", "cpus": 8, "memory_mb": 30000, "gpu": "nvidia-l4"}
+    override.write_text(yaml.safe_dump({"cloud": {"regimes": {"micro": gpu}}}))
+    plan = resources_by_rule(googlebatch_dry_run(tmp_path, "--configfile", str(override)))
+    for res in plan["micro"]:
+        assert res["googlebatch_machine_type"] == "g2-standard-8"
+        assert res["googlebatch_cpu_milli"] == "8000"
+        assert res["nvidia_gpu"] == "nvidia-l4"
+
+
+def test_cloud_profile_sets_what_a_sweep_needs() -> None:
+    profile = yaml.safe_load((REPO / "profiles" / "googlebatch" / "profile.yaml").read_text())
+    assert profile["executor"] == "googlebatch"
+    assert profile["default-storage-provider"] == "gcs"
+    assert profile["default-storage-prefix"].startswith("gs://")
+    assert int(profile["googlebatch-max-run-duration"].rstrip("s")) > 3600
+    assert "micro" in profile["preemptible-rules"]
+    assert profile["preemptible-retries"] >= 1 and profile["retries"] >= 1
+    assert profile["keep-going"] is True
+    assert "centos" not in profile["googlebatch-image-family"]
+    # No global bench_slot: jobs on separate VMs must not be serialized.
+    assert "resources" not in profile
+
+
+# -- the machine actually used -----------------------------------------------------------------
+class _FakeMetadata(BaseHTTPRequestHandler):
+    """A loopback stand-in for the GCE metadata server (the real one exists only on GCE)."""
+
+    answers: ClassVar[dict[str, str]] = {
+        "machine-type": "projects/123/machineTypes/g2-standard-8",
+        "zone": "projects/123/zones/us-central1-a",
+        "scheduling/preemptible": "TRUE",
+        "id": "42",
+    }
+
+    def do_GET(self) -> None:
+        key = self.path.split("/instance/", 1)[-1]
+        body = self.answers.get(key)
+        ok = body is not None and self.headers.get("Metadata-Flavor") == "Google"
+        self.send_response(200 if ok else 404)
+        self.end_headers()
+        if ok:
+            self.wfile.write(body.encode())
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_machine_actual_comes_from_the_metadata_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    server = HTTPServer(("127.0.0.1", 0), _FakeMetadata)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        monkeypatch.setenv("GCE_METADATA_HOST", f"127.0.0.1:{server.server_port}")
+        info = cloud.gce_instance(timeout=2)
+    finally:
+        server.shutdown()
+    assert info is not None
+    assert info["machine_type"] == "g2-standard-8"
+    assert info["zone"] == "us-central1-a"
+    assert info["preemptible"] is True
+    assert cloud.machine_actual("gcp-paper", info) == "gce-g2-standard-8"
+
+
+def test_off_gce_the_configured_label_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GCE_METADATA_HOST", raising=False)
+    if cloud.on_gce():
+        pytest.skip("running on a Compute Engine VM")
+    assert cloud.metadata_host() is None  # nothing is asked, nothing leaves the machine
+    assert cloud.gce_instance() is None
+    assert cloud.machine_actual("laptop", None) == "laptop"
+
+
+# -- node-local provisioning -------------------------------------------------------------------
+def _staged_manifest(tmp_path: Path) -> tuple[Path, Path]:
+    """An archive and the manifest stage_dataset wrote for it, with the images then removed (as
+    on a VM that only downloaded the manifest from the bucket)."""
+    from augbench.dataset import stage_archive
+
+    archive = tmp_path / "ds.tar"
+    build_default_archive(archive, 3)
+    stage_archive(archive, tmp_path / "driver", name="ds")
+    manifest = tmp_path / "driver" / "manifest.json"
+    import shutil
+
+    shutil.rmtree(tmp_path / "driver" / "images")
+    return archive, manifest
+
+
+def test_dataset_is_staged_once_per_node_from_the_archive(tmp_path: Path) -> None:
+    archive, manifest = _staged_manifest(tmp_path)
+    first = provision.ensure_dataset(manifest, archive, tmp_path / "scratch")
+    second = provision.ensure_dataset(manifest, archive, tmp_path / "scratch")
+    assert first["staged"] is True and second["staged"] is False
+    assert first["manifest"] == second["manifest"]
+    staged = json.loads(Path(first["manifest"]).read_text())
+    assert staged["archive_sha256"] == json.loads(manifest.read_text())["archive_sha256"]
+    assert all((Path(first["manifest"]).parent / "images" / f["path"]).is_file()
+               for f in staged["files"])  # fmt: skip
+
+
+def test_a_changed_archive_is_a_clear_error(tmp_path: Path) -> None:
+    archive, manifest = _staged_manifest(tmp_path)
+    build_default_archive(archive, 4)  # different bytes than the manifest was staged from
+    with pytest.raises(provision.ProvisionError, match="archive changed since stage_dataset"):
+        provision.ensure_dataset(manifest, archive, tmp_path / "scratch")
+
+
+def test_missing_archive_on_a_node_names_what_is_missing(tmp_path: Path) -> None:
+    _, manifest = _staged_manifest(tmp_path)
+    with pytest.raises(provision.ProvisionError, match="no archive was given"):
+        provision.ensure_dataset(manifest, None, tmp_path / "scratch")
+
+
+def test_env_with_a_matching_lock_stamp_is_reused(tmp_path: Path) -> None:
+    lock = tmp_path / "x.txt"
+    lock.write_text("# empty lock\n")
+    venv = tmp_path / "venvs" / "x"
+    venv.mkdir(parents=True)
+    (venv / provision.LOCK_STAMP).write_text(provision.sha256_bytes(lock) + "\n")
+    report = provision.ensure_env("x", lock, venv, None)
+    assert report["reused"] is True
+    assert report["lock_sha256"] == provision.sha256_bytes(lock)
+
+
+# -- workflow: GCS emulator, kill and rerun ----------------------------------------------------
+@pytest.fixture
+def gcs_emulator(tmp_path: Path):
+    """A real GCS-compatible server on loopback, stopped when the test ends."""
+    port = free_port()
+    log = (tmp_path / "emulator.log").open("w")
+    proc = subprocess.Popen(
+        [str(BIN / "gcp-storage-emulator"), "start", "--host=127.0.0.1", f"--port={port}",
+         "--in-memory"],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(f"gcp-storage-emulator did not start on port {port}") from None
+            time.sleep(0.2)
+    host = f"http://127.0.0.1:{port}"
+    try:
+        yield host
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        log.close()
+
+
+@pytest.mark.workflow
+def test_smoke_sweep_reads_and_writes_a_gcs_bucket(
+    gcs_emulator: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_emulator)
+    for key, value in OFFLINE_ENV.items():
+        monkeypatch.setenv(key, value)
+    from google.cloud import storage
+
+    client = storage.Client(project="test")
+    bucket = client.create_bucket("augbench-test")
+    archive = tmp_path / "smoke-set.tar"
+    build_default_archive(archive, 24)
+    bucket.blob("datasets/smoke-set.tar").upload_from_filename(str(archive))
+
+    workdir = tmp_path / "driver"
+    workdir.mkdir()
+    proc = run_snakemake(
+        workdir,
+        "--cores", "2",
+        "--default-storage-provider", "gcs",
+        "--default-storage-prefix", "gs://augbench-test/sweep",
+        "--storage-gcs-project", "test",
+        "--config", "preset=smoke", "machine=smoke-gcs", LOCAL_ENVS,
+        "dataset={'archive': 'gs://augbench-test/datasets/smoke-set.tar'}",
+        f"cloud={{'scratch': '{tmp_path / 'node-scratch'}'}}",
+        env={"STORAGE_EMULATOR_HOST": gcs_emulator, **OFFLINE_ENV},
+        check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-8000:]
+
+    names = {b.name for b in client.list_blobs("augbench-test", prefix="sweep/")}
+    raw = sorted(n for n in names if n.startswith("sweep/results/raw/smoke-gcs/micro/"))
+    assert len(raw) == 8  # 4 libraries x 2 shards
+    for table in ("all_results", "coverage", "speedups_micro", "throughputs_micro"):
+        assert f"sweep/results/tables/{table}.csv" in names
+    assert "sweep/results/data/smoke-set/manifest.json" in names
+    assert any(n.startswith("sweep/benchmarks/smoke-gcs/micro/") for n in names)
+    # Venvs never travel through the bucket.
+    assert not any(".venvs" in n or "/bin/python" in n for n in names)
+
+    payload = json.loads(bucket.blob(raw[0]).download_as_text())
+    meta = payload["metadata"]
+    assert meta["machine"] == "smoke-gcs" and meta["machine_actual"] == "smoke-gcs"
+    # The job found no images beside the manifest it downloaded: it staged the archive on its
+    # node (once), outside any timed scope, and recorded that.
+    assert meta["setup"]["env_reused"] is True
+    assert str(tmp_path / "node-scratch") in meta["setup"]["dataset_location"]
+    staged = [json.loads(bucket.blob(n).download_as_text())["metadata"]["setup"] for n in raw]
+    assert sum(s["dataset_staged"] for s in staged) == 1
+    assert any(payload["results"][t]["status"] == "ok" for t in payload["results"])
+
+
+@pytest.mark.workflow
+def test_sigkilled_job_leaves_no_result_and_the_rerun_recovers_exactly_it(
+    tmp_path: Path,
+) -> None:
+    """Kill the driver and its running benchmark job together (as a preempted VM dies), then
+    recover as docs/cloud.md says: --unlock, then --rerun-incomplete."""
+    one_per_shard = tmp_path / "one-transform-per-shard.yaml"
+    one_per_shard.write_text(yaml.safe_dump({"micro": {"shard_size": 1}}))
+    config = (
+        "--configfile", str(one_per_shard),
+        "--config", "preset=smoke", "machine=kill-test", LOCAL_ENVS, "libraries=[albumentationsx]",
+    )  # fmt: skip
+    raw = tmp_path / "results/raw/kill-test/micro/albumentationsx"
+    cmd = [
+        sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+        "--directory", str(tmp_path), "--workflow-profile", str(REPO / "profiles" / "default"),
+        "--cores", "2", *config,
+    ]  # fmt: skip
+    with (tmp_path / "killed-run.log").open("w") as log:
+        driver = subprocess.Popen(
+            cmd, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        shards = ("s000", "s001", "s002")
+        logs = tmp_path / "logs/kill-test/micro/albumentationsx"
+        deadline = time.monotonic() + 300
+        # Two shards complete, the third measuring: its engine started, its result not written.
+        while True:
+            done = [s for s in shards if (raw / f"{s}.json").exists()]
+            running = [
+                s for s in shards if s not in done and "provision |" in _text(logs / f"{s}.log")
+            ]
+            if len(done) == 2 and running:
+                break
+            assert driver.poll() is None, _text(tmp_path / "killed-run.log")[-4000:]
+            assert time.monotonic() < deadline, "the workflow never reached its last shard"
+            time.sleep(0.05)
+        time.sleep(0.5)
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=30)
+    victim = running[0]
+
+    assert not (raw / f"{victim}.json").exists(), "the shard finished before the kill; rerun"
+    assert sorted(p.name for p in raw.glob("*.json")) == sorted(f"{s}.json" for s in done)
+    survivors = {s: (raw / f"{s}.json").stat().st_mtime_ns for s in done}
+
+    # The killed driver left its lock (dry-runs do not lock, so a real run shows it).
+    locked = run_snakemake(tmp_path, "--cores", "1", *config, check=False)
+    assert locked.returncode != 0 and "cannot be locked" in locked.stdout + locked.stderr
+    run_snakemake(tmp_path, "--unlock", *config)
+    # The victim left no file at all (atomic write), so even a plain plan re-runs it, and only it.
+    plan = run_snakemake(tmp_path, "-n", "--rerun-incomplete", *config)
+    assert f"Missing output files: results/raw/kill-test/micro/albumentationsx/{victim}.json" in (
+        plan.stdout
+    )
+    planned = re.findall(r"output: (\S+/micro/albumentationsx/s\d{3}\.json)", plan.stdout)
+    assert [Path(p).name for p in planned] == [f"{victim}.json"]
+
+    run_snakemake(tmp_path, "--cores", "2", "--rerun-incomplete", *config)
+    assert {s: (raw / f"{s}.json").stat().st_mtime_ns for s in done} == survivors
+    for shard in shards:
+        rows = json.loads((raw / f"{shard}.json").read_text())["results"]
+        assert rows and all(r["status"] for r in rows.values())
+    assert (tmp_path / "results/tables/speedups_micro.csv").exists()
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
