@@ -119,3 +119,7 @@ class ThreadPolicy:
 
 # Micro benchmarks are single-threaded by definition.
 MICRO_THREADS = ThreadPolicy(threads=1)
+
+# GPU regimes (gpu_dataloader, dali): every process, DataLoader worker and DALI host thread uses
+# one BLAS/OpenMP thread; parallelism comes only from the configured workers / DALI num_threads.
+GPU_REGIME_THREADS = ThreadPolicy(threads=1)
