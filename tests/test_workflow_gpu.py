@@ -97,6 +97,7 @@ def test_gpu_dataloader_rows_for_every_library_mode_and_transform(smoke_run: Wor
         assert (row["workers"], row["batch_size"]) == (1, SMOKE["gpu_dataloader"]["batch_size"])
         assert meta["regime"] == "gpu_dataloader" and meta["machine"] == "smoke-test"
         assert meta["environment"]["env_lock_sha256"]
+        assert meta["thread_settings"]["environment"]["OMP_NUM_THREADS"] == "1"
         if want == "skipped":
             assert row["reason"] == "no CUDA device"
             assert meta["device"] == "no CUDA device"
@@ -113,6 +114,8 @@ def test_dali_cpu_rows_are_real_and_dali_gpu_rows_match_the_machine(
     by_variant: dict[str, dict[str, dict]] = {}
     for _, meta, name, row in rows:
         assert row["variant"] == meta["variant"]
+        assert meta["thread_settings"]["environment"]["OMP_NUM_THREADS"] == "1"
+        assert meta["library_versions"]["nvidia-dali-cuda120"] == "2.4.0"
         by_variant.setdefault(row["variant"], {})[name] = row
     assert set(by_variant) == {"dali-gpu", "dali-cpu"}
     batch = SMOKE["dali"]["batch_size"]
@@ -185,11 +188,13 @@ def test_workers_collate_fixed_size_uint8_crops(smoke_run: WorkflowRun) -> None:
                 "shapes": sorted({{tuple(b.shape) for b in batches}}),
                 "dtypes": sorted({{str(b.dtype) for b in batches}}),
             }}
+        out["total_batches"] = plan.total_batches
         print(json.dumps(out))
         """,
     )
-    total = 1 + 2 + 1 * 2  # first batch, preflight (10 items / 3), one repetition of 2 batches
-    assert result["decode"] == {"n": total, "shapes": [[3, 3, 224, 224]], "dtypes": ["torch.uint8"]}
+    # first batch + preflight (ceil(10 / 3) = 4 batches) + one repetition of ceil(6 / 3) = 2
+    assert result["total_batches"] == 1 + 4 + 2
+    assert result["decode"] == {"n": 7, "shapes": [[3, 3, 224, 224]], "dtypes": ["torch.uint8"]}
     assert result["memory"]["shapes"] == [[3, 3, 256, 256]]
 
 
