@@ -14,6 +14,8 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/envs.smk"
 include: "workflow/rules/micro.smk"
 include: "workflow/rules/cpu_dataloader.smk"
+include: "workflow/rules/gpu_dataloader.smk"
+include: "workflow/rules/dali.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
 

@@ -124,3 +124,7 @@ MICRO_THREADS = ThreadPolicy(threads=1)
 # num_workers=0) runs one thread, so N workers use N cores. Applied before imports in the job and
 # again in every worker by worker_init_fn.
 DATALOADER_THREADS = ThreadPolicy(threads=1)
+
+# GPU regimes (gpu_dataloader, dali): every process, DataLoader worker and DALI host thread uses
+# one BLAS/OpenMP thread; parallelism comes only from the configured workers / DALI num_threads.
+GPU_REGIME_THREADS = ThreadPolicy(threads=1)

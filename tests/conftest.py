@@ -53,6 +53,8 @@ SMOKE_CONFIG = (
     "preset=smoke",
     "machine=smoke-test",
     f"envs={{'manager': 'uv', 'dir': '{REPO / '.venvs'}'}}",
+    "libraries=[albumentationsx,torchvision,kornia,pillow,dali]",
+    "regimes=[micro,cpu_dataloader,gpu_dataloader,dali]",
 )
 
 

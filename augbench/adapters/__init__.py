@@ -9,13 +9,20 @@ __all__ = ["Adapter", "Mapping", "Unsupported", "get", "names"]
 
 def _registry() -> dict[str, type[Adapter]]:
     from augbench.adapters.albumentationsx import AlbumentationsXAdapter
+    from augbench.adapters.dali import DaliAdapter
     from augbench.adapters.kornia import KorniaAdapter
     from augbench.adapters.pillow import PillowAdapter
     from augbench.adapters.torchvision import TorchvisionAdapter
 
     return {
         cls.name: cls
-        for cls in (AlbumentationsXAdapter, TorchvisionAdapter, KorniaAdapter, PillowAdapter)
+        for cls in (
+            AlbumentationsXAdapter,
+            TorchvisionAdapter,
+            KorniaAdapter,
+            PillowAdapter,
+            DaliAdapter,
+        )
     }
 
 

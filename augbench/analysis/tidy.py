@@ -71,9 +71,12 @@ def _infer_library(meta: dict[str, Any], path: Path) -> str:
 def _infer_regime(meta: dict[str, Any], path: Path) -> str:
     if meta.get("regime"):
         return str(meta["regime"])
-    name = path.as_posix().lower()
+    # The file name, or a folder named exactly after the regime: a substring of the whole path
+    # would take e.g. a checkout in ".../wt-dali/" for DALI results.
+    name = path.name.lower()
+    folders = {part.lower() for part in path.parts[:-1]}
     for regime in ("cpu_dataloader", "gpu_dataloader", "dali", "micro"):
-        if regime in name:
+        if regime in name or regime in folders:
             return regime
     return "micro"
 

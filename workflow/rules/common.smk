@@ -6,7 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, workflow.basedir)
 
-from augbench import catalog, matrix  # noqa: E402
+from augbench import catalog, gpu_recipes, matrix  # noqa: E402
 from augbench.config import ConfigError, resolve  # noqa: E402
 from augbench.policy import MICRO_THREADS, SlowTransformPolicy  # noqa: E402
 from augbench.policy import DATALOADER_THREADS  # noqa: E402
@@ -22,13 +22,19 @@ REGIMES = config["regimes"]
 TRANSFORMS = config["transforms"]
 ENV_MANAGER = config["envs"]["manager"]
 SLOW_POLICY = SlowTransformPolicy.from_config(config)
-IMPLEMENTED_REGIMES = ("micro", "cpu_dataloader")
+IMPLEMENTED_REGIMES = ("micro", "cpu_dataloader", "gpu_dataloader", "dali")
 
 for _regime in REGIMES:
     if _regime not in IMPLEMENTED_REGIMES:
         raise WorkflowError(
             f"config error at regimes: {_regime!r} has no rules in this version; "
             f"implemented: {list(IMPLEMENTED_REGIMES)}"
+        )
+    if not matrix.libraries_for(_regime, LIBRARIES):
+        raise WorkflowError(
+            f"config error at regimes: {_regime!r} measures "
+            f"{list(matrix.REGIME_LIBRARIES[_regime])}, none of which is in libraries "
+            f"{LIBRARIES}; add one to libraries or drop the regime"
         )
 
 
@@ -217,6 +223,48 @@ def cpu_dataloader_results():
     ]
 
 
+# -- GPU regimes: gpu_dataloader and dali ------------------------------------------------------
+GPU_DL = config["gpu_dataloader"]
+DALI = config["dali"]
+GPU_DL_SHARDS = shards(TRANSFORMS, GPU_DL["shard_size"])
+DALI_SHARDS = shards(TRANSFORMS, DALI["shard_size"])
+
+
+def gpu_dataloader_randomness(library):
+    allowed = gpu_recipes.LIBRARY_RANDOMNESS[library]
+    return [r for r in GPU_DL["torchvision_randomness"] if r in allowed] or list(
+        allowed
+    )
+
+
+def gpu_dataloader_transforms(wildcards):
+    return ",".join(GPU_DL_SHARDS[wildcards.shard])
+
+
+def gpu_dataloader_results():
+    return [
+        f"results/raw/{MACHINE}/gpu_dataloader/{lib}/{scope}_w{workers}_{randomness}_{shard}.json"
+        for lib in matrix.libraries_for("gpu_dataloader", LIBRARIES)
+        for scope in GPU_DL["scopes"]
+        for workers in GPU_DL["workers"]
+        for randomness in gpu_dataloader_randomness(lib)
+        for shard in GPU_DL_SHARDS
+    ]
+
+
+def dali_transforms(wildcards):
+    return ",".join(DALI_SHARDS[wildcards.shard])
+
+
+def dali_results():
+    return [
+        f"results/raw/{MACHINE}/dali/{lib}/{variant}_{shard}.json"
+        for lib in matrix.libraries_for("dali", LIBRARIES)
+        for variant in DALI["variants"]
+        for shard in DALI_SHARDS
+    ]
+
+
 # -- aggregation -----------------------------------------------------------------------------
 def result_files(wildcards=None):
     files = []
@@ -224,7 +272,21 @@ def result_files(wildcards=None):
         files += micro_results()
     if "cpu_dataloader" in REGIMES:
         files += cpu_dataloader_results()
+    if "gpu_dataloader" in REGIMES:
+        files += gpu_dataloader_results()
+    if "dali" in REGIMES:
+        files += dali_results()
     return files
+
+
+GPU_TABLES = (
+    {
+        "gpu_vs_cpu_ratio": "results/tables/gpu_vs_cpu_ratio.csv",
+        "gpu_memory": "results/tables/gpu_throughput_memory.csv",
+    }
+    if {"gpu_dataloader", "dali"} & set(REGIMES)
+    else {}
+)
 
 
 def table_outputs():
@@ -241,6 +303,7 @@ def table_outputs():
             if "cpu_dataloader" in REGIMES
             else {}
         ),
+        **GPU_TABLES,
     }
 
 

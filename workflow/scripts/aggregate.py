@@ -5,7 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
-from augbench.analysis import dataloader, speedups, tidy
+from augbench.analysis import dataloader, gpu, speedups, tidy
 from augbench.logs import redirect_to_log
 
 with redirect_to_log(snakemake.log[0]):  # noqa: F821
@@ -24,4 +24,7 @@ with redirect_to_log(snakemake.log[0]):  # noqa: F821
             sm.output.starvation_cpu_dataloader, index=False
         )
     speedups.coverage(frame).to_csv(sm.output.coverage, index=False)
+    if hasattr(sm.output, "gpu_vs_cpu_ratio"):  # present when a GPU regime is configured
+        gpu.gpu_vs_cpu_ratio(frame).to_csv(sm.output.gpu_vs_cpu_ratio, index=False)
+        gpu.throughput_vs_memory(frame).to_csv(sm.output.gpu_memory, index=False)
     print(f"{len(frame)} rows from {len(sm.input.results)} result files")

@@ -1,0 +1,389 @@
+"""GPU DataLoader regime job: torchvision or Kornia on CUDA, one result file per job.
+
+One job = one library x scope x worker count x randomness mode x shard of transforms. For each
+transform (recipe ``RandomCrop224 + T + Normalize``, see augbench.gpu_recipes):
+
+* ``torch.utils.data.DataLoader`` workers read + decode with torchvision.io (scope ``decode``) or
+  take preloaded decoded images (scope ``memory``) and cut a fixed-size uint8 CHW crop; default
+  collation stacks a batch; ``pin_memory=True`` and ``.to(cuda, non_blocking=True)``;
+* on the GPU: ``T`` and Normalize (torchvision: ``ToDtype(float32, scale=True)`` + ``Normalize``;
+  Kornia: ``/255`` + ``K.Normalize``), output made contiguous;
+* ``torch.cuda.synchronize()`` before every clock stop (augbench.engines.streaming);
+* peak GPU memory (``max_memory_allocated`` / ``max_memory_reserved`` after
+  ``reset_peak_memory_stats``) per row.
+
+Randomness: Kornia draws parameters per image (``same_on_batch=False``). torchvision's v2
+transforms draw one parameter set per call, so ``per-sample`` loops over the batch (one call per
+image) and ``batch-shared`` calls once on the whole batch; the mode is the row's ``randomness``
+and ``variant``.
+
+Without a CUDA device every row is ``skipped`` ("no CUDA device") at once; nothing is run on the
+CPU in its place.
+"""
+
+from __future__ import annotations
+
+from augbench.policy import GPU_REGIME_THREADS
+
+GPU_REGIME_THREADS.apply_environment()  # before torch loads; DataLoader workers inherit it
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+import traceback  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+from augbench import adapters, catalog, gpu_recipes, media  # noqa: E402
+from augbench.engines.common import job_metadata  # noqa: E402
+from augbench.engines.streaming import StreamPlan, run_stream  # noqa: E402
+from augbench.policy import SlowTransformPolicy  # noqa: E402
+from augbench.results import non_ok_row, ok_row, result_file, write_json_atomic  # noqa: E402
+
+REGIME = "gpu_dataloader"
+LIBRARY_RANDOMNESS = gpu_recipes.LIBRARY_RANDOMNESS
+DECODER = "torchvision.io.decode_image(read_file(path), RGB) in DataLoader workers"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--library", required=True, choices=sorted(LIBRARY_RANDOMNESS))
+    p.add_argument("--transforms", required=True, help="comma-separated catalog names")
+    p.add_argument("--manifest", required=True, type=Path)
+    p.add_argument("--num-images", required=True, type=int)
+    p.add_argument("--scope", required=True, choices=["decode", "memory"])
+    p.add_argument("--workers", required=True, type=int)
+    p.add_argument("--batch-size", required=True, type=int)
+    p.add_argument("--randomness", required=True, choices=gpu_recipes.RANDOMNESS)
+    p.add_argument("--worker-crop", type=int, default=256, help="input size for crop transforms")
+    p.add_argument("--values", type=int, default=3, help="measured repetitions")
+    p.add_argument("--warmups", type=int, default=1, help="untimed repetitions before them")
+    p.add_argument("--policy", default="{}", help="SlowTransformPolicy fields as JSON")
+    p.add_argument("--machine", required=True)
+    p.add_argument("--shard", default="")
+    p.add_argument("--output", required=True, type=Path)
+    p.add_argument("--env-marker", type=Path, default=None)
+    args = p.parse_args(argv)
+    if args.randomness not in LIBRARY_RANDOMNESS[args.library]:
+        p.error(
+            f"--randomness {args.randomness} is not available for {args.library}; "
+            f"allowed: {list(LIBRARY_RANDOMNESS[args.library])}"
+        )
+    return args
+
+
+# -- worker side (runs in DataLoader worker processes) ----------------------------------------
+def decode(path: str) -> Any:
+    from torchvision.io import ImageReadMode, decode_image, read_file
+
+    return decode_image(read_file(path), mode=ImageReadMode.RGB)
+
+
+def random_crop(image: Any, crop_hw: tuple[int, int], name: str) -> Any:
+    """A uniformly placed ``crop_hw`` window of a CHW uint8 tensor, as its own contiguous copy."""
+    import torch
+
+    _, h, w = image.shape
+    ch, cw = crop_hw
+    if h < ch or w < cw:
+        raise ValueError(f"{name}: image is {w}x{h}, smaller than the {cw}x{ch} worker crop")
+    top = int(torch.randint(0, h - ch + 1, ()).item())
+    left = int(torch.randint(0, w - cw + 1, ()).item())
+    return image[:, top : top + ch, left : left + cw].contiguous()
+
+
+class CropDataset:
+    """Map-style dataset: (read + decode | preloaded image) -> fixed-size uint8 CHW crop."""
+
+    def __init__(self, files: list[Path], crop_hw: tuple[int, int], scope: str) -> None:
+        self.files = [str(f) for f in files]
+        self.crop_hw = crop_hw
+        self.scope = scope
+        # Scope memory: decoded once here, before the workers fork (they share the pages).
+        self.images = [decode(f) for f in self.files] if scope == "memory" else None
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __getitem__(self, index: int) -> Any:
+        image = self.images[index] if self.images is not None else decode(self.files[index])
+        return random_crop(image, self.crop_hw, self.files[index])
+
+
+def worker_init(_worker_id: int) -> None:
+    GPU_REGIME_THREADS.apply_runtime()
+
+
+def make_loader(dataset: CropDataset, plan: StreamPlan, workers: int, pin_memory: bool) -> Any:
+    """A DataLoader yielding exactly ``plan.total_batches`` full batches (indices cycle)."""
+    from torch.utils.data import DataLoader
+
+    n = len(dataset)
+    indices = [i % n for i in range(plan.total_batches * plan.batch_size)]
+    return DataLoader(
+        dataset,  # type: ignore[arg-type]
+        batch_size=plan.batch_size,
+        sampler=indices,
+        num_workers=workers,
+        pin_memory=pin_memory,
+        drop_last=True,
+        worker_init_fn=worker_init if workers > 0 else None,
+    )
+
+
+# -- device side ----------------------------------------------------------------------------------
+def build_gpu_apply(
+    library: str, transform: str, randomness: str, device: Any
+) -> tuple[Callable[[Any], Any], str]:
+    """``apply(uint8 BCHW batch on device) -> normalized float32 BCHW`` and its description.
+
+    Raises ``adapters.Unsupported`` when the library has no mapping for ``transform``.
+    """
+    import torch
+
+    adapter = adapters.get(library)
+    spec = catalog.get(transform)
+    t = adapter.build(spec.name, spec.params)
+    call = adapter.mappings[transform].call
+    mean, std = list(gpu_recipes.NORMALIZE_MEAN), list(gpu_recipes.NORMALIZE_STD)
+    if library == "torchvision":
+        import torchvision.transforms.v2 as T
+
+        normalize = T.Compose([T.ToDtype(torch.float32, scale=True), T.Normalize(mean, std)])
+        if randomness == "per-sample":
+
+            def apply(batch: Any) -> Any:
+                return normalize(torch.stack([t(image) for image in batch]))
+
+            return apply, f"torch.stack([{call}(img) for img in batch]) -> ToDtype -> Normalize"
+
+        def apply_shared(batch: Any) -> Any:
+            return normalize(t(batch))
+
+        return apply_shared, f"{call}(batch) -> ToDtype -> Normalize"
+
+    if library == "kornia":
+        import kornia.augmentation as K
+
+        module = t.to(device)
+        # Random Kornia augmentations default to same_on_batch=False (per-image parameters);
+        # deterministic ones (Resize, CenterCrop) report True, which changes nothing for them.
+        same = getattr(module, "same_on_batch", None)
+        normalize_k = K.Normalize(mean=torch.tensor(mean), std=torch.tensor(std)).to(device)
+
+        def apply_kornia(batch: Any) -> Any:
+            return normalize_k(module(batch.float().div_(255.0)))
+
+        return apply_kornia, f"{call} (same_on_batch={same}) on batch/255 -> K.Normalize"
+    raise ValueError(f"{library} is not part of the {REGIME} regime")
+
+
+def measure_transform(
+    *,
+    library: str,
+    transform: str,
+    randomness: str,
+    files: list[Path],
+    scope: str,
+    workers: int,
+    plan: StreamPlan,
+    worker_crop: int,
+    policy: SlowTransformPolicy,
+    device: Any,
+    apply_override: Callable[[Any], Any] | None = None,
+) -> dict[str, Any]:
+    """Time one recipe on ``device``; ``apply_override`` replaces the GPU part (tests only)."""
+    import torch
+    from tqdm import tqdm
+
+    cuda = device.type == "cuda"
+    crop_hw = gpu_recipes.worker_crop(transform, worker_crop)
+    expected_hw = gpu_recipes.output_hw(transform)
+    if apply_override is None:
+        apply, description = build_gpu_apply(library, transform, randomness, device)
+    else:
+        apply, description = apply_override, "injected"
+    dataset = CropDataset(files, crop_hw, scope)
+    loader = make_loader(dataset, plan, workers, pin_memory=cuda)
+    batches = iter(loader)
+    last: list[Any] = [None]
+
+    def step() -> int:
+        batch = next(batches).to(device, non_blocking=True)
+        out = apply(batch).contiguous()
+        last[0] = out
+        return int(out.shape[0])
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize(device)
+
+    if cuda:
+        torch.cuda.empty_cache()  # so the reserved peak belongs to this recipe
+        torch.cuda.reset_peak_memory_stats(device)
+    bar = tqdm(
+        total=plan.total_batches,
+        desc=f"{REGIME} | {library} | {transform}",
+        unit="batch",
+        file=sys.stderr,
+    )
+    try:
+        with torch.inference_mode():
+            result = run_stream(step, sync, plan, policy, bar.update)
+    finally:
+        bar.close()
+    memory: dict[str, Any] = {}
+    if cuda:
+        memory = {
+            "gpu_peak_allocated_mb": torch.cuda.max_memory_allocated(device) / 2**20,
+            "gpu_peak_reserved_mb": torch.cuda.max_memory_reserved(device) / 2**20,
+            "gpu_memory_method": "torch.cuda.max_memory_allocated/reserved since "
+            "reset_peak_memory_stats (excludes the CUDA context)",
+        }
+    details = {
+        "gpu_ops": description,
+        "worker_crop": list(crop_hw),
+        "pin_memory": cuda,
+        **memory,
+        **result.preflight,
+    }
+    if result.early_stop_reason is not None:
+        return non_ok_row("early_stopped", result.early_stop_reason, **details)
+    out = last[0]
+    shape = list(out.shape)
+    expected = [plan.batch_size, 3, *expected_hw]
+    if shape != expected or out.dtype != torch.float32:
+        return non_ok_row(
+            "error",
+            f"recipe output is {shape} {out.dtype}, expected {expected} torch.float32",
+            **details,
+        )
+    return ok_row(
+        result.throughputs,
+        result.times,
+        warmup_iterations=plan.warmup_reps,
+        num_images=result.images_per_rep,
+        output_shape=shape,
+        output_dtype=str(out.dtype).replace("torch.", ""),
+        **details,
+    )
+
+
+def _error_row(exc: BaseException) -> dict[str, Any]:
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return non_ok_row("error", f"{type(exc).__name__}: {exc}", traceback=tb[-4000:])
+
+
+def _common_fields(args: argparse.Namespace, transform: str, device_name: str) -> dict[str, Any]:
+    return {
+        "recipe": gpu_recipes.recipe(transform),
+        "scope": args.scope,
+        "workers": args.workers,
+        "batch_size": args.batch_size,
+        "variant": args.randomness,
+        "randomness": args.randomness,
+        "device": device_name,
+        "decoder": DECODER,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    adapter = adapters.get(args.library)
+    transforms = [t for t in args.transforms.split(",") if t]
+    for name in transforms:
+        catalog.get(name)  # unknown names fail the job loudly, before any measuring
+    policy = SlowTransformPolicy(**json.loads(args.policy))
+    plan = StreamPlan.for_images(
+        args.num_images, args.batch_size, warmup_reps=args.warmups, reps=args.values, policy=policy
+    )
+    files = media.select_files(args.manifest, args.num_images)
+
+    import torch
+
+    thread_settings = {"policy": GPU_REGIME_THREADS.to_dict(), **GPU_REGIME_THREADS.apply_runtime()}
+    cuda = torch.cuda.is_available()
+    device = torch.device("cuda", torch.cuda.current_device()) if cuda else None
+    device_name = torch.cuda.get_device_name(device) if cuda else gpu_recipes.SKIP_NO_CUDA
+    import_error: str | None = None
+    try:
+        adapter.import_library()
+    except Exception as exc:  # the library is broken in this env: every row says so
+        import_error = f"import failed: {type(exc).__name__}: {exc}"
+
+    results: dict[str, dict[str, Any]] = {}
+    for name in transforms:
+        if import_error is not None:
+            row = non_ok_row("error", import_error)
+        elif not adapter.supports(name):
+            row = non_ok_row("unsupported", adapter.unsupported_reason(name))
+        elif not cuda:
+            row = non_ok_row("skipped", gpu_recipes.SKIP_NO_CUDA)
+        else:
+            try:
+                row = measure_transform(
+                    library=args.library,
+                    transform=name,
+                    randomness=args.randomness,
+                    files=files,
+                    scope=args.scope,
+                    workers=args.workers,
+                    plan=plan,
+                    worker_crop=args.worker_crop,
+                    policy=policy,
+                    device=device,
+                )
+            except adapters.Unsupported as exc:
+                row = non_ok_row("unsupported", str(exc))
+            except Exception as exc:  # one failing recipe never loses the others
+                row = _error_row(exc)
+                torch.cuda.empty_cache()
+        mapping = adapter.mappings.get(name)
+        row.setdefault("mapping", mapping.call if mapping else None)
+        row.update(_common_fields(args, name, device_name))
+        results[name] = row
+        print(
+            f"{REGIME} | {args.library} | {args.randomness} | {name}: {row['status']}"
+            + (f" {row['median_throughput']:.1f} img/s" if row["status"] == "ok" else "")
+            + (f" ({row['reason']})" if row.get("reason") else ""),
+            file=sys.stderr,
+            flush=True,
+        )
+
+    metadata = job_metadata(
+        adapter=adapter,
+        regime=REGIME,
+        scope=args.scope,
+        machine=args.machine,
+        manifest=args.manifest,
+        num_images=args.num_images,
+        benchmark_params={
+            "num_images": args.num_images,
+            "workers": args.workers,
+            "batch_size": args.batch_size,
+            "randomness": args.randomness,
+            "worker_crop_for_crop_transforms": args.worker_crop,
+            "values": args.values,
+            "warmups": args.warmups,
+            "stream_plan": plan.to_dict(),
+            "timer": "time.perf_counter, torch.cuda.synchronize() before every stop",
+            "slow_transform_policy": policy.to_dict(),
+            "shard": args.shard,
+            "transforms": transforms,
+        },
+        thread_settings=thread_settings,
+        env_marker=args.env_marker,
+        extra={
+            "variant": args.randomness,
+            "device": device_name,
+            "cuda_available": cuda,
+            "torch_cuda_version": torch.version.cuda,
+        },
+    )
+    write_json_atomic(args.output, result_file(metadata, results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
