@@ -269,7 +269,8 @@ def test_smoke_sweep_reads_and_writes_a_gcs_bucket(
         "--default-storage-provider", "gcs",
         "--default-storage-prefix", "gs://augbench-test/sweep",
         "--storage-gcs-project", "test",
-        "--config", "preset=smoke", "machine=smoke-gcs", LOCAL_ENVS,
+        # The micro regime is enough to carry every storage path (archive in, results out).
+        "--config", "preset=smoke", "machine=smoke-gcs", LOCAL_ENVS, "regimes=[micro]",
         "dataset={'archive': 'gs://augbench-test/datasets/smoke-set.tar'}",
         f"cloud={{'scratch': '{tmp_path / 'node-scratch'}'}}",
         env={"STORAGE_EMULATOR_HOST": gcs_emulator, **OFFLINE_ENV},
@@ -310,6 +311,7 @@ def test_sigkilled_job_leaves_no_result_and_the_rerun_recovers_exactly_it(
     config = (
         "--configfile", str(one_per_shard),
         "--config", "preset=smoke", "machine=kill-test", LOCAL_ENVS, "libraries=[albumentationsx]",
+        "regimes=[micro]",
     )  # fmt: skip
     raw = tmp_path / "results/raw/kill-test/micro/albumentationsx"
     cmd = [

@@ -90,20 +90,15 @@ def env_marker(library):
     return f"results/envs/{library}.json"
 
 
-def library_python(wildcards):
-    """Interpreter that runs a library's benchmark jobs."""
-    if ENV_MANAGER == "conda":
-        return "python"
-    return str(Path(venv_dir(wildcards.library)).resolve() / "bin" / "python")
-
-
 def benchmark_env_inputs(wildcards):
-    """The job's own env, plus every other configured env as ancient(): timed jobs wait for all
-    env builds to finish (no build competes with a measurement) without a rebuild of one library
-    forcing re-measurement of the others. `lock` and `archive` let provision_command() rebuild
-    the env and restage the dataset on a node that lacks them (a cloud VM)."""
+    """Every configured env marker as ancient(): timed jobs wait for all env builds to finish (no
+    build competes with a measurement), but a rewritten marker (an env rebuilt from the same lock,
+    or build_env's own code changing) never forces re-measurement. What does is the job's `lock`
+    input: a changed envs/<library>.txt means different library versions. `lock` and `archive`
+    also let provision_command() rebuild the env and restage the dataset on a node that lacks
+    them (a cloud VM)."""
     inputs = {
-        "env": env_marker(wildcards.library),
+        "env": ancient(env_marker(wildcards.library)),
         "lock": repo_path(f"envs/{wildcards.library}.txt"),
         "archive": dataset_archive(wildcards),
     }
