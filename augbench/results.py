@@ -109,6 +109,15 @@ def non_ok_row(status: str, reason: str, **extra: Any) -> dict[str, Any]:
     return row
 
 
+def status_line(label: str, name: str, row: dict[str, Any]) -> str:
+    """The one-line summary a job prints per row: status, median img/s when ok, reason if any."""
+    return (
+        f"{label} | {name}: {row['status']}"
+        + (f" {row['median_throughput']:.1f} img/s" if row["status"] == "ok" else "")
+        + (f" ({row['reason']})" if row.get("reason") else "")
+    )
+
+
 def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
     """Write to a temporary file in the same folder, fsync, then rename over ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -68,6 +68,11 @@ class Adapter:
             transform, f"{self.name} has no direct implementation of {transform}"
         )
 
+    def mapping_call(self, transform: str) -> str | None:
+        """The library call recorded with a row, or None where the library lacks the transform."""
+        mapping = self.mappings.get(transform)
+        return mapping.call if mapping else None
+
     def build(self, transform: str, params: dict[str, Any]) -> Transform:
         if transform not in self.mappings:
             raise Unsupported(self.unsupported_reason(transform))

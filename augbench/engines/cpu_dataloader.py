@@ -48,7 +48,13 @@ from typing import Any  # noqa: E402
 from augbench import adapters, catalog, media, recipes  # noqa: E402
 from augbench.engines.common import job_metadata  # noqa: E402
 from augbench.policy import SlowTransformPolicy  # noqa: E402
-from augbench.results import non_ok_row, ok_row, result_file, write_json_atomic  # noqa: E402
+from augbench.results import (  # noqa: E402
+    non_ok_row,
+    ok_row,
+    result_file,
+    status_line,
+    write_json_atomic,
+)
 
 REGIME = "cpu_dataloader"
 SCOPES: tuple[str, ...] = ("memory", "decode")
@@ -450,12 +456,7 @@ def main(argv: list[str] | None = None) -> int:
                 row = run_recipe(args, adapter, name, items, load, policy, record_dir, bar)
             row.update(recipe_row_fields(args, adapter, name))
             results[name] = row
-            tqdm.write(
-                f"{label} | {name}: {row['status']}"
-                + (f" {row['median_throughput']:.1f} img/s" if row["status"] == "ok" else "")
-                + (f" ({row['reason']})" if row.get("reason") else ""),
-                file=sys.stderr,
-            )
+            tqdm.write(status_line(label, name, row), file=sys.stderr)
         thread_settings["workers"] = _worker_records(record_dir)
 
     metadata = job_metadata(

@@ -39,7 +39,13 @@ from augbench.adapters.dali import DaliAdapter, DaliContext  # noqa: E402
 from augbench.engines.common import job_metadata  # noqa: E402
 from augbench.engines.streaming import StreamPlan, run_stream  # noqa: E402
 from augbench.policy import SlowTransformPolicy  # noqa: E402
-from augbench.results import non_ok_row, ok_row, result_file, write_json_atomic  # noqa: E402
+from augbench.results import (  # noqa: E402
+    non_ok_row,
+    ok_row,
+    result_file,
+    status_line,
+    write_json_atomic,
+)
 
 REGIME = "dali"
 VARIANTS: dict[str, str] = {
@@ -344,8 +350,7 @@ def main(argv: list[str] | None = None) -> int:
                 from nvidia.dali import backend
 
                 backend.ReleaseUnusedMemory()
-        mapping = adapter.mappings.get(name)
-        row.setdefault("mapping", mapping.call if mapping else None)
+        row.setdefault("mapping", adapter.mapping_call(name))
         row.update(
             recipe=gpu_recipes.recipe(name),
             scope="decode",
@@ -359,13 +364,7 @@ def main(argv: list[str] | None = None) -> int:
         if nvml_error is not None and row["status"] == "ok":
             row["gpu_memory_method"] = nvml_error
         results[name] = row
-        print(
-            f"{REGIME} | {args.variant} | {name}: {row['status']}"
-            + (f" {row['median_throughput']:.1f} img/s" if row["status"] == "ok" else "")
-            + (f" ({row['reason']})" if row.get("reason") else ""),
-            file=sys.stderr,
-            flush=True,
-        )
+        print(status_line(f"{REGIME} | {args.variant}", name, row), file=sys.stderr, flush=True)
 
     metadata = job_metadata(
         adapter=adapter,

@@ -39,7 +39,13 @@ from augbench import adapters, catalog, gpu_recipes, media  # noqa: E402
 from augbench.engines.common import job_metadata  # noqa: E402
 from augbench.engines.streaming import StreamPlan, run_stream  # noqa: E402
 from augbench.policy import SlowTransformPolicy  # noqa: E402
-from augbench.results import non_ok_row, ok_row, result_file, write_json_atomic  # noqa: E402
+from augbench.results import (  # noqa: E402
+    non_ok_row,
+    ok_row,
+    result_file,
+    status_line,
+    write_json_atomic,
+)
 
 REGIME = "gpu_dataloader"
 LIBRARY_RANDOMNESS = gpu_recipes.LIBRARY_RANDOMNESS
@@ -339,14 +345,11 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # one failing recipe never loses the others
                 row = _error_row(exc)
                 torch.cuda.empty_cache()
-        mapping = adapter.mappings.get(name)
-        row.setdefault("mapping", mapping.call if mapping else None)
+        row.setdefault("mapping", adapter.mapping_call(name))
         row.update(_common_fields(args, name, device_name))
         results[name] = row
         print(
-            f"{REGIME} | {args.library} | {args.randomness} | {name}: {row['status']}"
-            + (f" {row['median_throughput']:.1f} img/s" if row["status"] == "ok" else "")
-            + (f" ({row['reason']})" if row.get("reason") else ""),
+            status_line(f"{REGIME} | {args.library} | {args.randomness}", name, row),
             file=sys.stderr,
             flush=True,
         )

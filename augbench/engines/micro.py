@@ -20,7 +20,7 @@ from typing import Any
 from augbench import adapters, catalog, media
 from augbench.engines.common import job_metadata
 from augbench.policy import INHERITED_ENV_VARS, MICRO_THREADS, SlowTransformPolicy
-from augbench.results import non_ok_row, result_file, write_json_atomic
+from augbench.results import non_ok_row, result_file, status_line, write_json_atomic
 
 WORKER = Path(__file__).with_name("micro_worker.py")
 
@@ -141,15 +141,10 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 results[name] = measure_transform(args, name, cache, workdir, policy_json)
             row = results[name]
-            row.setdefault("mapping", _mapping_call(adapter, name))
+            row.setdefault("mapping", adapter.mapping_call(name))
             if "thread_settings" in row:
                 thread_settings.update(row.pop("thread_settings"))
-            tqdm.write(
-                f"micro | {args.library} | {name}: {row['status']}"
-                + (f" {row['median_throughput']:.1f} img/s" if row["status"] == "ok" else "")
-                + (f" ({row['reason']})" if row.get("reason") else ""),
-                file=sys.stderr,
-            )
+            tqdm.write(status_line(f"micro | {args.library}", name, row), file=sys.stderr)
 
     metadata = job_metadata(
         adapter=adapter,
@@ -181,11 +176,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     write_json_atomic(args.output, result_file(metadata, results))
     return 0
-
-
-def _mapping_call(adapter: adapters.Adapter, name: str) -> str | None:
-    mapping = adapter.mappings.get(name)
-    return mapping.call if mapping else None
 
 
 if __name__ == "__main__":
