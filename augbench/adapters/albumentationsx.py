@@ -21,6 +21,9 @@ def _albx(factory: str, **kwargs: Any) -> Transform:
     def apply(image: np.ndarray) -> np.ndarray:
         return transform(image=image)["image"]
 
+    # The transform draws from its own generators (not Python's or numpy's global ones); tests
+    # reach it here to seed them.
+    apply.albumentations_transform = transform  # type: ignore[attr-defined]
     return apply
 
 

@@ -65,6 +65,12 @@ def run_case(
     try:
         seed_everything(case.get("seed", 0))
         transform = adapter.build(name, params)
+        # AlbumentationsX transforms draw from their own generators, seeded from the OS unless
+        # told otherwise; seed them too so a near-identity draw (Brightness factor ~1.0) cannot
+        # make a "fresh parameters, always applied" check flaky.
+        own = getattr(transform, "albumentations_transform", None)
+        if own is not None:
+            own.set_random_seed(case.get("seed", 0))
         image = adapter.from_array(array)
         outputs = []
         for call in range(case.get("calls", 1)):
