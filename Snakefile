@@ -2,7 +2,7 @@
 from pathlib import Path
 
 
-# Resolved against the repository, so `--directory` runs elsewhere still find it.
+# Resolved against the repository, so --directory runs elsewhere still find it.
 configfile: str(Path(workflow.basedir) / "config" / "config.yaml")
 
 
