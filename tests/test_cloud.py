@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -243,6 +244,16 @@ def test_smoke_sweep_reads_and_writes_a_gcs_bucket(
     for table in ("all_results", "coverage", "speedups_micro", "throughputs_micro"):
         assert f"sweep/results/tables/{table}.csv" in names
     assert "sweep/results/data/smoke-set/manifest.json" in names
+    # The staged images, exactly: the archive's images/<file> members as images/<file>, once.
+    with tarfile.open(archive) as tar:
+        members = [m.name for m in tar.getmembers() if m.isfile()]
+    assert all(m.startswith("images/") for m in members)
+    staged = {n for n in names if n.startswith("sweep/results/data/smoke-set/images")}
+    # ... plus the marker Snakemake keeps in every directory() output.
+    assert staged == {f"sweep/results/data/smoke-set/{m}" for m in members} | {
+        "sweep/results/data/smoke-set/images/.snakemake_timestamp"
+    }
+    assert not any("images/images" in n for n in names)
     assert any(n.startswith("sweep/benchmarks/smoke-gcs/micro/") for n in names)
     # Venvs never travel through the bucket.
     assert not any(".venvs" in n or "/bin/python" in n for n in names)
