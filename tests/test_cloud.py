@@ -341,3 +341,102 @@ def _text(path: Path) -> str:
         return path.read_text()
     except OSError:
         return ""
+
+
+@pytest.mark.workflow
+def test_killed_job_in_a_bucket_sweep_reruns_alone_and_leaves_every_other_object_untouched(
+    gcs_emulator: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kill-and-rerun recovery of docs/cloud.md with every input and output in a GCS bucket
+    (the emulator as default storage): the driver and its running benchmark job are SIGKILLed
+    together, then --unlock and --rerun-incomplete rerun exactly that job, and every object
+    already in the bucket keeps its md5 and generation (nothing else was rewritten)."""
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_emulator)
+    for key, value in OFFLINE_ENV.items():
+        monkeypatch.setenv(key, value)
+    from google.cloud import storage
+
+    client = storage.Client(project="test")
+    client.create_bucket("augbench-kill")
+    one_per_shard = tmp_path / "one-transform-per-shard.yaml"
+    one_per_shard.write_text(yaml.safe_dump({"micro": {"shard_size": 1}}))
+    storage_args = (
+        "--default-storage-provider", "gcs", "--default-storage-prefix", "gs://augbench-kill/sweep",
+        "--storage-gcs-project", "test",
+    )  # fmt: skip
+    config = (
+        *storage_args, "--configfile", str(one_per_shard),
+        "--config", "preset=smoke", "machine=kill-gcs", LOCAL_ENVS, "libraries=[pillow]",
+        "regimes=[micro]", f"cloud={{'scratch': '{tmp_path / 'node-scratch'}'}}",
+    )  # fmt: skip
+    env = {"STORAGE_EMULATOR_HOST": gcs_emulator, **OFFLINE_ENV}
+    raw = "sweep/results/raw/kill-gcs/micro/pillow"
+    shards = ("s000", "s001", "s002")
+
+    def objects() -> dict[str, tuple[str, int]]:
+        return {
+            b.name: (b.md5_hash, b.generation)
+            for b in client.list_blobs("augbench-kill", prefix="sweep/")
+            if "snakemake-workflow-sources" not in b.name
+        }
+
+    cmd = [
+        sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+        "--directory", str(tmp_path), "--workflow-profile", str(REPO / "profiles" / "default"),
+        "--cores", "2", *config,
+    ]  # fmt: skip
+    with (tmp_path / "killed-run.log").open("w") as log:
+        driver = subprocess.Popen(
+            cmd, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, **env},
+        )  # fmt: skip
+        deadline = time.monotonic() + 600
+        # Two shards in the bucket, the third measuring: its engine started (its log, still only
+        # in the driver's local storage copy, says so), its result not written.
+        while True:
+            in_bucket = objects()
+            done = [s for s in shards if f"{raw}/{s}.json" in in_bucket]
+            running = [
+                s
+                for s in shards
+                if s not in done
+                and any(
+                    "provision |" in _text(p)
+                    for p in (tmp_path / ".snakemake" / "storage").glob(
+                        f"**/logs/kill-gcs/micro/pillow/{s}.log"
+                    )
+                )
+            ]
+            if len(done) == 2 and running:
+                break
+            assert driver.poll() is None, _text(tmp_path / "killed-run.log")[-4000:]
+            assert time.monotonic() < deadline, "the workflow never reached its last shard"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=30)
+    victim = running[0]
+
+    before = objects()
+    assert f"{raw}/{victim}.json" not in before, "the shard finished before the kill; rerun"
+    assert sorted(n for n in before if n.startswith(f"{raw}/")) == [
+        f"{raw}/{s}.json" for s in sorted(done)
+    ]
+    run_snakemake(tmp_path, "--unlock", *config, env=env)
+    plan = run_snakemake(tmp_path, "-n", "--rerun-incomplete", *config, env=env)
+    planned = re.findall(r"output: (\S+/micro/pillow/s\d{3}\.json)", plan.stdout)
+    assert [Path(p).name for p in planned] == [f"{victim}.json"], plan.stdout[-4000:]
+
+    run_snakemake(tmp_path, "--cores", "2", "--rerun-incomplete", *config, env=env)
+    after = objects()
+    assert f"{raw}/{victim}.json" in after
+    assert {n: after[n] for n in before} == before  # same md5 and generation: untouched
+    # New objects: the victim's (result, log, timing) and the downstream tables and figures;
+    # no other benchmark, env or staging job ran again.
+    new = sorted(set(after) - set(before))
+    upstream = tuple(f"sweep/{d}/" for d in ("results/raw", "results/envs", "results/data"))
+    upstream += ("sweep/benchmarks/",)
+    assert [n for n in new if n.startswith(upstream) or "/micro/" in n] == sorted(
+        [f"{raw}/{victim}.json", f"sweep/benchmarks/kill-gcs/micro/pillow/{victim}.tsv",
+         f"sweep/logs/kill-gcs/micro/pillow/{victim}.log"]
+    ), new  # fmt: skip
