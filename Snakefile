@@ -18,6 +18,7 @@ include: "workflow/rules/gpu_dataloader.smk"
 include: "workflow/rules/dali.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/cost.smk"
 
 
 rule all:
