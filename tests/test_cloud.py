@@ -289,28 +289,15 @@ def test_sigkilled_job_leaves_no_result_and_the_rerun_recovers_exactly_it(
         "--directory", str(tmp_path), "--workflow-profile", str(REPO / "profiles" / "default"),
         "--cores", "2", *config,
     ]  # fmt: skip
-    with (tmp_path / "killed-run.log").open("w") as log:
-        driver = subprocess.Popen(
-            cmd, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        shards = ("s000", "s001", "s002")
-        logs = tmp_path / "logs/kill-test/micro/albumentationsx"
-        deadline = time.monotonic() + 300
-        # Two shards complete, the third measuring: its engine started, its result not written.
-        while True:
-            done = [s for s in shards if (raw / f"{s}.json").exists()]
-            running = [
-                s for s in shards if s not in done and "provision |" in _text(logs / f"{s}.log")
-            ]
-            if len(done) == 2 and running:
-                break
-            assert driver.poll() is None, _text(tmp_path / "killed-run.log")[-4000:]
-            assert time.monotonic() < deadline, "the workflow never reached its last shard"
-            time.sleep(0.05)
-        time.sleep(0.5)
-        os.killpg(driver.pid, signal.SIGKILL)
-        driver.wait(timeout=30)
-    victim = running[0]
+    shards = ("s000", "s001", "s002")
+    logs = tmp_path / "logs/kill-test/micro/albumentationsx"
+
+    def progress() -> tuple[list[str], list[str]]:
+        done = [s for s in shards if (raw / f"{s}.json").exists()]
+        running = [s for s in shards if s not in done and "provision |" in _text(logs / f"{s}.log")]
+        return done, running
+
+    done, victim = _kill_during_last_shard(cmd, tmp_path, progress)
 
     assert not (raw / f"{victim}.json").exists(), "the shard finished before the kill; rerun"
     assert sorted(p.name for p in raw.glob("*.json")) == sorted(f"{s}.json" for s in done)
@@ -385,37 +372,21 @@ def test_killed_job_in_a_bucket_sweep_reruns_alone_and_leaves_every_other_object
         "--directory", str(tmp_path), "--workflow-profile", str(REPO / "profiles" / "default"),
         "--cores", "2", *config,
     ]  # fmt: skip
-    with (tmp_path / "killed-run.log").open("w") as log:
-        driver = subprocess.Popen(
-            cmd, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            env={**os.environ, **env},
-        )  # fmt: skip
-        deadline = time.monotonic() + 600
-        # Two shards in the bucket, the third measuring: its engine started (its log, still only
-        # in the driver's local storage copy, says so), its result not written.
-        while True:
-            in_bucket = objects()
-            done = [s for s in shards if f"{raw}/{s}.json" in in_bucket]
-            running = [
-                s
-                for s in shards
-                if s not in done
-                and any(
-                    "provision |" in _text(p)
-                    for p in (tmp_path / ".snakemake" / "storage").glob(
-                        f"**/logs/kill-gcs/micro/pillow/{s}.log"
-                    )
-                )
-            ]
-            if len(done) == 2 and running:
-                break
-            assert driver.poll() is None, _text(tmp_path / "killed-run.log")[-4000:]
-            assert time.monotonic() < deadline, "the workflow never reached its last shard"
-            time.sleep(0.1)
-        time.sleep(0.5)
-        os.killpg(driver.pid, signal.SIGKILL)
-        driver.wait(timeout=30)
-    victim = running[0]
+    local_copies = tmp_path / ".snakemake" / "storage"
+
+    def progress() -> tuple[list[str], list[str]]:
+        # Results count once in the bucket; the running job's log is still only in the driver's
+        # local storage copy.
+        in_bucket = objects()
+        done = [s for s in shards if f"{raw}/{s}.json" in in_bucket]
+        running = [
+            s for s in shards if s not in done and any(
+                "provision |" in _text(p)
+                for p in local_copies.glob(f"**/logs/kill-gcs/micro/pillow/{s}.log"))
+        ]  # fmt: skip
+        return done, running
+
+    done, victim = _kill_during_last_shard(cmd, tmp_path, progress, env)
 
     before = objects()
     assert f"{raw}/{victim}.json" not in before, "the shard finished before the kill; rerun"
@@ -440,3 +411,27 @@ def test_killed_job_in_a_bucket_sweep_reruns_alone_and_leaves_every_other_object
         [f"{raw}/{victim}.json", f"sweep/benchmarks/kill-gcs/micro/pillow/{victim}.tsv",
          f"sweep/logs/kill-gcs/micro/pillow/{victim}.log"]
     ), new  # fmt: skip
+
+
+def _kill_during_last_shard(
+    cmd: list[str], tmp_path: Path, progress, env: dict[str, str] | None = None
+) -> tuple[list[str], str]:
+    """Start the driver, wait until two shards are done and the third is measuring (its engine
+    started, its result not written), then SIGKILL the driver with its job, as a VM dies."""
+    with (tmp_path / "killed-run.log").open("w") as log:
+        driver = subprocess.Popen(
+            cmd, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, **(env or {})},
+        )  # fmt: skip
+        deadline = time.monotonic() + 600
+        while True:
+            done, running = progress()
+            if len(done) == 2 and running:
+                break
+            assert driver.poll() is None, _text(tmp_path / "killed-run.log")[-4000:]
+            assert time.monotonic() < deadline, "the workflow never reached its last shard"
+            time.sleep(0.05)
+        time.sleep(0.5)
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=30)
+    return done, running[0]
