@@ -346,7 +346,8 @@ def test_killed_job_in_a_bucket_sweep_reruns_alone_and_leaves_every_other_object
     client = storage.Client(project="test")
     client.create_bucket("augbench-kill")
     one_per_shard = tmp_path / "one-transform-per-shard.yaml"
-    one_per_shard.write_text(yaml.safe_dump({"micro": {"shard_size": 1}}))
+    # Three pyperf processes per transform: a shard lasts long enough to be killed mid-way.
+    one_per_shard.write_text(yaml.safe_dump({"micro": {"shard_size": 1, "processes": 3}}))
     storage_args = (
         "--default-storage-provider", "gcs", "--default-storage-prefix", "gs://augbench-kill/sweep",
         "--storage-gcs-project", "test",
