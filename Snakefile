@@ -2,7 +2,7 @@
 from pathlib import Path
 
 
-# Resolved against the repository, so `--directory` runs elsewhere still find it.
+# Resolved against the repository, so --directory runs elsewhere still find it.
 configfile: str(Path(workflow.basedir) / "config" / "config.yaml")
 
 
@@ -18,6 +18,7 @@ include: "workflow/rules/gpu_dataloader.smk"
 include: "workflow/rules/dali.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/cost.smk"
 
 
 rule all:

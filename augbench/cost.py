@@ -1,19 +1,25 @@
-"""Time and cost of a sweep, estimated from a finished (smaller) local run before launching it.
+"""Time and cost of a sweep, from the per-job times of a finished (smaller) local run.
 
-Model, per regime and library, from the local run's result files and Snakemake benchmark files:
+One per-job time model, reused for the cloud estimate (rule `cost`, docs/cloud.md) and meant for a
+local ETA before a run: ``seconds = jobs per kind x seconds per job``, where a job *kind* is a rule
+(micro, cpu_dataloader, gpu_dataloader, dali, dali_cpu, and the setup rules build_env,
+build_default_archive, stage_dataset).
 
-- a measured transform costs images x processes x (values + warmups) / median throughput of
-  timed work, plus a per-process overhead (interpreter start, imports, the preflight) = its
-  measuring wall time (``wall_seconds``) minus that timed work, divided by its processes;
-- a transform stopped early or failing costs its wall time as measured;
-- each job adds a fixed overhead = benchmark wall time minus the sum of its transforms' times
-  (interpreter start, imports, decoding, provisioning on a warm node);
-- a transform absent from the local run costs that library's median per-unit time; rows that were
-  not measured (unsupported, skipped) cost nothing;
-- every job also pays a VM start (boot, container pull, env provisioning), an assumption given on
-  the command line.
+Per benchmark job, learned per (kind, library) from the local run's result files and the matching
+Snakemake benchmark files (``benchmarks/<machine>/<regime>/<library>/<job>.tsv``, the job's wall
+seconds):
 
-Jobs x time x the regime's machine price (config cloud.prices_usd_per_hour) gives the cost.
+- a measured transform costs ``images it processes x 1 / median throughput`` (``images`` from the
+  job's own parameters: ``images_per_transform``), so a larger preset scales the work;
+- the rest of the job's wall time (interpreter start, imports, decoding, preflights, transforms
+  stopped early) is a fixed per-job overhead;
+- a transform not measured locally costs the library's median per-image time in that kind; a
+  library without any measured row (a GPU regime on a machine without CUDA) uses an *assumed*
+  throughput from config ``cloud.assumed_img_per_s``, or has no model: reported, never dropped.
+
+Setup jobs cost their local benchmark time (scaled by image count for the dataset jobs), or an
+assumed time when the local run has none. Target machines differ from the local one by a per-core
+``speed factor`` (config ``cloud.speed_factors``), printed with its source next to every row.
 """
 
 from __future__ import annotations
@@ -21,44 +27,56 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from augbench import matrix
+BENCH_KINDS = ("micro", "cpu_dataloader", "gpu_dataloader", "dali", "dali_cpu")
+SETUP_KINDS = ("build_env", "build_default_archive", "stage_dataset")
+# Without a local timing, a setup job is assumed to take this long (seconds; printed as assumed).
+ASSUMED_SETUP_S = 60.0
 
 
-@dataclass(frozen=True)
-class TransformCost:
-    per_image_s: float | None  # None: not measured (early stopped, error): a fixed cost
-    per_process_s: float
+def kind_of(regime: str, stem: str) -> str:
+    """The rule behind a result file: DALI's CPU-backend variant is its own rule (dali_cpu)."""
+    return "dali_cpu" if regime == "dali" and stem.startswith("dali-cpu") else regime
 
 
-@dataclass(frozen=True)
-class LibraryModel:
-    transforms: dict[str, TransformCost]
-    job_overhead_s: float
-    setup_s: float  # provisioning measured on the local node (env reuse, staging)
-
-    def transform_seconds(self, transform: str, params: dict[str, Any]) -> float:
-        cost = self.transforms.get(transform)
-        if cost is None:  # not in the local run: this library's typical measured transform
-            measured = [c for c in self.transforms.values() if c.per_image_s is not None]
-            if not measured:
-                return 0.0
-            cost = TransformCost(
-                statistics.median(c.per_image_s for c in measured if c.per_image_s is not None),
-                statistics.median(c.per_process_s for c in measured),
-            )
-        if cost.per_image_s is None:
-            return cost.per_process_s
-        return params["processes"] * cost.per_process_s + work_units(params) * cost.per_image_s
+def images_per_transform(kind: str, params: dict[str, Any]) -> float:
+    """Images one transform processes in one job (timed runs, warm-ups, baselines)."""
+    if kind == "micro":
+        return params["num_images"] * params["processes"] * (params["values"] + params["warmups"])
+    if kind == "cpu_dataloader":
+        runs = params["num_runs"] + params.get("baseline_runs", 1) + 1  # + the warm-up epoch
+        return params["images_per_run"] * runs
+    return params["num_images"] * (params["values"] + params["warmups"])  # GPU and DALI streams
 
 
-def work_units(params: dict[str, Any]) -> float:
-    return params["num_images"] * params["processes"] * (params["values"] + params["warmups"])
+def target_params(kind: str, config: dict[str, Any]) -> dict[str, Any]:
+    """The parameters a job of ``kind`` runs with under ``config`` (same keys as the results)."""
+    if kind == "micro":
+        return {**config["micro"], "num_images": config["num_images"]}
+    if kind == "cpu_dataloader":
+        dl = config["cpu_dataloader"]
+        return {**dl, "images_per_run": dl["batch_size"] * dl["batches_per_run"]}
+    block = config["gpu_dataloader" if kind == "gpu_dataloader" else "dali"]
+    return {**block, "num_images": config["num_images"]}
+
+
+@dataclass
+class KindModel:
+    """Per-job model of one (kind, library)."""
+
+    per_image_s: dict[str, float] = field(default_factory=dict)  # transform -> s/image
+    overhead_s: float = 0.0
+    basis: str = "measured"
+
+    def job_seconds(self, transforms: list[str], images: float) -> float:
+        typical = statistics.median(self.per_image_s.values())
+        return self.overhead_s + sum(images * self.per_image_s.get(t, typical) for t in transforms)
 
 
 def _benchmark_seconds(tsv: Path) -> float | None:
@@ -70,139 +88,218 @@ def _benchmark_seconds(tsv: Path) -> float | None:
     return float(rows[0]["s"]) if rows else None
 
 
-def learn(run_dir: Path) -> dict[tuple[str, str], LibraryModel]:
-    """(regime, library) -> model, from results/raw/*/<regime>/<library>/*.json and the matching
-    benchmarks/*/<regime>/<library>/*.tsv of a finished local run."""
-    costs: dict[tuple[str, str], dict[str, list[TransformCost]]] = defaultdict(
+def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
+    """(kind, library) -> model, from results/raw/*/<regime>/<library>/*.json and
+    benchmarks/*/<regime>/<library>/*.tsv of a finished local run. Setup kinds are keyed
+    (kind, "") and learned from benchmarks/setup/<kind>/*.tsv."""
+    per_image: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(
         lambda: defaultdict(list)
     )
     overheads: dict[tuple[str, str], list[float]] = defaultdict(list)
-    setups: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for path in sorted((run_dir / "results" / "raw").glob("*/*/*/*.json")):
-        machine, regime, library = path.parts[-4:-1]
-        payload = json.loads(path.read_text())
-        meta = payload["metadata"]
-        params = meta.get("benchmark_params", {})
-        if not {"num_images", "processes", "values", "warmups"} <= params.keys():
-            continue
-        key = (regime, library)
-        measured = 0.0
+    raw = run_dir / "results" / "raw"
+    # Any depth (<machine>[/<dataset>]/<regime>/<library>/<job>.json); benchmarks/ mirrors it.
+    for path in sorted(raw.glob("**/*.json")):
+        regime, library = path.parts[-3:-1]
+        try:
+            payload = json.loads(path.read_text())
+            params = payload["metadata"]["benchmark_params"]
+            kind = kind_of(regime, path.stem)
+            images = images_per_transform(kind, params)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not a result of this workflow's regimes
+        key = (kind, library)
+        work = 0.0
         for transform, row in payload["results"].items():
-            wall = row.get("wall_seconds")
-            if wall is None:  # unsupported: no process ran, no cost
-                costs[key][transform].append(TransformCost(None, 0.0))
-                continue
-            measured += wall
             if row.get("status") == "ok" and row.get("median_throughput"):
-                per_image = 1.0 / row["median_throughput"]
-                fixed = max(wall - work_units(params) * per_image, 0.0) / params["processes"]
-                costs[key][transform].append(TransformCost(per_image, fixed))
-            else:
-                costs[key][transform].append(TransformCost(None, wall))
-        bench = run_dir / "benchmarks" / machine / regime / library / f"{path.stem}.tsv"
+                per_image[key][transform].append(1.0 / row["median_throughput"])
+                work += images / row["median_throughput"]
+        bench = run_dir / "benchmarks" / path.relative_to(raw).with_suffix(".tsv")
         seconds = _benchmark_seconds(bench)
         if seconds is not None:
-            overheads[key].append(max(seconds - measured, 0.0))
-        setup = meta.get("setup") or {}
-        setups[key].append(setup.get("env_seconds", 0.0) + setup.get("dataset_seconds", 0.0))
-    models = {}
-    for key, per_transform in costs.items():
-        merged = {}
-        for transform, seen in per_transform.items():
-            ok = [c for c in seen if c.per_image_s is not None]
-            if ok:
-                merged[transform] = TransformCost(
-                    statistics.median(c.per_image_s for c in ok if c.per_image_s is not None),
-                    statistics.median(c.per_process_s for c in ok),
-                )
-            else:
-                merged[transform] = TransformCost(
-                    None, statistics.median(c.per_process_s for c in seen)
-                )
-        models[key] = LibraryModel(
-            transforms=merged,
-            job_overhead_s=statistics.median(overheads[key]) if overheads[key] else 0.0,
-            setup_s=statistics.median(setups[key]) if setups[key] else 0.0,
+            overheads[key].append(max(seconds - work, 0.0))
+    models: dict[tuple[str, str], KindModel] = {}
+    for key in set(per_image) | set(overheads):
+        models[key] = KindModel(
+            {t: statistics.median(v) for t, v in per_image[key].items()},
+            statistics.median(overheads[key]) if overheads[key] else 0.0,
         )
+    for kind in SETUP_KINDS:
+        times = [
+            s
+            for tsv in sorted((run_dir / "benchmarks" / "setup" / kind).glob("*.tsv"))
+            if (s := _benchmark_seconds(tsv)) is not None
+        ]
+        if times:
+            models[(kind, "")] = KindModel({}, statistics.median(times))
     return models
 
 
+@dataclass(frozen=True)
+class Job:
+    """One planned job: its kind, library ("" for setup jobs) and transforms (benchmark jobs)."""
+
+    kind: str
+    library: str = ""
+    transforms: tuple[str, ...] = ()
+
+
+def job_from_result_path(path: str, transforms_by_shard: dict[str, dict[str, list[str]]]) -> Job:
+    """The planned job behind one result path of the workflow (common.smk *_results())."""
+    parts = Path(path).parts
+    regime, library, stem = parts[-3], parts[-2], Path(path).stem
+    kind = kind_of(regime, stem)
+    shard = re.split(r"[-_]", stem)[-1]
+    return Job(kind, library, tuple(transforms_by_shard[regime][shard]))
+
+
+def seconds_per_job(
+    jobs: list[Job],
+    models: dict[tuple[str, str], KindModel],
+    config: dict[str, Any],
+    image_scale: float = 1.0,
+) -> tuple[dict[Job, float | None], dict[Job, str]]:
+    """Local seconds of every planned job (None: no model) and the basis of each estimate
+    (measured / assumed / none: why). The reusable core: a cloud estimate divides by a machine's
+    speed factor; a local ETA sums it as is. ``image_scale`` scales the dataset setup jobs."""
+    assumed = config.get("cloud", {}).get("assumed_img_per_s", {})
+    seconds: dict[Job, float | None] = {}
+    basis: dict[Job, str] = {}
+    for job in jobs:
+        if job.kind in SETUP_KINDS:
+            model = models.get((job.kind, ""))
+            if model is None:  # an assumption does not scale with the dataset
+                seconds[job], basis[job] = ASSUMED_SETUP_S, "assumed"
+            else:
+                scale = image_scale if job.kind != "build_env" else 1.0
+                seconds[job], basis[job] = model.overhead_s * scale, "measured"
+            continue
+        images = images_per_transform(job.kind, target_params(job.kind, config))
+        model = models.get((job.kind, job.library))
+        if model is not None and model.per_image_s:
+            seconds[job], basis[job] = model.job_seconds(list(job.transforms), images), "measured"
+            continue
+        rate = assumed.get(job.kind, {}).get(job.library)
+        if rate:
+            overhead = model.overhead_s if model is not None else 0.0
+            seconds[job] = overhead + len(job.transforms) * images / rate
+            basis[job] = "assumed"
+        else:
+            seconds[job] = None
+            basis[job] = (
+                "none: no measured row in the local run and no cloud.assumed_img_per_s."
+                f"{job.kind}.{job.library}"
+            )
+    return seconds, basis
+
+
 @dataclass
-class RegimeEstimate:
-    regime: str
+class Row:
+    """One line of the estimate: the jobs of one kind on one machine type."""
+
+    kind: str
     machine_type: str
-    usd_per_hour: float
     jobs: int
-    job_seconds: list[float]
+    preemptible: bool
+    speed_factor: float
+    basis: str
+    vm_seconds: float | None  # None: at least one job has no model
+    on_demand_usd_h: float | None
+    spot_usd_h: float | None
 
     @property
-    def vm_hours(self) -> float:
-        return sum(self.job_seconds) / 3600
+    def vm_hours(self) -> float | None:
+        return None if self.vm_seconds is None else self.vm_seconds / 3600
 
-    @property
-    def usd(self) -> float:
-        return self.vm_hours * self.usd_per_hour
+    def usd(self, spot: bool) -> float | None:
+        price = self.spot_usd_h if spot and self.preemptible else self.on_demand_usd_h
+        if self.vm_hours is None or price is None:
+            return None
+        return self.vm_hours * price
 
 
 def estimate(
-    target: dict[str, Any],
-    models: dict[tuple[str, str], LibraryModel],
+    jobs: list[Job],
+    models: dict[tuple[str, str], KindModel],
+    config: dict[str, Any],
+    default_machine: str,
+    preemptible: set[str],
     vm_start_s: float,
-) -> tuple[list[RegimeEstimate], list[str]]:
-    """Per-regime jobs, VM hours and cost of the ``target`` config; and what could not be
-    estimated (a regime or library without a local measurement), never silently dropped."""
-    cloud = target["cloud"]
-    prices = cloud.get("prices_usd_per_hour", {})
-    missing: list[str] = []
-    out = []
-    for regime in target["regimes"]:
-        if regime != "micro":
-            missing.append(f"{regime}: no job model yet (only micro shards are modelled)")
-            continue
-        placement = cloud["regimes"][regime]
-        machine_type = placement["machine_type"]
-        if machine_type not in prices:
-            missing.append(f"{regime}: no price for {machine_type} in cloud.prices_usd_per_hour")
-        params = {**target["micro"], "num_images": target["num_images"]}
-        size = target["micro"]["shard_size"]
-        shards = [
-            target["transforms"][i : i + size] for i in range(0, len(target["transforms"]), size)
-        ]
-        job_seconds = []
-        for library in matrix.libraries_for(regime, target["libraries"]):
-            model = models.get((regime, library))
-            if model is None:
-                missing.append(f"{regime}/{library}: no result files in the local run")
-                continue
-            for shard in shards:
-                body = sum(model.transform_seconds(t, params) for t in shard)
-                job_seconds.append(vm_start_s + model.job_overhead_s + body)
-        out.append(
-            RegimeEstimate(
-                regime, machine_type, prices.get(machine_type, math.nan), len(job_seconds),
-                job_seconds,
-            )
+    image_scale: float = 1.0,
+) -> list[Row]:
+    cloud = config.get("cloud", {})
+    factors = cloud.get("speed_factors", {})
+    on_demand = cloud.get("prices_usd_per_hour", {})
+    spot = cloud.get("spot_prices_usd_per_hour", {})
+    seconds, basis = seconds_per_job(jobs, models, config, image_scale)
+    groups: dict[tuple[str, str], list[Job]] = defaultdict(list)
+    for job in jobs:
+        placement = cloud.get("regimes", {}).get(job.kind)
+        groups[(job.kind, placement["machine_type"] if placement else default_machine)].append(job)
+    rows = []
+    for (kind, machine), members in groups.items():
+        factor = float(factors.get(machine, 1.0))
+        local = [seconds[j] for j in members]
+        bases = sorted({basis[j] for j in members})
+        vm = None if any(s is None for s in local) else sum(
+            vm_start_s + s / factor for s in local if s is not None
         )  # fmt: skip
-    return out, missing
+        rows.append(
+            Row(kind, machine, len(members), kind in preemptible, factor, "; ".join(bases), vm,
+                on_demand.get(machine), spot.get(machine))
+        )  # fmt: skip
+    order = {k: i for i, k in enumerate(SETUP_KINDS + BENCH_KINDS)}
+    return sorted(rows, key=lambda r: (order.get(r.kind, 99), r.machine_type))
 
 
-def report(estimates: list[RegimeEstimate], missing: list[str], jobs: int, source: str) -> str:
-    lines = [
-        f"{'regime':<16}{'machine':<16}{'jobs':>6}{'mean job min':>14}{'VM hours':>10}{'USD':>10}",
-    ]
-    for e in estimates:
-        mean_min = statistics.fmean(e.job_seconds) / 60 if e.job_seconds else 0.0
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "n/a" if value is None or math.isnan(value) else f"{value:.{digits}f}"
+
+
+TSV_COLUMNS = (
+    "kind", "machine_type", "jobs", "preemptible", "speed_factor", "vm_hours", "usd_on_demand",
+    "usd_spot", "basis",
+)  # fmt: skip
+
+
+def write_tsv(rows: list[Row], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as fh:
+        out = csv.writer(fh, delimiter="\t")
+        out.writerow(TSV_COLUMNS)
+        for r in rows:
+            out.writerow([r.kind, r.machine_type, r.jobs, r.preemptible, r.speed_factor,
+                          _fmt(r.vm_hours, 4), _fmt(r.usd(False), 4), _fmt(r.usd(True), 4),
+                          r.basis])  # fmt: skip
+
+
+def report(rows: list[Row], planned: list[str], concurrent: int, sources: dict[str, str]) -> str:
+    """The table, then a total only when every planned kind has a model and a price."""
+    head = (f"{'kind':<22}{'machine':<16}{'jobs':>6}{'speed x':>8}{'VM h':>9}"
+            f"{'USD on-demand':>15}{'USD Spot':>13}  basis")  # fmt: skip
+    lines = [head]
+    for r in rows:
+        spot = _fmt(r.usd(True)) if r.preemptible else "(on-demand)"
         lines.append(
-            f"{e.regime:<16}{e.machine_type:<16}{e.jobs:>6}{mean_min:>14.1f}"
-            f"{e.vm_hours:>10.2f}{e.usd:>10.2f}"
+            f"{r.kind:<22}{r.machine_type:<16}{r.jobs:>6}{r.speed_factor:>8.2f}"
+            f"{_fmt(r.vm_hours):>9}{_fmt(r.usd(False)):>15}{spot:>13}  {r.basis}"
         )
-    all_jobs = [s for e in estimates for s in e.job_seconds]
-    total_usd = sum(e.usd for e in estimates)
-    # With `jobs` VMs at once, the sweep takes at least its longest job and its total / jobs.
-    wall_h = max(max(all_jobs, default=0.0), sum(all_jobs) / max(jobs, 1)) / 3600
-    lines.append(f"total: {len(all_jobs)} jobs, {sum(all_jobs) / 3600:.2f} VM hours, "
-                 f"about {total_usd:.2f} USD on demand (Spot VMs cost less), "
-                 f"about {wall_h:.2f} h of wall time with {jobs} jobs at once")  # fmt: skip
-    lines.append(f"prices: {source}")
-    lines.extend(f"not estimated: {m}" for m in missing)
+    modelled = {r.kind for r in rows}
+    gaps = [f"{k}: no planned jobs found" for k in planned if k not in modelled]
+    gaps += [f"{r.kind} on {r.machine_type}: {r.basis}" for r in rows if r.vm_seconds is None]
+    gaps += [f"{r.kind} on {r.machine_type}: no price for {r.machine_type}"
+             for r in rows if r.vm_seconds is not None and r.usd(True) is None]  # fmt: skip
+    if gaps:
+        lines.append("NO TOTAL: the estimate does not cover every planned job:")
+        lines.extend(f"  {g}" for g in gaps)
+    else:
+        hours = sum(r.vm_hours or 0.0 for r in rows)
+        longest = max((r.vm_seconds or 0.0) / max(r.jobs, 1) for r in rows) / 3600
+        lines.append(
+            f"total: {sum(r.jobs for r in rows)} jobs, {hours:.2f} VM hours, "
+            f"{sum(r.usd(False) or 0 for r in rows):.2f} USD on demand, "
+            f"{sum(r.usd(True) or 0 for r in rows):.2f} USD with preemptible benchmark jobs; "
+            f"at least {max(longest, hours / max(concurrent, 1)):.2f} h of wall time "
+            f"with {concurrent} jobs at once"
+        )
+    lines.extend(f"{k}: {v}" for k, v in sources.items())
     return "\n".join(lines)

@@ -175,6 +175,18 @@ def _validate_image(path: Path, member_name: str, archive: Path) -> StagedImage:
     )
 
 
+def _unwrap(work: Path, staged: list[dict[str, Any]]) -> Path:
+    """The folder that becomes ``images/``: an archive holding every image under a top folder
+    named ``images`` (as the default archive does) is staged as ``images/<file>``, not
+    ``images/images/<file>``; ``staged`` paths are made relative to it. Other layouts are kept."""
+    parts = [PurePosixPath(f["path"]).parts for f in staged]
+    if any(len(p) < 2 or p[0] != "images" for p in parts):
+        return work
+    for f, p in zip(staged, parts, strict=True):
+        f["path"] = PurePosixPath(*p[1:]).as_posix()
+    return work / "images"
+
+
 def stage_archive(
     archive: Path, out_dir: Path, name: str, source: str | None = None, min_side: int = 224
 ) -> dict[str, Any]:
@@ -234,9 +246,12 @@ def stage_archive(
         if not staged:
             raise DatasetError(f"dataset archive contains no images: {archive}")
         staged.sort(key=lambda f: f["path"])
+        root = _unwrap(work, staged)
         if images_dir.exists():
             shutil.rmtree(images_dir)
-        work.rename(images_dir)
+        root.rename(images_dir)
+        if root != work:
+            shutil.rmtree(work)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise

@@ -8,9 +8,9 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -19,7 +19,7 @@ from typing import ClassVar
 
 import pytest
 import yaml
-from conftest import REPO, run_snakemake
+from conftest import OFFLINE_ENV, REPO, run_snakemake
 
 from augbench import cloud, provision
 from augbench.dataset import build_default_archive
@@ -27,14 +27,6 @@ from augbench.dataset import build_default_archive
 BIN = Path(sys.executable).parent
 CLOUD_CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["cloud"]
 LOCAL_ENVS = f"envs={{'manager': 'uv', 'dir': '{REPO / '.venvs'}'}}"
-# Requests the google libraries could make to a metadata server stay on loopback.
-OFFLINE_ENV = {"NO_GCE_CHECK": "true", "GOOGLE_CLOUD_PROJECT": "test"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # -- googlebatch profile: placement per rule ---------------------------------------------------
@@ -104,7 +96,8 @@ def test_cloud_profile_sets_what_a_sweep_needs() -> None:
     assert profile["default-storage-prefix"].startswith("gs://")
     assert int(profile["googlebatch-max-run-duration"].rstrip("s")) > 3600
     assert "micro" in profile["preemptible-rules"]
-    assert profile["preemptible-retries"] >= 1 and profile["retries"] >= 1
+    # Plugin 0.5.1 drops preemptible-retries (tests/test_batch_spec.py): Snakemake's retries it is.
+    assert "preemptible-retries" not in profile and profile["retries"] >= 1
     assert profile["keep-going"] is True
     assert "centos" not in profile["googlebatch-image-family"]
     # No global bench_slot: jobs on separate VMs must not be serialized.
@@ -213,39 +206,6 @@ def test_env_with_a_matching_lock_stamp_is_reused(tmp_path: Path) -> None:
 
 
 # -- workflow: GCS emulator, kill and rerun ----------------------------------------------------
-@pytest.fixture
-def gcs_emulator(tmp_path: Path):
-    """A real GCS-compatible server on loopback, stopped when the test ends."""
-    port = free_port()
-    log = (tmp_path / "emulator.log").open("w")
-    proc = subprocess.Popen(
-        [str(BIN / "gcp-storage-emulator"), "start", "--host=127.0.0.1", f"--port={port}",
-         "--in-memory"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError(f"gcp-storage-emulator did not start on port {port}") from None
-            time.sleep(0.2)
-    host = f"http://127.0.0.1:{port}"
-    try:
-        yield host
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-        log.close()
-
-
 @pytest.mark.workflow
 def test_smoke_sweep_reads_and_writes_a_gcs_bucket(
     gcs_emulator: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -284,6 +244,16 @@ def test_smoke_sweep_reads_and_writes_a_gcs_bucket(
     for table in ("all_results", "coverage", "speedups_micro", "throughputs_micro"):
         assert f"sweep/results/tables/{table}.csv" in names
     assert "sweep/results/data/smoke-set/manifest.json" in names
+    # The staged images, exactly: the archive's images/<file> members as images/<file>, once.
+    with tarfile.open(archive) as tar:
+        members = [m.name for m in tar.getmembers() if m.isfile()]
+    assert all(m.startswith("images/") for m in members)
+    staged = {n for n in names if n.startswith("sweep/results/data/smoke-set/images")}
+    # ... plus the marker Snakemake keeps in every directory() output.
+    assert staged == {f"sweep/results/data/smoke-set/{m}" for m in members} | {
+        "sweep/results/data/smoke-set/images/.snakemake_timestamp"
+    }
+    assert not any("images/images" in n for n in names)
     assert any(n.startswith("sweep/benchmarks/smoke-gcs/micro/") for n in names)
     # Venvs never travel through the bucket.
     assert not any(".venvs" in n or "/bin/python" in n for n in names)
@@ -319,28 +289,15 @@ def test_sigkilled_job_leaves_no_result_and_the_rerun_recovers_exactly_it(
         "--directory", str(tmp_path), "--workflow-profile", str(REPO / "profiles" / "default"),
         "--cores", "2", *config,
     ]  # fmt: skip
-    with (tmp_path / "killed-run.log").open("w") as log:
-        driver = subprocess.Popen(
-            cmd, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        shards = ("s000", "s001", "s002")
-        logs = tmp_path / "logs/kill-test/micro/albumentationsx"
-        deadline = time.monotonic() + 300
-        # Two shards complete, the third measuring: its engine started, its result not written.
-        while True:
-            done = [s for s in shards if (raw / f"{s}.json").exists()]
-            running = [
-                s for s in shards if s not in done and "provision |" in _text(logs / f"{s}.log")
-            ]
-            if len(done) == 2 and running:
-                break
-            assert driver.poll() is None, _text(tmp_path / "killed-run.log")[-4000:]
-            assert time.monotonic() < deadline, "the workflow never reached its last shard"
-            time.sleep(0.05)
-        time.sleep(0.5)
-        os.killpg(driver.pid, signal.SIGKILL)
-        driver.wait(timeout=30)
-    victim = running[0]
+    shards = ("s000", "s001", "s002")
+    logs = tmp_path / "logs/kill-test/micro/albumentationsx"
+
+    def progress() -> tuple[list[str], list[str]]:
+        done = [s for s in shards if (raw / f"{s}.json").exists()]
+        running = [s for s in shards if s not in done and "provision |" in _text(logs / f"{s}.log")]
+        return done, running
+
+    done, victim = _kill_during_last_shard(cmd, tmp_path, progress)
 
     assert not (raw / f"{victim}.json").exists(), "the shard finished before the kill; rerun"
     assert sorted(p.name for p in raw.glob("*.json")) == sorted(f"{s}.json" for s in done)
@@ -371,3 +328,111 @@ def _text(path: Path) -> str:
         return path.read_text()
     except OSError:
         return ""
+
+
+@pytest.mark.workflow
+def test_killed_job_in_a_bucket_sweep_reruns_alone_and_leaves_every_other_object_untouched(
+    gcs_emulator: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kill-and-rerun recovery of docs/cloud.md with every input and output in a GCS bucket
+    (the emulator as default storage): the driver and its running benchmark job are SIGKILLed
+    together, then --unlock and --rerun-incomplete rerun exactly that job, and every object
+    already in the bucket keeps its md5 and generation (nothing else was rewritten)."""
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs_emulator)
+    for key, value in OFFLINE_ENV.items():
+        monkeypatch.setenv(key, value)
+    from google.cloud import storage
+
+    client = storage.Client(project="test")
+    client.create_bucket("augbench-kill")
+    one_per_shard = tmp_path / "one-transform-per-shard.yaml"
+    # Three pyperf processes per transform: a shard lasts long enough to be killed mid-way.
+    one_per_shard.write_text(yaml.safe_dump({"micro": {"shard_size": 1, "processes": 3}}))
+    storage_args = (
+        "--default-storage-provider", "gcs", "--default-storage-prefix", "gs://augbench-kill/sweep",
+        "--storage-gcs-project", "test",
+    )  # fmt: skip
+    config = (
+        *storage_args, "--configfile", str(one_per_shard),
+        "--config", "preset=smoke", "machine=kill-gcs", LOCAL_ENVS, "libraries=[pillow]",
+        "regimes=[micro]", f"cloud={{'scratch': '{tmp_path / 'node-scratch'}'}}",
+    )  # fmt: skip
+    env = {"STORAGE_EMULATOR_HOST": gcs_emulator, **OFFLINE_ENV}
+    raw = "sweep/results/raw/kill-gcs/micro/pillow"
+    shards = ("s000", "s001", "s002")
+
+    def objects() -> dict[str, tuple[str, int]]:
+        return {
+            b.name: (b.md5_hash, b.generation)
+            for b in client.list_blobs("augbench-kill", prefix="sweep/")
+            if "snakemake-workflow-sources" not in b.name
+        }
+
+    cmd = [
+        sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+        "--directory", str(tmp_path), "--workflow-profile", str(REPO / "profiles" / "default"),
+        "--cores", "2", *config,
+    ]  # fmt: skip
+    local_copies = tmp_path / ".snakemake" / "storage"
+
+    def progress() -> tuple[list[str], list[str]]:
+        # Results count once in the bucket; the running job's log is still only in the driver's
+        # local storage copy.
+        in_bucket = objects()
+        done = [s for s in shards if f"{raw}/{s}.json" in in_bucket]
+        running = [
+            s for s in shards if s not in done and any(
+                "provision |" in _text(p)
+                for p in local_copies.glob(f"**/logs/kill-gcs/micro/pillow/{s}.log"))
+        ]  # fmt: skip
+        return done, running
+
+    done, victim = _kill_during_last_shard(cmd, tmp_path, progress, env)
+
+    before = objects()
+    assert f"{raw}/{victim}.json" not in before, "the shard finished before the kill; rerun"
+    assert sorted(n for n in before if n.startswith(f"{raw}/")) == [
+        f"{raw}/{s}.json" for s in sorted(done)
+    ]
+    run_snakemake(tmp_path, "--unlock", *config, env=env)
+    plan = run_snakemake(tmp_path, "-n", "--rerun-incomplete", *config, env=env)
+    planned = re.findall(r"output: (\S+/micro/pillow/s\d{3}\.json)", plan.stdout)
+    assert [Path(p).name for p in planned] == [f"{victim}.json"], plan.stdout[-4000:]
+
+    run_snakemake(tmp_path, "--cores", "2", "--rerun-incomplete", *config, env=env)
+    after = objects()
+    assert f"{raw}/{victim}.json" in after
+    assert {n: after[n] for n in before} == before  # same md5 and generation: untouched
+    # New objects: the victim's (result, log, timing) and the downstream tables and figures;
+    # no other benchmark, env or staging job ran again.
+    new = sorted(set(after) - set(before))
+    upstream = tuple(f"sweep/{d}/" for d in ("results/raw", "results/envs", "results/data"))
+    upstream += ("sweep/benchmarks/",)
+    assert [n for n in new if n.startswith(upstream) or "/micro/" in n] == sorted(
+        [f"{raw}/{victim}.json", f"sweep/benchmarks/kill-gcs/micro/pillow/{victim}.tsv",
+         f"sweep/logs/kill-gcs/micro/pillow/{victim}.log"]
+    ), new  # fmt: skip
+
+
+def _kill_during_last_shard(
+    cmd: list[str], tmp_path: Path, progress, env: dict[str, str] | None = None
+) -> tuple[list[str], str]:
+    """Start the driver, wait until two shards are done and the third is measuring (its engine
+    started, its result not written), then SIGKILL the driver with its job, as a VM dies."""
+    with (tmp_path / "killed-run.log").open("w") as log:
+        driver = subprocess.Popen(
+            cmd, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**os.environ, **(env or {})},
+        )  # fmt: skip
+        deadline = time.monotonic() + 600
+        while True:
+            done, running = progress()
+            if len(done) == 2 and running:
+                break
+            assert driver.poll() is None, _text(tmp_path / "killed-run.log")[-4000:]
+            assert time.monotonic() < deadline, "the workflow never reached its last shard"
+            time.sleep(0.05)
+        time.sleep(0.5)
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=30)
+    return done, running[0]

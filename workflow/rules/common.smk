@@ -348,3 +348,44 @@ def plot_from_fingerprint(wildcards):
 
 def plot_targets():
     return [f for name in PLOT_FROM for f in figure_targets(f"results/plots/{name}")]
+
+
+# -- cost estimate (rule cost) ---------------------------------------------------------------
+def cost_plan():
+    """Every job the configured sweep plans, as the cost model needs it: benchmark jobs from the
+    same result paths `aggregate` collects, setup jobs from the configured libraries and dataset;
+    plus what the invocation says about placement (the profile's preemptible rules and jobs).
+    """
+    shards_by_regime = {
+        "micro": MICRO_SHARDS,
+        "cpu_dataloader": DATALOADER_SHARDS,
+        "gpu_dataloader": GPU_DL_SHARDS,
+        "dali": DALI_SHARDS,
+    }
+    remote = getattr(workflow, "remote_execution_settings", None)
+    preemptible = getattr(remote, "preemptible_rules", None)
+    executor = getattr(workflow, "executor_settings", None)
+    rules = ["build_env", "build_default_archive", "stage_dataset", "micro"]
+    rules += ["cpu_dataloader", "gpu_dataloader", "dali", "dali_cpu"]
+    return {
+        "results": result_files(),
+        "shards": shards_by_regime,
+        "libraries": LIBRARIES,
+        "default_archive": not config["dataset"].get("archive"),
+        "regimes": REGIMES,
+        "preemptible": [
+            r
+            for r in rules
+            if preemptible is not None and preemptible.is_preemptible(r)
+        ],
+        "default_machine": getattr(executor, "machine_type", None) or "e2-standard-2",
+        "jobs_at_once": getattr(workflow.resource_settings, "nodes", None) or 1,
+    }
+
+
+def measured_run_fingerprint():
+    """Changes when the local run's timings change, so `cost` reruns (they are not inputs: the
+    run's result paths are outputs of benchmark rules, which `cost` must never plan)."""
+    root = Path(CLOUD["estimate_from"])
+    files = sorted(root.glob("benchmarks/**/*.tsv"))
+    return f"{len(files)}:{max((f.stat().st_mtime_ns for f in files), default=0)}"

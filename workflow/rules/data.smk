@@ -6,6 +6,8 @@ rule build_default_archive:
         archive="results/data/archives/default-{n}.tar",
     log:
         "logs/data/build_default_archive-{n}.log",
+    benchmark:
+        "benchmarks/setup/build_default_archive/default-{n}.tsv"
     conda:
         "../../envs/driver.yaml"
     params:
@@ -22,6 +24,8 @@ rule stage_dataset:
         images=directory("results/data/{dataset}/images"),
     log:
         "logs/data/stage_dataset-{dataset}.log",
+    benchmark:
+        "benchmarks/setup/stage_dataset/{dataset}.tsv"
     conda:
         "../../envs/driver.yaml"
     params:

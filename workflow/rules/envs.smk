@@ -8,6 +8,8 @@ rule build_env:
         marker="results/envs/{library}.json",
     log:
         "logs/envs/{library}.log",
+    benchmark:
+        "benchmarks/setup/build_env/{library}.tsv"
     conda:
         "../../envs/{library}.yaml"
     params:

@@ -1,63 +1,67 @@
-"""Estimate a cloud sweep's jobs, VM hours, cost and wall time before launching it.
+"""Rule cost: the sweep's jobs, VM hours and USD per kind and machine type, before launching it.
 
-    uv run python workflow/scripts/estimate_cost.py --preset paper --from .
+    uv run snakemake cost --workflow-profile profiles/googlebatch --config preset=paper
 
-`--from` is the working directory of a finished local run (any preset; its result files and
-benchmarks/ timings are the measurements); the target is config/config.yaml with `--preset` and
-any `--configfile` merged in, as the sweep itself will see it. See docs/cloud.md.
+Learns per-job times from the finished local run in config `cloud.estimate_from` (augbench.cost),
+writes results/cost/estimate.tsv and prints the table (docs/cloud.md).
 """
 
-from __future__ import annotations
-
-import argparse
+import json
+import statistics
 import sys
 from pathlib import Path
 
-import yaml
+sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-
-from augbench import cost  # noqa: E402
-from augbench.config import ConfigError, deep_merge, resolve  # noqa: E402
+from augbench import cost
+from augbench.logs import redirect_to_log
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--preset", default="paper", help="preset of the sweep to estimate")
-    p.add_argument("--configfile", type=Path, action="append", default=[])
-    p.add_argument("--from", dest="run_dir", type=Path, default=Path("."),
-                   help="working directory of a finished local run")  # fmt: skip
-    p.add_argument("--vm-start-s", type=float, default=180.0,
-                   help="seconds each job's VM spends before the job starts: boot, image pull, "
-                        "env provisioning (assumption; see docs/cloud.md)")  # fmt: skip
-    p.add_argument("--jobs", type=int, default=64, help="jobs running at once (profile `jobs`)")
-    args = p.parse_args(argv)
-
-    user = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    for extra in args.configfile:
-        user = deep_merge(user, yaml.safe_load(extra.read_text()) or {})
-    user["preset"] = args.preset
-    user["machine"] = "estimate"  # the label does not change the estimate; skip CPU detection
-    try:
-        target = resolve(user, REPO)
-    except ConfigError as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    models = cost.learn(args.run_dir)
-    if not models:
-        print(
-            f"no measured result files under {args.run_dir / 'results' / 'raw'}: run the "
-            "workflow locally first (e.g. `uv run snakemake --cores 2`)",
-            file=sys.stderr,
-        )
-        return 2
-    estimates, missing = cost.estimate(target, models, args.vm_start_s)
-    print(f"sweep: preset {args.preset}, {len(target['transforms'])} transforms, "
-          f"{target['num_images']} images; measured in {args.run_dir.resolve()}")  # fmt: skip
-    print(cost.report(estimates, missing, args.jobs, target["cloud"].get("price_source", "")))
-    return 0
+def local_images(run_dir: Path) -> int | None:
+    counts = []
+    for manifest in run_dir.glob("results/data/*/manifest.json"):
+        try:
+            counts.append(json.loads(manifest.read_text())["file_count"])
+        except (OSError, ValueError, KeyError):
+            continue
+    return int(statistics.median(counts)) if counts else None
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def main() -> str:
+    sm = snakemake  # noqa: F821
+    plan, config = sm.params.plan, sm.params.config
+    run_dir = Path(sm.params.run_dir)
+    models = cost.learn(run_dir)
+    jobs = [cost.job_from_result_path(p, plan["shards"]) for p in plan["results"]]
+    jobs += [cost.Job("build_env", lib) for lib in plan["libraries"]]
+    jobs += [cost.Job("stage_dataset")]
+    if plan["default_archive"]:
+        jobs += [cost.Job("build_default_archive")]
+    local = local_images(run_dir)
+    target = config["dataset"].get("default_images") or config["num_images"]
+    scale = target / local if local else 1.0
+    cloud = config["cloud"]
+    rows = cost.estimate(
+        jobs, models, config, plan["default_machine"], set(plan["preemptible"]),
+        cloud["vm_start_s"], scale,
+    )  # fmt: skip
+    cost.write_tsv(rows, Path(sm.output.estimate))
+    planned = ["build_env", "stage_dataset", *plan["regimes"]]
+    if "dali" in plan["regimes"]:
+        planned += ["dali_cpu"] if "dali-cpu" in config["dali"].get("variants", []) else []
+    sources = {
+        "measured in": f"{run_dir.resolve()} ({len(models)} job models)",
+        "on-demand prices": cloud.get("price_source", "unspecified"),
+        "Spot prices": cloud.get("spot_price_source", "unspecified"),
+        "speed factors": cloud.get("speed_factor_source", "unspecified"),
+        "assumed GPU throughput": cloud.get("assumed_img_per_s_source", "unspecified"),
+        "per job also": f"{cloud['vm_start_s']:.0f} s of VM start (cloud.vm_start_s, assumed)",
+    }
+    return cost.report(rows, planned, plan["jobs_at_once"], sources)
+
+
+with redirect_to_log(snakemake.log[0]):  # noqa: F821
+    table = main()
+    print(table)
+# Printed again outside the log: the table is what the user asked for.
+print(table, flush=True)

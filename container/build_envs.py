@@ -1,0 +1,79 @@
+"""Build every environment a cloud job needs under one prefix: the image recipe's only env step.
+
+    python container/build_envs.py --prefix /opt/augbench   # what container/Dockerfile runs
+    python container/build_envs.py --prefix /tmp/x --libraries pillow   # a quick check
+
+- ``<prefix>/driver``: Snakemake 9.27.1 with the pinned executor and storage plugins, from
+  ``envs/driver.txt`` (the driver's lock, exported from uv.lock by workflow/scripts/lock_envs.py).
+  The image puts its ``bin`` first on PATH: the plugin's job command runs ``python -m snakemake``.
+- ``<prefix>/venvs/<library>``: one venv per benchmarked library from ``envs/<library>.txt``.
+
+Both go through ``augbench.provision.ensure_env``, the code path of the workflow's build_env rule
+and of every benchmark job, so each venv carries the lock stamp a job checks before reusing it: a
+job on the image finds its env matching and installs nothing. After building, each env must import
+what it is for, or the script fails (an image that cannot run a job is not pushed).
+tests/test_image_envs.py runs this script in an empty prefix for all five libraries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from augbench import matrix  # noqa: E402
+from augbench.provision import ensure_env  # noqa: E402
+
+# What each env must import to be usable (the import name differs from the distribution name).
+IMPORTS = {
+    "driver": "snakemake, snakemake_executor_plugin_googlebatch, snakemake_storage_plugin_gcs",
+    "albumentationsx": "albumentations, cv2",
+    "torchvision": "torch, torchvision",
+    "kornia": "torch, kornia",
+    "pillow": "PIL.Image",
+    "dali": "nvidia.dali",
+}
+
+
+def env_dir(prefix: Path, name: str) -> Path:
+    return prefix / "driver" if name == "driver" else prefix / "venvs" / name
+
+
+def build(prefix: Path, name: str, python: str) -> dict:
+    lock = REPO / "envs" / f"{name}.txt"
+    report = ensure_env(name, lock, env_dir(prefix, name), python)
+    start = time.perf_counter()
+    subprocess.run([report["python"], "-c", f"import {IMPORTS[name]}"], check=True)
+    report["import_seconds"] = time.perf_counter() - start
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--prefix", type=Path, required=True, help="e.g. /opt/augbench in the image")
+    p.add_argument("--libraries", nargs="+", default=list(matrix.LIBRARIES),
+                   choices=matrix.LIBRARIES)  # fmt: skip
+    p.add_argument("--no-driver", action="store_true", help="library venvs only")
+    p.add_argument("--python", default=sys.executable, help="interpreter the venvs are made from")
+    args = p.parse_args(argv)
+    names = ([] if args.no_driver else ["driver"]) + args.libraries
+    for name in names:
+        try:
+            r = build(args.prefix.resolve(), name, args.python)
+        except (subprocess.CalledProcessError, RuntimeError) as exc:
+            print(f"{name}: FAILED: {exc}", file=sys.stderr)
+            return 1
+        what = "reused" if r["reused"] else "built"
+        print(f"{name:<16} {what} {env_dir(args.prefix, name)} in {r['setup_seconds']:.1f} s, "
+              f"imports in {r['import_seconds']:.1f} s, lock {r['lock_sha256'][:12]}",
+              flush=True)  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
