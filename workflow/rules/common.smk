@@ -172,14 +172,31 @@ MICRO_SHARDS = shards(
 )
 
 
+# Input layouts other than native write their own shards (contiguous-s000, ...).
+MICRO_LAYOUTS = config["micro"].get("layouts", ["native"])
+
+
+def _layout_prefix(layout):
+    return "" if layout == "native" else f"{layout}-"
+
+
+def micro_layout(wildcards):
+    for layout in matrix.LAYOUTS:
+        if layout != "native" and wildcards.shard.startswith(_layout_prefix(layout)):
+            return layout
+    return "native"
+
+
 def micro_transforms(wildcards):
-    return ",".join(MICRO_SHARDS[wildcards.shard])
+    shard = wildcards.shard.removeprefix(_layout_prefix(micro_layout(wildcards)))
+    return ",".join(MICRO_SHARDS[shard])
 
 
 def micro_results():
     return [
-        f"results/raw/{MACHINE}/micro/{lib}/{shard}.json"
+        f"results/raw/{MACHINE}/micro/{lib}/{_layout_prefix(layout)}{shard}.json"
         for lib in matrix.libraries_for("micro", LIBRARIES)
+        for layout in matrix.layouts_for(lib, MICRO_LAYOUTS)
         for shard in MICRO_SHARDS
     ]
 
