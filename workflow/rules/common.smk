@@ -201,6 +201,33 @@ def micro_results():
     ]
 
 
+# -- lazy-output diagnostic (not a benchmark) -------------------------------------------------
+LAZY = {"enabled": True, "num_images": 10, "repeats": 3, **config.get("lazy_outputs", {})}
+LAZY_ENABLED = LAZY["enabled"] and "micro" in REGIMES
+LAZY_TABLES = {
+    "csv": "results/analysis/lazy_outputs.csv",
+    "markdown": "results/analysis/lazy_outputs.md",
+}
+
+
+def lazy_outputs_results():
+    return [
+        f"results/analysis/lazy_outputs/{MACHINE}/{lib}.json"
+        for lib in matrix.libraries_for("micro", LIBRARIES)
+    ]
+
+
+def lazy_outputs_num_images():
+    return min(LAZY["num_images"], config["num_images"])
+
+
+def summary_extra_inputs(wildcards):
+    """The lazy-output table, for this workflow's own sweep (its flags go into the summary)."""
+    if LAZY_ENABLED and wildcards.root == "results":
+        return {"lazy": LAZY_TABLES["csv"]}
+    return {}
+
+
 # -- cpu_dataloader regime ---------------------------------------------------------------------
 DATALOADER = config["cpu_dataloader"]
 
@@ -322,7 +349,8 @@ def table_outputs():
 def final_targets():
     # Raw result files are targets in their own right: a deleted or killed shard is re-run
     # even when the tables built from it still exist.
-    return [*result_files(), *table_outputs().values(), *figure_targets()]
+    lazy = list(LAZY_TABLES.values()) if LAZY_ENABLED else []
+    return [*result_files(), *table_outputs().values(), *figure_targets(), *lazy]
 
 
 # -- figures, report and analysis (downstream of the tidy table only) ------------------------
