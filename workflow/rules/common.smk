@@ -202,7 +202,12 @@ def micro_results():
 
 
 # -- lazy-output diagnostic (not a benchmark) -------------------------------------------------
-LAZY = {"enabled": True, "num_images": 10, "repeats": 3, **config.get("lazy_outputs", {})}
+LAZY = {
+    "enabled": True,
+    "num_images": 10,
+    "repeats": 3,
+    **config.get("lazy_outputs", {}),
+}
 LAZY_ENABLED = LAZY["enabled"] and "micro" in REGIMES
 LAZY_TABLES = {
     "csv": "results/analysis/lazy_outputs.csv",

@@ -42,8 +42,8 @@ rule lazy_outputs_table:
         **LAZY_TABLES,
     log:
         "logs/lazy_outputs_table.log",
+    localrule: True
     conda:
         "../../envs/driver.yaml"
-    localrule: True
     script:
         "../scripts/lazy_outputs_table.py"
