@@ -148,9 +148,14 @@ def shares_memory(a: Any, b: Any) -> bool:
         if ten.device.type != "cpu" or ten.numel() == 0 or arr.size == 0:
             return False
         t0, t1 = _torch_span(ten)
-        lo, hi = np.byte_bounds(arr)
+        lo, hi = _byte_bounds(arr)
         return t0 < hi and lo < t1
     return False
+
+
+def _byte_bounds(arr: np.ndarray) -> tuple[int, int]:
+    utils = getattr(np.lib, "array_utils", None)  # numpy >= 2; np.byte_bounds before
+    return (utils.byte_bounds if utils else np.byte_bounds)(arr)  # type: ignore[attr-defined]
 
 
 def needs_copy(output: Any, source: Any) -> bool:
