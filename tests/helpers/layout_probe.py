@@ -88,10 +88,10 @@ def main() -> int:
         copied = not _same_memory(done, out)
         d_out, d_done = layout.describe(out), layout.describe(done)
         order_kept = d_out["memory_format"] in ("strided", d_done["memory_format"])
-        check(f"materialize: {name}",
-              copied == expect_copy and not layout.needs_copy(done, image)
-              and (d_out["memory_format"] != "channels_last" or order_kept),
-              copied=copied, expect_copy=expect_copy, output=d_out, materialized=d_done)  # fmt: skip
+        ok = copied == expect_copy and not layout.needs_copy(done, image)
+        ok = ok and (d_out["memory_format"] != "channels_last" or order_kept)
+        check(f"materialize: {name}", ok, copied=copied, expect_copy=expect_copy, output=d_out,
+              materialized=d_done)  # fmt: skip
     Path(report_path).write_text(json.dumps(report, indent=1, default=str))
     return 0
 

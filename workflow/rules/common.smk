@@ -41,7 +41,7 @@ for _regime in REGIMES:
 wildcard_constraints:
     machine=MACHINE.replace(".", r"\."),
     library="|".join(matrix.LIBRARIES),
-    shard=r"(c9)?s\d{3}",
+    shard=r"(contiguous-)?(c9)?s\d{3}",
     dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     n=r"\d+",
 
