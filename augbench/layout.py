@@ -15,6 +15,7 @@ PIL image) are returned as they are.
 
 from __future__ import annotations
 
+from math import inf
 from typing import Any
 
 import numpy as np
@@ -33,8 +34,10 @@ def kind(obj: Any) -> str:
 
 
 def _dims_outer_to_inner(shape: tuple[int, ...], strides: tuple[int, ...]) -> list[int]:
-    """Dimension order of the memory, outermost first (largest |stride|; ties keep dim order)."""
-    return sorted(range(len(shape)), key=lambda d: (-abs(strides[d]), d))
+    """Dimension order of the memory, outermost first (largest |stride|; ties keep dim order).
+    A broadcast (zero-stride) dimension counts as outermost: a copy of an expanded grayscale
+    CHW tensor comes out row-major CHW, as ``.contiguous()`` would make it."""
+    return sorted(range(len(shape)), key=lambda d: (-abs(strides[d]) if strides[d] else -inf, d))
 
 
 def is_dense(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
