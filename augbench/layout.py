@@ -43,11 +43,12 @@ def _dims_outer_to_inner(shape: tuple[int, ...], strides: tuple[int, ...]) -> li
 def is_dense(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
     """True iff the elements fill one block without gaps, overlaps or reversed axes, in any
     dimension order (strides in elements). Size-1 dimensions do not count."""
-    if any(s == 0 for s in shape):
+    # Runs inside the timed loop (materialize): plain loops, no intermediate objects.
+    if 0 in shape:
         return True
-    dims = [(st, sz) for sz, st in zip(shape, strides, strict=True) if sz != 1]
+    dims = sorted((st, sz) for sz, st in zip(shape, strides) if sz != 1)  # noqa: B905
     expected = 1
-    for stride, size in sorted(dims):
+    for stride, size in dims:
         if stride != expected:
             return False
         expected *= size
@@ -55,7 +56,7 @@ def is_dense(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
 
 
 def _torch_strides(t: Any) -> tuple[int, ...]:
-    return tuple(int(s) for s in t.stride())
+    return t.stride()  # a tuple of ints already
 
 
 def _numpy_strides(a: np.ndarray) -> tuple[int, ...]:
@@ -135,24 +136,31 @@ def shares_memory(a: Any, b: Any) -> bool:
     buffers whose bounds overlap, torch tensors on overlapping storage)."""
     if a is b:
         return True
-    ka, kb = kind(a), kind(b)
-    if ka == "numpy" and kb == "numpy":
+    a_np, b_np = isinstance(a, np.ndarray), isinstance(b, np.ndarray)
+    if a_np and b_np:
         return bool(np.may_share_memory(a, b))
-    if ka == "torch" and kb == "torch":
+    a_torch = not a_np and hasattr(a, "untyped_storage")
+    b_torch = not b_np and hasattr(b, "untyped_storage")
+    if a_torch and b_torch:
+        # A view (slice, permute, expand) keeps its base's storage: the same storage pointer.
+        # Distinct storages overlap only when both wrap one foreign buffer (torch.from_numpy).
+        sa, sb = a.untyped_storage(), b.untyped_storage()
+        if sa.data_ptr() == sb.data_ptr():
+            return sa.nbytes() > 0
         if a.device != b.device or a.numel() == 0 or b.numel() == 0:
             return False
         a0, a1 = _torch_span(a)
         b0, b1 = _torch_span(b)
         return a0 < b1 and b0 < a1
-    if ka == "pil" and kb == "pil":
-        return bool(a.im is b.im)
-    if {ka, kb} == {"numpy", "torch"}:
-        arr, ten = (a, b) if ka == "numpy" else (b, a)
+    if (a_np and b_torch) or (a_torch and b_np):
+        arr, ten = (a, b) if a_np else (b, a)
         if ten.device.type != "cpu" or ten.numel() == 0 or arr.size == 0:
             return False
         t0, t1 = _torch_span(ten)
         lo, hi = _byte_bounds(arr)
         return t0 < hi and lo < t1
+    if kind(a) == "pil" and kind(b) == "pil":
+        return bool(a.im is b.im)
     return False
 
 
@@ -165,12 +173,26 @@ def needs_copy(output: Any, source: Any) -> bool:
     """The materialization rule: copy iff the output shares the input's memory or is not dense."""
     if shares_memory(output, source):
         return True
-    k = kind(output)
-    if k == "numpy":
+    if isinstance(output, np.ndarray):
+        flags = output.flags
+        if flags.c_contiguous or flags.f_contiguous:
+            return False
         return not is_dense(output.shape, _numpy_strides(output))
-    if k == "torch":
-        return not is_dense(tuple(output.shape), _torch_strides(output))
+    if hasattr(output, "is_contiguous") and hasattr(output, "stride"):
+        return not _torch_dense(output)
     return False
+
+
+def _torch_dense(t: Any) -> bool:
+    """is_dense for a tensor, with the common layouts checked first (this runs per timed call)."""
+    if t.is_contiguous():
+        return True
+    st, sh = t.stride(), t.shape
+    if len(sh) == 3 and st == (1, sh[2] * sh[0], sh[0]):  # CHW over HWC memory
+        return True
+    if len(sh) == 4 and st == (sh[1] * sh[2] * sh[3], 1, sh[3] * sh[1], sh[1]):  # NCHW over NHWC
+        return True
+    return is_dense(sh, st)
 
 
 def dense_copy(output: Any) -> Any:

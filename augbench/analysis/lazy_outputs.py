@@ -33,6 +33,7 @@ COLUMNS = (
     "materialize_copies",
     "materialized_memory_format",
     "call_us",
+    "materialize_us",
     "call_materialize_us",
     "call_img_s",
     "call_materialize_img_s",
@@ -117,7 +118,7 @@ def flag_lines(frame: pd.DataFrame) -> list[str]:
     for _, r in rows.iterrows():
         lines.append(
             f"| {r['machine']} | {r['library']} | {r['transform']} "
-            f"| {r['output_memory_format']} {r['output_strides'] or ''} "
+            f"| {r['output_memory_format']} {_text(r['output_strides'])} "
             f"| {'yes' if r['shares_input_memory'] else 'no'} | {_num(r['call_img_s'])} "
             f"| {_num(r['call_materialize_img_s'])} | {_num(100 * r['materialize_share'])} % |"
         )
@@ -132,8 +133,8 @@ def markdown(frame: pd.DataFrame) -> str:
         "",
         "Written by the workflow's `lazy_outputs` rules from a run on the machine(s) named "
         "below (not by workflow/scripts/render_transforms_doc.py: these are measurements). Native "
-        "inputs, one thread, a few interleaved passes per side: diagnostic numbers, not result "
-        "rows. "
+        "inputs, one thread; the call and its materialization timed separately per image over "
+        "a few passes: diagnostic numbers, not result rows. "
         "`call` is the library call alone; `call + materialize` is the micro regime's timed scope "
         "(augbench.layout: copy iff the output shares the input's memory or is not dense, in the "
         "output's own dimension order).",
@@ -145,24 +146,32 @@ def markdown(frame: pd.DataFrame) -> str:
         "## Every row",
         "",
         "| machine | library | transform | output type | memory format | strides | view "
-        "| shares input | same object twice | copied | call µs | call + materialize µs |",
-        "|---|---|---|---|---|---|---|---|---|---|---:|---:|",
+        "| shares input | same object twice | copied | call µs | materialize µs "
+        "| call + materialize µs |",
+        "|---|---|---|---|---|---|---|---|---|---|---:|---:|---:|",
     ]
     for _, r in frame.iterrows():
         if r["status"] != "ok":
             lines.append(
                 f"| {r['machine']} | {r['library']} | {r['transform']} | {r['status']} "
-                f"| | | | | | | | {r['reason'] or ''} |"
+                f"| | | | | | | | | {_text(r['reason'])} |"
             )
             continue
         lines.append(
             f"| {r['machine']} | {r['library']} | {r['transform']} | {r['output_type']} "
-            f"{r['output_dtype']} | {r['output_memory_format']} | {r['output_strides'] or ''} "
+            f"{r['output_dtype']} | {r['output_memory_format']} | {_text(r['output_strides'])} "
             f"| {_yn(r['output_is_view'])} | {_yn(r['shares_input_memory'])} "
             f"| {_yn(r['same_object_twice'])} | {_yn(r['materialize_copies'])} "
-            f"| {_num(r['call_us'], 1)} | {_num(r['call_materialize_us'], 1)} |"
+            f"| {_num(r['call_us'], 1)} | {_num(r['materialize_us'], 1)} "
+            f"| {_num(r['call_materialize_us'], 1)} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _text(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(value)
 
 
 def _yn(value: Any) -> str:

@@ -4,8 +4,9 @@ costs. One library per run, in that library's env, on its native inputs, one thr
 Per transform it records the output's type, dtype, shape, strides, contiguity and memory format
 (augbench.layout), whether it shares memory with the input or is a view, whether two calls on one
 input return the same object, whether the materialization rule copies it, and the per-image time
-of the call alone and of call + materialize (the timed scope of the micro regime), measured
-interleaved over a few passes. Its numbers are diagnostic: few repetitions, never result rows.
+of the call and of the materialization after it (together: the timed scope of the micro regime),
+each timed per image inside the same passes. Its numbers are diagnostic: few repetitions, never
+result rows.
 """
 
 from __future__ import annotations
@@ -36,18 +37,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--transforms", required=True, help="comma-separated catalog names")
     p.add_argument("--manifest", required=True, type=Path)
     p.add_argument("--num-images", type=int, default=10)
-    p.add_argument("--repeats", type=int, default=3, help="interleaved passes per side")
+    p.add_argument("--repeats", type=int, default=3, help="timed passes (after one warm-up)")
     p.add_argument("--machine", required=True)
     p.add_argument("--output", required=True, type=Path)
     p.add_argument("--env-marker", type=Path, default=None)  # passed by augbench.provision
     return p.parse_args(argv)
 
 
-def _pass_seconds(transform: Any, images: list[Any], finish: Any) -> float:
-    start = time.perf_counter()
+def _pass_seconds(transform: Any, images: list[Any], materialize: Any) -> tuple[float, float]:
+    """Per-image seconds of the call and of the materialization after it, timed separately
+    inside one pass (so machine noise between passes cannot move time from one to the other)."""
+    call = finish = 0.0
+    clock = time.perf_counter
     for image in images:
-        finish(transform(image), image)
-    return (time.perf_counter() - start) / len(images)
+        t0 = clock()
+        out = transform(image)
+        t1 = clock()
+        materialize(out, image)
+        t2 = clock()
+        call += t1 - t0
+        finish += t2 - t1
+    return call / len(images), finish / len(images)
 
 
 def probe(adapter: adapters.Adapter, name: str, images: list[Any], repeats: int) -> dict[str, Any]:
@@ -67,18 +77,15 @@ def probe(adapter: adapters.Adapter, name: str, images: list[Any], repeats: int)
         "input": layout.describe(images[0]),
     }
 
-    def call_only(out: Any, image: Any) -> None:
-        return None
-
-    call, full = [], []
     _pass_seconds(transform, images, adapter.materialize)  # warm-up pass
-    for _ in range(repeats):
-        call.append(_pass_seconds(transform, images, call_only))
-        full.append(_pass_seconds(transform, images, adapter.materialize))
-    call_s, full_s = statistics.median(call), statistics.median(full)
-    share = max(0.0, (full_s - call_s) / full_s) if full_s > 0 else 0.0
+    passes = [_pass_seconds(transform, images, adapter.materialize) for _ in range(repeats)]
+    call_s = statistics.median(c for c, _ in passes)
+    mat_s = statistics.median(m for _, m in passes)
+    full_s = call_s + mat_s
+    share = mat_s / full_s if full_s > 0 else 0.0
     row.update(
         call_us=call_s * 1e6,
+        materialize_us=mat_s * 1e6,
         call_materialize_us=full_s * 1e6,
         call_img_s=1.0 / call_s if call_s > 0 else None,
         call_materialize_img_s=1.0 / full_s if full_s > 0 else None,
