@@ -8,6 +8,7 @@ import pytest
 from PIL import Image
 
 from augbench import layout
+from tests.synthetic import multi_regime
 
 
 @pytest.fixture
@@ -72,3 +73,50 @@ def test_pil_outputs(hwc: np.ndarray) -> None:
     assert layout.materialize(flipped, image) is flipped
     copied = layout.materialize(image, image)
     assert copied is not image and np.array_equal(np.asarray(copied), hwc)
+
+
+def test_lazy_output_table_flags_rows_over_half(tmp_path) -> None:
+    import json
+
+    import pandas as pd
+
+    from augbench.analysis import lazy_outputs, summary
+
+    def row(call_us: float, mat_us: float, strides: list[int]) -> dict:
+        total = call_us + mat_us
+        return {
+            "status": "ok",
+            "output": {"type": "numpy.ndarray", "dtype": "uint8", "shape": [4, 5, 3],
+                       "strides": strides, "contiguous": strides[1] > 0,
+                       "memory_format": "strided" if strides[1] < 0 else "contiguous",
+                       "is_view": strides[1] < 0},
+            "shares_input_memory": strides[1] < 0, "returns_input": False,
+            "same_object_twice": False, "materialize_copies": strides[1] < 0,
+            "call_us": call_us, "materialize_us": mat_us, "call_materialize_us": total,
+            "call_img_s": 1e6 / call_us, "call_materialize_img_s": 1e6 / total,
+            "materialize_share": mat_us / total, "materialize_dominates": mat_us / total > 0.5,
+        }  # fmt: skip
+
+    payload = {
+        "metadata": {"machine": "m", "library": "albumentationsx"},
+        "results": {
+            "HorizontalFlip": row(20.0, 1200.0, [15, -3, 1]),
+            "GaussianBlur": row(1000.0, 1.0, [15, 3, 1]),
+            "ColorJitter": {"status": "unsupported", "reason": "no hue"},
+        },
+    }
+    path = tmp_path / "albumentationsx.json"
+    path.write_text(json.dumps(payload))
+    frame = lazy_outputs.table([path])
+    assert list(lazy_outputs.flagged(frame)["transform"]) == ["HorizontalFlip"]
+    page = lazy_outputs.markdown(frame)
+    assert (
+        "| m | albumentationsx | HorizontalFlip | strided [15, -3, 1] | yes | 50,000 | 820 | 98 % |"
+        in page
+    )  # noqa: E501
+    assert "no hue" in page
+    csv = tmp_path / "lazy.csv"
+    frame.to_csv(csv, index=False)
+    text = summary.markdown(multi_regime(), lazy=pd.read_csv(csv))
+    section = text.split("## Rows dominated by materialization")[1]
+    assert "| albumentationsx | HorizontalFlip |" in section and "GaussianBlur" not in section
