@@ -113,7 +113,7 @@ def test_lazy_output_table_flags_rows_over_half(tmp_path) -> None:
     assert (
         "| m | albumentationsx | HorizontalFlip | strided [15, -3, 1] | yes | 50,000 | 820 | 98 % |"
         in page
-    )  # noqa: E501
+    )
     assert "no hue" in page
     csv = tmp_path / "lazy.csv"
     frame.to_csv(csv, index=False)

@@ -160,8 +160,8 @@ def markdown(frame: pd.DataFrame) -> str:
         lines.append(
             f"| {r['machine']} | {r['library']} | {r['transform']} | {r['output_type']} "
             f"{r['output_dtype']} | {r['output_memory_format']} | {_text(r['output_strides'])} "
-            f"| {_yn(r['output_is_view'])} | {_yn(r['shares_input_memory'])} "
-            f"| {_yn(r['same_object_twice'])} | {_yn(r['materialize_copies'])} "
+            f"| {yes_no(r['output_is_view'])} | {yes_no(r['shares_input_memory'])} "
+            f"| {yes_no(r['same_object_twice'])} | {yes_no(r['materialize_copies'])} "
             f"| {_num(r['call_us'], 1)} | {_num(r['materialize_us'], 1)} "
             f"| {_num(r['call_materialize_us'], 1)} |"
         )
@@ -174,7 +174,8 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _yn(value: Any) -> str:
+def yes_no(value: Any) -> str:
+    """'yes' / 'no' for a table cell; '' for a missing value."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     return "yes" if bool(value) else "no"

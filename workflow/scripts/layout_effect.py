@@ -93,6 +93,8 @@ def inner(args: argparse.Namespace) -> int:
 
 
 def markdown(report: list[dict]) -> str:
+    from augbench.analysis.lazy_outputs import yes_no
+
     lines = [
         "| library | transform | native img/s | contiguous img/s | native ÷ contiguous "
         "(min–max of passes) | output: native / contiguous | copied: native / contiguous |",
@@ -104,13 +106,9 @@ def markdown(report: list[dict]) -> str:
             f"| {e['library']} | {e['transform']} | {e['native_img_s']:.0f} "
             f"| {e['contiguous_img_s']:.0f} | **{e['ratio_median']:.2f}** ({lo:.2f}–{hi:.2f}) "
             f"| {e['native_output']} / {e['contiguous_output']} "
-            f"| {_yes(e['native_copied'])} / {_yes(e['contiguous_copied'])} |"
+            f"| {yes_no(e['native_copied'])} / {yes_no(e['contiguous_copied'])} |"
         )
     return "\n".join(lines) + "\n"
-
-
-def _yes(value: object) -> str:
-    return "yes" if value else "no"
 
 
 def main() -> int:
