@@ -12,9 +12,9 @@ copy: the harness convention before inputs were native). Per transform it times 
 regime's scope, ``materialize(transform(image), image)`` over all images, alternating native and
 contiguous passes (``--passes`` each, after one warm-up pass each), so machine noise (a shared VM)
 lands on both sides; ``--clock cpu`` times the thread's CPU time instead of wall time, which
-preemption on a busy machine does not inflate. Reports the median img/s of each side, and native ÷ contiguous per pass pair
-and its median (below 1: the native layout is slower), with the output's memory format and
-whether materialization copied.
+preemption on a busy machine does not inflate. Reports the median img/s of each side, and
+native ÷ contiguous per pass pair and its median (below 1: the native layout is slower), with the
+output's memory format and whether materialization copied.
 """
 
 from __future__ import annotations
