@@ -137,7 +137,8 @@ def markdown(frame: pd.DataFrame) -> str:
         "a few passes: diagnostic numbers, not result rows. "
         "`call` is the library call alone; `call + materialize` is the micro regime's timed scope "
         "(augbench.layout: copy iff the output shares the input's memory or is not dense, in the "
-        "output's own dimension order).",
+        "output's own dimension order). Rerun: `snakemake --cores 2 "
+        "results/analysis/lazy_outputs.md --forcerun lazy_outputs`.",
         "",
         "## Rows where materialization is over half of the measured time",
         "",
