@@ -19,8 +19,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from augbench import adapters, catalog, layout, media
 
-KEYS = ("type", "dtype", "shape", "strides", "memory_format")
-
 
 def _same_memory(a: Any, b: Any) -> bool:
     """The same buffer (data_ptr / first element address), not merely overlapping."""
@@ -49,8 +47,8 @@ def main() -> int:
     check("build_cache records the round trip", info["native_layout_reproduced"], info=info)
     for i, path in enumerate(files):
         fresh = adapter.decode(path)
-        want = {k: layout.describe(fresh).get(k) for k in KEYS}
-        got = {k: layout.describe(stored[i]).get(k) for k in KEYS}
+        want = {k: layout.describe(fresh).get(k) for k in media.LAYOUT_KEYS}
+        got = {k: layout.describe(stored[i]).get(k) for k in media.LAYOUT_KEYS}
         same_pixels = np.array_equal(adapter.to_array(fresh), adapter.to_array(stored[i]))
         check(f"stored input {path.name} has the decoder's layout", want == got and same_pixels,
               decoder=want, stored=got, same_pixels=same_pixels)  # fmt: skip
