@@ -17,6 +17,7 @@ include: "workflow/rules/cpu_dataloader.smk"
 include: "workflow/rules/gpu_dataloader.smk"
 include: "workflow/rules/dali.smk"
 include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/lazy_outputs.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/cost.smk"
 

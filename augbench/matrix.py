@@ -16,6 +16,18 @@ REGIME_LIBRARIES: dict[str, tuple[str, ...]] = {
     "dali": ("dali",),
 }
 
+# Input memory layouts of the micro regime (docs/methodology.md). `native` (what the library's
+# own decoder returns) is every library's default; `contiguous` (a row-major copy) is a variant
+# only where the two differ: the tensor libraries, whose decoders return channels-last memory.
+LAYOUTS: tuple[str, ...] = ("native", "contiguous")
+LAYOUT_VARIANT_LIBRARIES: tuple[str, ...] = ("torchvision", "kornia")
+
+
+def layouts_for(library: str, configured: list[str]) -> list[str]:
+    """Configured micro input layouts that apply to ``library`` (always ``native`` first)."""
+    return [lay for lay in configured if lay == "native" or library in LAYOUT_VARIANT_LIBRARIES]
+
+
 # Regimes whose jobs are timed and therefore must never overlap on one machine.
 TIMED_REGIMES: tuple[str, ...] = REGIMES
 

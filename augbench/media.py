@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from augbench import layout
 from augbench.adapters.base import Adapter
 
 
@@ -54,14 +55,28 @@ def stack_channels(rgb: np.ndarray, channels: int) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate([rgb] * (channels // rgb.shape[2]), axis=2))
 
 
+# What must match between a fresh decode and the cached image (view-ness may differ).
+LAYOUT_KEYS = ("type", "dtype", "shape", "strides", "memory_format")
+
+
 def build_cache(
     adapter: Adapter, files: list[Path], cache_path: Path, channels: int = 3
 ) -> dict[str, Any]:
     """Decode ``files`` once with the library's own decoder and pickle them as HWC arrays
-    (stacked to ``channels`` after decoding; stacking is not timed)."""
+    (stacked to ``channels`` after decoding; stacking is not timed).
+
+    The cache is library-neutral pixels; ``load_cache`` turns them back into exactly what the
+    decoder returns (``Adapter.from_array``: same type, dtype, shape and strides). The returned
+    info records the decoder's layout and whether the round trip reproduced it."""
+    native: dict[str, Any] = {}
+    arrays: list[np.ndarray] = []
     start = time.perf_counter()
-    arrays = [np.ascontiguousarray(adapter.to_array(adapter.decode(path))) for path in files]
+    for path in files:
+        image = adapter.decode(path)
+        native = native or layout.describe(image)
+        arrays.append(np.ascontiguousarray(adapter.to_array(image)))
     decode_s = time.perf_counter() - start
+    restored = layout.describe(adapter.from_array(arrays[0])) if arrays else {}
     if channels != 3:
         arrays = [stack_channels(a, channels) for a in arrays]
     cache_path.parent.mkdir(parents=True, exist_ok=True)
@@ -73,10 +88,14 @@ def build_cache(
         "decoded_images": len(arrays),
         "decoded_megapixels": sum(a.shape[0] * a.shape[1] for a in arrays) / 1e6,
         "channels": channels,
+        "decoder_layout": native,
+        "native_layout_reproduced": all(restored.get(k) == native.get(k) for k in LAYOUT_KEYS),
     }
 
 
-def load_cache(adapter: Adapter, cache_path: Path) -> list[Any]:
+def load_cache(adapter: Adapter, cache_path: Path, input_layout: str = "native") -> list[Any]:
+    """The cached images in the library's native form and layout (``native``: exactly as its
+    decoder returns them), or row-major (``contiguous``, the micro regime's layout variant)."""
     with Path(cache_path).open("rb") as fh:
         arrays: list[np.ndarray] = pickle.load(fh)
-    return [adapter.from_array(a) for a in arrays]
+    return [adapter.with_layout(adapter.from_array(a), input_layout) for a in arrays]

@@ -86,7 +86,27 @@ def render() -> str:
             + " | ".join(marks)
             + f" | {'yes' if name in nine else 'no'} |"
         )
-    out += ["", "## Mappings", ""]
+    out += [
+        "",
+        "**Inputs and materialization.** Each library is timed on its native input, the "
+        "object its own decoder returns: "
+        + "; ".join(f"{LIBRARY_TITLES[lib]}: {table[lib].native_format}" for lib in libs)
+        + ". The timed scope ends with `materialize(output, input)`: the output is copied only "
+        "where it shares the input's memory or is not dense (a view), in its own dimension "
+        "order, never relaid out ([methodology](methodology.md)).",
+        "",
+        "## Lazy outputs: where materialization is most of a row",
+        "",
+        "Some calls return views of their input (AlbumentationsX's HorizontalFlip: a "
+        "negative-stride view; crops: slices), so the micro row times the copy more than the "
+        "transform. This page is generated from code only; the flag list (every library and "
+        "transform where materialization is over half of the measured time, with the numbers) "
+        "is a measurement: it is written by the workflow's `lazy_outputs` rules to "
+        "`results/analysis/lazy_outputs.md` and into the run's summary, and the last run on the "
+        "development machine is kept in [lazy_outputs.md](lazy_outputs.md).",
+        "",
+    ]
+    out += ["## Mappings", ""]
     for name in rgb:
         out += _section(name, libs, table)
     out += [

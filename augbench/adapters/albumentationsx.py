@@ -1,4 +1,9 @@
-"""AlbumentationsX: HWC uint8 numpy arrays decoded by OpenCV."""
+"""AlbumentationsX: HWC uint8 numpy arrays decoded by OpenCV.
+
+Native input: the reader AlbumentationsX documents, ``cv2.imread`` + ``cv2.cvtColor(BGR2RGB)``: a
+C-contiguous HxWx3 uint8 array. Outputs that are views of it (HorizontalFlip's negative-stride
+view) are copied by the materialization rule (augbench.layout); fresh arrays are not.
+"""
 
 from __future__ import annotations
 
@@ -57,9 +62,6 @@ class AlbumentationsXAdapter(Adapter):
 
     def from_array(self, array: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(array)
-
-    def materialize(self, output: np.ndarray) -> np.ndarray:
-        return np.ascontiguousarray(output)
 
     def _mappings(self) -> dict[str, Mapping]:
         linear = "cv2.INTER_LINEAR"

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from augbench import layout
+
 Transform = Callable[[Any], Any]
 
 
@@ -92,12 +94,34 @@ class Adapter:
         raise NotImplementedError
 
     def from_array(self, array: np.ndarray) -> Any:
-        """HWC uint8 numpy array -> native image, exactly as ``decode`` would have produced."""
+        """HWC uint8 numpy array -> native image exactly as ``decode`` would have produced it:
+        same type, dtype, shape and strides (tests/test_layout_envs.py compares with a fresh
+        decode)."""
         raise NotImplementedError
 
-    def materialize(self, output: Any) -> Any:
-        """Force the output into memory in a contiguous layout (inside the timed loop)."""
-        raise NotImplementedError
+    def with_layout(self, image: Any, layout: str = "native") -> Any:
+        """The native image (``native``) or a row-major copy of it (``contiguous``: the harness
+        convention before inputs were native; the micro regime's layout variant shows its
+        effect on the tensor libraries)."""
+        if layout == "native":
+            return image
+        if layout != "contiguous":
+            raise ValueError(f"unknown input layout {layout!r}; known: native, contiguous")
+        if isinstance(image, np.ndarray):
+            return np.ascontiguousarray(image)
+        if hasattr(image, "contiguous"):  # torch tensor
+            return image.contiguous()
+        return image  # PIL keeps its own storage: no other layout exists
+
+    def materialize(self, output: Any, source: Any) -> Any:
+        """The timed call's output, owning its memory and fully computed (inside the timed loop).
+
+        One rule for every library (augbench.layout): copied iff it shares memory with
+        ``source`` (the call's input) or is not dense; a copy keeps the output's dimension order,
+        so no library pays a relayout (a channels-last output is never made row-major). The
+        libraries here compute eagerly on the CPU; CUDA engines synchronize before their clock
+        stops."""
+        return layout.materialize(output, source)
 
     # -- provenance ----------------------------------------------------------------------------
     def versions(self) -> dict[str, str]:

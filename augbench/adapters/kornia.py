@@ -1,4 +1,10 @@
-"""Kornia (kornia.augmentation): float32 BCHW tensors in [0, 1], decoded by torchvision.io."""
+"""Kornia (kornia.augmentation): float32 1x3xHxW tensors in [0, 1], decoded by kornia.io.
+
+Native input: what Kornia's documented reader gives its users, ``kornia.io.load_image(path,
+ImageLoadType.RGB32)`` (kornia-rs; float32 3xHxW in [0, 1]) with a batch axis added (``[None]``,
+as Kornia's own examples do). Its memory is channels-last: strides ``(3*H*W, 1, W*3, 3)``. The
+pixels equal torchvision's ``decode_image`` / 255 exactly (checked on the default dataset).
+"""
 
 from __future__ import annotations
 
@@ -21,18 +27,19 @@ class KorniaAdapter(Adapter):
     name = "kornia"
     distribution = "kornia"
     recorded_distributions = ("kornia-rs", "torch", "torchvision", "numpy", "pyperf")
-    native_format = "torch.Tensor 1x3xHxW float32 in [0, 1]"
-    decoder = "torchvision.io.decode_image(read_file(path), RGB), then /255 to float32 1x3xHxW"
+    native_format = (
+        "torch.Tensor 1x3xHxW float32 in [0, 1], channels-last memory (strides (3HW, 1, 3W, 3))"
+    )
+    decoder = "kornia.io.load_image(path, ImageLoadType.RGB32)[None] (kornia-rs)"
 
     def import_library(self) -> None:
         import kornia.augmentation  # noqa: F401
         import torch  # noqa: F401
 
     def decode(self, path: Path) -> Any:
-        from torchvision.io import ImageReadMode, decode_image, read_file
+        import kornia.io
 
-        chw = decode_image(read_file(str(path)), mode=ImageReadMode.RGB)
-        return chw.unsqueeze(0).float().div_(255.0)
+        return kornia.io.load_image(str(path), kornia.io.ImageLoadType.RGB32, "cpu")[None]
 
     def to_array(self, image: Any) -> np.ndarray:
         import torch
@@ -42,11 +49,10 @@ class KorniaAdapter(Adapter):
     def from_array(self, array: np.ndarray) -> Any:
         import torch
 
+        # load_image's own layout: the float conversion keeps the HWC memory order of the
+        # decoded buffer (strides (3HW, 1, 3W, 3)), the batch axis is a view.
         chw = torch.from_numpy(np.ascontiguousarray(array)).permute(2, 0, 1)
-        return chw.unsqueeze(0).float().div_(255.0).contiguous()
-
-    def materialize(self, output: Any) -> Any:
-        return output.contiguous()
+        return chw.float().div_(255.0)[None]
 
     def _mappings(self) -> dict[str, Mapping]:
         mappings = {

@@ -6,6 +6,7 @@ import math
 
 import pandas as pd
 
+from augbench.analysis import lazy_outputs
 from augbench.analysis.diagnostics import diagnose, slow_rows
 from augbench.analysis.groups import iter_groups, library_medians, library_order, winners
 
@@ -22,7 +23,15 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def markdown(frame: pd.DataFrame, *, gaps: int = 5, title: str = "Benchmark summary") -> str:
+def markdown(
+    frame: pd.DataFrame,
+    *,
+    gaps: int = 5,
+    title: str = "Benchmark summary",
+    lazy: pd.DataFrame | None = None,
+) -> str:
+    """``lazy``: the lazy-output diagnostic's table (augbench.analysis.lazy_outputs); its rows
+    where materialization is over half of the measured time are listed with their numbers."""
     lines = [f"# {title}", ""]
     if frame.empty:
         return "\n".join([*lines, "No result rows.", ""])
@@ -118,4 +127,15 @@ def markdown(frame: pd.DataFrame, *, gaps: int = 5, title: str = "Benchmark summ
     else:
         lines.append("None.")
     lines.append("")
+    if lazy is not None:
+        lines += [
+            "## Rows dominated by materialization (lazy-output diagnostic)",
+            "",
+            "Micro rows time the call and its materialization (an output that owns its memory; "
+            "views are copied). Where the copy is over half of the time, the row measures the "
+            "copy more than the transform:",
+            "",
+            *lazy_outputs.flag_lines(lazy),
+            "",
+        ]
     return "\n".join(lines)

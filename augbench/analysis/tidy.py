@@ -37,6 +37,7 @@ COLUMNS: tuple[str, ...] = (
     "workers",
     "batch_size",
     "variant",
+    "layout",
     "randomness",
     "decoder",
     "device",
@@ -134,6 +135,8 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
         "workers": params.get("workers"),
         "batch_size": params.get("batch_size"),
         "variant": meta.get("variant") or "",
+        # Input memory layout (micro: native | contiguous); empty where a file does not say.
+        "layout": meta.get("layout") or "",
         "device": meta.get("device") or "cpu",
     }
     out = []

@@ -35,6 +35,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--channels", type=int, default=3, choices=catalog.CHANNEL_SCENARIOS,
         help="9 stacks each RGB image to 9 channels (the 9-channel scenario)",
     )  # fmt: skip
+    p.add_argument(
+        "--layout", default="native", choices=["native", "contiguous"],
+        help="input memory layout: the decoder's own (native) or a row-major copy (contiguous)",
+    )  # fmt: skip
     p.add_argument("--output", required=True, type=Path)
     p.add_argument("--machine", required=True)
     p.add_argument("--shard", default="")
@@ -59,6 +63,7 @@ def measure_transform(
         "--cache", str(cache),
         "--row-out", str(row_out),
         "--policy", policy_json,
+        "--layout", args.layout,
         "--processes", str(args.processes),
         "--values", str(args.values),
         "--warmups", str(args.warmups),
@@ -89,6 +94,14 @@ def measure_transform(
         f"measuring process exited with code {proc.returncode} without a result",
         stderr_tail="\n".join(tail),
     )
+
+
+def micro_variant(args: argparse.Namespace) -> str:
+    """'' for RGB on native inputs (the default rows), else e.g. 'channels9', 'contiguous-input'."""
+    parts = [f"channels{args.channels}"] if args.channels != 3 else []
+    if args.layout != "native":
+        parts.append(f"{args.layout}-input")
+    return "-".join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -163,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             "slow_transform_policy": policy.to_dict(),
             "shard": args.shard,
             "channels": args.channels,
+            "layout": args.layout,
             "transforms": transforms,
         },
         thread_settings=thread_settings,
@@ -170,8 +184,10 @@ def main(argv: list[str] | None = None) -> int:
         extra={
             "decode": decode_info,
             "channels": args.channels,
-            # Separates 9-channel rows from RGB rows in the tidy table and the speedups.
-            **({"variant": f"channels{args.channels}"} if args.channels != 3 else {}),
+            "layout": args.layout,
+            # Separates 9-channel rows from RGB rows, and contiguous-input rows from native ones,
+            # in the tidy table and the speedups.
+            **({"variant": variant} if (variant := micro_variant(args)) else {}),
         },
     )
     write_json_atomic(args.output, result_file(metadata, results))

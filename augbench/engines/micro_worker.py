@@ -27,30 +27,40 @@ from typing import Any  # noqa: E402
 
 import pyperf  # noqa: E402
 
-from augbench import adapters, catalog, media  # noqa: E402
+from augbench import adapters, catalog, layout, media  # noqa: E402
 from augbench.policy import SlowTransformPolicy  # noqa: E402
 from augbench.results import non_ok_row, ok_row, write_json_atomic  # noqa: E402
 
 
 def _add_worker_args(cmd: list[str], args: Any) -> None:
     cmd.extend(["--library", args.library, "--transform", args.transform, "--cache", args.cache])
-    cmd.extend(["--row-out", args.row_out, "--policy", args.policy])
+    cmd.extend(["--row-out", args.row_out, "--policy", args.policy, "--layout", args.layout])
 
 
 def _preflight(
     transform: Any, materialize: Any, images: list[Any], policy: SlowTransformPolicy
-) -> tuple[int, float, str | None]:
-    """One untimed call (lazy initialisation), then up to ``preflight_items`` timed items."""
-    materialize(transform(images[0]))
+) -> tuple[int, float, str | None, dict[str, Any]]:
+    """One untimed call (lazy initialisation; its layouts are recorded), then up to
+    ``preflight_items`` timed items."""
+    raw = transform(images[0])
+    done = materialize(raw, images[0])
+    layouts = {
+        "input_layout": layout.describe(images[0]),
+        "output_layout": layout.describe(raw),
+        "output_shares_input_memory": layout.shares_memory(raw, images[0]),
+        "materialize_copies": done is not raw,
+        "materialized_layout": layout.describe(done),
+    }
     items = 0
     start = time.perf_counter()
     for i in range(policy.preflight_items):
-        materialize(transform(images[i % len(images)]))
+        image = images[i % len(images)]
+        materialize(transform(image), image)
         items += 1
         if time.perf_counter() - start > policy.preflight_max_seconds:
             break
     elapsed = time.perf_counter() - start
-    return items, elapsed, policy.verdict(items, elapsed)
+    return items, elapsed, policy.verdict(items, elapsed), layouts
 
 
 def main() -> int:
@@ -61,6 +71,7 @@ def main() -> int:
     parser.add_argument("--cache", required=True)
     parser.add_argument("--row-out", required=True)
     parser.add_argument("--policy", required=True, help="SlowTransformPolicy as JSON")
+    parser.add_argument("--layout", default="native", choices=["native", "contiguous"])
     args = runner.parse_args()
     is_master = not args.worker
     row_out = Path(args.row_out)
@@ -70,7 +81,7 @@ def main() -> int:
     try:
         adapter.import_library()
         thread_settings = MICRO_THREADS.apply_runtime()
-        images = media.load_cache(adapter, Path(args.cache))
+        images = media.load_cache(adapter, Path(args.cache), args.layout)
         transform = adapter.build(spec.name, spec.params)
         materialize = adapter.materialize
     except adapters.Unsupported as exc:
@@ -86,7 +97,7 @@ def main() -> int:
     if is_master:
         policy = SlowTransformPolicy(**json.loads(args.policy))
         try:
-            items, seconds, verdict = _preflight(transform, materialize, images, policy)
+            items, seconds, verdict, layouts = _preflight(transform, materialize, images, policy)
         except Exception as exc:
             write_json_atomic(row_out, _error_row("preflight", exc))
             return 0
@@ -94,6 +105,8 @@ def main() -> int:
             "preflight_items": items,
             "preflight_seconds": seconds,
             "preflight_throughput": items / seconds if seconds > 0 else None,
+            "layout": args.layout,
+            **layouts,
         }
         if verdict is not None:
             row = non_ok_row("early_stopped", verdict, thread_settings=thread_settings)
@@ -106,7 +119,7 @@ def main() -> int:
         start = time.perf_counter()
         for _ in range(loops):
             for image in images:
-                materialize(transform(image))
+                materialize(transform(image), image)
         return time.perf_counter() - start
 
     bench = runner.bench_time_func(

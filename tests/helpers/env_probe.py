@@ -75,7 +75,7 @@ def run_case(
         outputs = []
         for call in range(case.get("calls", 1)):
             raw = transform(image)
-            hwc, dtype, shape = native_to_hwc(adapter.materialize(raw))
+            hwc, dtype, shape = native_to_hwc(adapter.materialize(raw, image))
             if hasattr(raw, "mode") and hasattr(raw, "getbands"):  # PIL image before materializing
                 dtype = f"PIL:{raw.mode}"
             np.save(out / f"{case['id']}_{call}.npy", hwc)

@@ -41,7 +41,7 @@ for _regime in REGIMES:
 wildcard_constraints:
     machine=MACHINE.replace(".", r"\."),
     library="|".join(matrix.LIBRARIES),
-    shard=r"(c9)?s\d{3}",
+    shard=r"(contiguous-)?(c9)?s\d{3}",
     dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     n=r"\d+",
 
@@ -172,16 +172,65 @@ MICRO_SHARDS = shards(
 )
 
 
+# Input layouts other than native write their own shards (contiguous-s000, ...).
+MICRO_LAYOUTS = config["micro"].get("layouts", ["native"])
+
+
+def _layout_prefix(layout):
+    return "" if layout == "native" else f"{layout}-"
+
+
+def micro_layout(wildcards):
+    for layout in matrix.LAYOUTS:
+        if layout != "native" and wildcards.shard.startswith(_layout_prefix(layout)):
+            return layout
+    return "native"
+
+
 def micro_transforms(wildcards):
-    return ",".join(MICRO_SHARDS[wildcards.shard])
+    shard = wildcards.shard.removeprefix(_layout_prefix(micro_layout(wildcards)))
+    return ",".join(MICRO_SHARDS[shard])
 
 
 def micro_results():
     return [
-        f"results/raw/{MACHINE}/micro/{lib}/{shard}.json"
+        f"results/raw/{MACHINE}/micro/{lib}/{_layout_prefix(layout)}{shard}.json"
         for lib in matrix.libraries_for("micro", LIBRARIES)
+        for layout in matrix.layouts_for(lib, MICRO_LAYOUTS)
         for shard in MICRO_SHARDS
     ]
+
+
+# -- lazy-output diagnostic (not a benchmark) -------------------------------------------------
+LAZY = {
+    "enabled": True,
+    "num_images": 10,
+    "repeats": 3,
+    **config.get("lazy_outputs", {}),
+}
+LAZY_ENABLED = LAZY["enabled"] and "micro" in REGIMES
+LAZY_TABLES = {
+    "csv": "results/analysis/lazy_outputs.csv",
+    "markdown": "results/analysis/lazy_outputs.md",
+}
+
+
+def lazy_outputs_results():
+    return [
+        f"results/analysis/lazy_outputs/{MACHINE}/{lib}.json"
+        for lib in matrix.libraries_for("micro", LIBRARIES)
+    ]
+
+
+def lazy_outputs_num_images():
+    return min(LAZY["num_images"], config["num_images"])
+
+
+def summary_extra_inputs(wildcards):
+    """The lazy-output table, for this workflow's own sweep (its flags go into the summary)."""
+    if LAZY_ENABLED and wildcards.root == "results":
+        return {"lazy": LAZY_TABLES["csv"]}
+    return {}
 
 
 # -- cpu_dataloader regime ---------------------------------------------------------------------
@@ -305,7 +354,8 @@ def table_outputs():
 def final_targets():
     # Raw result files are targets in their own right: a deleted or killed shard is re-run
     # even when the tables built from it still exist.
-    return [*result_files(), *table_outputs().values(), *figure_targets()]
+    lazy = list(LAZY_TABLES.values()) if LAZY_ENABLED else []
+    return [*result_files(), *table_outputs().values(), *figure_targets(), *lazy]
 
 
 # -- figures, report and analysis (downstream of the tidy table only) ------------------------

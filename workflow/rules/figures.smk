@@ -50,6 +50,7 @@ rule speedup_report:
 
 rule summary:
     input:
+        unpack(summary_extra_inputs),
         table=tidy_table,
     output:
         summary=report(

@@ -24,6 +24,7 @@ rule micro:
         transforms=micro_transforms,
         num_images=config["num_images"],
         channels=CHANNELS,
+        layout=micro_layout,
         processes=config["micro"]["processes"],
         values=config["micro"]["values"],
         warmups=config["micro"]["warmups"],
@@ -34,6 +35,7 @@ rule micro:
         " --lock {input.lock:q} --archive {input.archive:q} --manifest {input.manifest:q}"
         " -- -m augbench.engines.micro --library {wildcards.library} --shard {wildcards.shard}"
         " --transforms {params.transforms:q} --channels {params.channels}"
+        " --layout {params.layout}"
         " --num-images {params.num_images} --machine {wildcards.machine}"
         " --processes {params.processes} --values {params.values} --warmups {params.warmups}"
         " --transform-timeout {params.timeout} --policy {params.policy:q}"

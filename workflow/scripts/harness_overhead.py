@@ -44,24 +44,31 @@ spec = catalog.get(name)
 transform = adapter.build(name, spec.params)
 materialize = adapter.materialize
 for image in images:  # one warm-up pass, as pyperf's warmup does
-    materialize(transform(image))
+    materialize(transform(image), image)
 rates = []
 for _ in range(passes):
     start = time.perf_counter()
     for image in images:
-        materialize(transform(image))
+        materialize(transform(image), image)
     rates.append(len(images) / (time.perf_counter() - start))
 print(json.dumps(rates))
 """
 
 
 def run_workflow_worker(python: str, library: str, name: str, cache: Path, values: int) -> float:
+    return float(workflow_row(python, library, name, cache, values)["median_throughput"])
+
+
+def workflow_row(
+    python: str, library: str, name: str, cache: Path, values: int, layout: str = "native"
+) -> dict:
+    """The result row of the workflow's own measuring process (one pyperf process)."""
     with tempfile.TemporaryDirectory() as tmp:
         row_out = Path(tmp) / "row.json"
         cmd = [
             python, str(ROOT / "augbench/engines/micro_worker.py"),
             "--library", library, "--transform", name, "--cache", str(cache),
-            "--row-out", str(row_out),
+            "--row-out", str(row_out), "--layout", layout,
             "--policy", json.dumps(SlowTransformPolicy(enabled=False).to_dict()),
             "--processes", "1", "--values", str(values), "--warmups", "1", "--loops", "1",
             "--inherit-environ", "OMP_NUM_THREADS,MKL_NUM_THREADS,OPENBLAS_NUM_THREADS,"
@@ -71,7 +78,7 @@ def run_workflow_worker(python: str, library: str, name: str, cache: Path, value
         row = json.loads(row_out.read_text())
     if row["status"] != "ok":
         raise RuntimeError(f"{library}:{name} did not measure: {row}")
-    return float(row["median_throughput"])
+    return row
 
 
 def run_bare_loop(python: str, library: str, name: str, cache: Path, passes: int) -> float:

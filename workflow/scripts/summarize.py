@@ -34,11 +34,21 @@ def load(paths: list[str]):
 
 
 def write(
-    frame, summary_md: str | None, diag_csv: str | None, slow_csv: str | None, slowest: int
+    frame,
+    summary_md: str | None,
+    diag_csv: str | None,
+    slow_csv: str | None,
+    slowest: int,
+    lazy_csv: str | None = None,
 ) -> None:
     diag = diagnostics.diagnose(frame)
     slow = diagnostics.slow_rows(frame, slowest=slowest)
-    text = summary.markdown(frame)
+    lazy = None
+    if lazy_csv:
+        import pandas as pd
+
+        lazy = pd.read_csv(lazy_csv)
+    text = summary.markdown(frame, lazy=lazy)
     if summary_md:
         Path(summary_md).write_text(text)
     else:
@@ -58,13 +68,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--diagnostics", help="CSV of ok rows with variance/warm-up flags")
     parser.add_argument("--slow", help="CSV of early-stopped rows and the slowest ok rows")
     parser.add_argument("--slowest", type=int, default=5, help="ok rows listed per regime")
+    parser.add_argument("--lazy", help="lazy-output diagnostic CSV (its flags are listed)")
     args = parser.parse_args(argv)
     try:
         frame = load(args.results)
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    write(frame, args.summary, args.diagnostics, args.slow, args.slowest)
+    write(frame, args.summary, args.diagnostics, args.slow, args.slowest, args.lazy)
     return 0
 
 
@@ -79,6 +90,7 @@ if "snakemake" in globals():
             sm.output.diagnostics,
             sm.output.slow,
             slowest=5,
+            lazy_csv=sm.input.get("lazy"),
         )
 elif __name__ == "__main__":
     sys.exit(main())
