@@ -1,0 +1,122 @@
+"""The skeleton every batch-pipeline engine shares (gpu_dataloader and dali; cpu_dataloader can
+adopt it): rows decided without measuring, one measured recipe per fresh process, the status
+line, and the result file.
+
+An engine supplies three things:
+
+* ``precheck(name) -> row | None``: the row of a recipe that is not measured here (import
+  failure, ``unsupported``, ``skipped``/``error`` because CUDA is not usable), else None;
+* ``measure`` and ``kwargs(name)``: a module-level function returning the row of one recipe
+  (set-up, warm-up and the timed window live in augbench.engines.streaming) and its keyword
+  arguments, both picklable;
+* ``fields(name) -> dict``: what every row of the job records (recipe, scope, device, ...).
+
+:func:`run_rows` runs each measured recipe in its own spawned process (``isolate=True``), so a
+CUDA device-side assert, an illegal memory access or a crash of the library poisons nothing but
+its own row: the next recipe starts with a fresh process and a fresh CUDA context. A process that
+dies without writing its row becomes an ``error`` row naming its exit code or signal.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import signal
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from augbench import adapters
+from augbench.results import non_ok_row, result_file, status_line, write_json_atomic
+
+Row = dict[str, Any]
+CUDA_ERROR_MARKERS = ("CUDA error", "cudaError", "device-side assert", "illegal memory access")
+
+
+def error_row(exc: BaseException) -> Row:
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    message = f"{type(exc).__name__}: {exc}"
+    row = non_ok_row("error", message, traceback=tb[-4000:])
+    if any(marker in message for marker in CUDA_ERROR_MARKERS):
+        # The CUDA context of the process that raised this is unusable from here on; only the
+        # process isolation keeps the following recipes measurable.
+        row["cuda_error"] = True
+    return row
+
+
+def measure_row(measure: Callable[..., Row], kwargs: dict[str, Any]) -> Row:
+    """One recipe's row; a mapping the library lacks is ``unsupported``, any failure ``error``."""
+    try:
+        return measure(**kwargs)
+    except adapters.Unsupported as exc:
+        return non_ok_row("unsupported", str(exc))
+    except Exception as exc:  # one failing recipe never loses the others
+        return error_row(exc)
+
+
+def _child(measure: Callable[..., Row], kwargs: dict[str, Any], out: str) -> None:
+    row = measure_row(measure, kwargs)
+    Path(out).write_text(json.dumps(row, default=str))
+
+
+def _death_reason(exitcode: int | None) -> str:
+    if exitcode is None:
+        return "did not finish"
+    if exitcode < 0:
+        try:
+            return f"was killed by signal {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"was killed by signal {-exitcode}"
+    return f"exited with code {exitcode}"
+
+
+def measure_isolated(measure: Callable[..., Row], kwargs: dict[str, Any]) -> Row:
+    """``measure(**kwargs)`` in a fresh spawned process (no CUDA state is inherited)."""
+    ctx = multiprocessing.get_context("spawn")
+    with tempfile.TemporaryDirectory(prefix="augbench-recipe-") as tmp:
+        out = Path(tmp) / "row.json"
+        # Not a daemon: the recipe's own DataLoader workers are children of this process.
+        proc = ctx.Process(target=_child, args=(measure, kwargs, str(out)), daemon=False)
+        proc.start()
+        proc.join()
+        if out.exists():
+            row: Row = json.loads(out.read_text())
+        else:
+            row = non_ok_row(
+                "error",
+                f"the recipe's process {_death_reason(proc.exitcode)} before writing its row "
+                "(isolated: the other recipes of this job are unaffected)",
+                cuda_error=None,
+            )
+    row["isolation"] = f"own process (spawn), exit code {proc.exitcode}"
+    return row
+
+
+def run_rows(
+    transforms: list[str],
+    *,
+    label: str,
+    precheck: Callable[[str], Row | None],
+    measure: Callable[..., Row],
+    kwargs: Callable[[str], dict[str, Any]],
+    fields: Callable[[str], dict[str, Any]],
+    isolate: bool = True,
+) -> dict[str, Row]:
+    """Every recipe's row, in order, each printed as one status line when done."""
+    rows: dict[str, Row] = {}
+    for name in transforms:
+        row = precheck(name)
+        if row is None:
+            args = kwargs(name)
+            row = measure_isolated(measure, args) if isolate else measure_row(measure, args)
+        row.update(fields(name))
+        rows[name] = row
+        print(status_line(label, name, row), file=sys.stderr, flush=True)
+    return rows
+
+
+def write_result(output: Path, metadata: dict[str, Any], rows: dict[str, Row]) -> None:
+    write_json_atomic(output, result_file(metadata, rows))
