@@ -248,7 +248,7 @@ def detect_torch() -> CudaEnv:
     return detect(
         torch.version.cuda,
         torch_probe,
-        runtime_source=f"torch {torch.__version__.split('+')[0]} (torch.version.cuda)",
+        runtime_source=f"torch {torch.__version__.split('+')[0]}, torch.version.cuda",
     )
 
 
