@@ -426,3 +426,29 @@ def test_a_crashing_recipe_is_one_error_row_and_the_others_are_measured() -> Non
     assert all(row["calls"] == 1 for row in ok_rows)
     assert len({row["pid"] for row in ok_rows}) == 3
     assert all(row["recipe"] == name for name, row in rows.items())
+
+
+# -- the shared row building (augbench.engines.skeleton) ---------------------------------------
+def test_an_output_on_the_wrong_device_or_of_the_wrong_shape_is_an_error_row() -> None:
+    from augbench.engines.streaming import StreamResult
+
+    plan = StreamPlan.for_images(4, 2, warmup_reps=0, reps=1, policy=POLICY)
+    result = StreamResult([10.0], [0.4], 4, {"preflight_items": 2})
+    problems = skeleton.output_problems(
+        shape=[2, 3, 224, 224],
+        expected_shape=[2, 3, 244, 244],
+        dtype="float32",
+        expected_dtype="float32",
+        device="cpu",
+        expected_device="cuda",
+    )
+    row = skeleton.stream_row(result, plan, {"gpu_ops": "x"}, problems, output_shape=[2])
+    assert row["status"] == "error"
+    assert row["reason"] == (
+        "recipe output is on cpu, expected cuda; output is [2, 3, 224, 224] float32, "
+        "expected [2, 3, 244, 244] float32"
+    )
+    ok = skeleton.stream_row(result, plan, {"gpu_ops": "x"}, [], output_device="cuda:0")
+    assert ok["status"] == "ok" and ok["output_device"] == "cuda:0" and ok["num_images"] == 4
+    stopped = StreamResult([], [], 0, {}, early_stop_reason="slow")
+    assert skeleton.stream_row(stopped, plan, {}, problems)["status"] == "early_stopped"

@@ -50,7 +50,7 @@ from augbench.engines import skeleton  # noqa: E402
 from augbench.engines.common import job_metadata  # noqa: E402
 from augbench.engines.streaming import StreamPlan, StreamResult, run_stream  # noqa: E402
 from augbench.policy import SlowTransformPolicy  # noqa: E402
-from augbench.results import non_ok_row, ok_row  # noqa: E402
+from augbench.results import non_ok_row  # noqa: E402
 
 REGIME = "dali"
 SYNC_METHOD = (
@@ -271,28 +271,25 @@ def measure_transform(
         details.update(gpu_nvml_used_mb=used_mb, gpu_memory_method=method)
     elif nvml_error is not None:
         details["gpu_memory_method"] = nvml_error
-    if result.early_stop_reason is not None:
-        return non_ok_row("early_stopped", result.early_stop_reason, **details)
     shape = [int(d) for d in last["shape"]]
-    expected = [plan.batch_size, 3, *gpu_recipes.output_hw(transform)]
     dtype = str(last["dtype"]).rsplit(".", 1)[-1].lower()
     kind = "GPU" if gpu else "CPU"
-    problems = []
-    if not last["kind"].endswith(kind):
-        problems.append(f"output is a {last['kind']}, expected a TensorList{kind}")
-    if shape != expected or dtype not in ("float", "float32"):
-        problems.append(f"output is {shape} {dtype}, expected {expected} float32")
-    if problems:
-        return non_ok_row("error", "recipe " + "; ".join(problems), **details)
-    return ok_row(
-        result.throughputs,
-        result.times,
-        warmup_iterations=plan.warmup_reps,
-        num_images=result.images_per_rep,
+    problems = skeleton.output_problems(
+        shape=shape,
+        expected_shape=[plan.batch_size, 3, *gpu_recipes.output_hw(transform)],
+        dtype="float32" if dtype == "float" else dtype,  # DALI's DALIDataType.FLOAT
+        expected_dtype="float32",
+        device=last["kind"],
+        expected_device=f"TensorList{kind}",
+    )
+    return skeleton.stream_row(
+        result,
+        plan,
+        details,
+        problems,
         output_shape=shape,
         output_dtype="float32",
         output_device=last["kind"],
-        **details,
     )
 
 

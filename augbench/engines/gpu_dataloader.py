@@ -50,7 +50,7 @@ from augbench.engines import skeleton  # noqa: E402
 from augbench.engines.common import job_metadata  # noqa: E402
 from augbench.engines.streaming import StreamPlan, run_stream  # noqa: E402
 from augbench.policy import SlowTransformPolicy  # noqa: E402
-from augbench.results import non_ok_row, ok_row  # noqa: E402
+from augbench.results import non_ok_row  # noqa: E402
 
 REGIME = "gpu_dataloader"
 LIBRARY_RANDOMNESS = gpu_recipes.LIBRARY_RANDOMNESS
@@ -320,27 +320,24 @@ def measure_transform(
         **memory,
         **result.preflight,
     }
-    if result.early_stop_reason is not None:
-        return non_ok_row("early_stopped", result.early_stop_reason, **details)
     out = last[0]
-    shape = list(out.shape)
-    expected = [plan.batch_size, 3, *expected_hw]
-    problems = []
-    if out.device.type != dev.type:
-        problems.append(f"output is on {out.device.type}, not {dev.type}")
-    if shape != expected or out.dtype != torch.float32:
-        problems.append(f"output is {shape} {out.dtype}, expected {expected} torch.float32")
-    if problems:
-        return non_ok_row("error", "recipe " + "; ".join(problems), **details)
-    return ok_row(
-        result.throughputs,
-        result.times,
-        warmup_iterations=plan.warmup_reps,
-        num_images=result.images_per_rep,
+    shape, dtype = list(out.shape), str(out.dtype).replace("torch.", "")
+    problems = skeleton.output_problems(
+        shape=shape,
+        expected_shape=[plan.batch_size, 3, *expected_hw],
+        dtype=dtype,
+        expected_dtype="float32",
+        device=out.device.type,
+        expected_device=dev.type,
+    )
+    return skeleton.stream_row(
+        result,
+        plan,
+        details,
+        problems,
         output_shape=shape,
-        output_dtype=str(out.dtype).replace("torch.", ""),
+        output_dtype=dtype,
         output_device=str(out.device),
-        **details,
     )
 
 

@@ -6,9 +6,11 @@ An engine supplies three things:
 
 * ``precheck(name) -> row | None``: the row of a recipe that is not measured here (import
   failure, ``unsupported``, ``skipped``/``error`` because CUDA is not usable), else None;
-* ``measure`` and ``kwargs(name)``: a module-level function returning the row of one recipe
-  (set-up, warm-up and the timed window live in augbench.engines.streaming) and its keyword
-  arguments, both picklable;
+* ``measure`` and ``kwargs(name)``: a module-level function returning the row of one recipe and
+  its keyword arguments, both picklable. ``measure`` sets its pipeline up, drives it with
+  augbench.engines.streaming.run_stream (first batch, preflight, warm-up, timed repetitions) and
+  turns the result into a row with :func:`stream_row`, after checking its last output with
+  :func:`output_problems`;
 * ``fields(name) -> dict``: what every row of the job records (recipe, scope, device, ...).
 
 :func:`run_rows` runs each measured recipe in its own spawned process (``isolate=True``), so a
@@ -30,10 +32,52 @@ from pathlib import Path
 from typing import Any
 
 from augbench import adapters
-from augbench.results import non_ok_row, result_file, status_line, write_json_atomic
+from augbench.engines.streaming import StreamPlan, StreamResult
+from augbench.results import non_ok_row, ok_row, result_file, status_line, write_json_atomic
 
 Row = dict[str, Any]
 CUDA_ERROR_MARKERS = ("CUDA error", "cudaError", "device-side assert", "illegal memory access")
+
+
+def output_problems(
+    *,
+    shape: list[int],
+    expected_shape: list[int],
+    dtype: str,
+    expected_dtype: str,
+    device: str,
+    expected_device: str,
+) -> list[str]:
+    """What is wrong with a recipe's last output (device, shape, dtype); empty when nothing."""
+    problems = []
+    if device != expected_device:
+        problems.append(f"output is on {device}, expected {expected_device}")
+    if shape != expected_shape or dtype != expected_dtype:
+        problems.append(f"output is {shape} {dtype}, expected {expected_shape} {expected_dtype}")
+    return problems
+
+
+def stream_row(
+    result: StreamResult,
+    plan: StreamPlan,
+    details: dict[str, Any],
+    problems: list[str],
+    **output: Any,
+) -> Row:
+    """The row of one streamed recipe: early_stopped, an error naming what is wrong with its
+    output, or ok with every repetition's throughput and the output's description."""
+    if result.early_stop_reason is not None:
+        return non_ok_row("early_stopped", result.early_stop_reason, **details)
+    if problems:
+        return non_ok_row("error", "recipe " + "; ".join(problems), **details)
+    return ok_row(
+        result.throughputs,
+        result.times,
+        warmup_iterations=plan.warmup_reps,
+        num_images=result.images_per_rep,
+        **output,
+        **details,
+    )
 
 
 def error_row(exc: BaseException) -> Row:
