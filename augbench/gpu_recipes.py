@@ -15,7 +15,7 @@ regime is only where each step runs:
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from augbench import catalog
 from augbench.cuda_env import SKIP_NO_CUDA as SKIP_NO_CUDA  # the skip reason is cuda_env's
@@ -65,6 +65,16 @@ def check_name(transform: str) -> None:
 
 def gpu_unsupported_reason(library: str, transform: str) -> str | None:
     return GPU_UNSUPPORTED.get((library, transform))
+
+
+def unsupported_reason(adapter: Any, transform: str) -> str | None:
+    """Why ``adapter``'s library cannot run ``transform`` in a GPU regime, or None (Identity
+    always runs)."""
+    if transform == IDENTITY:
+        return None
+    if not adapter.supports(transform):
+        return str(adapter.unsupported_reason(transform))
+    return gpu_unsupported_reason(adapter.name, transform)
 
 
 def recipe(transform: str) -> str:

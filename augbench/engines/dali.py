@@ -38,19 +38,17 @@ from augbench.policy import GPU_REGIME_THREADS
 GPU_REGIME_THREADS.apply_environment()  # before DALI / numpy load
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from augbench import catalog, cuda_env, gpu_recipes, media  # noqa: E402
+from augbench import catalog, cuda_env, gpu_recipes  # noqa: E402
 from augbench.adapters.dali import DaliAdapter, DaliContext  # noqa: E402
 from augbench.engines import skeleton  # noqa: E402
 from augbench.engines.common import job_metadata  # noqa: E402
 from augbench.engines.streaming import StreamPlan, StreamResult, run_stream  # noqa: E402
 from augbench.policy import SlowTransformPolicy  # noqa: E402
-from augbench.results import non_ok_row  # noqa: E402
 
 REGIME = "dali"
 SYNC_METHOD = (
@@ -310,21 +308,19 @@ def pipeline_description(transform: str, variant: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     adapter = DaliAdapter()
-    transforms = [t for t in args.transforms.split(",") if t]
-    for name in transforms:
-        gpu_recipes.check_name(name)
-    policy = SlowTransformPolicy(**json.loads(args.policy))
-    plan = StreamPlan.for_images(
-        args.num_images, args.batch_size, warmup_reps=args.warmups, reps=args.values, policy=policy
+    job = skeleton.job_inputs(
+        transforms=args.transforms,
+        policy=args.policy,
+        manifest=args.manifest,
+        num_images=args.num_images,
+        batch_size=args.batch_size,
+        warmups=args.warmups,
+        values=args.values,
+        check_name=gpu_recipes.check_name,
     )
-    files = media.select_files(args.manifest, args.num_images)
+    transforms, policy, plan, files = job.transforms, job.policy, job.plan, job.files
     gpu = args.variant == "dali-gpu"
-
-    import_error: str | None = None
-    try:
-        adapter.import_library()
-    except Exception as exc:
-        import_error = f"import failed: {type(exc).__name__}: {exc}"
+    import_error = skeleton.import_failure(adapter)
     env: cuda_env.CudaEnv | None = None
     device_name = "cpu (DALI CPU backend)"
     if gpu and import_error is None:
@@ -340,13 +336,11 @@ def main(argv: list[str] | None = None) -> int:
     }
 
     def precheck(name: str) -> dict[str, Any] | None:
-        if import_error is not None:
-            return non_ok_row("error", import_error)
-        if name != gpu_recipes.IDENTITY and not adapter.supports(name):
-            return non_ok_row("unsupported", adapter.unsupported_reason(name))
-        if env is not None and not env.ok:
-            return non_ok_row(*env.unavailable_row())
-        return None
+        return skeleton.precheck_row(
+            import_error=import_error,
+            unsupported=gpu_recipes.unsupported_reason(adapter, name),
+            unavailable=None if env is None or env.ok else env.unavailable_row(),
+        )
 
     def kwargs(name: str) -> dict[str, Any]:
         return dict(

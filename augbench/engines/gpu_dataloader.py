@@ -39,18 +39,16 @@ from augbench.policy import GPU_REGIME_THREADS
 GPU_REGIME_THREADS.apply_environment()  # before torch loads; DataLoader workers inherit it
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import sys  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from augbench import adapters, catalog, cuda_env, gpu_recipes, media  # noqa: E402
+from augbench import adapters, catalog, cuda_env, gpu_recipes  # noqa: E402
 from augbench.engines import skeleton  # noqa: E402
 from augbench.engines.common import job_metadata  # noqa: E402
 from augbench.engines.streaming import StreamPlan, run_stream  # noqa: E402
 from augbench.policy import SlowTransformPolicy  # noqa: E402
-from augbench.results import non_ok_row  # noqa: E402
 
 REGIME = "gpu_dataloader"
 LIBRARY_RANDOMNESS = gpu_recipes.LIBRARY_RANDOMNESS
@@ -344,14 +342,17 @@ def measure_transform(
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     adapter = adapters.get(args.library)
-    transforms = [t for t in args.transforms.split(",") if t]
-    for name in transforms:
-        gpu_recipes.check_name(name)
-    policy = SlowTransformPolicy(**json.loads(args.policy))
-    plan = StreamPlan.for_images(
-        args.num_images, args.batch_size, warmup_reps=args.warmups, reps=args.values, policy=policy
+    job = skeleton.job_inputs(
+        transforms=args.transforms,
+        policy=args.policy,
+        manifest=args.manifest,
+        num_images=args.num_images,
+        batch_size=args.batch_size,
+        warmups=args.warmups,
+        values=args.values,
+        check_name=gpu_recipes.check_name,
     )
-    files = media.select_files(args.manifest, args.num_images)
+    transforms, policy, plan, files = job.transforms, job.policy, job.plan, job.files
 
     import torch
 
@@ -361,23 +362,14 @@ def main(argv: list[str] | None = None) -> int:
     device_name = env.device_name if env.ok else f"{env.verdict}: {env.reason}"
     if env.verdict == "no_device":
         device_name = gpu_recipes.SKIP_NO_CUDA
-    import_error: str | None = None
-    try:
-        adapter.import_library()
-    except Exception as exc:  # the library is broken in this env: every row says so
-        import_error = f"import failed: {type(exc).__name__}: {exc}"
+    import_error = skeleton.import_failure(adapter)
 
     def precheck(name: str) -> dict[str, Any] | None:
-        if import_error is not None:
-            return non_ok_row("error", import_error)
-        if name != gpu_recipes.IDENTITY and not adapter.supports(name):
-            return non_ok_row("unsupported", adapter.unsupported_reason(name))
-        gpu_reason = gpu_recipes.gpu_unsupported_reason(args.library, name)
-        if gpu_reason is not None:
-            return non_ok_row("unsupported", gpu_reason)
-        if not env.ok:
-            return non_ok_row(*env.unavailable_row())
-        return None
+        return skeleton.precheck_row(
+            import_error=import_error,
+            unsupported=gpu_recipes.unsupported_reason(adapter, name),
+            unavailable=None if env.ok else env.unavailable_row(),
+        )
 
     def kwargs(name: str) -> dict[str, Any]:
         return dict(

@@ -28,15 +28,77 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from augbench import adapters
+from augbench import adapters, media
 from augbench.engines.streaming import StreamPlan, StreamResult
+from augbench.policy import SlowTransformPolicy
 from augbench.results import non_ok_row, ok_row, result_file, status_line, write_json_atomic
 
 Row = dict[str, Any]
 CUDA_ERROR_MARKERS = ("CUDA error", "cudaError", "device-side assert", "illegal memory access")
+
+
+@dataclass(frozen=True)
+class JobInputs:
+    """What every batch-pipeline job derives from its command line before measuring."""
+
+    transforms: list[str]
+    policy: SlowTransformPolicy
+    plan: StreamPlan
+    files: list[Path]
+
+
+def job_inputs(
+    *,
+    transforms: str,
+    policy: str,
+    manifest: Path,
+    num_images: int,
+    batch_size: int,
+    warmups: int,
+    values: int,
+    check_name: Callable[[str], None],
+) -> JobInputs:
+    """Recipe names (each checked, so unknown names fail the job before any measuring), the
+    slow-transform policy from its JSON, the stream plan and the selected image files."""
+    names = [t for t in transforms.split(",") if t]
+    for name in names:
+        check_name(name)
+    slow = SlowTransformPolicy(**json.loads(policy))
+    plan = StreamPlan.for_images(
+        num_images, batch_size, warmup_reps=warmups, reps=values, policy=slow
+    )
+    return JobInputs(names, slow, plan, media.select_files(manifest, num_images))
+
+
+def import_failure(adapter: adapters.Adapter) -> str | None:
+    """Why the library cannot be imported in this env (every row then says so), or None."""
+    try:
+        adapter.import_library()
+    except Exception as exc:
+        return f"import failed: {type(exc).__name__}: {exc}"
+    return None
+
+
+def precheck_row(
+    *,
+    import_error: str | None,
+    unsupported: str | None,
+    unavailable: tuple[str, str] | None,
+) -> Row | None:
+    """The row of a recipe that is not measured, in order of precedence: the library does not
+    import (error), it lacks the recipe (unsupported), the hardware is not usable here
+    (skipped/error, e.g. augbench.cuda_env); None when the recipe is to be measured."""
+    if import_error is not None:
+        return non_ok_row("error", import_error)
+    if unsupported is not None:
+        return non_ok_row("unsupported", unsupported)
+    if unavailable is not None:
+        return non_ok_row(*unavailable)
+    return None
 
 
 def output_problems(
