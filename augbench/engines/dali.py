@@ -308,16 +308,7 @@ def pipeline_description(transform: str, variant: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     adapter = DaliAdapter()
-    job = skeleton.job_inputs(
-        transforms=args.transforms,
-        policy=args.policy,
-        manifest=args.manifest,
-        num_images=args.num_images,
-        batch_size=args.batch_size,
-        warmups=args.warmups,
-        values=args.values,
-        check_name=gpu_recipes.check_name,
-    )
+    job = skeleton.job_inputs(args, gpu_recipes.check_name)
     transforms, policy, plan, files = job.transforms, job.policy, job.plan, job.files
     gpu = args.variant == "dali-gpu"
     import_error = skeleton.import_failure(adapter)

@@ -342,16 +342,7 @@ def measure_transform(
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     adapter = adapters.get(args.library)
-    job = skeleton.job_inputs(
-        transforms=args.transforms,
-        policy=args.policy,
-        manifest=args.manifest,
-        num_images=args.num_images,
-        batch_size=args.batch_size,
-        warmups=args.warmups,
-        values=args.values,
-        check_name=gpu_recipes.check_name,
-    )
+    job = skeleton.job_inputs(args, gpu_recipes.check_name)
     transforms, policy, plan, files = job.transforms, job.policy, job.plan, job.files
 
     import torch

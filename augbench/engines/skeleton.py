@@ -51,27 +51,19 @@ class JobInputs:
     files: list[Path]
 
 
-def job_inputs(
-    *,
-    transforms: str,
-    policy: str,
-    manifest: Path,
-    num_images: int,
-    batch_size: int,
-    warmups: int,
-    values: int,
-    check_name: Callable[[str], None],
-) -> JobInputs:
-    """Recipe names (each checked, so unknown names fail the job before any measuring), the
-    slow-transform policy from its JSON, the stream plan and the selected image files."""
-    names = [t for t in transforms.split(",") if t]
+def job_inputs(args: Any, check_name: Callable[[str], None]) -> JobInputs:
+    """From the engine's parsed arguments (``transforms``, ``policy``, ``manifest``,
+    ``num_images``, ``batch_size``, ``warmups``, ``values``): the recipe names (each checked, so
+    unknown names fail the job before any measuring), the slow-transform policy, the stream plan
+    and the selected image files."""
+    names = [t for t in args.transforms.split(",") if t]
     for name in names:
         check_name(name)
-    slow = SlowTransformPolicy(**json.loads(policy))
+    slow = SlowTransformPolicy(**json.loads(args.policy))
     plan = StreamPlan.for_images(
-        num_images, batch_size, warmup_reps=warmups, reps=values, policy=slow
+        args.num_images, args.batch_size, warmup_reps=args.warmups, reps=args.values, policy=slow
     )
-    return JobInputs(names, slow, plan, media.select_files(manifest, num_images))
+    return JobInputs(names, slow, plan, media.select_files(args.manifest, args.num_images))
 
 
 def import_failure(adapter: adapters.Adapter) -> str | None:
