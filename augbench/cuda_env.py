@@ -80,13 +80,12 @@ def runtime_major(runtime: str) -> int:
     return int(runtime.split(".")[0])
 
 
-def _advice(runtime: str | None, min_driver: int | None, runtime_source: str) -> str:
+def _advice(min_driver: int | None) -> str:
     if min_driver is None:
-        return "use a machine whose NVIDIA driver supports this runtime"
+        return "use a machine whose NVIDIA driver supports this CUDA runtime"
     return (
-        f"install NVIDIA driver >= {min_driver} (CUDA {runtime}, from {runtime_source}, needs "
-        f"it), e.g. a GPU VM image with driver {min_driver}+; or run with --config gpu=optional "
-        "to record the rows as errors without failing"
+        f"install NVIDIA driver >= {min_driver} (e.g. a GPU VM image that ships one) or run on "
+        "a machine that has it"
     )
 
 
@@ -134,13 +133,13 @@ def classify(
         return env(
             "unusable",
             f"{found} is older than CUDA {cuda_runtime} ({runtime_source}) needs "
-            f"(>= {min_driver}); {_advice(cuda_runtime, min_driver, runtime_source)}",
+            f"(>= {min_driver}); {_advice(min_driver)}",
         )
     if init_error is not None:
         return env(
             "unusable",
             f"{found} present but CUDA {cuda_runtime} ({runtime_source}) failed to initialise: "
-            f"{init_error}; {_advice(cuda_runtime, min_driver, runtime_source)}",
+            f"{init_error}; {_advice(min_driver)}",
         )
     if device_count < 1:
         return env("no_device", f"{SKIP_NO_CUDA}: {found} present but no CUDA device visible")
