@@ -178,7 +178,11 @@ def test_gpu_tables_keep_every_gpu_row(smoke_run: WorkflowRun) -> None:
         skipped = ratio[ratio["status"] == "skipped"]
         assert len(skipped) == n_gpu + recipes
         assert skipped["ratio"].isna().all()
-        assert (skipped["ratio_status"] == "N/A: skipped").all()
+        identity = skipped["transform"] == gpu_recipes.IDENTITY
+        assert (skipped[~identity]["ratio_status"] == "N/A: skipped").all()
+        assert (
+            skipped[identity]["ratio_status"] == "N/A: Identity baseline (no CPU counterpart)"
+        ).all()
     memory = pd.read_csv(tables / "gpu_throughput_memory.csv")
     assert len(memory) == n_gpu + n_dali
     coverage = pd.read_csv(tables / "coverage.csv")
