@@ -15,18 +15,39 @@ regime is only where each step runs:
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from augbench import catalog
+from augbench.cuda_env import SKIP_NO_CUDA as SKIP_NO_CUDA  # the skip reason is cuda_env's
 
 # ImageNet statistics, as fractions of 255 (torchvision's Normalize convention).
 NORMALIZE_MEAN: tuple[float, float, float] = (0.485, 0.456, 0.406)
 NORMALIZE_STD: tuple[float, float, float] = (0.229, 0.224, 0.225)
 
 BASE_CROP = "RandomCrop224"
+# The GPU baseline: the base crop and Normalize with no transform between them, measured per
+# library and scope, so a reader sees how much of a row is transport and how much the transform.
+IDENTITY = "Identity"
 Randomness = Literal["per-sample", "batch-shared"]
 RANDOMNESS: tuple[str, ...] = ("per-sample", "batch-shared")
-SKIP_NO_CUDA = "no CUDA device"
+
+# What each scope of the GPU regimes times (recorded as the row's `timed` field).
+SCOPE_TIMED: dict[str, str] = {
+    "memory": "the transform and Normalize on uint8 crop batches already resident on the device "
+    "(cut and copied before the clock starts; no decode, no host-to-device copy)",
+    "decode": "end to end: read + decode + crop in DataLoader workers, collation, pinned "
+    "host-to-device copy, then the transform and Normalize on the device",
+}
+
+# Library calls that cannot run on CUDA tensors, found by reading the library's code (no GPU
+# here to find them by failing): rows are `unsupported` with the reason, never silent CPU work.
+GPU_UNSUPPORTED: dict[tuple[str, str], str] = {
+    ("torchvision", "JpegCompression"): (
+        "v2.JPEG cannot run on CUDA tensors in torchvision 0.28: encode_jpeg of a CUDA image "
+        "returns CUDA bytes (nvJPEG) and decode_jpeg refuses input that is not on the CPU; a "
+        "CPU round trip would not be a GPU transform"
+    ),
+}
 
 # Randomness modes each gpu_dataloader library can run: Kornia samples per image by design;
 # torchvision's v2 transforms draw one parameter set per call, so both modes exist for it.
@@ -36,8 +57,30 @@ LIBRARY_RANDOMNESS: dict[str, tuple[str, ...]] = {
 }
 
 
+def check_name(transform: str) -> None:
+    """Unknown names fail a job loudly, before any measuring."""
+    if transform != IDENTITY:
+        catalog.get(transform)
+
+
+def gpu_unsupported_reason(library: str, transform: str) -> str | None:
+    return GPU_UNSUPPORTED.get((library, transform))
+
+
+def unsupported_reason(adapter: Any, transform: str) -> str | None:
+    """Why ``adapter``'s library cannot run ``transform`` in a GPU regime, or None (Identity
+    always runs)."""
+    if transform == IDENTITY:
+        return None
+    if not adapter.supports(transform):
+        return str(adapter.unsupported_reason(transform))
+    return gpu_unsupported_reason(adapter.name, transform)
+
+
 def recipe(transform: str) -> str:
     """The recipe string recorded with every row, e.g. ``RandomCrop224 + Rotate + Normalize``."""
+    if transform == IDENTITY:
+        return f"{BASE_CROP} + Normalize (identity baseline)"
     spec = catalog.get(transform)
     steps = [spec.name] if spec.is_crop else [BASE_CROP, spec.name]
     return " + ".join([*steps, "Normalize"])
@@ -49,14 +92,27 @@ def base_crop_size() -> tuple[int, int]:
 
 def worker_crop(transform: str, crop_transform_input: int) -> tuple[int, int]:
     """Size of the uint8 crop DataLoader workers cut before the GPU applies ``transform``."""
-    if catalog.get(transform).is_crop:
+    if transform != IDENTITY and catalog.get(transform).is_crop:
         return (crop_transform_input, crop_transform_input)
     return base_crop_size()
 
 
 def output_hw(transform: str) -> tuple[int, int]:
-    """Height and width of every image the recipe outputs (same in every regime)."""
+    """Height and width of every image the recipe outputs (same in every regime).
+
+    Size-changing transforms act on the square base crop: Pad adds its padding on every side,
+    LongestMaxSize and SmallestMaxSize scale the square to ``max_size`` on both sides.
+    """
+    h, w = base_crop_size()
+    if transform == IDENTITY:
+        return h, w
     spec = catalog.get(transform)
     if "size" in spec.params and spec.name != BASE_CROP:
         return tuple(spec.params["size"])  # type: ignore[return-value]
-    return base_crop_size()
+    if spec.name == "Pad":
+        pad = int(spec.params["padding"])
+        return h + 2 * pad, w + 2 * pad
+    if spec.name in ("LongestMaxSize", "SmallestMaxSize"):
+        side = int(spec.params["max_size"])
+        return side, side
+    return h, w

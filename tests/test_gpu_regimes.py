@@ -1,6 +1,7 @@
 """GPU regimes, the parts that need neither a GPU nor a library env: the DALI mapping table,
-the recipe definition, the stream timer (synchronization inside the clock), config blocks and
-the GPU-vs-CPU tables."""
+the recipe definition, the stream timer (synchronization inside the clock, with its negative
+control), CUDA/driver detection (driver-mismatch rows, gpu=required), process isolation of
+recipes, config blocks and the GPU-vs-CPU tables."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from augbench import adapters, catalog, gpu_recipes
+from augbench import adapters, catalog, cuda_env, gpu_recipes
 from augbench.analysis import gpu
 from augbench.config import ConfigError, resolve
+from augbench.engines import skeleton
 from augbench.engines.streaming import StreamPlan, run_stream
 from augbench.policy import SlowTransformPolicy
 
@@ -68,6 +70,10 @@ def test_dali_is_registered_as_an_adapter_without_importing_dali() -> None:
         ("RandomResizedCrop", "RandomResizedCrop + Normalize", (256, 256), (224, 224)),
         ("CenterCrop224", "CenterCrop224 + Normalize", (256, 256), (224, 224)),
         ("RandomCrop224", "RandomCrop224 + Normalize", (256, 256), (224, 224)),
+        ("Identity", "RandomCrop224 + Normalize (identity baseline)", (224, 224), (224, 224)),
+        ("Pad", "RandomCrop224 + Pad + Normalize", (224, 224), (244, 244)),
+        ("LongestMaxSize", "RandomCrop224 + LongestMaxSize + Normalize", (224, 224), (512, 512)),
+        ("SmallestMaxSize", "RandomCrop224 + SmallestMaxSize + Normalize", (224, 224), (512, 512)),
     ],
 )
 def test_recipe_strings_and_shapes(
@@ -125,6 +131,20 @@ def test_sync_runs_before_every_clock_stop_and_its_time_is_measured() -> None:
     assert result.preflight["preflight_items"] == plan.preflight_batches * 4
 
 
+def test_negative_control_a_timer_without_sync_misses_the_pending_work() -> None:
+    """The same stand-in with sync() doing nothing (synchronisation removed): the "launched"
+    work is never waited for inside the clock, so every repetition is far below its floor. If
+    this ever measured the work, the positive test above would prove nothing."""
+    plan = StreamPlan.for_images(8, 4, warmup_reps=1, reps=3, policy=POLICY)
+
+    def step() -> int:
+        return 4  # launches 0.02 s of work that nobody waits for
+
+    result = run_stream(step, lambda: None, plan, POLICY)
+    for seconds in result.times:
+        assert seconds < 0.5 * plan.batches_per_rep * 0.02
+
+
 def test_slow_preflight_stops_early_without_measuring() -> None:
     policy = SlowTransformPolicy(preflight_items=2, max_seconds_per_item=0.001)
     plan = StreamPlan.for_images(8, 1, warmup_reps=1, reps=2, policy=policy)
@@ -166,6 +186,26 @@ def test_gpu_blocks_get_defaults_when_absent(tmp_path: Path) -> None:
     assert cfg["gpu_dataloader"]["worker_crop"] == 256
 
 
+def test_gpu_mode_defaults_to_optional_and_is_validated() -> None:
+    assert resolve({**BASE, "preset": "smoke"}, REPO)["gpu"] == "optional"
+    assert resolve({**BASE, "preset": "smoke", "gpu": "required"}, REPO)["gpu"] == "required"
+    with pytest.raises(ConfigError, match=r"gpu: 'always' is not one of"):
+        resolve({**BASE, "preset": "smoke", "gpu": "always"}, REPO)
+
+
+def test_default_preset_times_the_gpu_memory_scope_and_the_decode_scope() -> None:
+    cfg = resolve({**BASE, "preset": "default"}, REPO)
+    assert cfg["gpu_dataloader"]["scopes"] == ["memory", "decode"]
+
+
+def test_googlebatch_profile_makes_gpu_required() -> None:
+    import yaml
+
+    profile = REPO / "workflow" / "profiles" / "googlebatch"
+    settings = yaml.safe_load((profile / "profile.yaml").read_text())
+    assert yaml.safe_load((profile / settings["configfile"]).read_text()) == {"gpu": "required"}
+
+
 def test_unknown_dali_variant_is_a_clear_error() -> None:
     with pytest.raises(ConfigError, match=r"dali\.variants\[0\]: 'dali-tpu' is not one of"):
         resolve({**BASE, "preset": "smoke", "dali": {"variants": ["dali-tpu"]}}, REPO)
@@ -194,38 +234,42 @@ def _row(regime: str, library: str, transform: str, status: str, median: float |
     return base
 
 
-def test_ratio_uses_albumentationsx_cpu_and_keeps_skipped_rows() -> None:
+def test_ratio_only_between_rows_of_the_same_scope_and_recipe() -> None:
     tidy = pd.DataFrame(
         [
             _row("micro", "albumentationsx", "HorizontalFlip", "ok", 1000.0, scope="memory"),
-            _row("micro", "albumentationsx", "GaussianBlur", "ok", 400.0, scope="memory"),
             _row("cpu_dataloader", "albumentationsx", "GaussianBlur", "ok", 200.0, workers=2),
             _row("cpu_dataloader", "albumentationsx", "GaussianBlur", "ok", 300.0, workers=4),
+            _row("cpu_dataloader", "albumentationsx", "GaussianBlur", "ok", 900.0, scope="memory"),
             _row("gpu_dataloader", "kornia", "HorizontalFlip", "skipped", None, workers=1),
+            _row("gpu_dataloader", "kornia", "GaussianBlur", "ok", 1800.0, scope="memory"),
+            _row("gpu_dataloader", "kornia", "Identity", "ok", 5000.0, scope="memory"),
             _row("dali", "dali", "HorizontalFlip", "ok", 500.0, variant="dali-cpu"),
             _row("dali", "dali", "GaussianBlur", "ok", 600.0, variant="dali-cpu"),
             _row("dali", "dali", "Posterize", "unsupported", None, variant="dali-cpu"),
         ]
     )
     table = gpu.gpu_vs_cpu_ratio(tidy).set_index(["library", "transform"])
-    assert len(table) == 4  # every GPU-regime row, none of the CPU ones
-    flip = table.loc[("dali", "HorizontalFlip")]
-    assert flip["ratio"] == pytest.approx(0.5)
-    assert flip["cpu_reference"] == "albumentationsx micro/memory"
-    blur = table.loc[("dali", "GaussianBlur")]  # cpu_dataloader preferred, fastest worker count
+    assert len(table) == 6  # every GPU-regime row, none of the CPU ones
+    # decode over decode, the fastest worker count; never the memory-scope CPU row
+    blur = table.loc[("dali", "GaussianBlur")]
     assert blur["ratio"] == pytest.approx(2.0)
     assert blur["cpu_reference"] == "albumentationsx cpu_dataloader/decode workers=4"
+    assert blur["comparison"] == "dali decode / albumentationsx cpu_dataloader decode, same recipe"
+    memory = table.loc[("kornia", "GaussianBlur")]  # memory over memory
+    assert memory["ratio"] == pytest.approx(2.0)
+    assert memory["cpu_reference"].startswith("albumentationsx cpu_dataloader/memory")
+    # micro is a single transform, not the recipe: no ratio against it
+    flip = table.loc[("dali", "HorizontalFlip")]
+    assert math.isnan(flip["ratio"])
+    assert flip["ratio_status"].startswith("N/A: no ok albumentationsx cpu_dataloader row")
+    assert "scope decode" in flip["ratio_status"]
+    identity = table.loc[("kornia", "Identity")]
+    assert identity["ratio_status"] == "N/A: Identity baseline (no CPU counterpart)"
     skipped = table.loc[("kornia", "HorizontalFlip")]
     assert skipped["status"] == "skipped" and math.isnan(skipped["ratio"])
     assert skipped["ratio_status"] == "N/A: skipped"
     assert table.loc[("dali", "Posterize")]["ratio_status"] == "N/A: unsupported"
-
-
-def test_ratio_without_a_cpu_reference_says_so() -> None:
-    tidy = pd.DataFrame([_row("dali", "dali", "Rotate", "ok", 10.0, variant="dali-cpu")])
-    row = gpu.gpu_vs_cpu_ratio(tidy).iloc[0]
-    assert math.isnan(row["ratio"])
-    assert row["ratio_status"].startswith("N/A: no ok albumentationsx")
 
 
 def test_memory_table_lists_gpu_rows_with_memory_columns() -> None:
@@ -243,6 +287,7 @@ def test_memory_table_lists_gpu_rows_with_memory_columns() -> None:
                 device="NVIDIA H100",
             ),
             _row("dali", "dali", "HorizontalFlip", "skipped", None, variant="dali-gpu"),
+            _row("dali", "dali", "Rotate", "ok", 900.0, variant="dali-gpu", gpu_nvml_used_mb=700.0),
         ]
     )
     table = gpu.throughput_vs_memory(tidy)
@@ -250,7 +295,12 @@ def test_memory_table_lists_gpu_rows_with_memory_columns() -> None:
     assert set(table["regime"]) == {"gpu_dataloader", "dali"}
     tv = table[table["library"] == "torchvision"].iloc[0]
     assert (tv["gpu_peak_allocated_mb"], tv["gpu_peak_reserved_mb"]) == (120.0, 160.0)
-    assert math.isnan(table[table["library"] == "dali"].iloc[0]["median_throughput"])
+    dali = table[table["library"] == "dali"].set_index("transform")
+    assert math.isnan(dali.loc["HorizontalFlip", "median_throughput"])
+    # NVML's process memory and torch's allocator peaks never share a column
+    assert dali.loc["Rotate", "gpu_nvml_used_mb"] == 700.0
+    assert math.isnan(float(dali.loc["Rotate", "gpu_peak_reserved_mb"] or math.nan))
+    assert math.isnan(float(tv["gpu_nvml_used_mb"] or math.nan))
 
 
 def test_docs_list_every_dali_mapping_and_unsupported_reason() -> None:
@@ -261,3 +311,144 @@ def test_docs_list_every_dali_mapping_and_unsupported_reason() -> None:
             dali.mappings[name].call if dali.supports(name) else dali.unsupported_reason(name)
         )
         assert expected in text, name
+
+
+# -- CUDA / driver detection (augbench.cuda_env): the logic, with injected inputs ---------------
+def test_driver_older_than_the_runtime_is_an_error_row_naming_both_and_the_fix() -> None:
+    env = cuda_env.classify(
+        "535.104.05",
+        "13.0",
+        device_count=1,
+        device_name="NVIDIA L4",
+        driver_source="nvidia-smi",
+        runtime_source="torch 2.13.0, torch.version.cuda",
+    )
+    assert env.verdict == "unusable" and env.min_driver == 580
+    status, reason = env.unavailable_row()
+    assert status == "error"
+    assert "NVIDIA driver 535.104.05 is older than CUDA 13.0" in reason
+    assert "torch 2.13.0, torch.version.cuda" in reason
+    assert "install NVIDIA driver >= 580" in reason
+    assert env.row_fields() == {"cuda_driver_version": "535.104.05", "cuda_runtime_version": "13.0"}
+
+
+def test_same_driver_runs_the_cuda12_dali_wheel() -> None:
+    env = cuda_env.classify("535.104.05", cuda_env.dali_runtime("nvidia-dali-cuda120"),
+                            device_count=1, device_name="NVIDIA L4")  # fmt: skip
+    assert env.verdict == "ok" and env.cuda_runtime == "12.0" and env.min_driver == 525
+
+
+def test_no_driver_is_a_skipped_row() -> None:
+    env = cuda_env.classify(None, "13.0")
+    assert env.verdict == "no_device"
+    assert env.unavailable_row() == ("skipped", "no CUDA device")
+    assert env.row_fields()["cuda_driver_version"] is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "runtime", "verdict", "fragment"),
+    [
+        ({"init_error": "RuntimeError: CUDA unknown error"}, "13.0", "unusable", "failed to init"),
+        ({"device_count": 0}, "13.0", "no_device", "no CUDA device visible"),
+        ({"device_count": 1}, None, "unusable", "no CUDA support"),
+        ({"device_count": 2, "device_name": "NVIDIA H100"}, "13.0", "ok", "2 CUDA device(s)"),
+    ],
+)
+def test_classify_other_cases(
+    kwargs: dict, runtime: str | None, verdict: str, fragment: str
+) -> None:
+    env = cuda_env.classify("580.65.06", runtime, **kwargs)
+    assert env.verdict == verdict and fragment in env.reason
+
+
+def test_driver_is_read_from_the_proc_file_first(tmp_path: Path) -> None:
+    proc = tmp_path / "version"
+    proc.write_text(
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  Sun Jul 27 07:09:29 UTC 2025\n"
+        "GCC version:  gcc version 12.2.0\n"
+    )
+    assert cuda_env.find_driver(proc) == ("580.65.06", str(proc))
+    open_kernel = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  575.57.08  Release"
+    assert cuda_env.driver_from_proc(open_kernel) == "575.57.08"
+
+
+def test_detect_runs_the_probe_only_with_a_driver_and_keeps_its_error() -> None:
+    def failing_probe() -> tuple[int, str | None]:
+        raise RuntimeError("The NVIDIA driver on your system is too old (found version 12020)")
+
+    env = cuda_env.detect("13.0", failing_probe, runtime_source="t", driver=("590.1", "nvml"))
+    assert env.verdict == "unusable" and "too old (found version 12020)" in env.reason
+
+    def must_not_run() -> tuple[int, str | None]:
+        raise AssertionError("probe ran without a driver")
+
+    env = cuda_env.detect("13.0", must_not_run, runtime_source="t", driver=(None, None))
+    assert env.verdict == "no_device"
+
+
+def test_gpu_required_fails_with_driver_runtime_and_advice() -> None:
+    env = cuda_env.classify("535.104.05", "13.0", device_count=1, runtime_source="torch 2.13.0")
+    cuda_env.require(env, "optional", "job")  # optional: rows say it, the job goes on
+    with pytest.raises(SystemExit) as info:
+        cuda_env.require(env, "required", "gpu_dataloader job (kornia, memory)")
+    message = str(info.value.code)
+    assert info.value.code != 0
+    for fragment in ("gpu=required", "Driver found: 535.104.05", "CUDA runtime needed: 13.0",
+                     "driver >= 580", "What to do"):  # fmt: skip
+        assert fragment in message
+    ok = cuda_env.classify("580.65.06", "13.0", device_count=1, device_name="H100")
+    cuda_env.require(ok, "required", "job")
+
+
+# -- process isolation of recipes (augbench.engines.skeleton), real spawned processes ------------
+def test_a_crashing_recipe_is_one_error_row_and_the_others_are_measured() -> None:
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests" / "helpers"))
+    import crashing_recipes
+
+    names = ["fine", "assert", "after-assert", "abort", "after-abort"]
+    rows = skeleton.run_rows(
+        names,
+        label="isolation-test",
+        precheck=lambda name: None,
+        measure=crashing_recipes.recipe,
+        kwargs=lambda name: {"name": name},
+        fields=lambda name: {"recipe": name},
+    )
+    assert [rows[n]["status"] for n in names] == ["ok", "error", "ok", "error", "ok"]
+    assert rows["assert"]["cuda_error"] is True
+    assert "device-side assert" in rows["assert"]["reason"]
+    assert "killed by signal SIGABRT" in rows["abort"]["reason"]
+    assert "other recipes of this job are unaffected" in rows["abort"]["reason"]
+    # every recipe ran in a fresh process of its own: no state carried over
+    ok_rows = [rows[n] for n in ("fine", "after-assert", "after-abort")]
+    assert all(row["calls"] == 1 for row in ok_rows)
+    assert len({row["pid"] for row in ok_rows}) == 3
+    assert all(row["recipe"] == name for name, row in rows.items())
+
+
+# -- the shared row building (augbench.engines.skeleton) ---------------------------------------
+def test_an_output_on_the_wrong_device_or_of_the_wrong_shape_is_an_error_row() -> None:
+    from augbench.engines.streaming import StreamResult
+
+    plan = StreamPlan.for_images(4, 2, warmup_reps=0, reps=1, policy=POLICY)
+    result = StreamResult([10.0], [0.4], 4, {"preflight_items": 2})
+    problems = skeleton.output_problems(
+        shape=[2, 3, 224, 224],
+        expected_shape=[2, 3, 244, 244],
+        dtype="float32",
+        expected_dtype="float32",
+        device="cpu",
+        expected_device="cuda",
+    )
+    row = skeleton.stream_row(result, plan, {"gpu_ops": "x"}, problems, output_shape=[2])
+    assert row["status"] == "error"
+    assert row["reason"] == (
+        "recipe output is on cpu, expected cuda; output is [2, 3, 224, 224] float32, "
+        "expected [2, 3, 244, 244] float32"
+    )
+    ok = skeleton.stream_row(result, plan, {"gpu_ops": "x"}, [], output_device="cuda:0")
+    assert ok["status"] == "ok" and ok["output_device"] == "cuda:0" and ok["num_images"] == 4
+    stopped = StreamResult([], [], 0, {}, early_stop_reason="slow")
+    assert skeleton.stream_row(stopped, plan, {}, problems)["status"] == "early_stopped"

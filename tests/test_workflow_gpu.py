@@ -1,16 +1,19 @@
 """GPU DataLoader and DALI regimes in the real smoke workflow and in their library envs.
 
-On a machine without CUDA the smoke run writes `skipped` GPU rows and real DALI-CPU rows; on a GPU
-machine the same rows are `ok`, and a CUDA sleep kernel injected into the GPU step must show up in
-the measured time (synchronization happens before the clock stops). The CPU-side pieces of the
-GPU DataLoader (worker crops, default collation, the torchvision/Kornia batch functions) run here
-for real on the CPU, in the libraries' own envs.
+On a machine without CUDA the smoke run writes `skipped` GPU rows and real DALI-CPU rows, and
+`gpu=required` fails the GPU job with the CUDA error instead; on a GPU machine the same rows are
+`ok`, and a CUDA sleep kernel injected into the GPU step must show up in the measured time
+(synchronization happens before the clock stops) and must not without the synchronisation (the
+negative control). The CPU-side pieces of the GPU DataLoader (worker crops, default collation,
+every paper recipe's torchvision/Kornia batch function) run here for real on CPU tensors, in the
+libraries' own envs; DALI's timing code is checked with a CPU pipeline that sleeps a known time.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import subprocess
 import textwrap
@@ -19,8 +22,9 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import REPO, WorkflowRun, run_snakemake
+from conftest import REPO, SMOKE_CONFIG, WorkflowRun, run_snakemake
 
+from augbench import catalog, gpu_recipes
 from augbench.config import resolve
 
 pytestmark = pytest.mark.workflow
@@ -78,23 +82,33 @@ def manifest(run: WorkflowRun) -> Path:
 def test_gpu_dataloader_rows_for_every_library_mode_and_transform(smoke_run: WorkflowRun) -> None:
     assert smoke_run.returncode == 0, smoke_run.output[-5000:]
     rows = raw_rows(smoke_run, "gpu_dataloader")
-    keys = {(meta["library"], row["randomness"], name) for _, meta, name, row in rows}
+    keys = {(meta["library"], row["scope"], row["randomness"], name) for _, meta, name, row in rows}
     expected = {
-        (lib, mode, t)
+        (lib, scope, mode, t)
         for lib, modes in (
             ("torchvision", ("per-sample", "batch-shared")),
             ("kornia", ("per-sample",)),
         )
+        for scope in ("memory", "decode")
         for mode in modes
-        for t in SMOKE["transforms"]
+        for t in [gpu_recipes.IDENTITY, *SMOKE["transforms"]]
     }
     assert keys == expected
     want = "ok" if cuda_available() else "skipped"
     for path, meta, name, row in rows:
         assert row["status"] == want, (path, name, row.get("reason"))
-        assert row["recipe"] == f"RandomCrop224 + {name} + Normalize"
+        assert row["recipe"] == gpu_recipes.recipe(name)
+        assert row["timed"] == gpu_recipes.SCOPE_TIMED[row["scope"]]
         assert row["variant"] == row["randomness"] == meta["variant"]
-        assert (row["workers"], row["batch_size"]) == (1, SMOKE["gpu_dataloader"]["batch_size"])
+        workers = 0 if row["scope"] == "memory" else 1
+        assert (row["workers"], row["batch_size"]) == (
+            workers,
+            SMOKE["gpu_dataloader"]["batch_size"],
+        )
+        # every GPU row records the driver and the CUDA runtime (None: no driver here)
+        assert row["cuda_runtime_version"] == meta["torch_cuda_version"] == "13.0"
+        assert "cuda_driver_version" in row
+        assert meta["cuda_env"]["verdict"] == ("ok" if want == "ok" else "no_device")
         assert meta["regime"] == "gpu_dataloader" and meta["machine"] == "smoke-test"
         assert meta["environment"]["env_lock_sha256"]
         assert meta["thread_settings"]["environment"]["OMP_NUM_THREADS"] == "1"
@@ -104,6 +118,7 @@ def test_gpu_dataloader_rows_for_every_library_mode_and_transform(smoke_run: Wor
         else:
             assert row["gpu_peak_allocated_mb"] > 0 and row["gpu_peak_reserved_mb"] > 0
             assert row["output_shape"] == [SMOKE["gpu_dataloader"]["batch_size"], 3, 224, 224]
+            assert row["output_device"].startswith("cuda")
             assert len(row["throughputs"]) == SMOKE["gpu_dataloader"]["values"]
 
 
@@ -119,7 +134,7 @@ def test_dali_cpu_rows_are_real_and_dali_gpu_rows_match_the_machine(
         by_variant.setdefault(row["variant"], {})[name] = row
     assert set(by_variant) == {"dali-gpu", "dali-cpu"}
     batch = SMOKE["dali"]["batch_size"]
-    for name in SMOKE["transforms"]:
+    for name in [gpu_recipes.IDENTITY, *SMOKE["transforms"]]:
         cpu = by_variant["dali-cpu"][name]
         assert cpu["status"] == "ok", cpu.get("reason")
         assert cpu["output_shape"] == [batch, 3, 224, 224] and cpu["output_dtype"] == "float32"
@@ -127,33 +142,47 @@ def test_dali_cpu_rows_are_real_and_dali_gpu_rows_match_the_machine(
         assert all(t > 0 for t in cpu["throughputs"])
         assert cpu["device"].startswith("cpu") and "device='cpu'" in cpu["decoder"]
         assert cpu["pipeline"].startswith("fn.readers.file -> fn.decoders.image(device='cpu'")
+        assert cpu["output_device"] == "TensorListCPU"
+        assert cpu["sync_method"].startswith("host-synchronous: Pipeline.run() without")
+        assert "CUDAStreamSynchronize" not in json.dumps(cpu)
+        assert cpu["isolation"].startswith("own process")
         gpu_row = by_variant["dali-gpu"][name]
+        assert gpu_row["cuda_runtime_version"] == "12.0"  # the nvidia-dali-cuda120 wheel
         if cuda_available():
             assert gpu_row["status"] == "ok", gpu_row.get("reason")
-            assert gpu_row["gpu_peak_reserved_mb"] > 0
+            assert gpu_row["gpu_nvml_used_mb"] > 0 and "gpu_peak_reserved_mb" not in gpu_row
         else:
             assert (gpu_row["status"], gpu_row["reason"]) == ("skipped", "no CUDA device")
+    assert by_variant["dali-cpu"][gpu_recipes.IDENTITY]["mapping"] == "identity (no transform)"
 
 
 def test_gpu_tables_keep_every_gpu_row(smoke_run: WorkflowRun) -> None:
     tables = smoke_run.workdir / "results/tables"
     ratio = pd.read_csv(tables / "gpu_vs_cpu_ratio.csv")
-    n_gpu = 3 * len(SMOKE["transforms"])  # torchvision x2 modes + kornia
-    n_dali = 2 * len(SMOKE["transforms"])
+    recipes = len(SMOKE["transforms"]) + 1  # and the Identity baseline
+    n_gpu = 3 * 2 * recipes  # (torchvision x2 modes + kornia) x (memory, decode)
+    n_dali = 2 * recipes
     assert len(ratio) == n_gpu + n_dali
-    dali_cpu = ratio[ratio["variant"] == "dali-cpu"]
-    assert (dali_cpu["ratio"] > 0).all()
-    # The CPU reference is AlbumentationsX's cpu_dataloader row where that regime measured the
-    # transform, else its micro row; the column says which.
+    dali_cpu = ratio[ratio["variant"] == "dali-cpu"].set_index("transform")
+    # The CPU reference is AlbumentationsX's cpu_dataloader row of the same recipe and scope
+    # (decode for DALI): only transforms that regime measured have a ratio.
     dataloader_transforms = set(SMOKE["cpu_dataloader"]["transforms"])
-    for _, row in dali_cpu.iterrows():
-        expected = "cpu_dataloader" if row["transform"] in dataloader_transforms else "micro"
-        assert row["cpu_reference"].startswith(f"albumentationsx {expected}"), row.to_dict()
+    for name, row in dali_cpu.iterrows():
+        assert row["comparison"].endswith("cpu_dataloader decode, same recipe")
+        if name in dataloader_transforms:
+            assert row["ratio"] > 0
+            assert row["cpu_reference"].startswith("albumentationsx cpu_dataloader/decode")
+        else:
+            assert math.isnan(row["ratio"]) and row["ratio_status"].startswith("N/A"), name
     if not cuda_available():
         skipped = ratio[ratio["status"] == "skipped"]
-        assert len(skipped) == n_gpu + len(SMOKE["transforms"])
+        assert len(skipped) == n_gpu + recipes
         assert skipped["ratio"].isna().all()
-        assert (skipped["ratio_status"] == "N/A: skipped").all()
+        identity = skipped["transform"] == gpu_recipes.IDENTITY
+        assert (skipped[~identity]["ratio_status"] == "N/A: skipped").all()
+        assert (
+            skipped[identity]["ratio_status"] == "N/A: Identity baseline (no CPU counterpart)"
+        ).all()
     memory = pd.read_csv(tables / "gpu_throughput_memory.csv")
     assert len(memory) == n_gpu + n_dali
     coverage = pd.read_csv(tables / "coverage.csv")
@@ -222,40 +251,157 @@ def test_worker_crop_larger_than_the_image_is_a_clear_error(tmp_path: Path) -> N
     assert "small.jpg: image is 100x80, smaller than the 224x224 worker crop" in result
 
 
+def jpeg_files(folder: Path, n: int = 4) -> list[str]:
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    paths = []
+    for i in range(n):
+        path = folder / f"img{i}.jpg"
+        Image.fromarray(rng.integers(0, 256, (280 + 8 * i, 300, 3), dtype=np.uint8)).save(path)
+        paths.append(str(path))
+    return paths
+
+
 @pytest.mark.parametrize(
     ("library", "randomness"),
     [("torchvision", "per-sample"), ("torchvision", "batch-shared"), ("kornia", "per-sample")],
 )
-def test_gpu_recipe_functions_run_on_cpu_tensors(
-    smoke_run: WorkflowRun, library: str, randomness: str
+def test_every_paper_gpu_recipe_runs_on_cpu_tensors_or_is_unsupported_with_a_reason(
+    tmp_path: Path, library: str, randomness: str
 ) -> None:
-    """The same code path as on CUDA, on CPU tensors: shapes, dtype, normalization."""
+    """Each paper-preset recipe through the engine's own measuring code (memory scope, the same
+    code path as on CUDA) on CPU tensors: every one is `ok` with the recipe's output shape, or an
+    explicit `unsupported` row with its reason; none is an error. The decode scope's loader path
+    runs for a crop and a size-changing recipe."""
+    paper = resolve(
+        {
+            "preset": "paper",
+            "machine": "t",
+            "dataset": {"archive": None},
+            "libraries": [library],
+            "regimes": ["gpu_dataloader"],
+            "envs": {},
+        },
+        REPO,
+    )
+    names = [gpu_recipes.IDENTITY, *paper["transforms"]]
+    assert set(paper["transforms"]) == set(catalog.names())
     result = run_in_env(
         library,
         f"""
-        import json
-        import torch
-        from augbench.engines import gpu_dataloader as g
+        import json, sys
+        from pathlib import Path
+        from augbench import adapters, gpu_recipes
+        from augbench.engines import gpu_dataloader as g, skeleton
+        from augbench.engines.streaming import StreamPlan
+        from augbench.policy import SlowTransformPolicy
 
+        policy = SlowTransformPolicy(preflight_items=1, enabled=False)
+        plan = StreamPlan.for_images(2, 2, warmup_reps=0, reps=1, policy=policy)
+        files = [Path(f) for f in {jpeg_files(tmp_path)!r}]
+        adapter = adapters.get({library!r})
         out = {{}}
-        for name in ("Rotate", "RandomResizedCrop", "Resize", "ColorJitter"):
-            apply, how = g.build_gpu_apply({library!r}, name, {randomness!r}, torch.device("cpu"))
-            crop = 256 if name == "RandomResizedCrop" else 224
-            batch = torch.randint(0, 256, (3, 3, crop, crop), dtype=torch.uint8)
-            y = apply(batch)
-            out[name] = [list(y.shape), str(y.dtype), how, float(y.mean())]
+        for name, scope in [(n, "memory") for n in {names!r}] + [
+            ("RandomResizedCrop", "decode"), ("Pad", "decode")
+        ]:
+            if name != gpu_recipes.IDENTITY and not adapter.supports(name):
+                row = {{"status": "unsupported", "reason": adapter.unsupported_reason(name)}}
+            elif gpu_recipes.gpu_unsupported_reason({library!r}, name):
+                row = {{"status": "unsupported",
+                       "reason": gpu_recipes.gpu_unsupported_reason({library!r}, name)}}
+            else:
+                row = skeleton.measure_row(g.measure_transform, dict(
+                    library={library!r}, transform=name, randomness={randomness!r},
+                    files=files, scope=scope, workers=0, plan=plan, worker_crop=256,
+                    policy=policy, device="cpu"))
+            out[f"{{scope}}:{{name}}"] = {{k: row.get(k) for k in
+                ("status", "reason", "output_shape", "output_device", "gpu_ops")}}
         print(json.dumps(out))
         """,
     )
-    assert result["Rotate"][:2] == [[3, 3, 224, 224], "torch.float32"]
-    assert result["RandomResizedCrop"][0] == [3, 3, 224, 224]
-    assert result["Resize"][0] == [3, 3, 512, 512]
-    for *_, mean in result.values():
-        assert -3.0 < mean < 3.0  # normalized, not 0..255
-    if library == "torchvision" and randomness == "per-sample":
-        assert result["Rotate"][2].startswith("torch.stack([")
+    errors = {k: v["reason"] for k, v in result.items() if v["status"] not in ("ok", "unsupported")}
+    assert not errors, errors
+    for key, row in result.items():
+        name = key.split(":", 1)[1]
+        if row["status"] == "unsupported":
+            assert row["reason"], key
+            continue
+        assert row["output_shape"] == [2, 3, *gpu_recipes.output_hw(name)], key
+        assert row["output_device"] == "cpu", key
+    # the size-changing recipes predicted to fail on a 224 assumption (Kornia has no Pad mapping)
+    for name, hw in (("Pad", [244, 244]), ("LongestMaxSize", [512, 512]),
+                     ("SmallestMaxSize", [512, 512])):  # fmt: skip
+        row = result[f"memory:{name}"]
+        assert row["status"] == "ok" or (library, name) == ("kornia", "Pad"), (name, row)
+        if row["status"] == "ok":
+            assert row["output_shape"] == [2, 3, *hw]
+    if library == "torchvision":
+        jpeg = result["memory:JpegCompression"]
+        assert jpeg["status"] == "unsupported" and "decode_jpeg" in jpeg["reason"]
     if library == "kornia":
-        assert "same_on_batch=False" in result["Rotate"][2]
+        assert result["memory:UnsharpMask"]["status"] == "ok"  # a function, not a module
+        assert "same_on_batch=False" in result["memory:Rotate"]["gpu_ops"]
+    ok = sum(row["status"] == "ok" for row in result.values())
+    assert ok >= 30, result  # the libraries cover most of the catalog
+
+
+def test_dali_timing_code_sees_a_known_sleep_in_the_pipeline(tmp_path: Path) -> None:
+    """DALI's timed loop (engines.dali.time_pipeline, the engine's own) around a CPU pipeline whose
+    python_function sleeps 5 ms per image: Pipeline.run() is host-synchronous, so the measured
+    throughput can be no more than 1 / 5 ms plus what the prefetch queue held at the start."""
+    result = run_in_env(
+        "dali",
+        """
+        import json, time
+        import nvidia.dali.fn as fn
+        from nvidia.dali.pipeline import Pipeline
+        from augbench.engines import dali
+        from augbench.engines.streaming import StreamPlan
+        from augbench.policy import SlowTransformPolicy
+
+        def sleepy(sample):
+            time.sleep(0.005)
+            return sample
+
+        depth = 2
+        pipe = Pipeline(batch_size=2, num_threads=1, device_id=None, prefetch_queue_depth=depth)
+        with pipe:
+            x = fn.random.uniform(range=[0, 1], shape=[3, 8, 8])
+            pipe.set_outputs(fn.python_function(x, function=sleepy))
+        pipe.build()
+        policy = SlowTransformPolicy(enabled=False)
+        plan = StreamPlan.for_images(40, 2, warmup_reps=1, reps=3, policy=policy)
+        result, last = dali.time_pipeline(pipe, plan, policy, "dali | sleep test")
+        print(json.dumps({"times": result.times, "images": result.images_per_rep,
+                          "bpr": plan.batches_per_rep, "depth": depth, "kind": last["kind"]}))
+        """,
+    )
+    assert result["kind"] == "TensorListCPU" and result["images"] == 40
+    # Batches already prefetched when the clock starts (at most the queue depth) are free.
+    floor = (result["bpr"] - result["depth"]) * 2 * 0.005
+    for seconds in result["times"]:
+        assert seconds >= 0.95 * floor, (seconds, floor)
+        assert seconds < 20 * floor  # generous: a shared 2-core machine
+
+
+def test_gpu_required_fails_the_gpu_job_without_cuda(tmp_path: Path) -> None:
+    """The real workflow, gpu=required, on this machine: the GPU job stops with the CUDA error
+    (driver found, runtime needed, what to do) instead of writing skipped rows."""
+    if cuda_available():
+        pytest.skip("CUDA works here: gpu=required has nothing to refuse")
+    args = [a for a in SMOKE_CONFIG if not a.startswith(("libraries=", "regimes="))]
+    proc = run_snakemake(
+        tmp_path, "--cores", "2", *args, "libraries=[torchvision]", "regimes=[gpu_dataloader]",
+        "gpu=required", check=False,
+    )  # fmt: skip
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0, output[-3000:]
+    assert "config gpu=required, but CUDA is not usable on this machine (no_device)" in output
+    assert "Driver found: none; CUDA runtime needed: 13.0" in output
+    assert "driver >= 580" in output and "What to do:" in output
+    assert not list(tmp_path.glob("results/raw/**/*.json"))
 
 
 def test_dali_cpu_engine_records_unsupported_and_measures_the_rest(
@@ -316,18 +462,24 @@ def test_cuda_sleep_kernel_in_the_gpu_step_is_inside_the_measured_time(
         policy = SlowTransformPolicy(enabled=False)
         plan = StreamPlan.for_images(6, 3, warmup_reps=1, reps=3, policy=policy)
         files = media.select_files(Path({str(manifest(smoke_run))!r}), 6)
-        row = g.measure_transform(
-            library="torchvision", transform="HorizontalFlip", randomness="per-sample",
-            files=files, scope="memory", workers=0, plan=plan, worker_crop=256, policy=policy,
-            device=device, apply_override=sleepy,
-        )
-        print(json.dumps({{"row": row, "kernel_s": kernel_s, "bpr": plan.batches_per_rep,
+        rows = {{}}
+        for synchronize in (True, False):  # False: the negative control
+            rows[str(synchronize)] = g.measure_transform(
+                library="torchvision", transform="HorizontalFlip", randomness="per-sample",
+                files=files, scope="memory", workers=0, plan=plan, worker_crop=256,
+                policy=policy, device="cuda", apply_override=sleepy, synchronize=synchronize,
+            )
+            torch.cuda.synchronize()
+        print(json.dumps({{"rows": rows, "kernel_s": kernel_s, "bpr": plan.batches_per_rep,
                           "device": torch.cuda.get_device_name(device)}}))
         """,
     )
-    row = result["row"]
+    row, control = result["rows"]["True"], result["rows"]["False"]
     assert row["status"] == "ok", row.get("reason")
     floor = result["bpr"] * result["kernel_s"]
     for seconds in row["times"]:
         assert seconds >= 0.95 * floor, (seconds, floor, result["device"])
     assert row["gpu_peak_allocated_mb"] > 0
+    # Negative control: without the synchronisation the timed scope misses the kernels, so a
+    # harness that forgot to synchronise would fail the assertion above.
+    assert min(control["times"]) < 0.5 * floor, (control["times"], floor)

@@ -7,15 +7,28 @@ augbench.gpu_recipes; mappings in augbench.adapters.dali):
     -> fn.crop(224, random position)  [a crop transform replaces this step]
     -> T -> fn.crop_mirror_normalize(float32, CHW, ImageNet mean/std)
 
-and driven through augbench.engines.streaming for exactly the planned number of batches.
-Every batch's output is consumed inside the timer: ``Pipeline.run()`` is called without a
-``cuda_stream``, so DALI returns it host-synchronous (the GPU work for it is finished), and the
-dense output tensor is taken (zero-copy). In the GPU variant the output's stream is also
-synchronized explicitly where DALI exposes it. GPU memory comes from NVML (this process's used
-memory, sampled after the run; DALI's memory pools do not shrink during a run).
+and driven through augbench.engines.streaming for exactly the planned number of batches
+(:func:`time_pipeline`). The shard list may include the ``Identity`` baseline (crop + Normalize,
+no transform step).
 
-``dali-gpu`` without a CUDA device: every row is ``skipped`` ("no CUDA device"). ``dali-cpu``
-(``device_id=None``, CPU operators only) is a separately labelled variant that runs anywhere.
+Synchronisation: ``Pipeline.run()`` is called without a ``cuda_stream``; DALI 2.4 documents its
+outputs as host-synchronous in that case (``Pipeline.run`` docstring: "If skipped, the results are
+host-synchronous"), i.e. when ``run()`` returns, the work that produced the returned batch is
+finished, on the GPU too. No further synchronisation is done or claimed. What ``run()`` does not
+wait for is the prefetching of later batches (``prefetch_queue_depth``); over a repetition of
+many batches that is the pipeline's steady state, which is what is measured. The output's device
+(GPU or CPU TensorList), shape and dtype are checked for every row.
+
+GPU memory comes from NVML (this process's used memory, CUDA context included, sampled after the
+run; DALI's memory pools do not shrink during a run). It is recorded as ``gpu_nvml_used_mb``,
+never in the torch allocator's ``gpu_peak_*`` columns: the two are different quantities.
+
+Whether CUDA is usable is decided once by augbench.cuda_env (runtime: the CUDA major of the
+``nvidia-dali-cuda1xy`` wheel). ``dali-gpu`` without a driver or GPU: every row is ``skipped``
+("no CUDA device"); with a driver too old for the wheel: ``error`` rows naming both; with
+``--gpu required`` either case fails the job. Each measured recipe runs in its own process
+(augbench.engines.skeleton). ``dali-cpu`` (``device_id=None``, CPU operators only) is a
+separately labelled variant that runs anywhere.
 """
 
 from __future__ import annotations
@@ -25,29 +38,23 @@ from augbench.policy import GPU_REGIME_THREADS
 GPU_REGIME_THREADS.apply_environment()  # before DALI / numpy load
 
 import argparse  # noqa: E402
-import gc  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
-import traceback  # noqa: E402
-from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from augbench import adapters, catalog, gpu_recipes, media  # noqa: E402
+from augbench import catalog, cuda_env, gpu_recipes  # noqa: E402
 from augbench.adapters.dali import DaliAdapter, DaliContext  # noqa: E402
+from augbench.engines import skeleton  # noqa: E402
 from augbench.engines.common import job_metadata  # noqa: E402
-from augbench.engines.streaming import StreamPlan, run_stream  # noqa: E402
+from augbench.engines.streaming import StreamPlan, StreamResult, run_stream  # noqa: E402
 from augbench.policy import SlowTransformPolicy  # noqa: E402
-from augbench.results import (  # noqa: E402
-    non_ok_row,
-    ok_row,
-    result_file,
-    status_line,
-    write_json_atomic,
-)
 
 REGIME = "dali"
+SYNC_METHOD = (
+    "host-synchronous: Pipeline.run() without cuda_stream returns finished outputs "
+    "(later batches may be prefetching)"
+)
 VARIANTS: dict[str, str] = {
     "dali-gpu": "mixed",  # variant -> decoder device; later operators follow their input
     "dali-cpu": "cpu",
@@ -71,6 +78,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--shard", default="")
     p.add_argument("--output", required=True, type=Path)
     p.add_argument("--env-marker", type=Path, default=None)
+    p.add_argument(
+        "--gpu",
+        choices=cuda_env.GPU_MODES,
+        default="optional",
+        help="required: a dali-gpu job fails when CUDA is not usable instead of writing rows",
+    )
     return p.parse_args(argv)
 
 
@@ -93,8 +106,9 @@ def build_pipeline(
     from nvidia.dali.pipeline import Pipeline
 
     adapter = DaliAdapter()
-    spec = catalog.get(transform)
-    apply = adapter.build(spec.name, spec.params)
+    identity = transform == gpu_recipes.IDENTITY
+    spec = None if identity else catalog.get(transform)
+    apply = None if spec is None else adapter.build(spec.name, spec.params)
     base = catalog.get(gpu_recipes.BASE_CROP)
     base_crop = adapter.build(base.name, base.params)
     gpu = variant == "dali-gpu"
@@ -109,11 +123,12 @@ def build_pipeline(
             files=[str(f) for f in files], random_shuffle=False, name="Reader"
         )
         images = fn.decoders.image(encoded, device=VARIANTS[variant], output_type=types.RGB)
-        if spec.is_crop:
+        if spec is not None and spec.is_crop:
             images = apply(images, DaliContext(input_hw=None))
         else:
             images = base_crop(images, DaliContext(input_hw=None))
-            images = apply(images, DaliContext(input_hw=gpu_recipes.base_crop_size()))
+            if apply is not None:
+                images = apply(images, DaliContext(input_hw=gpu_recipes.base_crop_size()))
         out = fn.crop_mirror_normalize(
             images,
             dtype=types.FLOAT,
@@ -126,13 +141,28 @@ def build_pipeline(
     return pipe
 
 
-def cuda_device_count() -> int:
+def dali_probe() -> tuple[int, str | None]:
+    """(CUDA device count as DALI sees it, NVML name of device 0 where NVML answers)."""
     from nvidia.dali import backend
 
+    count = int(backend.GetCUDADeviceCount())
+    name = None
     try:
-        return int(backend.GetCUDADeviceCount())
-    except Exception:  # no driver at all
-        return 0
+        import pynvml
+
+        pynvml.nvmlInit()
+        raw = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(0))
+        name = raw.decode() if isinstance(raw, bytes) else str(raw)
+    except Exception:  # the name is a nicety; the count decides
+        pass
+    return count, name
+
+
+def detect_cuda(adapter: DaliAdapter) -> cuda_env.CudaEnv:
+    wheel = next((d for d in adapter.versions() if d.startswith("nvidia-dali-cuda")), "")
+    return cuda_env.detect(
+        cuda_env.dali_runtime(wheel), dali_probe, runtime_source=f"the {wheel} wheel"
+    )
 
 
 class NvmlMemory:
@@ -173,6 +203,32 @@ class NvmlMemory:
         )
 
 
+def time_pipeline(
+    pipe: Any, plan: StreamPlan, policy: SlowTransformPolicy, label: str
+) -> tuple[StreamResult, dict[str, Any]]:
+    """The engine's timed loop over a built pipeline with one output (also used by the tests).
+
+    ``run()`` without ``cuda_stream`` returns host-synchronous outputs, so no sync step is
+    needed before a clock stops; each batch's dense tensor is taken inside the window.
+    """
+    from tqdm import tqdm
+
+    last: dict[str, Any] = {}
+
+    def step() -> int:
+        (out,) = pipe.run()
+        dense = out.as_tensor()  # the whole batch as one dense tensor, no copy
+        last.update(shape=dense.shape(), dtype=dense.dtype, kind=type(out).__name__)
+        return len(out)
+
+    bar = tqdm(total=plan.total_batches, desc=label, unit="batch", file=sys.stderr)
+    try:
+        result = run_stream(step, lambda: None, plan, policy, bar.update)
+    finally:
+        bar.close()
+    return result, last
+
+
 def measure_transform(
     *,
     files: list[Path],
@@ -183,13 +239,15 @@ def measure_transform(
     device_id: int,
     prefetch_queue_depth: int,
     policy: SlowTransformPolicy,
-    memory: NvmlMemory | None,
 ) -> dict[str, Any]:
-    import numpy as np
-    from nvidia.dali import backend
-    from tqdm import tqdm
-
     gpu = variant == "dali-gpu"
+    memory: NvmlMemory | None = None
+    nvml_error: str | None = None
+    if gpu:
+        try:  # before the pipeline exists, so the device-wide fallback has its baseline
+            memory = NvmlMemory(device_id)
+        except Exception as exc:  # timing still runs; the row says why memory is missing
+            nvml_error = f"NVML unavailable: {type(exc).__name__}: {exc}"
     pipe = build_pipeline(
         files,
         transform,
@@ -199,173 +257,120 @@ def measure_transform(
         device_id=device_id,
         prefetch_queue_depth=prefetch_queue_depth,
     )
-    last: dict[str, Any] = {}
-    sync_method = "host-synchronous: Pipeline.run() without cuda_stream"
-    explicit_sync: Callable[[Any], None] | None = None
-    if gpu:
-        # Decided once, outside any timer: synchronize the output's stream where DALI exposes it.
-        (probe,) = pipe.run()
-        try:
-            backend.CUDAStreamSynchronize(probe.stream)
-            explicit_sync = backend.CUDAStreamSynchronize
-            sync_method += " + CUDAStreamSynchronize(output.stream)"
-        except Exception as exc:
-            sync_method += f" (explicit stream sync unavailable: {type(exc).__name__})"
-
-    def step() -> int:
-        (out,) = pipe.run()
-        dense = out.as_tensor()  # the whole batch as one dense tensor, no copy
-        if explicit_sync is not None:
-            explicit_sync(out.stream)
-        else:
-            np.asarray(dense)  # CPU output: a zero-copy view of the finished batch
-        last["shape"] = dense.shape()
-        last["dtype"] = dense.dtype
-        return len(out)
-
-    bar = tqdm(
-        total=plan.total_batches,
-        desc=f"{REGIME} | {variant} | {transform}",
-        unit="batch",
-        file=sys.stderr,
-    )
-    try:
-        result = run_stream(step, lambda: None, plan, policy, bar.update)
-    finally:
-        bar.close()
+    result, last = time_pipeline(pipe, plan, policy, f"{REGIME} | {variant} | {transform}")
     details: dict[str, Any] = {
         "pipeline": pipeline_description(transform, variant),
-        "sync_method": sync_method,
+        "sync_method": SYNC_METHOD,
         "prefetch_queue_depth": prefetch_queue_depth,
         **result.preflight,
     }
-    if gpu and memory is not None:
+    if memory is not None:
         used_mb, method = memory.sample()
-        details.update(gpu_peak_reserved_mb=used_mb, gpu_memory_method=method)
-    if result.early_stop_reason is not None:
-        return non_ok_row("early_stopped", result.early_stop_reason, **details)
+        details.update(gpu_nvml_used_mb=used_mb, gpu_memory_method=method)
+    elif nvml_error is not None:
+        details["gpu_memory_method"] = nvml_error
     shape = [int(d) for d in last["shape"]]
-    expected = [plan.batch_size, 3, *gpu_recipes.output_hw(transform)]
     dtype = str(last["dtype"]).rsplit(".", 1)[-1].lower()
-    if shape != expected or dtype not in ("float", "float32"):
-        return non_ok_row(
-            "error", f"recipe output is {shape} {dtype}, expected {expected} float32", **details
-        )
-    return ok_row(
-        result.throughputs,
-        result.times,
-        warmup_iterations=plan.warmup_reps,
-        num_images=result.images_per_rep,
+    kind = "GPU" if gpu else "CPU"
+    problems = skeleton.output_problems(
+        shape=shape,
+        expected_shape=[plan.batch_size, 3, *gpu_recipes.output_hw(transform)],
+        dtype="float32" if dtype == "float" else dtype,  # DALI's DALIDataType.FLOAT
+        expected_dtype="float32",
+        device=last["kind"],
+        expected_device=f"TensorList{kind}",
+    )
+    return skeleton.stream_row(
+        result,
+        plan,
+        details,
+        problems,
         output_shape=shape,
         output_dtype="float32",
-        **details,
+        output_device=last["kind"],
     )
 
 
 def pipeline_description(transform: str, variant: str) -> str:
     adapter = DaliAdapter()
-    spec = catalog.get(transform)
     steps = [
         "fn.readers.file",
         f"fn.decoders.image(device={VARIANTS[variant]!r}, output_type=RGB)",
     ]
-    if not spec.is_crop:
+    if transform == gpu_recipes.IDENTITY or not catalog.get(transform).is_crop:
         steps.append(adapter.mappings[gpu_recipes.BASE_CROP].call)
-    steps.append(adapter.mappings[transform].call)
+    if transform != gpu_recipes.IDENTITY:
+        steps.append(adapter.mappings[transform].call)
     steps.append("fn.crop_mirror_normalize(dtype=FLOAT, output_layout='CHW', ImageNet mean/std)")
     return " -> ".join(steps)
-
-
-def _error_row(exc: BaseException) -> dict[str, Any]:
-    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    return non_ok_row("error", f"{type(exc).__name__}: {exc}", traceback=tb[-4000:])
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     adapter = DaliAdapter()
-    transforms = [t for t in args.transforms.split(",") if t]
-    for name in transforms:
-        catalog.get(name)  # unknown names fail the job loudly, before any measuring
-    policy = SlowTransformPolicy(**json.loads(args.policy))
-    plan = StreamPlan.for_images(
-        args.num_images, args.batch_size, warmup_reps=args.warmups, reps=args.values, policy=policy
-    )
-    files = media.select_files(args.manifest, args.num_images)
+    job = skeleton.job_inputs(args, gpu_recipes.check_name)
+    transforms, policy, plan, files = job.transforms, job.policy, job.plan, job.files
     gpu = args.variant == "dali-gpu"
-
-    import_error: str | None = None
-    try:
-        adapter.import_library()
-    except Exception as exc:
-        import_error = f"import failed: {type(exc).__name__}: {exc}"
-    has_cuda = import_error is None and cuda_device_count() > 0
-    memory: NvmlMemory | None = None
-    nvml_error: str | None = None
+    import_error = skeleton.import_failure(adapter)
+    env: cuda_env.CudaEnv | None = None
     device_name = "cpu (DALI CPU backend)"
-    if gpu:
-        device_name = gpu_recipes.SKIP_NO_CUDA
-        if has_cuda:
-            try:
-                memory = NvmlMemory(args.device_id)
-                device_name = memory.name
-            except Exception as exc:  # timing still runs; rows say why memory is missing
-                nvml_error = f"NVML unavailable: {type(exc).__name__}: {exc}"
-                device_name = f"cuda:{args.device_id} ({nvml_error})"
+    if gpu and import_error is None:
+        env = detect_cuda(adapter)
+        cuda_env.require(env, args.gpu, f"{REGIME} job ({args.variant})")
+        device_name = (env.device_name or f"cuda:{args.device_id}") if env.ok else env.reason
+        if env.verdict == "no_device":
+            device_name = gpu_recipes.SKIP_NO_CUDA
     thread_settings = {
         "policy": GPU_REGIME_THREADS.to_dict(),
         "environment": GPU_REGIME_THREADS.environment(),
         "dali_num_threads": args.num_threads,
     }
 
-    results: dict[str, dict[str, Any]] = {}
-    for name in transforms:
-        if import_error is not None:
-            row = non_ok_row("error", import_error)
-        elif not adapter.supports(name):
-            row = non_ok_row("unsupported", adapter.unsupported_reason(name))
-        elif gpu and not has_cuda:
-            row = non_ok_row("skipped", gpu_recipes.SKIP_NO_CUDA)
-        else:
-            try:
-                row = measure_transform(
-                    files=files,
-                    transform=name,
-                    variant=args.variant,
-                    plan=plan,
-                    num_threads=args.num_threads,
-                    device_id=args.device_id,
-                    prefetch_queue_depth=args.prefetch_queue_depth,
-                    policy=policy,
-                    memory=memory,
-                )
-            except adapters.Unsupported as exc:
-                row = non_ok_row("unsupported", str(exc))
-            except Exception as exc:  # one failing recipe never loses the others
-                row = _error_row(exc)
-            if gpu:
-                # The recipe's pipeline is gone: return its pooled device memory, so the next
-                # recipe's NVML reading is its own.
-                gc.collect()
-                from nvidia.dali import backend
-
-                backend.ReleaseUnusedMemory()
-        row.setdefault("mapping", adapter.mapping_call(name))
-        row.update(
-            recipe=gpu_recipes.recipe(name),
-            scope="decode",
-            workers=args.num_threads,
-            batch_size=args.batch_size,
-            variant=args.variant,
-            randomness="per-sample",
-            device=device_name,
-            decoder=f"fn.decoders.image(device={VARIANTS[args.variant]!r})",
+    def precheck(name: str) -> dict[str, Any] | None:
+        return skeleton.precheck_row(
+            import_error=import_error,
+            unsupported=gpu_recipes.unsupported_reason(adapter, name),
+            unavailable=None if env is None or env.ok else env.unavailable_row(),
         )
-        if nvml_error is not None and row["status"] == "ok":
-            row["gpu_memory_method"] = nvml_error
-        results[name] = row
-        print(status_line(f"{REGIME} | {args.variant}", name, row), file=sys.stderr, flush=True)
 
+    def kwargs(name: str) -> dict[str, Any]:
+        return dict(
+            files=files,
+            transform=name,
+            variant=args.variant,
+            plan=plan,
+            num_threads=args.num_threads,
+            device_id=args.device_id,
+            prefetch_queue_depth=args.prefetch_queue_depth,
+            policy=policy,
+        )
+
+    def fields(name: str) -> dict[str, Any]:
+        identity = name == gpu_recipes.IDENTITY
+        return {
+            "mapping": "identity (no transform)" if identity else adapter.mapping_call(name),
+            "recipe": gpu_recipes.recipe(name),
+            "scope": "decode",
+            "timed": gpu_recipes.SCOPE_TIMED["decode"].replace(
+                "DataLoader workers, collation, pinned host-to-device copy", "the DALI pipeline"
+            ),
+            "workers": args.num_threads,
+            "batch_size": args.batch_size,
+            "variant": args.variant,
+            "randomness": "per-sample",
+            "device": device_name,
+            "decoder": f"fn.decoders.image(device={VARIANTS[args.variant]!r})",
+            **(env.row_fields() if env is not None else {}),
+        }
+
+    rows = skeleton.run_rows(
+        transforms,
+        label=f"{REGIME} | {args.variant}",
+        precheck=precheck,
+        measure=measure_transform,
+        kwargs=kwargs,
+        fields=fields,
+    )
     metadata = job_metadata(
         adapter=adapter,
         regime=REGIME,
@@ -383,16 +388,23 @@ def main(argv: list[str] | None = None) -> int:
             "values": args.values,
             "warmups": args.warmups,
             "stream_plan": plan.to_dict(),
-            "timer": "time.perf_counter around host-synchronous Pipeline.run() calls",
+            "timer": f"time.perf_counter around Pipeline.run() calls; {SYNC_METHOD}",
+            "isolation": "each measured recipe in its own spawned process",
             "slow_transform_policy": policy.to_dict(),
             "shard": args.shard,
             "transforms": transforms,
+            "gpu": args.gpu,
         },
         thread_settings=thread_settings,
         env_marker=args.env_marker,
-        extra={"variant": args.variant, "device": device_name, "cuda_available": has_cuda},
+        extra={
+            "variant": args.variant,
+            "device": device_name,
+            "cuda_available": bool(env and env.ok),
+            **({"cuda_env": env.to_dict()} if env is not None else {}),
+        },
     )
-    write_json_atomic(args.output, result_file(metadata, results))
+    skeleton.write_result(args.output, metadata, rows)
     return 0
 
 

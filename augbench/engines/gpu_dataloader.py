@@ -1,24 +1,35 @@
 """GPU DataLoader regime job: torchvision or Kornia on CUDA, one result file per job.
 
 One job = one library x scope x worker count x randomness mode x shard of transforms. For each
-transform (recipe ``RandomCrop224 + T + Normalize``, see augbench.gpu_recipes):
+transform (recipe ``RandomCrop224 + T + Normalize``, see augbench.gpu_recipes; the shard list
+may include the ``Identity`` baseline, crop + Normalize only):
 
-* ``torch.utils.data.DataLoader`` workers read + decode with torchvision.io (scope ``decode``) or
-  take preloaded decoded images (scope ``memory``) and cut a fixed-size uint8 CHW crop; default
-  collation stacks a batch; ``pin_memory=True`` and ``.to(cuda, non_blocking=True)``;
-* on the GPU: ``T`` and Normalize (torchvision: ``ToDtype(float32, scale=True)`` + ``Normalize``;
-  Kornia: ``/255`` + ``K.Normalize``), output made contiguous;
+* scope ``memory`` (what the GPU does): the uint8 crop batches of one repetition (every selected
+  image once, decoded and cropped once) are stacked and copied to the device before the clock
+  starts; the timed window applies ``T`` and Normalize to those resident batches;
+* scope ``decode`` (end to end, a separately labelled row): ``torch.utils.data.DataLoader``
+  workers read + decode with torchvision.io and cut a fixed-size uint8 CHW crop; default
+  collation stacks a batch; ``pin_memory=True`` and ``.to(cuda, non_blocking=True)``, then ``T``
+  and Normalize on the device;
+* ``T`` and Normalize: torchvision ``ToDtype(float32, scale=True)`` + ``Normalize``; Kornia
+  ``/255`` + ``K.Normalize``; output made contiguous; its device and shape are checked (an
+  ``error`` row otherwise);
 * ``torch.cuda.synchronize()`` before every clock stop (augbench.engines.streaming);
-* peak GPU memory (``max_memory_allocated`` / ``max_memory_reserved`` after
-  ``reset_peak_memory_stats``) per row.
+* peak GPU memory of the torch caching allocator (``max_memory_allocated`` /
+  ``max_memory_reserved`` after ``reset_peak_memory_stats``) per row; DALI's NVML figure is a
+  different quantity and has its own column.
+
+Each measured recipe runs in its own process (augbench.engines.skeleton), so a CUDA error in one
+recipe is one ``error`` row. Whether CUDA is usable is decided once by augbench.cuda_env: without
+a driver or GPU every row is ``skipped`` ("no CUDA device"); with a driver that cannot run the
+wheel's CUDA runtime every row is an ``error`` naming both; with ``--gpu required`` either case
+fails the job instead. Nothing is run on the CPU in place of the GPU.
 
 Randomness: Kornia draws parameters per image (``same_on_batch=False``). torchvision's v2
 transforms draw one parameter set per call, so ``per-sample`` loops over the batch (one call per
 image) and ``batch-shared`` calls once on the whole batch; the mode is the row's ``randomness``
 and ``variant``.
 
-Without a CUDA device every row is ``skipped`` ("no CUDA device") at once; nothing is run on the
-CPU in its place.
 """
 
 from __future__ import annotations
@@ -28,24 +39,16 @@ from augbench.policy import GPU_REGIME_THREADS
 GPU_REGIME_THREADS.apply_environment()  # before torch loads; DataLoader workers inherit it
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import sys  # noqa: E402
-import traceback  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from augbench import adapters, catalog, gpu_recipes, media  # noqa: E402
+from augbench import adapters, catalog, cuda_env, gpu_recipes  # noqa: E402
+from augbench.engines import skeleton  # noqa: E402
 from augbench.engines.common import job_metadata  # noqa: E402
 from augbench.engines.streaming import StreamPlan, run_stream  # noqa: E402
 from augbench.policy import SlowTransformPolicy  # noqa: E402
-from augbench.results import (  # noqa: E402
-    non_ok_row,
-    ok_row,
-    result_file,
-    status_line,
-    write_json_atomic,
-)
 
 REGIME = "gpu_dataloader"
 LIBRARY_RANDOMNESS = gpu_recipes.LIBRARY_RANDOMNESS
@@ -70,7 +73,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--shard", default="")
     p.add_argument("--output", required=True, type=Path)
     p.add_argument("--env-marker", type=Path, default=None)
+    p.add_argument(
+        "--gpu",
+        choices=cuda_env.GPU_MODES,
+        default="optional",
+        help="required: fail the job when CUDA is not usable instead of writing skipped rows",
+    )
     args = p.parse_args(argv)
+    if args.scope == "memory" and args.workers != 0:
+        p.error("--scope memory times batches already on the device: it uses no workers, pass 0")
     if args.randomness not in LIBRARY_RANDOMNESS[args.library]:
         p.error(
             f"--randomness {args.randomness} is not available for {args.library}; "
@@ -148,15 +159,19 @@ def build_gpu_apply(
     """
     import torch
 
+    identity = transform == gpu_recipes.IDENTITY
     adapter = adapters.get(library)
-    spec = catalog.get(transform)
-    t = adapter.build(spec.name, spec.params)
-    call = adapter.mappings[transform].call
+    if not identity:
+        params = catalog.get(transform).params
+        t = adapter.build(transform, params)
+        call = adapter.mappings[transform].call
     mean, std = list(gpu_recipes.NORMALIZE_MEAN), list(gpu_recipes.NORMALIZE_STD)
     if library == "torchvision":
         import torchvision.transforms.v2 as T
 
         normalize = T.Compose([T.ToDtype(torch.float32, scale=True), T.Normalize(mean, std)])
+        if identity:
+            return normalize, "identity: ToDtype -> Normalize"
         if randomness == "per-sample":
 
             def apply(batch: Any) -> Any:
@@ -172,17 +187,46 @@ def build_gpu_apply(
     if library == "kornia":
         import kornia.augmentation as K
 
-        module = t.to(device)
+        normalize_k = K.Normalize(mean=torch.tensor(mean), std=torch.tensor(std)).to(device)
+        if identity:
+
+            def apply_identity(batch: Any) -> Any:
+                return normalize_k(batch.float().div_(255.0))
+
+            return apply_identity, "identity: batch/255 -> K.Normalize"
+        # Most mappings are nn.Modules (moved with .to); a few are plain functions
+        # (kornia.filters.unsharp_mask), which follow their input's device by themselves.
+        module = t.to(device) if isinstance(t, torch.nn.Module) else t
         # Random Kornia augmentations default to same_on_batch=False (per-image parameters);
         # deterministic ones (Resize, CenterCrop) report True, which changes nothing for them.
         same = getattr(module, "same_on_batch", None)
-        normalize_k = K.Normalize(mean=torch.tensor(mean), std=torch.tensor(std)).to(device)
 
         def apply_kornia(batch: Any) -> Any:
             return normalize_k(module(batch.float().div_(255.0)))
 
         return apply_kornia, f"{call} (same_on_batch={same}) on batch/255 -> K.Normalize"
     raise ValueError(f"{library} is not part of the {REGIME} regime")
+
+
+def resident_batches(
+    files: list[Path], crop_hw: tuple[int, int], plan: StreamPlan, device: Any
+) -> list[Any]:
+    """Scope ``memory``: one repetition's uint8 crop batches, already on ``device``.
+
+    Every selected image is decoded and cropped once (uniform random position); the batches cycle
+    through them in order, so one repetition covers each image once, like the decode scope.
+    """
+    import torch
+
+    crops = [random_crop(decode(str(f)), crop_hw, str(f)) for f in files]
+    n = plan.batches_per_rep * plan.batch_size
+    ring = [crops[i % len(crops)] for i in range(n)]
+    batches = [
+        torch.stack(ring[i : i + plan.batch_size]).to(device) for i in range(0, n, plan.batch_size)
+    ]
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)  # resident before any clock starts
+    return batches
 
 
 def measure_transform(
@@ -196,41 +240,59 @@ def measure_transform(
     plan: StreamPlan,
     worker_crop: int,
     policy: SlowTransformPolicy,
-    device: Any,
+    device: str,
     apply_override: Callable[[Any], Any] | None = None,
+    synchronize: bool = True,
 ) -> dict[str, Any]:
-    """Time one recipe on ``device``; ``apply_override`` replaces the GPU part (tests only)."""
+    """Time one recipe on ``device`` ("cuda:0"; "cpu" runs the same code path on CPU tensors).
+
+    ``apply_override`` replaces the GPU part and ``synchronize=False`` drops the device sync
+    before each clock stop: both exist for the sleep test and its negative control only.
+    """
     import torch
     from tqdm import tqdm
 
-    cuda = device.type == "cuda"
+    GPU_REGIME_THREADS.apply_runtime()  # a fresh recipe process applies the policy itself
+    dev = torch.device(device)
+    cuda = dev.type == "cuda"
     crop_hw = gpu_recipes.worker_crop(transform, worker_crop)
     expected_hw = gpu_recipes.output_hw(transform)
     if apply_override is None:
-        apply, description = build_gpu_apply(library, transform, randomness, device)
+        apply, description = build_gpu_apply(library, transform, randomness, dev)
     else:
         apply, description = apply_override, "injected"
-    dataset = CropDataset(files, crop_hw, scope)
-    loader = make_loader(dataset, plan, workers, pin_memory=cuda)
-    batches = iter(loader)
     last: list[Any] = [None]
+    if scope == "memory":
+        ring = resident_batches(files, crop_hw, plan, dev)
+        position = [0]
+
+        def next_batch() -> Any:
+            batch = ring[position[0] % len(ring)]
+            position[0] += 1
+            return batch
+
+    else:
+        loader = make_loader(CropDataset(files, crop_hw, scope), plan, workers, pin_memory=cuda)
+        batches = iter(loader)
+
+        def next_batch() -> Any:
+            return next(batches).to(dev, non_blocking=True)
 
     def step() -> int:
-        batch = next(batches).to(device, non_blocking=True)
-        out = apply(batch).contiguous()
+        out = apply(next_batch()).contiguous()
         last[0] = out
         return int(out.shape[0])
 
     def sync() -> None:
-        if cuda:
-            torch.cuda.synchronize(device)
+        if cuda and synchronize:
+            torch.cuda.synchronize(dev)
 
     if cuda:
         torch.cuda.empty_cache()  # so the reserved peak belongs to this recipe
-        torch.cuda.reset_peak_memory_stats(device)
+        torch.cuda.reset_peak_memory_stats(dev)
     bar = tqdm(
         total=plan.total_batches,
-        desc=f"{REGIME} | {library} | {transform}",
+        desc=f"{REGIME} | {library} | {scope} | {transform}",
         unit="batch",
         file=sys.stderr,
     )
@@ -242,118 +304,102 @@ def measure_transform(
     memory: dict[str, Any] = {}
     if cuda:
         memory = {
-            "gpu_peak_allocated_mb": torch.cuda.max_memory_allocated(device) / 2**20,
-            "gpu_peak_reserved_mb": torch.cuda.max_memory_reserved(device) / 2**20,
-            "gpu_memory_method": "torch.cuda.max_memory_allocated/reserved since "
+            "gpu_peak_allocated_mb": torch.cuda.max_memory_allocated(dev) / 2**20,
+            "gpu_peak_reserved_mb": torch.cuda.max_memory_reserved(dev) / 2**20,
+            "gpu_memory_method": "torch caching allocator: max_memory_allocated/reserved since "
             "reset_peak_memory_stats (excludes the CUDA context)",
         }
     details = {
         "gpu_ops": description,
         "worker_crop": list(crop_hw),
-        "pin_memory": cuda,
+        "input": "resident uint8 batches" if scope == "memory" else "DataLoader, pinned copy",
+        "pin_memory": cuda and scope == "decode",
+        "synchronize": "torch.cuda.synchronize() before every clock stop" if cuda else "none (CPU)",
         **memory,
         **result.preflight,
     }
-    if result.early_stop_reason is not None:
-        return non_ok_row("early_stopped", result.early_stop_reason, **details)
     out = last[0]
-    shape = list(out.shape)
-    expected = [plan.batch_size, 3, *expected_hw]
-    if shape != expected or out.dtype != torch.float32:
-        return non_ok_row(
-            "error",
-            f"recipe output is {shape} {out.dtype}, expected {expected} torch.float32",
-            **details,
-        )
-    return ok_row(
-        result.throughputs,
-        result.times,
-        warmup_iterations=plan.warmup_reps,
-        num_images=result.images_per_rep,
-        output_shape=shape,
-        output_dtype=str(out.dtype).replace("torch.", ""),
-        **details,
+    shape, dtype = list(out.shape), str(out.dtype).replace("torch.", "")
+    problems = skeleton.output_problems(
+        shape=shape,
+        expected_shape=[plan.batch_size, 3, *expected_hw],
+        dtype=dtype,
+        expected_dtype="float32",
+        device=out.device.type,
+        expected_device=dev.type,
     )
-
-
-def _error_row(exc: BaseException) -> dict[str, Any]:
-    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    return non_ok_row("error", f"{type(exc).__name__}: {exc}", traceback=tb[-4000:])
-
-
-def _common_fields(args: argparse.Namespace, transform: str, device_name: str) -> dict[str, Any]:
-    return {
-        "recipe": gpu_recipes.recipe(transform),
-        "scope": args.scope,
-        "workers": args.workers,
-        "batch_size": args.batch_size,
-        "variant": args.randomness,
-        "randomness": args.randomness,
-        "device": device_name,
-        "decoder": DECODER,
-    }
+    return skeleton.stream_row(
+        result,
+        plan,
+        details,
+        problems,
+        output_shape=shape,
+        output_dtype=dtype,
+        output_device=str(out.device),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     adapter = adapters.get(args.library)
-    transforms = [t for t in args.transforms.split(",") if t]
-    for name in transforms:
-        catalog.get(name)  # unknown names fail the job loudly, before any measuring
-    policy = SlowTransformPolicy(**json.loads(args.policy))
-    plan = StreamPlan.for_images(
-        args.num_images, args.batch_size, warmup_reps=args.warmups, reps=args.values, policy=policy
-    )
-    files = media.select_files(args.manifest, args.num_images)
+    job = skeleton.job_inputs(args, gpu_recipes.check_name)
+    transforms, policy, plan, files = job.transforms, job.policy, job.plan, job.files
 
     import torch
 
     thread_settings = {"policy": GPU_REGIME_THREADS.to_dict(), **GPU_REGIME_THREADS.apply_runtime()}
-    cuda = torch.cuda.is_available()
-    device = torch.device("cuda", torch.cuda.current_device()) if cuda else None
-    device_name = torch.cuda.get_device_name(device) if cuda else gpu_recipes.SKIP_NO_CUDA
-    import_error: str | None = None
-    try:
-        adapter.import_library()
-    except Exception as exc:  # the library is broken in this env: every row says so
-        import_error = f"import failed: {type(exc).__name__}: {exc}"
+    env = cuda_env.detect_torch()
+    cuda_env.require(env, args.gpu, f"{REGIME} job ({args.library}, {args.scope})")
+    device_name = env.device_name if env.ok else f"{env.verdict}: {env.reason}"
+    if env.verdict == "no_device":
+        device_name = gpu_recipes.SKIP_NO_CUDA
+    import_error = skeleton.import_failure(adapter)
 
-    results: dict[str, dict[str, Any]] = {}
-    for name in transforms:
-        if import_error is not None:
-            row = non_ok_row("error", import_error)
-        elif not adapter.supports(name):
-            row = non_ok_row("unsupported", adapter.unsupported_reason(name))
-        elif not cuda:
-            row = non_ok_row("skipped", gpu_recipes.SKIP_NO_CUDA)
-        else:
-            try:
-                row = measure_transform(
-                    library=args.library,
-                    transform=name,
-                    randomness=args.randomness,
-                    files=files,
-                    scope=args.scope,
-                    workers=args.workers,
-                    plan=plan,
-                    worker_crop=args.worker_crop,
-                    policy=policy,
-                    device=device,
-                )
-            except adapters.Unsupported as exc:
-                row = non_ok_row("unsupported", str(exc))
-            except Exception as exc:  # one failing recipe never loses the others
-                row = _error_row(exc)
-                torch.cuda.empty_cache()
-        row.setdefault("mapping", adapter.mapping_call(name))
-        row.update(_common_fields(args, name, device_name))
-        results[name] = row
-        print(
-            status_line(f"{REGIME} | {args.library} | {args.randomness}", name, row),
-            file=sys.stderr,
-            flush=True,
+    def precheck(name: str) -> dict[str, Any] | None:
+        return skeleton.precheck_row(
+            import_error=import_error,
+            unsupported=gpu_recipes.unsupported_reason(adapter, name),
+            unavailable=None if env.ok else env.unavailable_row(),
         )
 
+    def kwargs(name: str) -> dict[str, Any]:
+        return dict(
+            library=args.library,
+            transform=name,
+            randomness=args.randomness,
+            files=files,
+            scope=args.scope,
+            workers=args.workers,
+            plan=plan,
+            worker_crop=args.worker_crop,
+            policy=policy,
+            device="cuda:0",
+        )
+
+    def fields(name: str) -> dict[str, Any]:
+        identity = name == gpu_recipes.IDENTITY
+        return {
+            "mapping": "identity (no transform)" if identity else adapter.mapping_call(name),
+            "recipe": gpu_recipes.recipe(name),
+            "scope": args.scope,
+            "timed": gpu_recipes.SCOPE_TIMED[args.scope],
+            "workers": args.workers,
+            "batch_size": args.batch_size,
+            "variant": args.randomness,
+            "randomness": args.randomness,
+            "device": device_name,
+            "decoder": DECODER if args.scope == "decode" else f"{DECODER}, before the clock",
+            **env.row_fields(),
+        }
+
+    rows = skeleton.run_rows(
+        transforms,
+        label=f"{REGIME} | {args.library} | {args.scope} | {args.randomness}",
+        precheck=precheck,
+        measure=measure_transform,
+        kwargs=kwargs,
+        fields=fields,
+    )
     metadata = job_metadata(
         adapter=adapter,
         regime=REGIME,
@@ -370,21 +416,25 @@ def main(argv: list[str] | None = None) -> int:
             "values": args.values,
             "warmups": args.warmups,
             "stream_plan": plan.to_dict(),
+            "timed": gpu_recipes.SCOPE_TIMED[args.scope],
             "timer": "time.perf_counter, torch.cuda.synchronize() before every stop",
+            "isolation": "each measured recipe in its own spawned process",
             "slow_transform_policy": policy.to_dict(),
             "shard": args.shard,
             "transforms": transforms,
+            "gpu": args.gpu,
         },
         thread_settings=thread_settings,
         env_marker=args.env_marker,
         extra={
             "variant": args.randomness,
             "device": device_name,
-            "cuda_available": cuda,
+            "cuda_available": env.ok,
             "torch_cuda_version": torch.version.cuda,
+            "cuda_env": env.to_dict(),
         },
     )
-    write_json_atomic(args.output, result_file(metadata, results))
+    skeleton.write_result(args.output, metadata, rows)
     return 0
 
 

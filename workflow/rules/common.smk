@@ -270,8 +270,11 @@ def cpu_dataloader_results():
 # -- GPU regimes: gpu_dataloader and dali ------------------------------------------------------
 GPU_DL = config["gpu_dataloader"]
 DALI = config["dali"]
-GPU_DL_SHARDS = shards(TRANSFORMS, GPU_DL["shard_size"])
-DALI_SHARDS = shards(TRANSFORMS, DALI["shard_size"])
+# The Identity baseline (crop + Normalize only) leads every GPU regime's recipe list.
+GPU_RECIPES = [gpu_recipes.IDENTITY, *TRANSFORMS]
+GPU_DL_SHARDS = shards(GPU_RECIPES, GPU_DL["shard_size"])
+DALI_SHARDS = shards(GPU_RECIPES, DALI["shard_size"])
+GPU_MODE = config["gpu"]
 
 
 def gpu_dataloader_randomness(library):
@@ -279,6 +282,11 @@ def gpu_dataloader_randomness(library):
     return [r for r in GPU_DL["torchvision_randomness"] if r in allowed] or list(
         allowed
     )
+
+
+def gpu_dataloader_workers(scope):
+    """Scope memory times batches already on the GPU: no DataLoader workers, one job."""
+    return [0] if scope == "memory" else GPU_DL["workers"]
 
 
 def gpu_dataloader_transforms(wildcards):
@@ -290,7 +298,7 @@ def gpu_dataloader_results():
         f"results/raw/{MACHINE}/gpu_dataloader/{lib}/{scope}_w{workers}_{randomness}_{shard}.json"
         for lib in matrix.libraries_for("gpu_dataloader", LIBRARIES)
         for scope in GPU_DL["scopes"]
-        for workers in GPU_DL["workers"]
+        for workers in gpu_dataloader_workers(scope)
         for randomness in gpu_dataloader_randomness(lib)
         for shard in GPU_DL_SHARDS
     ]

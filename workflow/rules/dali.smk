@@ -35,6 +35,7 @@ rule dali:
         values=DALI["values"],
         warmups=DALI["warmups"],
         policy=json.dumps(SLOW_POLICY.to_dict()),
+        gpu=GPU_MODE,
     shell:
         "PYTHONPATH={params.root:q} {params.provision}"
         " --lock {input.lock:q} --archive {input.archive:q} --manifest {input.manifest:q}"
@@ -44,7 +45,7 @@ rule dali:
         " --machine {wildcards.machine} --batch-size {params.batch_size}"
         " --num-threads {params.num_threads} --prefetch-queue-depth {params.prefetch}"
         " --device-id {params.device_id} --values {params.values} --warmups {params.warmups}"
-        " --policy {params.policy:q} --output {output.result:q}"
+        " --policy {params.policy:q} --gpu {params.gpu} --output {output.result:q}"
         " 2>&1 | tee {log:q}"
 
 

@@ -1,6 +1,7 @@
 # GPU DataLoader regime: workers decode + crop on the CPU, the transform and Normalize on CUDA.
-# One job per library x scope x workers x randomness x shard. Without a CUDA device the job writes
-# `skipped` rows at once; the GPU is declared as a resource so a scheduler can place the job.
+# One job per library x scope x workers x randomness x shard (scope memory: workers 0 only).
+# Without a CUDA device the job writes `skipped` rows at once (config gpu=optional) or fails
+# (gpu=required); the GPU is declared as a resource so a scheduler can place the job.
 
 
 rule gpu_dataloader:
@@ -35,6 +36,7 @@ rule gpu_dataloader:
         values=GPU_DL["values"],
         warmups=GPU_DL["warmups"],
         policy=json.dumps(SLOW_POLICY.to_dict()),
+        gpu=GPU_MODE,
     shell:
         "PYTHONPATH={params.root:q} {params.provision}"
         " --lock {input.lock:q} --archive {input.archive:q} --manifest {input.manifest:q}"
@@ -45,5 +47,5 @@ rule gpu_dataloader:
         " --scope {wildcards.scope} --workers {wildcards.workers}"
         " --randomness {wildcards.randomness} --batch-size {params.batch_size}"
         " --worker-crop {params.worker_crop} --values {params.values} --warmups {params.warmups}"
-        " --policy {params.policy:q} --output {output.result:q}"
+        " --policy {params.policy:q} --gpu {params.gpu} --output {output.result:q}"
         " 2>&1 | tee {log:q}"

@@ -1,6 +1,7 @@
 """Regenerate the locked per-library requirements and their conda mirrors.
 
     uv run python workflow/scripts/lock_envs.py
+    uv run python workflow/scripts/lock_envs.py --only dali   # one library, nothing else moves
 
 1. All envs/<library>.in are resolved jointly into envs/constraints.txt, so packages shared by
    several environments (numpy, torch, pillow, ...) get one version everywhere.
@@ -11,9 +12,12 @@
 
 from __future__ import annotations
 
+import argparse
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,7 +60,31 @@ def conda_mirror(library: str, lock: Path) -> str:
     )
 
 
+def relock_one(library: str) -> None:
+    """Re-lock one library after its .in changed, its current lock as constraints: packages
+    already pinned keep their versions (no registry drift), only what the .in adds is resolved."""
+    lock = ENVS / f"{library}.txt"
+    with tempfile.TemporaryDirectory() as tmp:
+        previous = Path(tmp) / "previous.txt"
+        shutil.copy(lock, previous)
+        sources = [previous, *([ENVS / "constraints.txt"] if library in JOINT else [])]
+        combined = Path(tmp) / "constraints.txt"
+        combined.write_text("".join(c.read_text() for c in sources))
+        compile_lock([ENVS / f"{library}.in"], lock, combined)
+    # The temporary constraints file is no provenance worth keeping in the lock's comments.
+    text = re.sub(r"-c [^,\s]+(, )?", "", lock.read_text())
+    lock.write_text(re.sub(r",[ \t]*$", "", text, flags=re.M))
+    (ENVS / f"{library}.yaml").write_text(conda_mirror(library, lock))
+    print(f"locked {lock.relative_to(ROOT)} (previous pins kept)")
+
+
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--only", help="re-lock this one library, keeping its current pins")
+    args = parser.parse_args()
+    if args.only:
+        relock_one(args.only)
+        return 0
     libraries = sorted(p.stem for p in ENVS.glob("*.in") if p.stem != "common")
     joint = [lib for lib in libraries if lib in JOINT]
     constraints = ENVS / "constraints.txt"

@@ -1,8 +1,10 @@
 """CPU vs GPU: per transform, a GPU row's median throughput over the best AlbumentationsX
-cpu_dataloader median of the same transform on the same machine, with a reference line at 1.0.
+cpu_dataloader median of the same recipe and the same scope on the same machine, with a
+reference line at 1.0.
 
-This is the one figure that puts two regimes side by side, so the ratio is its explicit subject
-and its caption says which rows form the denominator.
+This is the one figure that puts two regimes side by side, so the ratio is its explicit subject;
+each series names its scope (a memory-scope GPU row is only ever divided by a memory-scope CPU
+row, a decode row by a decode row) and the caption says which rows form the denominator.
 """
 
 from __future__ import annotations
@@ -34,14 +36,14 @@ def ratios(frame: pd.DataFrame) -> pd.DataFrame:
     data = normalized(frame)
     ok = data[(data["status"] == "ok") & data["median_throughput"].notna()]
     cpu = ok[(ok["regime"] == CPU_REGIME) & (ok["library"] == CPU_REFERENCE)]
-    reference = cpu.groupby(["machine", "transform"])["median_throughput"].max()
+    reference = cpu.groupby(["machine", "transform", "scope"])["median_throughput"].max()
     gpu = ok[ok["regime"].isin(GPU_REGIMES)]
     records = []
     for _, row in gpu.iterrows():
-        key = (row["machine"], row["transform"])
+        key = (row["machine"], row["transform"], row["scope"])
         if key not in reference.index:
             continue
-        series = str(row["library"])
+        series = f"{row['library']} {row['scope']}"
         extra = [str(row["variant"])] if row["variant"] else []
         if isinstance(row.get("randomness"), str) and row["randomness"]:
             extra.append(row["randomness"])
@@ -68,7 +70,8 @@ def draw(frame: pd.DataFrame) -> Drawn:
         message = (
             "no GPU rows (gpu_dataloader, dali) in these results"
             if not have_gpu
-            else "no transform has both an ok GPU row and an ok AlbumentationsX cpu_dataloader row"
+            else "no transform has both an ok GPU row and an ok AlbumentationsX cpu_dataloader "
+            "row of the same scope"
         )
         return empty_figure(TITLE, message, f"{TITLE}.")
     machines = sorted(table["machine"].unique())
@@ -122,12 +125,12 @@ def draw(frame: pd.DataFrame) -> Drawn:
     used = used[used["transform"].isin(table["transform"])]
     rows = (
         "ok rows only; each dot is one transform; the denominator is the fastest AlbumentationsX "
-        "cpu_dataloader configuration (any worker count and scope) of that transform on the same "
-        "machine; transforms without both rows are left out."
+        "cpu_dataloader worker count of the same recipe and the same scope (memory / memory, "
+        "decode / decode) on the same machine; transforms without both rows are left out."
     )
     metric = "ratio of median throughputs, GPU row / AlbumentationsX cpu_dataloader"
     regimes = (
         "Regimes: GPU rows (gpu_dataloader, dali) divided by cpu_dataloader rows of the same "
-        "machine, an explicit cross-regime ratio."
+        "machine, scope and recipe, an explicit cross-regime ratio; a series is library + scope."
     )
     return Drawn(fig, caption(TITLE, used, metric=metric, rows=rows, regimes=regimes))

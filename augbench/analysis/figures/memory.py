@@ -23,14 +23,22 @@ TITLE = "Throughput versus peak memory"
 
 
 def memory_column(rows: pd.DataFrame) -> str | None:
-    """GPU memory where the group recorded it (GPU regimes), else the process peak RSS."""
-    for col in ("gpu_peak_allocated_mb", "peak_rss_mb"):
+    """GPU memory where the group recorded it (GPU regimes), else the process peak RSS.
+
+    A group is one regime and variant, so torch's allocator peak (gpu_dataloader) and DALI's
+    NVML process figure (dali) never share a panel or an axis: each axis is labelled with its own.
+    """
+    for col in ("gpu_peak_allocated_mb", "gpu_nvml_used_mb", "peak_rss_mb"):
         if col in rows and pd.to_numeric(rows[col], errors="coerce").notna().any():
             return col
     return None
 
 
-LABELS = {"gpu_peak_allocated_mb": "peak GPU memory allocated, MB", "peak_rss_mb": "peak RSS, MB"}
+LABELS = {
+    "gpu_peak_allocated_mb": "peak GPU memory allocated (torch allocator), MB",
+    "gpu_nvml_used_mb": "GPU memory used by the process (NVML, with context), MB",
+    "peak_rss_mb": "peak RSS, MB",
+}
 
 
 def draw(frame: pd.DataFrame) -> Drawn:
@@ -76,9 +84,11 @@ def draw(frame: pd.DataFrame) -> Drawn:
     fig.tight_layout()
     rows_all = pd.concat([ok for _, ok, _ in panels])
     rows = (
-        "ok rows with a recorded peak memory, one dot per transform; GPU regimes use peak GPU "
-        "memory allocated, CPU regimes the peak resident set size of the measuring process "
-        "(for micro this includes the decoded images held in memory)."
+        "ok rows with a recorded peak memory, one dot per transform; gpu_dataloader uses the "
+        "torch allocator's peak allocated memory, dali NVML's per-process GPU memory (CUDA "
+        "context included; a different quantity, so on its own panel and axis), CPU regimes the "
+        "peak resident set size of the measuring process (for micro this includes the decoded "
+        "images held in memory)."
     )
     metric = "median throughput (img/s) against peak memory (MB)"
     return Drawn(fig, caption(TITLE, rows_all, metric=metric, rows=rows))
