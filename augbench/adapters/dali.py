@@ -168,7 +168,7 @@ class DaliAdapter(Adapter):
     def from_array(self, array: np.ndarray) -> Any:
         raise NotImplementedError("DALI images live in pipeline TensorLists")
 
-    def materialize(self, output: Any) -> Any:
+    def materialize(self, output: Any, source: Any) -> Any:
         raise NotImplementedError("see augbench.engines.dali (whole-batch outputs)")
 
     def _mappings(self) -> dict[str, Mapping]:

@@ -12,8 +12,9 @@ may include the ``Identity`` baseline, crop + Normalize only):
   collation stacks a batch; ``pin_memory=True`` and ``.to(cuda, non_blocking=True)``, then ``T``
   and Normalize on the device;
 * ``T`` and Normalize: torchvision ``ToDtype(float32, scale=True)`` + ``Normalize``; Kornia
-  ``/255`` + ``K.Normalize``; output made contiguous; its device and shape are checked (an
-  ``error`` row otherwise);
+  ``/255`` + ``K.Normalize``; the output materialized by augbench.layout's one rule (copied only
+  when it is a view of the batch or not dense, never relaid out); its device and shape are
+  checked (an ``error`` row otherwise);
 * ``torch.cuda.synchronize()`` before every clock stop (augbench.engines.streaming);
 * peak GPU memory of the torch caching allocator (``max_memory_allocated`` /
   ``max_memory_reserved`` after ``reset_peak_memory_stats``) per row; DALI's NVML figure is a
@@ -44,7 +45,7 @@ from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from augbench import adapters, catalog, cuda_env, gpu_recipes  # noqa: E402
+from augbench import adapters, catalog, cuda_env, gpu_recipes, layout  # noqa: E402
 from augbench.engines import skeleton  # noqa: E402
 from augbench.engines.common import job_metadata  # noqa: E402
 from augbench.engines.streaming import StreamPlan, run_stream  # noqa: E402
@@ -279,7 +280,10 @@ def measure_transform(
             return next(batches).to(dev, non_blocking=True)
 
     def step() -> int:
-        out = apply(next_batch()).contiguous()
+        # The one materialization rule of every regime (augbench.layout): a copy only where the
+        # output is a view of the batch or not dense, never a relayout.
+        batch = next_batch()
+        out = layout.materialize(apply(batch), batch)
         last[0] = out
         return int(out.shape[0])
 
