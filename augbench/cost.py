@@ -36,6 +36,9 @@ from typing import Any
 
 BENCH_KINDS = ("micro", "cpu_dataloader", "gpu_dataloader", "dali", "dali_cpu")
 SETUP_KINDS = ("build_env", "build_default_archive", "stage_dataset")
+# Jobs that are neither setup nor result rows but run on a benchmark machine: the kind and the
+# regime whose placement (config cloud.regimes) they use. Modelled by their whole-job wall time.
+DIAGNOSTIC_KINDS = {"lazy_outputs": "micro"}
 # Without a local timing, a setup job is assumed to take this long (seconds; printed as assumed).
 ASSUMED_SETUP_S = 60.0
 
@@ -131,6 +134,10 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
         ]
         if times:
             models[(kind, "")] = KindModel({}, statistics.median(times))
+    for kind in DIAGNOSTIC_KINDS:  # benchmarks/<machine>/<kind>/<library>.tsv
+        for tsv in sorted(run_dir.glob(f"benchmarks/*/{kind}/*.tsv")):
+            if (s := _benchmark_seconds(tsv)) is not None:
+                models[(kind, tsv.stem)] = KindModel({}, s)
     return models
 
 
@@ -172,6 +179,11 @@ def seconds_per_job(
             else:
                 scale = image_scale if job.kind != "build_env" else 1.0
                 seconds[job], basis[job] = model.overhead_s * scale, "measured"
+            continue
+        if job.kind in DIAGNOSTIC_KINDS:  # a fixed, small image count: its measured wall time
+            model = models.get((job.kind, job.library))
+            seconds[job] = model.overhead_s if model is not None else None
+            basis[job] = "measured" if model is not None else f"none: no local {job.kind} job"
             continue
         images = images_per_transform(job.kind, target_params(job.kind, config))
         model = models.get((job.kind, job.library))
@@ -233,7 +245,7 @@ def estimate(
     seconds, basis = seconds_per_job(jobs, models, config, image_scale)
     groups: dict[tuple[str, str], list[Job]] = defaultdict(list)
     for job in jobs:
-        placement = cloud.get("regimes", {}).get(job.kind)
+        placement = cloud.get("regimes", {}).get(DIAGNOSTIC_KINDS.get(job.kind, job.kind))
         groups[(job.kind, placement["machine_type"] if placement else default_machine)].append(job)
     rows = []
     for (kind, machine), members in groups.items():
@@ -247,7 +259,7 @@ def estimate(
             Row(kind, machine, len(members), kind in preemptible, factor, "; ".join(bases), vm,
                 on_demand.get(machine), spot.get(machine))
         )  # fmt: skip
-    order = {k: i for i, k in enumerate(SETUP_KINDS + BENCH_KINDS)}
+    order = {k: i for i, k in enumerate(SETUP_KINDS + BENCH_KINDS + tuple(DIAGNOSTIC_KINDS))}
     return sorted(rows, key=lambda r: (order.get(r.kind, 99), r.machine_type))
 
 

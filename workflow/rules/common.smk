@@ -424,9 +424,12 @@ def cost_plan():
     preemptible = getattr(remote, "preemptible_rules", None)
     executor = getattr(workflow, "executor_settings", None)
     rules = ["build_env", "build_default_archive", "stage_dataset", "micro"]
-    rules += ["cpu_dataloader", "gpu_dataloader", "dali", "dali_cpu"]
+    rules += ["cpu_dataloader", "gpu_dataloader", "dali", "dali_cpu", "lazy_outputs"]
     return {
         "results": result_files(),
+        "lazy_outputs": (
+            matrix.libraries_for("micro", LIBRARIES) if LAZY_ENABLED else []
+        ),
         "shards": shards_by_regime,
         "libraries": LIBRARIES,
         "default_archive": not config["dataset"].get("archive"),

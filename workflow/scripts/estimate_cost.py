@@ -35,6 +35,7 @@ def main() -> str:
     jobs = [cost.job_from_result_path(p, plan["shards"]) for p in plan["results"]]
     jobs += [cost.Job("build_env", lib) for lib in plan["libraries"]]
     jobs += [cost.Job("stage_dataset")]
+    jobs += [cost.Job("lazy_outputs", lib) for lib in plan["lazy_outputs"]]
     if plan["default_archive"]:
         jobs += [cost.Job("build_default_archive")]
     local = local_images(run_dir)
@@ -47,6 +48,7 @@ def main() -> str:
     )  # fmt: skip
     cost.write_tsv(rows, Path(sm.output.estimate))
     planned = ["build_env", "stage_dataset", *plan["regimes"]]
+    planned += ["lazy_outputs"] if plan["lazy_outputs"] else []
     if "dali" in plan["regimes"]:
         planned += ["dali_cpu"] if "dali-cpu" in config["dali"].get("variants", []) else []
     sources = {
