@@ -315,6 +315,21 @@ def _members(tar: tarfile.TarFile, archive: Path) -> Any:
         ) from exc
 
 
+def _check_complete(tar: tarfile.TarFile, archive: Path) -> None:
+    """tarfile ends its iteration quietly where a header is cut off or missing; a complete tar
+    has a zero block (the end-of-archive marker) after its last member."""
+    try:
+        tar.fileobj.seek(tar.offset)  # type: ignore[union-attr]
+        tail = tar.fileobj.read(tarfile.BLOCKSIZE)  # type: ignore[union-attr]
+    except (OSError, EOFError, zlib.error) as exc:
+        tail = str(exc).encode() or b"?"
+    if len(tail) < tarfile.BLOCKSIZE or tail.strip(b"\0"):
+        raise DatasetError(
+            f"{archive} is truncated or corrupt: it ends after {len(tar.members)} members without "
+            "the end-of-archive marker; download or build it again"
+        )
+
+
 def _copy_member(
     tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path, archive: Path
 ) -> None:
@@ -410,6 +425,7 @@ def stage_archive(
                         f"every image needs both sides >= {min_side} px for the 224 px crops"
                     )
                 staged.append({**info.__dict__, "path": rel.as_posix()})
+            _check_complete(tar, archive)
         if not staged:
             reasons = _count(skipped)
             raise DatasetError(
