@@ -78,8 +78,11 @@ def learn(run_dir: Path) -> dict[tuple[str, str], LibraryModel]:
     )
     overheads: dict[tuple[str, str], list[float]] = defaultdict(list)
     setups: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for path in sorted((run_dir / "results" / "raw").glob("*/*/*/*.json")):
-        machine, regime, library = path.parts[-4:-1]
+    raw = run_dir / "results" / "raw"
+    # results/raw/<machine>/<dataset key>/<regime>/<library>/ (and the older layout without the
+    # dataset level); benchmarks/ mirrors it.
+    for path in sorted([*raw.glob("*/*/*/*.json"), *raw.glob("*/*/*/*/*.json")]):
+        regime, library = path.parts[-3:-1]
         payload = json.loads(path.read_text())
         meta = payload["metadata"]
         params = meta.get("benchmark_params", {})
@@ -99,7 +102,7 @@ def learn(run_dir: Path) -> dict[tuple[str, str], LibraryModel]:
                 costs[key][transform].append(TransformCost(per_image, fixed))
             else:
                 costs[key][transform].append(TransformCost(None, wall))
-        bench = run_dir / "benchmarks" / machine / regime / library / f"{path.stem}.tsv"
+        bench = (run_dir / "benchmarks" / path.relative_to(raw)).with_suffix(".tsv")
         seconds = _benchmark_seconds(bench)
         if seconds is not None:
             overheads[key].append(max(seconds - measured, 0.0))

@@ -4,6 +4,7 @@ workflow against a real GCS-compatible server and a SIGKILLed job that the rerun
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -279,11 +280,14 @@ def test_smoke_sweep_reads_and_writes_a_gcs_bucket(
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-8000:]
 
     names = {b.name for b in client.list_blobs("augbench-test", prefix="sweep/")}
-    raw = sorted(n for n in names if n.startswith("sweep/results/raw/smoke-gcs/micro/"))
+    # results/raw/<machine>/<dataset key>/<regime>/...: the key of a gs:// archive is its name
+    # and the md5 the bucket reports for the object.
+    key = f"smoke-set-{hashlib.md5(archive.read_bytes()).hexdigest()[:12]}"
+    raw = sorted(n for n in names if n.startswith(f"sweep/results/raw/smoke-gcs/{key}/micro/"))
     assert len(raw) == 8  # 4 libraries x 2 shards
     for table in ("all_results", "coverage", "speedups_micro", "throughputs_micro"):
         assert f"sweep/results/tables/{table}.csv" in names
-    assert "sweep/results/data/smoke-set/manifest.json" in names
+    assert f"sweep/results/data/{key}/manifest.json" in names
     assert any(n.startswith("sweep/benchmarks/smoke-gcs/micro/") for n in names)
     # Venvs never travel through the bucket.
     assert not any(".venvs" in n or "/bin/python" in n for n in names)
