@@ -107,11 +107,13 @@ def throughput_table(tidy: pd.DataFrame) -> pd.DataFrame:
 
 
 def coverage(tidy: pd.DataFrame) -> pd.DataFrame:
-    """Counts of each status per machine, dataset, regime, scope and library, with the
-    denominator."""
+    """Counts of each status per comparable group (machine, dataset, regime, scope, workers,
+    batch size, variant) and library, with the denominator."""
     data = _with_dataset(tidy)
+    data = data.assign(variant=data["variant"].fillna("")) if "variant" in data else data
+    keys = [c for c in GROUP_COLUMNS if c in data.columns]
     counts = (
-        data.groupby(["machine", "dataset", "regime", "scope", "library", "status"])
+        data.groupby([*keys, "library", "status"], dropna=False)
         .size()
         .unstack("status", fill_value=0)
         .reset_index()
