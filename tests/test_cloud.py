@@ -304,20 +304,32 @@ def test_smoke_sweep_reads_and_writes_a_gcs_bucket(
     assert any(payload["results"][t]["status"] == "ok" for t in payload["results"])
 
 
+# Per regime: its config and the result files (names) of its jobs for one library.
+KILL_CASES = {
+    "micro": ({"micro": {"shard_size": 1}}, ("s000", "s001", "s002")),
+    "cpu_dataloader": (
+        {"cpu_dataloader": {"shard_size": 2}},
+        ("memory-w0-s000", "memory-w2-s000", "decode-w0-s000", "decode-w2-s000"),
+    ),
+}
+
+
 @pytest.mark.workflow
+@pytest.mark.parametrize("regime", sorted(KILL_CASES))
 def test_sigkilled_job_leaves_no_result_and_the_rerun_recovers_exactly_it(
-    tmp_path: Path,
+    tmp_path: Path, regime: str
 ) -> None:
     """Kill the driver and its running benchmark job together (as a preempted VM dies), then
-    recover as docs/cloud.md says: --unlock, then --rerun-incomplete."""
-    one_per_shard = tmp_path / "one-transform-per-shard.yaml"
-    one_per_shard.write_text(yaml.safe_dump({"micro": {"shard_size": 1}}))
+    recover as docs/cloud.md says: --unlock, then --rerun-incomplete. Only the killed job runs
+    again; every other result file keeps its bytes."""
+    overrides, jobs = KILL_CASES[regime]
+    job_config = tmp_path / "kill-config.yaml"
+    job_config.write_text(yaml.safe_dump(overrides))
     config = (
-        "--configfile", str(one_per_shard),
+        "--configfile", str(job_config),
         "--config", "preset=smoke", "machine=kill-test", LOCAL_ENVS, "libraries=[albumentationsx]",
-        "regimes=[micro]",
+        f"regimes=[{regime}]",
     )  # fmt: skip
-    raw = tmp_path / "results/raw/kill-test/micro/albumentationsx"
     cmd = [
         sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
         "--directory", str(tmp_path), "--workflow-profile", str(REPO / "profiles" / "default"),
@@ -327,47 +339,59 @@ def test_sigkilled_job_leaves_no_result_and_the_rerun_recovers_exactly_it(
         driver = subprocess.Popen(
             cmd, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
-        shards = ("s000", "s001", "s002")
-        logs = tmp_path / "logs/kill-test/micro/albumentationsx"
-        deadline = time.monotonic() + 300
-        # Two shards complete, the third measuring: its engine started, its result not written.
+        deadline = time.monotonic() + 400
+        # Two jobs complete, a third measuring: its engine started, its result not written.
         while True:
-            done = [s for s in shards if (raw / f"{s}.json").exists()]
+            raw = _dataset_dir(tmp_path / "results/raw/kill-test") / regime / "albumentationsx"
+            logs = _dataset_dir(tmp_path / "logs/kill-test") / regime / "albumentationsx"
+            done = [j for j in jobs if (raw / f"{j}.json").exists()]
             running = [
-                s for s in shards if s not in done and "provision |" in _text(logs / f"{s}.log")
+                j for j in jobs if j not in done and "provision |" in _text(logs / f"{j}.log")
             ]
-            if len(done) == 2 and running:
+            if len(done) >= 2 and running:
                 break
             assert driver.poll() is None, _text(tmp_path / "killed-run.log")[-4000:]
-            assert time.monotonic() < deadline, "the workflow never reached its last shard"
+            assert time.monotonic() < deadline, "the workflow never reached a third job"
             time.sleep(0.05)
         time.sleep(0.5)
         os.killpg(driver.pid, signal.SIGKILL)
         driver.wait(timeout=30)
     victim = running[0]
 
-    assert not (raw / f"{victim}.json").exists(), "the shard finished before the kill; rerun"
-    assert sorted(p.name for p in raw.glob("*.json")) == sorted(f"{s}.json" for s in done)
-    survivors = {s: (raw / f"{s}.json").stat().st_mtime_ns for s in done}
+    assert not (raw / f"{victim}.json").exists(), "the job finished before the kill; rerun"
+    survivors = {p.name: p.read_bytes() for p in raw.glob("*.json")}
+    assert f"{victim}.json" not in survivors and len(survivors) >= 2
+    mtimes = {p.name: p.stat().st_mtime_ns for p in raw.glob("*.json")}
 
     # The killed driver left its lock (dry-runs do not lock, so a real run shows it).
     locked = run_snakemake(tmp_path, "--cores", "1", *config, check=False)
     assert locked.returncode != 0 and "cannot be locked" in locked.stdout + locked.stderr
     run_snakemake(tmp_path, "--unlock", *config)
-    # The victim left no file at all (atomic write), so even a plain plan re-runs it, and only it.
+    # The victim left no file at all (atomic write), so even a plain plan re-runs it, and
+    # it is the only killed job planned again (jobs never started are planned too).
     plan = run_snakemake(tmp_path, "-n", "--rerun-incomplete", *config)
-    assert f"Missing output files: results/raw/kill-test/micro/albumentationsx/{victim}.json" in (
-        plan.stdout
-    )
-    planned = re.findall(r"output: (\S+/micro/albumentationsx/s\d{3}\.json)", plan.stdout)
-    assert [Path(p).name for p in planned] == [f"{victim}.json"]
+    victim_path = (raw / f"{victim}.json").relative_to(tmp_path)
+    assert f"Missing output files: {victim_path}" in plan.stdout
+    planned = {
+        Path(p).stem
+        for p in re.findall(rf"output: (\S+/{regime}/albumentationsx/\S+\.json)", plan.stdout)
+    }
+    assert planned == set(jobs) - {Path(n).stem for n in survivors}
+    assert victim in planned
 
     run_snakemake(tmp_path, "--cores", "2", "--rerun-incomplete", *config)
-    assert {s: (raw / f"{s}.json").stat().st_mtime_ns for s in done} == survivors
-    for shard in shards:
-        rows = json.loads((raw / f"{shard}.json").read_text())["results"]
+    assert {n: (raw / n).read_bytes() for n in survivors} == survivors
+    assert {n: (raw / n).stat().st_mtime_ns for n in survivors} == mtimes
+    for job in jobs:
+        rows = json.loads((raw / f"{job}.json").read_text())["results"]
         assert rows and all(r["status"] for r in rows.values())
-    assert (tmp_path / "results/tables/speedups_micro.csv").exists()
+    assert (tmp_path / f"results/tables/speedups_{regime}.csv").exists()
+
+
+def _dataset_dir(machine_dir: Path) -> Path:
+    """The one dataset key folder under results/raw/<machine> (or logs/<machine>)."""
+    keys = [p for p in machine_dir.glob("*") if p.is_dir()] if machine_dir.is_dir() else []
+    return keys[0] if len(keys) == 1 else machine_dir / "not-yet"
 
 
 def _text(path: Path) -> str:
