@@ -1,0 +1,91 @@
+"""Kill the aggregate step of the real workflow while it writes its tables: no half-written table
+is ever there to read, and --rerun-incomplete rebuilds them. (Killing a benchmark job and resuming
+is tests/test_cloud.py::test_sigkilled_job_leaves_no_result_and_the_rerun_recovers_exactly_it.)"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import REPO, run_snakemake
+
+LOCAL_ENVS = f"envs={{'manager': 'uv', 'dir': '{REPO / '.venvs'}'}}"
+CONFIG = (
+    "--config", "preset=smoke", "machine=agg-kill", LOCAL_ENVS, "libraries=[pillow]",
+    "regimes=[micro]", "transforms=[HorizontalFlip]",
+)  # fmt: skip
+BIG_ROWS = 60_000
+
+
+def _plant_big_results(workdir: Path) -> Path:
+    """A large result file of another dataset on this machine: an input of aggregate (the tables
+    keep every dataset) that makes writing all_results.csv take long enough to be killed in."""
+    row = {"status": "ok", "supported": True, "early_stopped": False, "median_throughput": 100.0}
+    payload = {
+        "metadata": {"library": "pillow", "regime": "micro", "dataset": {"name": "big"}},
+        "results": {f"T{i:06d}": {**row, "median_throughput": 100.0 + i} for i in range(BIG_ROWS)},
+    }
+    path = workdir / "results/raw/agg-kill/big-000000000000/micro/pillow/s000.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(payload))
+    return path
+
+
+@pytest.mark.workflow
+def test_killed_aggregate_leaves_no_half_written_table(tmp_path: Path) -> None:
+    run_snakemake(tmp_path, "--cores", "2", *CONFIG)
+    tables = tmp_path / "results/tables"
+    before = {p.name: p.read_bytes() for p in tables.glob("*.csv")}
+    assert "all_results.csv" in before
+
+    _plant_big_results(tmp_path)
+    cmd = [
+        sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+        "--directory", str(tmp_path), "--workflow-profile", str(REPO / "profiles" / "default"),
+        "--cores", "2", "aggregate", *CONFIG,
+    ]  # fmt: skip
+    writing = tables / ".all_results.csv.tmp"
+    with (tmp_path / "killed.log").open("w") as log:
+        driver = subprocess.Popen(
+            cmd, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        deadline = time.monotonic() + 300
+        while not writing.exists():
+            assert driver.poll() is None, (tmp_path / "killed.log").read_text()[-4000:]
+            assert time.monotonic() < deadline, "aggregate never started writing"
+            time.sleep(0.005)
+        os.killpg(driver.pid, signal.SIGKILL)  # the driver and aggregate, mid-write
+        driver.wait(timeout=30)
+    # Killed while the new table was being written: readers still find the previous tables,
+    # each complete; the partial one is only the hidden temporary file.
+    after = {p.name: p.read_bytes() for p in tables.glob("*.csv")}
+    assert after.keys() == before.keys()
+    changed = [name for name in after if after[name] != before[name]]
+    for name in after:
+        frame = pd.read_csv(tables / name)  # parses completely
+        if name == "all_results.csv" and name in changed:
+            assert len(frame) == BIG_ROWS + 1  # only ever the whole new table
+    assert changed in ([], ["all_results.csv"])
+
+    run_snakemake(tmp_path, "--unlock", *CONFIG)
+    # Snakemake knows aggregate did not finish: a plain run refuses to use its tables ...
+    plain = run_snakemake(tmp_path, "--cores", "2", *CONFIG, check=False)
+    assert plain.returncode != 0 and "incomplete" in (plain.stdout + plain.stderr).lower()
+    # ... and --rerun-incomplete rebuilds them, with no benchmark re-run.
+    redo = run_snakemake(tmp_path, "--cores", "2", "--rerun-incomplete", *CONFIG)
+    assert "rule micro" not in redo.stdout + redo.stderr
+    table = pd.read_csv(tables / "all_results.csv")
+    assert len(table) == BIG_ROWS + 1
+    assert set(table["dataset"]) == {
+        "big",
+        *pd.read_csv(io.BytesIO(before["all_results.csv"]))["dataset"],
+    }
+    assert not writing.exists()
