@@ -64,24 +64,22 @@ def test_killed_aggregate_leaves_no_half_written_table(tmp_path: Path) -> None:
             time.sleep(0.005)
         os.killpg(driver.pid, signal.SIGKILL)  # the driver and aggregate, mid-write
         driver.wait(timeout=30)
-    # Killed while the new table was being written: readers still find the previous tables,
-    # each complete; the partial one is only the hidden temporary file.
-    after = {p.name: p.read_bytes() for p in tables.glob("*.csv")}
-    assert after.keys() == before.keys()
-    changed = [name for name in after if after[name] != before[name]]
-    for name in after:
-        frame = pd.read_csv(tables / name)  # parses completely
-        if name == "all_results.csv" and name in changed:
-            assert len(frame) == BIG_ROWS + 1  # only ever the whole new table
-    assert changed in ([], ["all_results.csv"])
+    # Snakemake removed the old tables when aggregate started; killed while the new table was
+    # being written, readers find either no table or a complete one: the partial data is only
+    # in the hidden temporary file, which nothing reads.
+    table_path = tables / "all_results.csv"
+    if table_path.exists():  # the rename won the race with the kill
+        assert len(pd.read_csv(table_path)) == BIG_ROWS + 1
+    else:
+        assert writing.exists() and writing.stat().st_size > 0  # killed mid-write
+    for path in tables.glob("*.csv"):
+        pd.read_csv(path)  # every visible table parses completely
 
     run_snakemake(tmp_path, "--unlock", *CONFIG)
-    # Snakemake knows aggregate did not finish: a plain run refuses to use its tables ...
-    plain = run_snakemake(tmp_path, "--cores", "2", *CONFIG, check=False)
-    assert plain.returncode != 0 and "incomplete" in (plain.stdout + plain.stderr).lower()
-    # ... and --rerun-incomplete rebuilds them, with no benchmark re-run.
+    # --rerun-incomplete rebuilds the tables, with no benchmark re-run.
     redo = run_snakemake(tmp_path, "--cores", "2", "--rerun-incomplete", *CONFIG)
     assert "rule micro" not in redo.stdout + redo.stderr
+    assert {p.name for p in tables.glob("*.csv")} == set(before)
     table = pd.read_csv(tables / "all_results.csv")
     assert len(table) == BIG_ROWS + 1
     assert set(table["dataset"]) == {
