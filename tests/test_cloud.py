@@ -288,7 +288,7 @@ def test_smoke_sweep_reads_and_writes_a_gcs_bucket(
     for table in ("all_results", "coverage", "speedups_micro", "throughputs_micro"):
         assert f"sweep/results/tables/{table}.csv" in names
     assert f"sweep/results/data/{key}/manifest.json" in names
-    assert any(n.startswith("sweep/benchmarks/smoke-gcs/micro/") for n in names)
+    assert any(n.startswith(f"sweep/benchmarks/smoke-gcs/{key}/micro/") for n in names)
     # Venvs never travel through the bucket.
     assert not any(".venvs" in n or "/bin/python" in n for n in names)
 
