@@ -134,8 +134,8 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
         ]
         if times:
             models[(kind, "")] = KindModel({}, statistics.median(times))
-    for kind in DIAGNOSTIC_KINDS:  # benchmarks/<machine>/<kind>/<library>.tsv
-        for tsv in sorted(run_dir.glob(f"benchmarks/*/{kind}/*.tsv")):
+    for kind in DIAGNOSTIC_KINDS:  # benchmarks/<machine>/<dataset key>/<kind>/<library>.tsv
+        for tsv in sorted(run_dir.glob(f"benchmarks/**/{kind}/*.tsv")):
             if (s := _benchmark_seconds(tsv)) is not None:
                 models[(kind, tsv.stem)] = KindModel({}, s)
     return models

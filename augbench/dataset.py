@@ -5,12 +5,15 @@ Runs in the driver environment (Pillow + scikit-image's shipped sample photograp
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import json
+import os
 import shutil
 import tarfile
 import tempfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -126,6 +129,114 @@ def build_default_archive(out_path: Path, num_images: int, seed: int = 0) -> dic
 
 
 # ---------------------------------------------------------------------------------------------
+# Identity: the dataset key in every result path, known when the workflow builds its job graph
+# ---------------------------------------------------------------------------------------------
+
+# Bump when build_default_archive changes what it writes: the default dataset's key changes with it.
+DEFAULT_ARCHIVE_VERSION = 1
+KEY_DIGITS = 12
+
+
+@dataclass(frozen=True)
+class DatasetIdentity:
+    """``key`` = ``<name>-<first 12 hex digits of digest>``: the folder of the staged dataset and
+    of every raw result. ``kind`` says what the digest is a hash of."""
+
+    name: str
+    digest: str
+    kind: str  # archive-sha256 | default-params | gcs-md5 | gcs-name
+    note: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}-{self.digest[:KEY_DIGITS]}"
+
+
+def _sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def default_identity(name: str, num_images: int, seed: int = 0) -> DatasetIdentity:
+    """The embedded default is deterministic: its build parameters identify its content."""
+    params = {"builder": "default", "version": DEFAULT_ARCHIVE_VERSION, "images": num_images}
+    params["seed"] = seed
+    return DatasetIdentity(name, _sha256_text(json.dumps(params, sort_keys=True)), "default-params")
+
+
+def archive_identity(archive: Path, name: str, cache: Path | None = None) -> DatasetIdentity:
+    """sha256 of a local archive, cached in ``cache`` by (absolute path, size, mtime_ns) so the
+    file is read once, not on every Snakemake invocation. A missing file raises DatasetError."""
+    archive = Path(archive)
+    if not archive.is_file():
+        what = "is not a file" if archive.exists() else "not found"
+        raise DatasetError(f"dataset archive {what}: {archive} (config dataset.archive)")
+    st = archive.stat()
+    entry = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    known: dict[str, Any] = {}
+    if cache is not None and cache.exists():
+        try:
+            known = json.loads(cache.read_text())
+        except (OSError, json.JSONDecodeError):
+            known = {}  # a damaged cache only costs one more hash
+    path_key = str(archive.resolve())
+    hit = known.get(path_key)
+    if hit and {k: hit.get(k) for k in entry} == entry:
+        return DatasetIdentity(name, hit["sha256"], "archive-sha256")
+    digest = sha256_file(archive)
+    if cache is not None:
+        known[path_key] = {**entry, "sha256": digest}
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(known, indent=1, sort_keys=True) + "\n")
+        tmp.replace(cache)
+    return DatasetIdentity(name, digest, "archive-sha256")
+
+
+def gcs_identity(url: str, name: str) -> DatasetIdentity:
+    """The object's md5 (its content hash as GCS reports it, no download), else its crc32c and
+    generation (composite objects have no md5). A missing object raises DatasetError. Where the
+    metadata cannot be read at all (no credentials, e.g. a dry run), the key falls back to a hash
+    of the URL and ``note`` says so: results are then keyed by the name only."""
+    bucket_name, _, blob_name = url.removeprefix("gs://").partition("/")
+    if not bucket_name or not blob_name:
+        raise DatasetError(f"dataset archive {url!r} is not a gs://bucket/object URL")
+    try:
+        from google.cloud import storage
+
+        blob = storage.Client().bucket(bucket_name).get_blob(blob_name)
+    except Exception as exc:  # no credentials, no network, no library: documented fallback
+        if type(exc).__name__ == "NotFound":  # the bucket itself does not exist
+            raise DatasetError(
+                f"dataset archive not found: {url} (no bucket {bucket_name!r})"
+            ) from None
+        return DatasetIdentity(
+            name,
+            _sha256_text(url),
+            "gcs-name",
+            f"object metadata of {url} not readable ({type(exc).__name__}: {exc}); "
+            "results are keyed by the URL only",
+        )
+    if blob is None:
+        raise DatasetError(
+            f"dataset archive not found: {url} (no such object in bucket {bucket_name!r})"
+        )
+    if blob.md5_hash:
+        digest = base64.b64decode(blob.md5_hash).hex()
+        return DatasetIdentity(name, digest, "gcs-md5")
+    return DatasetIdentity(name, _sha256_text(f"{blob.crc32c} {blob.generation}"), "gcs-crc32c")
+
+
+def identity(dataset: dict[str, Any], name: str, cache: Path | None = None) -> DatasetIdentity:
+    """Identity of the configured dataset (config ``dataset`` block)."""
+    archive = dataset.get("archive")
+    if not archive:
+        return default_identity(name, int(dataset["default_images"]))
+    if str(archive).startswith("gs://"):
+        return gcs_identity(str(archive), name)
+    return archive_identity(Path(archive), name, cache)
+
+
+# ---------------------------------------------------------------------------------------------
 # Staging
 # ---------------------------------------------------------------------------------------------
 
@@ -148,11 +259,29 @@ class StagedImage:
     format: str
 
 
+# Pillow mode of 8-bit, 3-channel images: the only input every library's own decoder turns into
+# the same RGB array. Grayscale, alpha, palette, CMYK and 16-bit images are decoded differently
+# by the libraries (dropped alpha, replicated gray, CMYK inversion, clipping), so a row would
+# compare different work; they are skipped and counted instead.
+ACCEPTED_MODES = ("RGB",)
+
+# Where every member of an archive goes: used, skipped (counted in the manifest) or an error.
+SKIP_NOT_IMAGE = "not an image file (suffix)"
+SKIP_EMPTY = "empty file (0 bytes)"
+SKIP_LINK = "link or special file (never followed)"
+SKIP_DUPLICATE = "duplicate member name (the first copy is used)"
+SKIP_MODE = "not 8-bit RGB"
+
+
 def _safe_member_path(member: tarfile.TarInfo, archive: Path) -> PurePosixPath:
     rel = PurePosixPath(member.name)
     if rel.is_absolute() or ".." in rel.parts:
-        raise DatasetError(f"{archive}: member {member.name!r} has an unsafe path")
-    return rel
+        raise DatasetError(
+            f"{archive}: member {member.name!r} has an unsafe path (absolute or '..'); "
+            "nothing was extracted"
+        )
+    # "./a.jpg" and "a.jpg" are one file once extracted.
+    return PurePosixPath(*[part for part in rel.parts if part not in ("", ".")])
 
 
 def _validate_image(path: Path, member_name: str, archive: Path) -> StagedImage:
@@ -162,8 +291,7 @@ def _validate_image(path: Path, member_name: str, archive: Path) -> StagedImage:
         with Image.open(path) as img:
             fmt = img.format or "unknown"
             img.load()  # full decode: truncated or corrupt data fails here, not in a benchmark
-            rgb = img.convert("RGB")
-            width, height = rgb.size
+            width, height = img.size
             mode = img.mode
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise DatasetError(
@@ -187,14 +315,64 @@ def _unwrap(work: Path, staged: list[dict[str, Any]]) -> Path:
     return work / "images"
 
 
+def _members(tar: tarfile.TarFile, archive: Path) -> Any:
+    """The archive's members; a truncated or corrupt archive is a DatasetError, not a raw
+    tarfile/zlib traceback."""
+    try:
+        yield from tar
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+        raise DatasetError(
+            f"{archive} is truncated or corrupt after {len(tar.members)} members "
+            f"({type(exc).__name__}: {exc}); download or build it again"
+        ) from exc
+
+
+def _check_complete(tar: tarfile.TarFile, archive: Path) -> None:
+    """tarfile ends its iteration quietly where a header is cut off or missing; a complete tar
+    has a zero block (the end-of-archive marker) after its last member."""
+    try:
+        tar.fileobj.seek(tar.offset)  # type: ignore[union-attr]
+        tail = tar.fileobj.read(tarfile.BLOCKSIZE)  # type: ignore[union-attr]
+    except (OSError, EOFError, zlib.error) as exc:
+        tail = str(exc).encode() or b"?"
+    if len(tail) < tarfile.BLOCKSIZE or tail.strip(b"\0"):
+        raise DatasetError(
+            f"{archive} is truncated or corrupt: it ends after {len(tar.members)} members without "
+            "the end-of-archive marker; download or build it again"
+        )
+
+
+def _copy_member(
+    tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path, archive: Path
+) -> None:
+    try:
+        src = tar.extractfile(member)
+        if src is None:
+            raise DatasetError(f"{archive}: member {member.name!r} could not be read")
+        with src, target.open("wb") as dst:
+            shutil.copyfileobj(src, dst)
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+        raise DatasetError(
+            f"{archive} is truncated or corrupt: member {member.name!r} ends early "
+            f"({type(exc).__name__}: {exc}); download or build it again"
+        ) from exc
+
+
 def stage_archive(
-    archive: Path, out_dir: Path, name: str, source: str | None = None, min_side: int = 224
+    archive: Path,
+    out_dir: Path,
+    name: str,
+    source: str | None = None,
+    min_side: int = 224,
+    key: str | None = None,
 ) -> dict[str, Any]:
     """Extract ``archive`` into ``out_dir``/images, validate every member, write the manifest.
 
-    The images folder and ``manifest.json`` appear only when everything validated: extraction
-    happens in a temporary sibling folder that is renamed at the end, and the manifest is written
-    last. Any bad input raises DatasetError naming the archive and member.
+    Every member is used, skipped (listed with its reason and counted in the manifest) or an
+    error (DatasetError naming the archive and member; docs/dataset.md has the table). Members
+    are copied by name into a temporary folder inside ``out_dir`` (never ``tar.extract``, so no
+    link or path can write elsewhere), which is renamed into place at the end; the manifest is
+    written last.
     """
     archive = Path(archive)
     out_dir = Path(out_dir)
@@ -204,7 +382,7 @@ def stage_archive(
         raise DatasetError(f"dataset archive is empty (0 bytes): {archive}")
     try:
         tar = tarfile.open(archive, "r:*")  # noqa: SIM115 - closed by the `with tar` below
-    except (tarfile.TarError, OSError) as exc:
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
         raise DatasetError(f"{archive} is not a readable .tar/.tar.gz archive: {exc}") from exc
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -214,37 +392,58 @@ def stage_archive(
     work = Path(tempfile.mkdtemp(prefix=".staging-", dir=out_dir))
     try:
         staged: list[dict[str, Any]] = []
+        skipped: list[dict[str, str]] = []
+        seen: set[str] = set()
+
+        def skip(member: tarfile.TarInfo, reason: str, detail: str = "") -> None:
+            skipped.append({"member": member.name, "reason": reason, "detail": detail})
+
         with tar:
-            for member in tar:
+            for member in _members(tar, archive):
                 if member.isdir():
                     continue
                 rel = _safe_member_path(member, archive)
                 if not member.isfile():
-                    raise DatasetError(
-                        f"{archive}: member {member.name!r} is not a regular file "
-                        "(links and devices are not accepted)"
+                    kind = (
+                        "symlink"
+                        if member.issym()
+                        else "hard link"
+                        if member.islnk()
+                        else "special"
                     )
+                    skip(member, SKIP_LINK, kind)
+                    continue
                 if rel.suffix.lower() not in IMAGE_SUFFIXES:
-                    raise DatasetError(
-                        f"{archive}: member {member.name!r} is not an image "
-                        f"(allowed suffixes: {', '.join(IMAGE_SUFFIXES)})"
-                    )
+                    skip(member, SKIP_NOT_IMAGE, rel.suffix or "no suffix")
+                    continue
+                if rel.as_posix() in seen:
+                    skip(member, SKIP_DUPLICATE)
+                    continue
+                seen.add(rel.as_posix())
+                if member.size == 0:
+                    skip(member, SKIP_EMPTY)
+                    continue
                 target = work.joinpath(*rel.parts)
                 target.parent.mkdir(parents=True, exist_ok=True)
-                src = tar.extractfile(member)
-                if src is None:
-                    raise DatasetError(f"{archive}: member {member.name!r} could not be read")
-                with src, target.open("wb") as dst:
-                    shutil.copyfileobj(src, dst)
+                _copy_member(tar, member, target, archive)
                 info = _validate_image(target, member.name, archive)
+                if info.mode not in ACCEPTED_MODES:
+                    target.unlink()
+                    skip(member, SKIP_MODE, f"{info.format} mode {info.mode}")
+                    continue
                 if min(info.width, info.height) < min_side:
                     raise DatasetError(
                         f"{archive}: member {member.name!r} is {info.width}x{info.height}; "
                         f"every image needs both sides >= {min_side} px for the 224 px crops"
                     )
                 staged.append({**info.__dict__, "path": rel.as_posix()})
+            _check_complete(tar, archive)
         if not staged:
-            raise DatasetError(f"dataset archive contains no images: {archive}")
+            reasons = _count(skipped)
+            raise DatasetError(
+                f"dataset archive contains no usable images: {archive}"
+                + (f" (skipped: {reasons})" if reasons else "")
+            )
         staged.sort(key=lambda f: f["path"])
         root = _unwrap(work, staged)
         if images_dir.exists():
@@ -260,6 +459,7 @@ def stage_archive(
     heights = [f["height"] for f in staged]
     manifest = {
         "name": name,
+        "key": key or name,
         "source": source or str(archive),
         "archive_sha256": sha256_file(archive),
         "archive_bytes": archive.stat().st_size,
@@ -268,9 +468,19 @@ def stage_archive(
         "total_bytes": sum(f["bytes"] for f in staged),
         "width": {"min": min(widths), "max": max(widths), "mean": float(np.mean(widths))},
         "height": {"min": min(heights), "max": max(heights), "mean": float(np.mean(heights))},
+        "skipped_count": len(skipped),
+        "skipped_by_reason": _count(skipped),
+        "skipped": skipped,
         "files": staged,
     }
     tmp = manifest_path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(manifest, indent=1) + "\n")
     tmp.replace(manifest_path)
     return manifest
+
+
+def _count(skipped: list[dict[str, str]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for entry in skipped:
+        counts[entry["reason"]] = counts.get(entry["reason"], 0) + 1
+    return counts

@@ -38,6 +38,8 @@ def dataset_metadata(manifest_path: Path, num_images: int) -> dict[str, Any]:
     selected = manifest["files"][:num_images]
     return {
         "name": manifest["name"],
+        # name + short content hash (results/raw/<machine>/<key>/...); absent in old manifests
+        "key": manifest.get("key", manifest["name"]),
         "source": manifest["source"],
         "archive_sha256": manifest["archive_sha256"],
         "file_count": manifest["file_count"],

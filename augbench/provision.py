@@ -135,7 +135,13 @@ def ensure_dataset(manifest: Path, archive: Path | None, scratch: Path) -> dict[
                     f"images of {manifest} are not on this node and no archive was given to "
                     f"stage them from (expected sha256 {expected})"
                 )
-            stage_archive(Path(archive), target, name=doc["name"], source=doc.get("source"))
+            stage_archive(
+                Path(archive),
+                target,
+                name=doc["name"],
+                source=doc.get("source"),
+                key=doc.get("key"),
+            )
             staged = True
         got = json.loads(staged_manifest.read_text())["archive_sha256"]
         if got != expected:

@@ -134,6 +134,24 @@ def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
         raise
 
 
+def write_table_atomic(frame: Any, path: str | Path) -> None:
+    """A CSV table (pandas frame) written like a result file: a hidden temporary file in the same
+    folder (one fixed name, so a killed writer leaves one leftover that the next write replaces),
+    fsync, rename. A reader sees the previous table or the new one, never half of one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        with tmp.open("w", newline="") as fh:
+            frame.to_csv(fh, index=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def _json_default(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)

@@ -31,6 +31,18 @@ class WorkflowRun:
     def snakemake(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return run_snakemake(self.workdir, *args, check=check)
 
+    def raw(self, regime: str) -> Path:
+        """results/raw/<machine>/<dataset key>/<regime> of this run's one dataset."""
+        return raw_dir(self.workdir, self.machine, regime)
+
+
+def raw_dir(workdir: Path, machine: str, regime: str) -> Path:
+    """Raw results of one regime, below the only dataset key measured in ``workdir``."""
+    keys = sorted(p for p in (workdir / "results/raw" / machine).glob("*") if p.is_dir())
+    if len(keys) != 1:
+        raise AssertionError(f"expected one dataset key under results/raw/{machine}, got {keys}")
+    return keys[0] / regime
+
 
 def run_snakemake(
     workdir: Path, *args: str, check: bool = True, env: dict[str, str] | None = None

@@ -4,6 +4,7 @@ workflow against a real GCS-compatible server and a SIGKILLed job that the rerun
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -22,7 +23,7 @@ import yaml
 from conftest import OFFLINE_ENV, REPO, run_snakemake
 
 from augbench import cloud, provision
-from augbench.dataset import build_default_archive
+from augbench.dataset import build_default_archive, default_identity
 
 BIN = Path(sys.executable).parent
 CLOUD_CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["cloud"]
@@ -239,22 +240,25 @@ def test_smoke_sweep_reads_and_writes_a_gcs_bucket(
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-8000:]
 
     names = {b.name for b in client.list_blobs("augbench-test", prefix="sweep/")}
-    raw = sorted(n for n in names if n.startswith("sweep/results/raw/smoke-gcs/micro/"))
+    # results/raw/<machine>/<dataset key>/<regime>/...: the key of a gs:// archive is its name
+    # and the md5 the bucket reports for the object.
+    key = f"smoke-set-{hashlib.md5(archive.read_bytes()).hexdigest()[:12]}"
+    raw = sorted(n for n in names if n.startswith(f"sweep/results/raw/smoke-gcs/{key}/micro/"))
     assert len(raw) == 8  # 4 libraries x 2 shards
     for table in ("all_results", "coverage", "speedups_micro", "throughputs_micro"):
         assert f"sweep/results/tables/{table}.csv" in names
-    assert "sweep/results/data/smoke-set/manifest.json" in names
+    assert f"sweep/results/data/{key}/manifest.json" in names
     # The staged images, exactly: the archive's images/<file> members as images/<file>, once.
     with tarfile.open(archive) as tar:
         members = [m.name for m in tar.getmembers() if m.isfile()]
     assert all(m.startswith("images/") for m in members)
-    staged = {n for n in names if n.startswith("sweep/results/data/smoke-set/images")}
+    staged = {n for n in names if n.startswith(f"sweep/results/data/{key}/images")}
     # ... plus the marker Snakemake keeps in every directory() output.
-    assert staged == {f"sweep/results/data/smoke-set/{m}" for m in members} | {
-        "sweep/results/data/smoke-set/images/.snakemake_timestamp"
+    assert staged == {f"sweep/results/data/{key}/{m}" for m in members} | {
+        f"sweep/results/data/{key}/images/.snakemake_timestamp"
     }
     assert not any("images/images" in n for n in names)
-    assert any(n.startswith("sweep/benchmarks/smoke-gcs/micro/") for n in names)
+    assert any(n.startswith(f"sweep/benchmarks/smoke-gcs/{key}/micro/") for n in names)
     # Venvs never travel through the bucket.
     assert not any(".venvs" in n or "/bin/python" in n for n in names)
 
@@ -270,57 +274,82 @@ def test_smoke_sweep_reads_and_writes_a_gcs_bucket(
     assert any(payload["results"][t]["status"] == "ok" for t in payload["results"])
 
 
+# Per regime: its config and the result files (names) of its jobs for one library.
+KILL_CASES = {
+    "micro": ({"micro": {"shard_size": 1}}, ("s000", "s001", "s002")),
+    "cpu_dataloader": (
+        {"cpu_dataloader": {"shard_size": 2}},
+        ("memory-w0-s000", "memory-w2-s000", "decode-w0-s000", "decode-w2-s000"),
+    ),
+}
+
+
 @pytest.mark.workflow
+@pytest.mark.parametrize("regime", sorted(KILL_CASES))
 def test_sigkilled_job_leaves_no_result_and_the_rerun_recovers_exactly_it(
-    tmp_path: Path,
+    tmp_path: Path, regime: str
 ) -> None:
     """Kill the driver and its running benchmark job together (as a preempted VM dies), then
-    recover as docs/cloud.md says: --unlock, then --rerun-incomplete."""
-    one_per_shard = tmp_path / "one-transform-per-shard.yaml"
-    one_per_shard.write_text(yaml.safe_dump({"micro": {"shard_size": 1}}))
+    recover as docs/cloud.md says: --unlock, then --rerun-incomplete. Only the killed job runs
+    again; every other result file keeps its bytes."""
+    overrides, jobs = KILL_CASES[regime]
+    job_config = tmp_path / "kill-config.yaml"
+    job_config.write_text(yaml.safe_dump(overrides))
     config = (
-        "--configfile", str(one_per_shard),
+        "--configfile", str(job_config),
         "--config", "preset=smoke", "machine=kill-test", LOCAL_ENVS, "libraries=[albumentationsx]",
-        "regimes=[micro]",
+        f"regimes=[{regime}]",
     )  # fmt: skip
-    raw = tmp_path / "results/raw/kill-test/micro/albumentationsx"
     cmd = [
         sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
         "--directory", str(tmp_path), "--workflow-profile", str(REPO / "profiles" / "default"),
         "--cores", "2", *config,
     ]  # fmt: skip
-    shards = ("s000", "s001", "s002")
-    logs = tmp_path / "logs/kill-test/micro/albumentationsx"
 
     def progress() -> tuple[list[str], list[str]]:
-        done = [s for s in shards if (raw / f"{s}.json").exists()]
-        running = [s for s in shards if s not in done and "provision |" in _text(logs / f"{s}.log")]
+        raw = _dataset_dir(tmp_path / "results/raw/kill-test") / regime / "albumentationsx"
+        logs = _dataset_dir(tmp_path / "logs/kill-test") / regime / "albumentationsx"
+        done = [j for j in jobs if (raw / f"{j}.json").exists()]
+        running = [j for j in jobs if j not in done and "provision |" in _text(logs / f"{j}.log")]
         return done, running
 
-    done, victim = _kill_during_last_shard(cmd, tmp_path, progress)
+    _, victim = _kill_during_last_shard(cmd, tmp_path, progress)
+    raw = _dataset_dir(tmp_path / "results/raw/kill-test") / regime / "albumentationsx"
 
-    assert not (raw / f"{victim}.json").exists(), "the shard finished before the kill; rerun"
-    assert sorted(p.name for p in raw.glob("*.json")) == sorted(f"{s}.json" for s in done)
-    survivors = {s: (raw / f"{s}.json").stat().st_mtime_ns for s in done}
+    assert not (raw / f"{victim}.json").exists(), "the job finished before the kill; rerun"
+    survivors = {p.name: p.read_bytes() for p in raw.glob("*.json")}
+    assert f"{victim}.json" not in survivors and len(survivors) >= 2
+    mtimes = {p.name: p.stat().st_mtime_ns for p in raw.glob("*.json")}
 
     # The killed driver left its lock (dry-runs do not lock, so a real run shows it).
     locked = run_snakemake(tmp_path, "--cores", "1", *config, check=False)
     assert locked.returncode != 0 and "cannot be locked" in locked.stdout + locked.stderr
     run_snakemake(tmp_path, "--unlock", *config)
-    # The victim left no file at all (atomic write), so even a plain plan re-runs it, and only it.
+    # The victim left no file at all (atomic write), so even a plain plan re-runs it, and
+    # it is the only killed job planned again (jobs never started are planned too).
     plan = run_snakemake(tmp_path, "-n", "--rerun-incomplete", *config)
-    assert f"Missing output files: results/raw/kill-test/micro/albumentationsx/{victim}.json" in (
-        plan.stdout
-    )
-    planned = re.findall(r"output: (\S+/micro/albumentationsx/s\d{3}\.json)", plan.stdout)
-    assert [Path(p).name for p in planned] == [f"{victim}.json"]
+    victim_path = (raw / f"{victim}.json").relative_to(tmp_path)
+    assert f"Missing output files: {victim_path}" in plan.stdout
+    planned = {
+        Path(p).stem
+        for p in re.findall(rf"output: (\S+/{regime}/albumentationsx/\S+\.json)", plan.stdout)
+    }
+    assert planned == set(jobs) - {Path(n).stem for n in survivors}
+    assert victim in planned
 
     run_snakemake(tmp_path, "--cores", "2", "--rerun-incomplete", *config)
-    assert {s: (raw / f"{s}.json").stat().st_mtime_ns for s in done} == survivors
-    for shard in shards:
-        rows = json.loads((raw / f"{shard}.json").read_text())["results"]
+    assert {n: (raw / n).read_bytes() for n in survivors} == survivors
+    assert {n: (raw / n).stat().st_mtime_ns for n in survivors} == mtimes
+    for job in jobs:
+        rows = json.loads((raw / f"{job}.json").read_text())["results"]
         assert rows and all(r["status"] for r in rows.values())
-    assert (tmp_path / "results/tables/speedups_micro.csv").exists()
+    assert (tmp_path / f"results/tables/speedups_{regime}.csv").exists()
+
+
+def _dataset_dir(machine_dir: Path) -> Path:
+    """The one dataset key folder under results/raw/<machine> (or logs/<machine>)."""
+    keys = [p for p in machine_dir.glob("*") if p.is_dir()] if machine_dir.is_dir() else []
+    return keys[0] if len(keys) == 1 else machine_dir / "not-yet"
 
 
 def _text(path: Path) -> str:
@@ -358,7 +387,9 @@ def test_killed_job_in_a_bucket_sweep_reruns_alone_and_leaves_every_other_object
         "regimes=[micro]", f"cloud={{'scratch': '{tmp_path / 'node-scratch'}'}}",
     )  # fmt: skip
     env = {"STORAGE_EMULATOR_HOST": gcs_emulator, **OFFLINE_ENV}
-    raw = "sweep/results/raw/kill-gcs/micro/pillow"
+    # The smoke preset's embedded default dataset (24 images) and its key.
+    key = default_identity("default-24", 24).key
+    raw = f"sweep/results/raw/kill-gcs/{key}/micro/pillow"
     shards = ("s000", "s001", "s002")
 
     def objects() -> dict[str, tuple[str, int]]:
@@ -383,7 +414,7 @@ def test_killed_job_in_a_bucket_sweep_reruns_alone_and_leaves_every_other_object
         running = [
             s for s in shards if s not in done and any(
                 "provision |" in _text(p)
-                for p in local_copies.glob(f"**/logs/kill-gcs/micro/pillow/{s}.log"))
+                for p in local_copies.glob(f"**/logs/kill-gcs/{key}/micro/pillow/{s}.log"))
         ]  # fmt: skip
         return done, running
 

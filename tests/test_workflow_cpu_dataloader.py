@@ -62,7 +62,7 @@ def test_all_results_has_every_library_scope_workers_recipe_with_a_status(
 
 
 def test_result_rows_record_decoder_timing_and_threads(smoke_run: WorkflowRun) -> None:
-    raw = sorted((smoke_run.workdir / "results/raw/smoke-test/cpu_dataloader").rglob("*.json"))
+    raw = sorted(smoke_run.raw("cpu_dataloader").rglob("*.json"))
     assert len(raw) == len(SMOKE["libraries"]) * len(DL["scopes"]) * len(DL["workers"])
     for path in raw:
         payload = json.loads(path.read_text())

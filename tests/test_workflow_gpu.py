@@ -67,7 +67,7 @@ def cuda_available() -> bool:
 
 def raw_rows(run: WorkflowRun, regime: str) -> list[tuple[Path, dict[str, Any], str, dict]]:
     out = []
-    for path in sorted((run.workdir / f"results/raw/smoke-test/{regime}").rglob("*.json")):
+    for path in sorted(run.raw(regime).rglob("*.json")):
         payload = json.loads(path.read_text())
         for name, row in payload["results"].items():
             out.append((path, payload["metadata"], name, row))

@@ -60,7 +60,7 @@ def test_speedups_table_has_every_transform_and_library_with_a_status(
 
 
 def test_result_files_follow_the_schema(smoke_run: WorkflowRun) -> None:
-    raw = sorted((smoke_run.workdir / "results/raw/smoke-test/micro").rglob("*.json"))
+    raw = sorted(smoke_run.raw("micro").rglob("*.json"))
     assert len(raw) == len(SMOKE["libraries"]) * 2  # 3 transforms in shards of 2
     for path in raw:
         payload = json.loads(path.read_text())
@@ -111,7 +111,7 @@ def test_rerun_does_no_work(smoke_run: WorkflowRun) -> None:
 
 
 def test_deleting_one_shard_reruns_only_that_shard(smoke_run: WorkflowRun) -> None:
-    raw = smoke_run.workdir / "results/raw/smoke-test/micro"
+    raw = smoke_run.raw("micro")
     victim = raw / "pillow" / "s001.json"
     others = {p: p.stat().st_mtime_ns for p in raw.rglob("*.json") if p != victim}
     victim.unlink()
@@ -146,13 +146,13 @@ def test_corrupt_archive_stops_staging_with_the_member_named(tmp_path: Path) -> 
         tar.addfile(info, io.BytesIO(data))
     proc = run_snakemake(
         tmp_path,
-        "--cores", "1", "results/data/bad/manifest.json",
+        "--cores", "1", "stage_dataset",
         "--config", "preset=smoke", f"dataset={{'archive': '{archive}'}}",
         check=False,
     )  # fmt: skip
     assert proc.returncode != 0
     assert "imgs/broken.jpg" in proc.stdout + proc.stderr
-    assert not (tmp_path / "results/data/bad/manifest.json").exists()
+    assert not list((tmp_path / "results/data").glob("bad-*/manifest.json"))
 
 
 def test_failing_transform_keeps_the_other_rows(smoke_run: WorkflowRun, tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from augbench.analysis.groups import group_label, normalized, runs
+from augbench.analysis.groups import group_label, normalized, runs, several_datasets
 from augbench.analysis.tidy import GROUP_COLUMNS
 from augbench.policy import CV_UNSTABLE_THRESHOLD
 
@@ -39,8 +39,10 @@ SLOW_COLUMNS = (
 )
 
 
-def _label(row: pd.Series) -> str:
-    return group_label({c: row[c] for c in GROUP_COLUMNS}, with_machine=False)
+def _label(row: pd.Series, with_dataset: bool = True) -> str:
+    return group_label(
+        {c: row[c] for c in GROUP_COLUMNS}, with_machine=False, with_dataset=with_dataset
+    )
 
 
 def _truthy(value: object) -> bool:
@@ -68,6 +70,7 @@ def diagnose(frame: pd.DataFrame, threshold: float = CV_UNSTABLE_THRESHOLD) -> p
     """One row per ok tidy row, with its variance and warm-up flags and a readable detail."""
     records = []
     data = normalized(frame) if len(frame) else frame
+    show_dataset = several_datasets(data)
     for _, row in data[data["status"] == "ok"].iterrows() if len(data) else []:
         values = runs(row)
         cv = row.get("cv_throughput")
@@ -93,7 +96,7 @@ def diagnose(frame: pd.DataFrame, threshold: float = CV_UNSTABLE_THRESHOLD) -> p
             {
                 "machine": row["machine"],
                 "regime": row["regime"],
-                "group": _label(row),
+                "group": _label(row, show_dataset),
                 "library": row["library"],
                 "transform": row["transform"],
                 "median_throughput": row["median_throughput"],
@@ -115,6 +118,7 @@ def slow_rows(frame: pd.DataFrame, slowest: int = 5) -> pd.DataFrame:
     if frame.empty:
         return pd.DataFrame(columns=list(SLOW_COLUMNS))
     data = normalized(frame)
+    show_dataset = several_datasets(data)
     records = []
     early = data[data["status"] == "early_stopped"]
     for _, row in early.iterrows():
@@ -123,7 +127,7 @@ def slow_rows(frame: pd.DataFrame, slowest: int = 5) -> pd.DataFrame:
                 "kind": "early_stopped",
                 "machine": row["machine"],
                 "regime": row["regime"],
-                "group": _label(row),
+                "group": _label(row, show_dataset),
                 "library": row["library"],
                 "transform": row["transform"],
                 "throughput": pd.to_numeric(row.get("preflight_throughput"), errors="coerce"),
@@ -138,7 +142,7 @@ def slow_rows(frame: pd.DataFrame, slowest: int = 5) -> pd.DataFrame:
                     "kind": "slowest_ok",
                     "machine": row["machine"],
                     "regime": row["regime"],
-                    "group": _label(row),
+                    "group": _label(row, show_dataset),
                     "library": row["library"],
                     "transform": row["transform"],
                     "throughput": row["median_throughput"],

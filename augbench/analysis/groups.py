@@ -37,7 +37,9 @@ def status_order(statuses: list[str] | set[str] | pd.Series) -> list[str]:
     return [s for s in STATUSES if s in present] + sorted(present - set(STATUSES))
 
 
-def group_label(key: dict[str, object], *, with_machine: bool = True) -> str:
+def group_label(
+    key: dict[str, object], *, with_machine: bool = True, with_dataset: bool = True
+) -> str:
     """Human label of a comparable group: 'micro', 'cpu_dataloader · decode · 4 workers' ..."""
     parts = [str(key["regime"])]
     scope = key.get("scope")
@@ -51,6 +53,8 @@ def group_label(key: dict[str, object], *, with_machine: bool = True) -> str:
         parts.append(f"batch {batch}")
     if key.get("variant"):
         parts.append(str(key["variant"]))
+    if with_dataset and key.get("dataset") and key["dataset"] != "unknown":
+        parts.append(f"dataset {key['dataset']}")
     label = " · ".join(parts)
     return f"{key['machine']}: {label}" if with_machine else label
 
@@ -68,14 +72,21 @@ def _int_or_none(value: object) -> int | None:
 class Group:
     key: dict[str, object]
     rows: pd.DataFrame
+    # Labels name the dataset when the table holds more than one (each then gets its own
+    # sections and panels); with one dataset the header says which.
+    show_dataset: bool = True
 
     @property
     def label(self) -> str:
-        return group_label(self.key)
+        return group_label(self.key, with_dataset=self.show_dataset)
 
     @property
     def short_label(self) -> str:
-        return group_label(self.key, with_machine=False)
+        return group_label(self.key, with_machine=False, with_dataset=self.show_dataset)
+
+
+def several_datasets(frame: pd.DataFrame) -> bool:
+    return "dataset" in frame.columns and frame["dataset"].nunique(dropna=False) > 1
 
 
 def normalized(frame: pd.DataFrame) -> pd.DataFrame:
@@ -86,6 +97,8 @@ def normalized(frame: pd.DataFrame) -> pd.DataFrame:
             out[col] = None
     out["scope"] = out["scope"].fillna("memory").astype(str)
     out["variant"] = out["variant"].fillna("").astype(str)
+    out["dataset"] = out["dataset"].astype(object).where(out["dataset"].notna(), "unknown")
+    out["dataset"] = out["dataset"].astype(str)
     for col in ("workers", "batch_size"):
         out[col] = pd.to_numeric(out[col], errors="coerce").fillna(-1).astype(int)
     out["machine"] = out["machine"].fillna("unknown").astype(str)
@@ -102,17 +115,18 @@ def iter_groups(frame: pd.DataFrame, regime: str | None = None) -> Iterator[Grou
         data = data[data["regime"] == regime]
     if data.empty:
         return
+    show_dataset = several_datasets(data)
     rank = {r: i for i, r in enumerate(regime_order(data["regime"]))}
     keys = data[list(GROUP_COLUMNS)].drop_duplicates()
     keys = keys.assign(_rank=keys["regime"].map(rank)).sort_values(
-        ["machine", "_rank", "scope", "workers", "batch_size", "variant"]
+        ["machine", "dataset", "_rank", "scope", "workers", "batch_size", "variant"]
     )
     for _, key_row in keys.iterrows():
         key = {col: key_row[col] for col in GROUP_COLUMNS}
         mask = pd.Series(True, index=data.index)
         for col in GROUP_COLUMNS:
             mask &= data[col] == key[col]
-        yield Group(key, data[mask])
+        yield Group(key, data[mask], show_dataset)
 
 
 def winners(group_rows: pd.DataFrame) -> pd.DataFrame:
@@ -198,7 +212,9 @@ def runs(row: pd.Series) -> list[float]:
 def read_table(path: str | Path) -> pd.DataFrame:
     """A tidy table written by ``aggregate`` (all_results.csv), with group columns normalized."""
     frame = pd.read_csv(
-        path, dtype={"variant": str, "scope": str, "reason": str}, keep_default_na=True
+        path,
+        dtype={"variant": str, "scope": str, "reason": str, "dataset": str, "scenario": str},
+        keep_default_na=True,
     )
     for col in (
         "median_throughput",

@@ -37,6 +37,12 @@ def speedup_interval(m: float, s: float, m_other: float, s_other: float) -> tupl
     return low, high
 
 
+def _with_dataset(tidy: pd.DataFrame) -> pd.DataFrame:
+    """Rows grouped by dataset; a table without the column (older tables) is one dataset."""
+    dataset = tidy["dataset"] if "dataset" in tidy.columns else pd.Series(None, index=tidy.index)
+    return tidy.assign(dataset=dataset.astype(object).where(dataset.notna(), "unknown").astype(str))
+
+
 def compute(tidy: pd.DataFrame) -> pd.DataFrame:
     """One row per (group, transform, library): every status kept; only ``ok`` rows compete.
 
@@ -44,6 +50,7 @@ def compute(tidy: pd.DataFrame) -> pd.DataFrame:
     not ok or has no ok competitor.
     """
     records = []
+    tidy = _with_dataset(tidy)
     keys = [*GROUP_COLUMNS, "transform"]
     for key, group in tidy.groupby(keys, dropna=False, sort=True):
         ok = group[group["status"] == "ok"]
@@ -84,6 +91,7 @@ def compute(tidy: pd.DataFrame) -> pd.DataFrame:
 
 def throughput_table(tidy: pd.DataFrame) -> pd.DataFrame:
     """Wide table: median img/s per library (ok rows only; other statuses are blank)."""
+    tidy = _with_dataset(tidy)
     ok = tidy[tidy["status"] == "ok"]
     index = [*GROUP_COLUMNS, "transform"]
     all_keys = tidy[index].drop_duplicates()
@@ -99,9 +107,13 @@ def throughput_table(tidy: pd.DataFrame) -> pd.DataFrame:
 
 
 def coverage(tidy: pd.DataFrame) -> pd.DataFrame:
-    """Counts of each status per machine, regime, scope and library, with the denominator."""
+    """Counts of each status per comparable group (machine, dataset, regime, scope, workers,
+    batch size, variant) and library, with the denominator."""
+    data = _with_dataset(tidy)
+    data = data.assign(variant=data["variant"].fillna("")) if "variant" in data else data
+    keys = [c for c in GROUP_COLUMNS if c in data.columns]
     counts = (
-        tidy.groupby(["machine", "regime", "scope", "library", "status"])
+        data.groupby([*keys, "library", "status"], dropna=False)
         .size()
         .unstack("status", fill_value=0)
         .reset_index()

@@ -23,6 +23,23 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
+def _dataset_lines(frame: pd.DataFrame) -> list[str]:
+    """Which datasets the rows come from; rows of two datasets are never ranked together."""
+    if "dataset" not in frame.columns:
+        return []
+    lines = ["Datasets (each section is one dataset):", ""]
+    for key, rows in frame.groupby(frame["dataset"].fillna("unknown").astype(str), sort=True):
+        info = rows.iloc[0]
+        sha = str(info.get("dataset_sha256") or "")
+        images = pd.to_numeric(info.get("dataset_images"), errors="coerce")
+        lines.append(
+            f"- `{key}`: {_fmt(images)} images"
+            + (f", archive sha256 `{sha}`" if sha and sha != "nan" else "")
+            + f", {len(rows)} rows"
+        )
+    return [*lines, ""]
+
+
 def markdown(
     frame: pd.DataFrame,
     *,
@@ -43,6 +60,7 @@ def markdown(
         "only); `ok/rows` is the denominator.",
         "",
     ]
+    lines += _dataset_lines(frame)
     for group in iter_groups(frame):
         rows = group.rows
         win = winners(rows)

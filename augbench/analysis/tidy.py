@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from augbench.matrix import LIBRARIES, STATUSES
+from augbench.matrix import LIBRARIES, REGIMES, STATUSES
 
 # Columns every tidy table has, in this order; extra keys found in rows are appended after them.
 COLUMNS: tuple[str, ...] = (
@@ -42,7 +42,15 @@ COLUMNS: tuple[str, ...] = (
     "decoder",
     "device",
     "dataset",
+    "dataset_name",
+    "dataset_sha256",
+    "dataset_images",
+    "dataset_bytes",
     "num_images",
+    "channels",
+    "scenario",
+    "mode",
+    "slow_threshold_sec_per_item",
     "library_version",
     "library_versions",
     "hostname",
@@ -51,8 +59,17 @@ COLUMNS: tuple[str, ...] = (
     "source_file",
 )
 
-# Columns that split measurements into comparable groups within a machine and regime.
-GROUP_COLUMNS: tuple[str, ...] = ("machine", "regime", "scope", "workers", "batch_size", "variant")
+# Columns that split measurements into comparable groups within a machine and regime. Rows of two
+# datasets, or of two scenarios (folded into ``variant``), are never ranked together.
+GROUP_COLUMNS: tuple[str, ...] = (
+    "machine",
+    "regime",
+    "scope",
+    "workers",
+    "batch_size",
+    "variant",
+    "dataset",
+)
 
 
 def _infer_library(meta: dict[str, Any], path: Path) -> str:
@@ -72,6 +89,8 @@ def _infer_library(meta: dict[str, Any], path: Path) -> str:
 def _infer_regime(meta: dict[str, Any], path: Path) -> str:
     if meta.get("regime"):
         return str(meta["regime"])
+    if meta.get("mode") in REGIMES:  # other tools write the regime as "mode"
+        return str(meta["mode"])
     # The file name, or a folder named exactly after the regime: a substring of the whole path
     # would take e.g. a checkout in ".../wt-dali/" for DALI results.
     name = path.name.lower()
@@ -94,17 +113,67 @@ def _machine_label(meta: dict[str, Any]) -> str:
 
 
 def _status(row: dict[str, Any]) -> str:
+    """The row's status, with the flags keeping their meaning: other tools write
+    ``status: "ok"`` next to ``early_stopped: true`` (a preflight, not a measurement) or
+    ``supported: false``; such rows never compete as ok. An explicit non-ok status stays."""
     status = row.get("status")
-    if status in STATUSES:
+    if status in STATUSES and status != "ok":
         return str(status)
-    # Files from other tools may omit status: derive it from their flags.
     if row.get("supported") is False:
         return "unsupported"
-    if row.get("early_stopped"):
+    if _truthy(row.get("early_stopped")):
         return "early_stopped"
+    if status == "ok":
+        return "ok"
     if row.get("error"):
         return "error"
     return "ok" if row.get("median_throughput") else "error"
+
+
+def _truthy(value: Any) -> bool:
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
+def _dataset_columns(dataset: dict[str, Any]) -> dict[str, Any]:
+    """Dataset identity of a file: our key (name + short content hash) and the full sha256, or
+    what another tool recorded (its name or folder, file count, bytes)."""
+    name = dataset.get("name") or Path(str(dataset.get("path", "unknown"))).name
+    return {
+        "dataset": dataset.get("key") or name,
+        "dataset_name": name,
+        "dataset_sha256": dataset.get("archive_sha256") or dataset.get("sha256") or "",
+        "dataset_images": dataset.get("file_count"),
+        "dataset_bytes": dataset.get("total_bytes"),
+    }
+
+
+def _scenario_columns(meta: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """Channels, scenario and mode of the run, and the ``variant`` label they give its rows: a
+    9-channel or differently-scoped run is its own comparable group, never ranked with RGB."""
+    channels = params.get("num_channels") or params.get("channels") or meta.get("channels") or 3
+    scenario = str(meta.get("scenario") or "")
+    mode = str(meta.get("mode") or "")
+    variant = str(meta.get("variant") or "")
+    if not variant:
+        parts = [scenario] if scenario else []
+        if mode and mode not in REGIMES:
+            parts.append(mode)
+        if int(channels) != 3:
+            parts.append(f"channels{int(channels)}")
+        variant = " · ".join(parts)
+    return {"channels": int(channels), "scenario": scenario, "mode": mode, "variant": variant}
+
+
+def _slow_threshold(meta: dict[str, Any], params: dict[str, Any]) -> float | None:
+    """The slow-transform threshold (s/item) the file's own run applied: another tool's recorded
+    value, or our policy recorded in benchmark_params. None when the file does not say."""
+    for source in (meta, params):
+        if source.get("slow_threshold_sec_per_item") is not None:
+            return float(source["slow_threshold_sec_per_item"])
+    policy = params.get("slow_transform_policy") or {}
+    if policy.get("max_seconds_per_item") is not None:
+        return float(policy["max_seconds_per_item"])
+    return None
 
 
 def rows_from_file(path: Path) -> list[dict[str, Any]]:
@@ -124,7 +193,9 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
         "regime": _infer_regime(meta, Path(path)),
         "scope": meta.get("scope") or "memory",
         "library": library,
-        "dataset": dataset.get("name") or Path(str(dataset.get("path", "unknown"))).name,
+        **_dataset_columns(dataset),
+        **_scenario_columns(meta, params),
+        "slow_threshold_sec_per_item": _slow_threshold(meta, params),
         "num_images": dataset.get("num_images_used") or params.get("num_images"),
         "library_version": versions.get(library) or versions.get("albumentationsx"),
         "library_versions": json.dumps(versions, sort_keys=True),
@@ -134,7 +205,6 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
         "source_file": str(path),
         "workers": params.get("workers"),
         "batch_size": params.get("batch_size"),
-        "variant": meta.get("variant") or "",
         # Input memory layout (micro: native | contiguous); empty where a file does not say.
         "layout": meta.get("layout") or "",
         "device": meta.get("device") or "cpu",
@@ -148,6 +218,21 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
             record[key] = value
         record["transform"] = name
         record["status"] = _status(row)
+        if row.get("slow_threshold_sec_per_item") is not None:
+            record["slow_threshold_sec_per_item"] = float(row["slow_threshold_sec_per_item"])
+        if record["status"] == "early_stopped":
+            # What the run measured before stopping is a preflight, drawn and listed as such.
+            if pd.isna(pd.to_numeric(record.get("preflight_throughput"), errors="coerce")):
+                record["preflight_throughput"] = row.get("median_throughput")
+            threshold = record["slow_threshold_sec_per_item"]
+            record["reason"] = (
+                record.get("reason")
+                or row.get("early_stop_reason")
+                or "early-stopped by the run that wrote this file"
+                + (f" (its threshold: {threshold} s/item)" if threshold is not None else "")
+            )
+        if record["status"] == "unsupported" and not record.get("reason"):
+            record["reason"] = "not supported (supported: false in the file)"
         if record["status"] != "ok" and not record.get("reason"):
             record["reason"] = row.get("early_stop_reason") or row.get("error") or ""
         for key in ("workers", "batch_size", "variant", "scope", "decoder", "randomness"):
@@ -189,7 +274,7 @@ def load(paths: list[Path]) -> pd.DataFrame:
         frame["batch_size"].fillna(-1).astype(int) if len(frame) else frame["batch_size"]
     )
     frame["variant"] = frame["variant"].fillna("")
+    frame["dataset"] = frame["dataset"].fillna("unknown").astype(str)
     frame["scope"] = frame["scope"].fillna("memory")
-    return frame.sort_values(["machine", "regime", "scope", "transform", "library"]).reset_index(
-        drop=True
-    )
+    order = ["machine", "dataset", "regime", "scope", "transform", "library"]
+    return frame.sort_values(order).reset_index(drop=True)

@@ -8,7 +8,7 @@ localrules:
 
 rule aggregate:
     input:
-        results=result_files,
+        results=aggregate_inputs,
     output:
         **table_outputs(),
     log:

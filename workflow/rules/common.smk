@@ -66,8 +66,60 @@ def dataset_name():
     return f"default-{ds['default_images']}"
 
 
-DATASET = dataset_name()
+def dataset_identity():
+    """Name + short content hash, known while the job graph is built (augbench.dataset.identity):
+    the sha256 of a local archive (cached by path, size and mtime in .augbench/), the build
+    parameters of the embedded default, the md5 GCS reports for a gs:// object. A missing archive
+    or object stops the workflow here, before any job runs."""
+    from augbench.dataset import DatasetError, identity
+
+    try:
+        found = identity(
+            config["dataset"], dataset_name(), cache=Path(".augbench/dataset-ids.json")
+        )
+    except DatasetError as exc:
+        raise WorkflowError(str(exc)) from None
+    if found.note:
+        print(f"augbench: {found.note}", file=sys.stderr)
+    return found
+
+
+DATASET_ID = dataset_identity()
+# The dataset key (<name>-<12 hex digits>) names the staged folder and every raw result folder:
+# results of two datasets sit side by side, and switching back schedules nothing already measured.
+DATASET = DATASET_ID.key
 MANIFEST = f"results/data/{DATASET}/manifest.json"
+
+
+def raw_result(regime, name, library="{library}", machine="{machine}"):
+    """results/raw/<machine>/<dataset key>/<regime>/<library>/<name>.json; with the default
+    arguments a rule's output pattern, with values one file of a result list."""
+    return f"results/raw/{machine}/{DATASET}/{regime}/{library}/{name}.json"
+
+
+def job_log(regime, name):
+    """Log of one benchmark job, beside its result's layout (wildcards machine, library)."""
+    return f"logs/{{machine}}/{DATASET}/{regime}/{{library}}/{name}.log"
+
+
+def job_benchmark(regime, name):
+    return f"benchmarks/{{machine}}/{DATASET}/{regime}/{{library}}/{name}.tsv"
+
+
+def other_dataset_results():
+    """Raw results of this machine measured on other datasets (other keys under
+    results/raw/<machine>/): the tables keep them, each row labelled with its dataset, and no
+    rule re-creates them."""
+    root = Path("results/raw") / MACHINE
+    if not root.is_dir():
+        return []
+    return sorted(
+        str(path)
+        for key in root.iterdir()
+        if key.is_dir() and key.name != DATASET
+        for regime in REGIMES
+        for path in (key / regime).glob("*/*.json")
+    )
 
 
 def dataset_archive(wildcards):
@@ -194,7 +246,7 @@ def micro_transforms(wildcards):
 
 def micro_results():
     return [
-        f"results/raw/{MACHINE}/micro/{lib}/{_layout_prefix(layout)}{shard}.json"
+        raw_result("micro", f"{_layout_prefix(layout)}{shard}", lib, MACHINE)
         for lib in matrix.libraries_for("micro", LIBRARIES)
         for layout in matrix.layouts_for(lib, MICRO_LAYOUTS)
         for shard in MICRO_SHARDS
@@ -217,7 +269,7 @@ LAZY_TABLES = {
 
 def lazy_outputs_results():
     return [
-        f"results/analysis/lazy_outputs/{MACHINE}/{lib}.json"
+        f"results/analysis/lazy_outputs/{MACHINE}/{DATASET}/{lib}.json"
         for lib in matrix.libraries_for("micro", LIBRARIES)
     ]
 
@@ -259,7 +311,7 @@ def cpu_dataloader_num_images():
 
 def cpu_dataloader_results():
     return [
-        f"results/raw/{MACHINE}/cpu_dataloader/{lib}/{scope}-w{workers}-{shard}.json"
+        raw_result("cpu_dataloader", f"{scope}-w{workers}-{shard}", lib, MACHINE)
         for lib in matrix.libraries_for("cpu_dataloader", LIBRARIES)
         for scope in DATALOADER["scopes"]
         for workers in DATALOADER["workers"]
@@ -295,7 +347,9 @@ def gpu_dataloader_transforms(wildcards):
 
 def gpu_dataloader_results():
     return [
-        f"results/raw/{MACHINE}/gpu_dataloader/{lib}/{scope}_w{workers}_{randomness}_{shard}.json"
+        raw_result(
+            "gpu_dataloader", f"{scope}_w{workers}_{randomness}_{shard}", lib, MACHINE
+        )
         for lib in matrix.libraries_for("gpu_dataloader", LIBRARIES)
         for scope in GPU_DL["scopes"]
         for workers in gpu_dataloader_workers(scope)
@@ -310,7 +364,7 @@ def dali_transforms(wildcards):
 
 def dali_results():
     return [
-        f"results/raw/{MACHINE}/dali/{lib}/{variant}_{shard}.json"
+        raw_result("dali", f"{variant}_{shard}", lib, MACHINE)
         for lib in matrix.libraries_for("dali", LIBRARIES)
         for variant in DALI["variants"]
         for shard in DALI_SHARDS
@@ -319,6 +373,7 @@ def dali_results():
 
 # -- aggregation -----------------------------------------------------------------------------
 def result_files(wildcards=None):
+    """Raw results of the configured sweep (the current dataset): targets of `all`."""
     files = []
     if "micro" in REGIMES:
         files += micro_results()
@@ -364,6 +419,11 @@ def final_targets():
     # even when the tables built from it still exist.
     lazy = list(LAZY_TABLES.values()) if LAZY_ENABLED else []
     return [*result_files(), *table_outputs().values(), *figure_targets(), *lazy]
+
+
+def aggregate_inputs(wildcards=None):
+    """The sweep's results plus what this machine measured on other datasets."""
+    return [*result_files(), *other_dataset_results()]
 
 
 # -- figures, report and analysis (downstream of the tidy table only) ------------------------

@@ -7,11 +7,11 @@ rule cpu_dataloader:
         unpack(benchmark_env_inputs),
         manifest=MANIFEST,
     output:
-        result=f"results/raw/{{machine}}/cpu_dataloader/{{library}}/{{scope}}-w{{workers}}-{{shard}}.json",
+        result=raw_result("cpu_dataloader", "{scope}-w{workers}-{shard}"),
     log:
-        f"logs/{{machine}}/cpu_dataloader/{{library}}/{{scope}}-w{{workers}}-{{shard}}.log",
+        job_log("cpu_dataloader", "{scope}-w{workers}-{shard}"),
     benchmark:
-        f"benchmarks/{{machine}}/cpu_dataloader/{{library}}/{{scope}}-w{{workers}}-{{shard}}.tsv"
+        job_benchmark("cpu_dataloader", "{scope}-w{workers}-{shard}")
     wildcard_constraints:
         scope="memory|decode",
         workers=r"\d+",

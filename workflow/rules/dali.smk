@@ -9,11 +9,11 @@ rule dali:
         unpack(benchmark_env_inputs),
         manifest=MANIFEST,
     output:
-        result=f"results/raw/{{machine}}/dali/{{library}}/dali-gpu_{{shard}}.json",
+        result=raw_result("dali", "dali-gpu_{shard}"),
     log:
-        f"logs/{{machine}}/dali/{{library}}/dali-gpu_{{shard}}.log",
+        job_log("dali", "dali-gpu_{shard}"),
     benchmark:
-        f"benchmarks/{{machine}}/dali/{{library}}/dali-gpu_{{shard}}.tsv"
+        job_benchmark("dali", "dali-gpu_{shard}")
     wildcard_constraints:
         library="dali",
     conda:
@@ -54,11 +54,11 @@ rule dali_cpu:
         unpack(benchmark_env_inputs),
         manifest=MANIFEST,
     output:
-        result=f"results/raw/{{machine}}/dali/{{library}}/dali-cpu_{{shard}}.json",
+        result=raw_result("dali", "dali-cpu_{shard}"),
     log:
-        f"logs/{{machine}}/dali/{{library}}/dali-cpu_{{shard}}.log",
+        job_log("dali", "dali-cpu_{shard}"),
     benchmark:
-        f"benchmarks/{{machine}}/dali/{{library}}/dali-cpu_{{shard}}.tsv"
+        job_benchmark("dali", "dali-cpu_{shard}")
     wildcard_constraints:
         library="dali",
     conda:

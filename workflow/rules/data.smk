@@ -16,19 +16,26 @@ rule build_default_archive:
         "../scripts/build_default_archive.py"
 
 
+# Staged under the dataset key (name + content hash): two archives of the same name never share a
+# folder, and the folder of the configured dataset is the only one this rule writes.
 rule stage_dataset:
     input:
         archive=dataset_archive,
     output:
-        manifest="results/data/{dataset}/manifest.json",
-        images=directory("results/data/{dataset}/images"),
+        manifest=MANIFEST,
+        images=directory(f"results/data/{DATASET}/images"),
     log:
-        "logs/data/stage_dataset-{dataset}.log",
+        f"logs/data/stage_dataset-{DATASET}.log",
     benchmark:
-        "benchmarks/setup/stage_dataset/{dataset}.tsv"
+        f"benchmarks/setup/stage_dataset/{DATASET}.tsv"
     conda:
         "../../envs/driver.yaml"
     params:
+        name=DATASET_ID.name,
+        key=DATASET,
+        # A local archive's sha256 as hashed while the job graph was built (else empty): staging
+        # refuses an archive that changed since.
+        expected_sha256=DATASET_ID.digest if DATASET_ID.kind == "archive-sha256" else "",
         source=config["dataset"].get("archive")
         or "embedded default (scikit-image photographs)",
     script:

@@ -9,11 +9,11 @@ rule gpu_dataloader:
         unpack(benchmark_env_inputs),
         manifest=MANIFEST,
     output:
-        result=f"results/raw/{{machine}}/gpu_dataloader/{{library}}/{{scope}}_w{{workers}}_{{randomness}}_{{shard}}.json",
+        result=raw_result("gpu_dataloader", "{scope}_w{workers}_{randomness}_{shard}"),
     log:
-        f"logs/{{machine}}/gpu_dataloader/{{library}}/{{scope}}_w{{workers}}_{{randomness}}_{{shard}}.log",
+        job_log("gpu_dataloader", "{scope}_w{workers}_{randomness}_{shard}"),
     benchmark:
-        f"benchmarks/{{machine}}/gpu_dataloader/{{library}}/{{scope}}_w{{workers}}_{{randomness}}_{{shard}}.tsv"
+        job_benchmark("gpu_dataloader", "{scope}_w{workers}_{randomness}_{shard}")
     wildcard_constraints:
         library="|".join(matrix.REGIME_LIBRARIES["gpu_dataloader"]),
         scope="decode|memory",

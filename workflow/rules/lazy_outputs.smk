@@ -8,11 +8,11 @@ rule lazy_outputs:
         unpack(benchmark_env_inputs),
         manifest=MANIFEST,
     output:
-        result=f"results/analysis/lazy_outputs/{{machine}}/{{library}}.json",
+        result=f"results/analysis/lazy_outputs/{{machine}}/{DATASET}/{{library}}.json",
     log:
-        f"logs/{{machine}}/lazy_outputs/{{library}}.log",
+        f"logs/{{machine}}/{DATASET}/lazy_outputs/{{library}}.log",
     benchmark:
-        f"benchmarks/{{machine}}/lazy_outputs/{{library}}.tsv"
+        f"benchmarks/{{machine}}/{DATASET}/lazy_outputs/{{library}}.tsv"
     conda:
         "../../envs/{library}.yaml"
     threads: 1

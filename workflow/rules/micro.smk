@@ -6,11 +6,11 @@ rule micro:
         unpack(benchmark_env_inputs),
         manifest=MANIFEST,
     output:
-        result=f"results/raw/{{machine}}/micro/{{library}}/{{shard}}.json",
+        result=raw_result("micro", "{shard}"),
     log:
-        f"logs/{{machine}}/micro/{{library}}/{{shard}}.log",
+        job_log("micro", "{shard}"),
     benchmark:
-        f"benchmarks/{{machine}}/micro/{{library}}/{{shard}}.tsv"
+        job_benchmark("micro", "{shard}")
     conda:
         "../../envs/{library}.yaml"
     threads: 1

@@ -7,24 +7,26 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
 from augbench.analysis import dataloader, gpu, speedups, tidy
 from augbench.logs import redirect_to_log
+from augbench.results import write_table_atomic
 
 with redirect_to_log(snakemake.log[0]):  # noqa: F821
     sm = snakemake  # noqa: F821
     frame = tidy.load([Path(p) for p in sm.input.results])
-    frame.to_csv(sm.output.all, index=False)
+    write_table_atomic(frame, sm.output.all)
     for regime in sm.params.regimes:
         part = frame[frame["regime"] == regime]
-        speedups.compute(part).to_csv(sm.output[f"speedups_{regime}"], index=False)
-        speedups.throughput_table(part).to_csv(sm.output[f"throughputs_{regime}"], index=False)
+        write_table_atomic(speedups.compute(part), sm.output[f"speedups_{regime}"])
+        write_table_atomic(speedups.throughput_table(part), sm.output[f"throughputs_{regime}"])
     if "cpu_dataloader" in sm.params.regimes:
-        dataloader.worker_scaling(frame).to_csv(
-            sm.output.worker_scaling_cpu_dataloader, index=False
+        write_table_atomic(
+            dataloader.worker_scaling(frame), sm.output.worker_scaling_cpu_dataloader
         )
-        dataloader.starvation(frame, sm.params.throughput_targets).to_csv(
-            sm.output.starvation_cpu_dataloader, index=False
+        write_table_atomic(
+            dataloader.starvation(frame, sm.params.throughput_targets),
+            sm.output.starvation_cpu_dataloader,
         )
-    speedups.coverage(frame).to_csv(sm.output.coverage, index=False)
+    write_table_atomic(speedups.coverage(frame), sm.output.coverage)
     if hasattr(sm.output, "gpu_vs_cpu_ratio"):  # present when a GPU regime is configured
-        gpu.gpu_vs_cpu_ratio(frame).to_csv(sm.output.gpu_vs_cpu_ratio, index=False)
-        gpu.throughput_vs_memory(frame).to_csv(sm.output.gpu_memory, index=False)
+        write_table_atomic(gpu.gpu_vs_cpu_ratio(frame), sm.output.gpu_vs_cpu_ratio)
+        write_table_atomic(gpu.throughput_vs_memory(frame), sm.output.gpu_memory)
     print(f"{len(frame)} rows from {len(sm.input.results)} result files")

@@ -7,6 +7,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
 from augbench.analysis import collect, speedups
 from augbench.logs import redirect_to_log
+from augbench.results import write_table_atomic
 
 with redirect_to_log(snakemake.log[0]):  # noqa: F821
     sm = snakemake  # noqa: F821
@@ -15,8 +16,8 @@ with redirect_to_log(snakemake.log[0]):  # noqa: F821
         print(f"skipped {path}: {why}")
     frame = found.frame
     Path(sm.output.table).parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(sm.output.table, index=False)
-    speedups.coverage(frame).to_csv(sm.output.coverage, index=False)
-    speedups.compute(frame).to_csv(sm.output.speedups, index=False)
+    write_table_atomic(frame, sm.output.table)
+    write_table_atomic(speedups.coverage(frame), sm.output.coverage)
+    write_table_atomic(speedups.compute(frame), sm.output.speedups)
     machines = sorted(frame["machine"].unique())
     print(f"{len(frame)} rows from {len(found.files)} result files; machines: {machines}")

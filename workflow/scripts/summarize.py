@@ -21,6 +21,7 @@ sys.path.insert(0, str(_SCRIPTS.parents[1]))
 
 from augbench.analysis import collect, diagnostics, summary
 from augbench.analysis.groups import read_table
+from augbench.results import write_table_atomic
 
 
 def load(paths: list[str]):
@@ -54,9 +55,9 @@ def write(
     else:
         print(text)
     if diag_csv:
-        diag.to_csv(diag_csv, index=False)
+        write_table_atomic(diag, diag_csv)
     if slow_csv:
-        slow.to_csv(slow_csv, index=False)
+        write_table_atomic(slow, slow_csv)
     early = int((slow["kind"] == "early_stopped").sum())
     print(f"{int(diag['flagged'].sum())} flagged rows, {early} early-stopped rows", file=sys.stderr)
 
