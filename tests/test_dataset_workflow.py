@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, run_snakemake
-from test_cloud import OFFLINE_ENV, gcs_emulator  # noqa: F401 - the fixture is used by name
+from conftest import OFFLINE_ENV, REPO, run_snakemake
 
 from augbench.dataset import build_default_archive, sha256_file
 
@@ -88,7 +87,7 @@ def test_missing_local_archive_fails_before_any_job(tmp_path: Path) -> None:
 
 @pytest.mark.workflow
 def test_missing_gcs_object_fails_before_any_job(
-    gcs_emulator: str,  # noqa: F811
+    gcs_emulator: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
