@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from augbench.analysis.dataloader import add_baselines
 from augbench.matrix import LIBRARIES, STATUSES
 
 # Columns every tidy table has, in this order; extra keys found in rows are appended after them.
@@ -187,6 +188,7 @@ def load(paths: list[Path]) -> pd.DataFrame:
     )
     frame["variant"] = frame["variant"].fillna("")
     frame["scope"] = frame["scope"].fillna("memory")
-    return frame.sort_values(["machine", "regime", "scope", "transform", "library"]).reset_index(
+    frame = frame.sort_values(["machine", "regime", "scope", "transform", "library"]).reset_index(
         drop=True
     )
+    return add_baselines(frame)  # cpu_dataloader baseline columns, blank for other regimes
