@@ -91,6 +91,13 @@ def _num(frame: pd.DataFrame, column: str) -> pd.Series:
     return pd.to_numeric(frame[column], errors="coerce")
 
 
+def _is_true(value: Any) -> bool:
+    """A flag set by ``add_baselines``: True/np.True_, never None or NaN (not measured)."""
+    return (
+        value is not None and not (isinstance(value, float) and math.isnan(value)) and bool(value)
+    )
+
+
 def decode_expectation(decode_floor: float, memory_row: float) -> float:
     """Decode-scope throughput expected when decode and the memory-scope recipe simply add up.
 
@@ -166,11 +173,11 @@ def add_baselines(tidy: pd.DataFrame, regime: str = "cpu_dataloader") -> pd.Data
 def baseline_exceptions(tidy: pd.DataFrame) -> pd.DataFrame:
     """Rows the summary flags: regime_vs_bare below policy, or (the cheapest recipe of a library
     in a decode setting) a decode composition ratio below policy."""
-    frame = add_baselines(tidy) if "below_bare_loop" not in tidy.columns else tidy
+    frame = add_baselines(tidy)
     part = frame[(frame["regime"] == "cpu_dataloader") & (frame["status"] == "ok")]
     records = []
     for _, row in part.iterrows():
-        if row["below_bare_loop"] is True or row["below_bare_loop"] == "True":
+        if _is_true(row["below_bare_loop"]):
             records.append(
                 {
                     **{k: row[k] for k in ("machine", "scope", "workers", "library", "transform")},
@@ -216,6 +223,8 @@ STARVATION_COLUMNS: tuple[str, ...] = (
     "keeps_up",
     "verdict",
     "min_workers_keeping_up",
+    "transport_throughput",
+    "transport_fed_ratio",
     "target_source",
 )
 
@@ -295,10 +304,12 @@ def starvation(
     """Does each library/recipe/worker count keep an accelerator fed?
 
     ``fed_ratio`` = input throughput / the target's required images/s; ``keeps_up`` when >= 1.
+    ``transport_fed_ratio`` is the same for the job's transport baseline: below 1, the loader
+    itself (the recipe's tail alone) starves the target, whatever the library.
     ``min_workers_keeping_up`` is the smallest measured worker count of the same series that
     keeps up (blank when none does).
     """
-    part = tidy[tidy["regime"] == regime]
+    part = add_baselines(tidy[tidy["regime"] == regime])
     records: list[dict[str, Any]] = []
     for target in targets:
         required = float(target["images_per_second"])
@@ -331,6 +342,9 @@ def starvation(
                     keeps_up=keeps_up,
                     verdict=verdict,
                     min_workers_keeping_up=min_workers,
+                    # Below 1: the loader alone (no augmentation) cannot feed the target here.
+                    transport_throughput=_float(row["transport_throughput"]),
+                    transport_fed_ratio=_float(row["transport_throughput"]) / required,
                     target_source=target.get("source", ""),
                 )
                 records.append(record)
