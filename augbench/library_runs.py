@@ -55,3 +55,13 @@ def run_per_library(
         proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True, check=True)
         rows.extend(json.loads(proc.stdout.strip().splitlines()[-1]))
     return rows
+
+
+def write_rows(rows: list[dict[str, Any]], output: Path) -> Any:
+    """The rows as a CSV at ``output``; returns the pandas table (the driver env has pandas)."""
+    import pandas as pd
+
+    table = pd.DataFrame(rows)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(output, index=False)
+    return table

@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from augbench.library_runs import add_arguments, run_per_library
+from augbench.library_runs import add_arguments, run_per_library, write_rows
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -107,12 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         return inner(args)
     forwarded = ["--transform", args.transform, "--num-runs", str(args.num_runs)]
     rows = run_per_library(Path(__file__), args, [*forwarded, "--workers", *map(str, args.workers)])
-
-    import pandas as pd
-
-    table = pd.DataFrame(rows)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(args.output, index=False)
+    table = write_rows(rows, args.output)
     shown = table[["library", "workers", "floor_img_s", "dataloader_img_s", "ratio"]]
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     print(f"recipe: {rows[0]['recipe']}; written to {args.output}")

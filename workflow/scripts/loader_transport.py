@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import time
@@ -39,7 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from augbench.library_runs import add_arguments, run_per_library
+from augbench.library_runs import add_arguments, run_per_library, write_rows
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -162,14 +163,9 @@ def main(argv: list[str] | None = None) -> int:
         return inner(args)
     forwarded = ["--transform", args.transform, "--rounds", str(args.rounds)]
     rows = run_per_library(Path(__file__), args, forwarded)
-
-    import pandas as pd
-
-    table = pd.DataFrame(rows)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(args.output, index=False)
+    table = write_rows(rows, args.output)
     table["setting"] = [
-        m if pd.isna(w) else f"{m} w{int(w)}"
+        m if w is None or math.isnan(w) else f"{m} w{int(w)}"
         for m, w in zip(table["measurement"], table["workers"], strict=True)
     ]
     order = list(dict.fromkeys(table["setting"]))
