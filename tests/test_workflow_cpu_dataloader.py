@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, SMOKE_CONFIG, WorkflowRun
+from conftest import REPO, SMOKE_CONFIG, WorkflowRun, run_snakemake
 
 from augbench import matrix, recipes
 from augbench.config import resolve
@@ -229,19 +230,36 @@ def test_baseline_columns_on_every_row(smoke_run: WorkflowRun) -> None:
     assert scaling["regime_vs_bare"].notna().any()
 
 
+@pytest.fixture(scope="module")
+def torchvision_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The repository's torchvision env, built by the workflow's own rule (seconds when it
+    exists): the sleep test needs no benchmark run."""
+    workdir = tmp_path_factory.mktemp("env")
+    run_snakemake(
+        workdir, "--cores", "1", "results/envs/torchvision.json", *SMOKE_CONFIG
+    )  # fmt: skip
+    return REPO / ".venvs" / "torchvision" / "bin" / "python"
+
+
 def test_injected_sleep_is_measured_by_the_regime_and_every_baseline(
-    smoke_run: WorkflowRun, tmp_path
+    torchvision_env: Path, tmp_path: Path
 ) -> None:
     """A 5 ms sleep per sample (a test-only recipe step, tail or decoder) must read as about
     200 img/s per worker that runs in parallel, in the regime's loader, the bare loop, the
     transport baseline and the decode floor (tests/helpers/sleep_baselines.py, torchvision env).
     The best of the runs is compared: on a shared machine other tenants only ever slow a run
     down, while a timing window that missed or double-counted work would be off in every run."""
+    cores = len(os.sched_getaffinity(0))
+    load = os.getloadavg()[0]
+    if load > cores:
+        # Runnable processes beyond the cores: a sleeping sample wakes up late and its few
+        # microseconds of work wait their turn, so wall-clock rates measure the other tenants.
+        pytest.skip(f"load average {load:.1f} on {cores} cores: rates would measure other tenants")
     out = tmp_path / "sleep.json"
-    workers = sorted({0, 1, min(2, os.cpu_count() or 1)})
-    python = REPO / ".venvs" / "torchvision" / "bin" / "python"
+    workers = sorted({0, 1, min(2, cores)})
     subprocess.run(
-        [str(python), str(REPO / "tests/helpers/sleep_baselines.py"), str(out), *map(str, workers)],
+        [str(torchvision_env), str(REPO / "tests/helpers/sleep_baselines.py"), str(out),
+         *map(str, workers)],
         check=True, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
     )  # fmt: skip
     measured = json.loads(out.read_text())
