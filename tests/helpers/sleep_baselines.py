@@ -83,8 +83,8 @@ def main() -> int:
     for workers in map(int, sys.argv[2:]):
         args = argparse.Namespace(
             workers=workers,
-            batch_size=8,
-            batches_per_run=12,
+            batch_size=16,
+            batches_per_run=6,
             num_runs=4,
             prefetch_factor=2,
             persistent_workers=True,
