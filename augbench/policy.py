@@ -26,6 +26,17 @@ INHERITED_ENV_VARS: tuple[str, ...] = (*THREAD_ENV_VARS, "PYTHONPATH", "CUDA_VIS
 # A result row whose repeated throughputs vary more than this (std / mean) is flagged unstable.
 CV_UNSTABLE_THRESHOLD = 0.15
 
+# cpu_dataloader baselines (docs/cpu_dataloader.md). A row whose median throughput is at least
+# this fraction of its job's transport baseline (the recipe's tail alone through the same loader)
+# is `transport_bound`: the loader, not the library's augmentation, sets most of its speed, so
+# figures mark it instead of presenting it as the library's speed.
+TRANSPORT_BOUND_FRACTION = 0.8
+# regime / bare user loop below this: the harness costs the row something; the summary flags it.
+BARE_LOOP_MIN_RATIO = 0.95
+# decode-scope throughput / the composition of the decode floor and the memory-scope row: the goal
+# for the cheapest recipe of each library (docs/cpu_dataloader.md, "Decode composition").
+DECODE_COMPOSITION_GOAL = 0.8
+
 
 @dataclass(frozen=True)
 class SlowTransformPolicy:

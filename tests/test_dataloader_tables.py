@@ -99,3 +99,71 @@ def test_starvation_table() -> None:
 def test_starvation_rejects_a_non_positive_target() -> None:
     with pytest.raises(ValueError, match="'broken'"):
         starvation(pd.DataFrame(_rows({0: 1.0})), [{"name": "broken", "images_per_second": 0}])
+
+
+def _baseline_rows() -> pd.DataFrame:
+    """Memory and decode rows of two recipes of one library at one worker count."""
+    rows = []
+    for scope, transform, thr, bare, transport, floor in (
+        ("memory", "RandomCrop224", 1000.0, 1000.0, 1100.0, None),
+        ("memory", "GaussianBlur", 250.0, 200.0, 1100.0, None),
+        ("decode", "RandomCrop224", 400.0, 500.0, 450.0, 800.0),
+        ("decode", "GaussianBlur", 150.0, 150.0, 450.0, 800.0),
+    ):
+        rows.append(
+            {
+                "machine": "m",
+                "regime": "cpu_dataloader",
+                "scope": scope,
+                "dataset": "d",
+                "num_images": 100,
+                "batch_size": 32,
+                "variant": "",
+                "library": "pillow",
+                "transform": transform,
+                "workers": 1,
+                "status": "ok",
+                "median_throughput": thr,
+                "bare_loop_throughput": bare,
+                "regime_vs_bare": thr / bare,
+                "transport_throughput": transport,
+                "decode_floor_throughput": floor,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def test_baseline_columns_transport_bound_and_decode_composition() -> None:
+    from augbench.analysis.dataloader import add_baselines, decode_expectation
+    from augbench.policy import TRANSPORT_BOUND_FRACTION
+
+    table = add_baselines(_baseline_rows()).set_index(["scope", "transform"])
+    crop = table.loc[("memory", "RandomCrop224")]
+    assert crop["fraction_of_transport"] == pytest.approx(1000 / 1100)
+    assert bool(crop["transport_bound"]) is (TRANSPORT_BOUND_FRACTION <= 1000 / 1100)
+    assert not table.loc[("memory", "GaussianBlur"), "transport_bound"]
+    assert table.loc[("decode", "RandomCrop224"), "below_bare_loop"]  # 0.8 < 0.95
+    assert not table.loc[("memory", "GaussianBlur"), "below_bare_loop"]
+    decode = table.loc[("decode", "RandomCrop224")]
+    expected = 1 / (1 / 800 + 1 / 1000)
+    assert decode_expectation(800.0, 1000.0) == pytest.approx(expected)
+    assert decode["memory_row_throughput"] == 1000.0
+    assert decode["decode_expected_throughput"] == pytest.approx(expected)
+    assert decode["decode_composition_ratio"] == pytest.approx(400 / expected)
+    assert math.isnan(table.loc[("memory", "RandomCrop224"), "decode_composition_ratio"])
+
+
+def test_baseline_exceptions_flag_bare_loop_and_cheapest_decode_recipe() -> None:
+    from augbench.analysis.dataloader import baseline_exceptions
+
+    flagged = baseline_exceptions(_baseline_rows())
+    checks = set(zip(flagged["transform"], flagged["check"], strict=True))
+    # decode RandomCrop224: 400 / 500 bare; the cheapest recipe (highest memory throughput) at
+    # 400 / 444 = 0.9 of its composition passes; GaussianBlur is not the cheapest.
+    assert checks == {("RandomCrop224", "regime_vs_bare")}
+    slow = _baseline_rows()
+    slow.loc[2, "median_throughput"] = 300.0  # 300 / 444 = 0.68 < 0.8
+    slow.loc[2, "regime_vs_bare"] = 1.0
+    flagged = baseline_exceptions(slow)
+    assert list(flagged["check"]) == ["decode_composition_ratio (cheapest recipe)"]
+    assert flagged["value"].iloc[0] == pytest.approx(300 / (1 / (1 / 800 + 1 / 1000)))

@@ -11,9 +11,16 @@ from typing import Any
 
 import pandas as pd
 
+from augbench.policy import (
+    BARE_LOOP_MIN_RATIO,
+    DECODE_COMPOSITION_GOAL,
+    TRANSPORT_BOUND_FRACTION,
+)
+
 # One recipe of one library in one comparable setting; ``workers`` varies inside it.
 SERIES_COLUMNS: tuple[str, ...] = (
     "machine",
+    "dataset",
     "regime",
     "scope",
     "batch_size",
@@ -34,7 +41,174 @@ SCALING_COLUMNS: tuple[str, ...] = (
     "speedup_vs_w0",
     "speedup_vs_w1",
     "parallel_efficiency",
+    "transport_throughput",
+    "transport_throughput_w1",
+    "fraction_of_transport",
+    "transport_bound",
+    "transport_parallel_efficiency",
+    "regime_vs_bare",
+    "below_bare_loop",
 )
+
+# Baseline columns of every cpu_dataloader row in the tidy table (docs/cpu_dataloader.md). The
+# engine measures the first group per job; ``add_baselines`` derives the rest.
+MEASURED_BASELINE_COLUMNS: tuple[str, ...] = (
+    "bare_loop_throughput",
+    "bare_loop_throughputs",
+    "regime_vs_bare",
+    "transport_throughput",
+    "transport_throughputs",
+    "decode_floor_throughput",
+    "decode_floor_throughputs",
+    "decode_floor_processes",
+)
+DERIVED_BASELINE_COLUMNS: tuple[str, ...] = (
+    "below_bare_loop",
+    "fraction_of_transport",
+    "transport_bound",
+    "memory_row_throughput",
+    "memory_row_source_file",
+    "decode_expected_throughput",
+    "decode_composition_ratio",
+)
+BASELINE_COLUMNS = (*MEASURED_BASELINE_COLUMNS, *DERIVED_BASELINE_COLUMNS)
+
+# A decode-scope row and the memory-scope row it composes with: same everything but the scope.
+_PAIR_KEYS: tuple[str, ...] = (
+    "machine",
+    "dataset",
+    "num_images",
+    "batch_size",
+    "variant",
+    "library",
+    "transform",
+    "workers",
+)
+
+
+def _num(frame: pd.DataFrame, column: str) -> pd.Series:
+    if column not in frame.columns:
+        return pd.Series(math.nan, index=frame.index, dtype=float)
+    return pd.to_numeric(frame[column], errors="coerce")
+
+
+def _is_true(value: Any) -> bool:
+    """A flag set by ``add_baselines``: True/np.True_, never None or NaN (not measured)."""
+    return (
+        value is not None and not (isinstance(value, float) and math.isnan(value)) and bool(value)
+    )
+
+
+def decode_expectation(decode_floor: float, memory_row: float) -> float:
+    """Decode-scope throughput expected when decode and the memory-scope recipe simply add up.
+
+    ``decode_floor`` is measured in as many processes as the row's workers can run in parallel
+    (P = min(workers, cores), 1 for workers=0) and ``memory_row`` at the same worker count, so
+    1 / (1/floor + 1/memory) = P / (1/d + 1/m) with d and m the per-process rates.
+    """
+    if not (decode_floor > 0 and memory_row > 0):
+        return math.nan
+    return 1.0 / (1.0 / decode_floor + 1.0 / memory_row)
+
+
+def add_baselines(tidy: pd.DataFrame, regime: str = "cpu_dataloader") -> pd.DataFrame:
+    """The tidy table with every baseline column; derived ones filled for ``regime`` rows.
+
+    - ``below_bare_loop``: ok row with regime_vs_bare < policy.BARE_LOOP_MIN_RATIO;
+    - ``fraction_of_transport`` = median / transport_throughput; ``transport_bound`` when it is at
+      least policy.TRANSPORT_BOUND_FRACTION;
+    - decode-scope rows: ``memory_row_throughput`` (the memory-scope row of the same machine,
+      dataset, library, recipe, workers and batch size, joined here: both come from one workflow
+      run's result files), ``decode_expected_throughput`` (``decode_expectation``) and
+      ``decode_composition_ratio`` = median / expected.
+    """
+    frame = tidy.copy()
+    for column in BASELINE_COLUMNS:
+        if column not in frame.columns:
+            frame[column] = None
+    if frame.empty:
+        return frame
+    mine = (frame["regime"] == regime).to_numpy()
+    ok = mine & (frame["status"] == "ok").to_numpy()
+    median = _num(frame, "median_throughput")
+    ratio = _num(frame, "regime_vs_bare")
+    transport = _num(frame, "transport_throughput")
+    fraction = (median / transport).where(ok & (transport > 0))
+    frame["fraction_of_transport"] = fraction
+    frame["transport_bound"] = [
+        bool(f >= TRANSPORT_BOUND_FRACTION) if not math.isnan(f) else None for f in fraction
+    ]
+    frame["below_bare_loop"] = [
+        bool(r < BARE_LOOP_MIN_RATIO) if is_ok and not math.isnan(r) else None
+        for is_ok, r in zip(ok, ratio, strict=True)
+    ]
+    keys = [k for k in _PAIR_KEYS if k in frame.columns]
+    memory = frame[ok & (frame["scope"] == "memory").to_numpy()]
+    lookup = {
+        tuple(row[k] for k in keys): (float(row["median_throughput"]), row.get("source_file"))
+        for _, row in memory.iterrows()
+    }
+    floor = _num(frame, "decode_floor_throughput")
+    expected_col, memory_col, source_col, ratio_col = [], [], [], []
+    for index, row in frame.iterrows():
+        found = lookup.get(tuple(row[k] for k in keys)) if row["scope"] == "decode" else None
+        is_decode_ok = bool(ok[frame.index.get_loc(index)]) and row["scope"] == "decode"
+        if found is None or not is_decode_ok:
+            memory_col.append(math.nan if found is None else found[0])
+            source_col.append(None if found is None else found[1])
+            expected_col.append(math.nan)
+            ratio_col.append(math.nan)
+            continue
+        expected = decode_expectation(float(floor.loc[index]), found[0])
+        memory_col.append(found[0])
+        source_col.append(found[1])
+        expected_col.append(expected)
+        ratio_col.append(float(median.loc[index]) / expected if expected > 0 else math.nan)
+    frame["memory_row_throughput"] = memory_col
+    frame["memory_row_source_file"] = source_col
+    frame["decode_expected_throughput"] = expected_col
+    frame["decode_composition_ratio"] = ratio_col
+    return frame
+
+
+def baseline_exceptions(tidy: pd.DataFrame) -> pd.DataFrame:
+    """Rows the summary flags: regime_vs_bare below policy, or (the cheapest recipe of a library
+    in a decode setting) a decode composition ratio below policy."""
+    frame = add_baselines(tidy)
+    part = frame[(frame["regime"] == "cpu_dataloader") & (frame["status"] == "ok")]
+    records = []
+    for _, row in part.iterrows():
+        if _is_true(row["below_bare_loop"]):
+            records.append(
+                {
+                    **{k: row[k] for k in ("machine", "scope", "workers", "library", "transform")},
+                    "check": "regime_vs_bare",
+                    "value": float(row["regime_vs_bare"]),
+                    "goal": f">= {BARE_LOOP_MIN_RATIO}",
+                }
+            )
+    decode = part[part["scope"] == "decode"].copy()
+    decode["_memory"] = _num(decode, "memory_row_throughput")
+    decode["_ratio"] = _num(decode, "decode_composition_ratio")
+    decode = decode[decode["_memory"].notna() & decode["_ratio"].notna()]
+    group_keys = ["machine", "dataset", "library", "workers", "batch_size", "variant"]
+    for _, group in decode.groupby(group_keys, dropna=False):
+        cheapest = group.loc[group["_memory"].idxmax()]
+        if cheapest["_ratio"] < DECODE_COMPOSITION_GOAL:
+            records.append(
+                {
+                    **{
+                        k: cheapest[k]
+                        for k in ("machine", "scope", "workers", "library", "transform")
+                    },
+                    "check": "decode_composition_ratio (cheapest recipe)",
+                    "value": float(cheapest["_ratio"]),
+                    "goal": f">= {DECODE_COMPOSITION_GOAL}",
+                }
+            )
+    columns = ["machine", "scope", "workers", "library", "transform", "check", "value", "goal"]
+    return pd.DataFrame.from_records(records, columns=columns)
+
 
 STARVATION_COLUMNS: tuple[str, ...] = (
     *SERIES_COLUMNS,
@@ -50,6 +224,8 @@ STARVATION_COLUMNS: tuple[str, ...] = (
     "keeps_up",
     "verdict",
     "min_workers_keeping_up",
+    "transport_throughput",
+    "transport_fed_ratio",
     "target_source",
 )
 
@@ -77,11 +253,12 @@ def _recipe(row: pd.Series) -> str:
 
 def worker_scaling(tidy: pd.DataFrame, regime: str = "cpu_dataloader") -> pd.DataFrame:
     """Throughput versus workers per library, recipe and scope, with parallel efficiency."""
-    part = tidy[tidy["regime"] == regime]
+    part = add_baselines(tidy[tidy["regime"] == regime])
     records: list[dict[str, Any]] = []
     for key, group in part.groupby(list(SERIES_COLUMNS), dropna=False, sort=True):
         thr0 = _ok_throughput(group, 0)
         thr1 = _ok_throughput(group, 1)
+        transport_w1 = _transport(group, 1)
         for _, row in group.sort_values("workers").iterrows():
             workers = int(row["workers"])
             ok = row["status"] == "ok"
@@ -98,9 +275,28 @@ def worker_scaling(tidy: pd.DataFrame, regime: str = "cpu_dataloader") -> pd.Dat
                 speedup_vs_w0=thr / thr0 if thr0 > 0 else math.nan,
                 speedup_vs_w1=thr / thr1 if thr1 > 0 else math.nan,
                 parallel_efficiency=parallel_efficiency(thr, workers, thr1),
+                transport_throughput=_float(row["transport_throughput"]),
+                transport_throughput_w1=transport_w1,
+                fraction_of_transport=_float(row["fraction_of_transport"]),
+                transport_bound=row["transport_bound"],
+                transport_parallel_efficiency=parallel_efficiency(
+                    _float(row["transport_throughput"]), workers, transport_w1
+                ),
+                regime_vs_bare=_float(row["regime_vs_bare"]) if ok else math.nan,
+                below_bare_loop=row["below_bare_loop"],
             )
             records.append(record)
     return pd.DataFrame.from_records(records, columns=list(SCALING_COLUMNS))
+
+
+def _float(value: Any) -> float:
+    number = pd.to_numeric(value, errors="coerce")
+    return math.nan if number is None or pd.isna(number) else float(number)
+
+
+def _transport(group: pd.DataFrame, workers: int) -> float:
+    match = _num(group[group["workers"] == workers], "transport_throughput").dropna()
+    return float(match.iloc[0]) if len(match) else math.nan
 
 
 def starvation(
@@ -109,10 +305,12 @@ def starvation(
     """Does each library/recipe/worker count keep an accelerator fed?
 
     ``fed_ratio`` = input throughput / the target's required images/s; ``keeps_up`` when >= 1.
+    ``transport_fed_ratio`` is the same for the job's transport baseline: below 1, the loader
+    itself (the recipe's tail alone) starves the target, whatever the library.
     ``min_workers_keeping_up`` is the smallest measured worker count of the same series that
     keeps up (blank when none does).
     """
-    part = tidy[tidy["regime"] == regime]
+    part = add_baselines(tidy[tidy["regime"] == regime])
     records: list[dict[str, Any]] = []
     for target in targets:
         required = float(target["images_per_second"])
@@ -145,6 +343,9 @@ def starvation(
                     keeps_up=keeps_up,
                     verdict=verdict,
                     min_workers_keeping_up=min_workers,
+                    # Below 1: the loader alone (no augmentation) cannot feed the target here.
+                    transport_throughput=_float(row["transport_throughput"]),
+                    transport_fed_ratio=_float(row["transport_throughput"]) / required,
                     target_source=target.get("source", ""),
                 )
                 records.append(record)

@@ -7,8 +7,10 @@ import math
 import pandas as pd
 
 from augbench.analysis import lazy_outputs
+from augbench.analysis.dataloader import baseline_exceptions
 from augbench.analysis.diagnostics import diagnose, slow_rows
 from augbench.analysis.groups import iter_groups, library_medians, library_order, winners
+from augbench.policy import BARE_LOOP_MIN_RATIO, DECODE_COMPOSITION_GOAL
 
 
 def _fmt(value: float, digits: int = 0) -> str:
@@ -125,6 +127,7 @@ def markdown(
     else:
         lines.append("None: every ok row is within the variance and warm-up limits.")
     lines.append("")
+    lines += _baseline_section(frame)
     early = slow_rows(frame, slowest=0)
     lines += ["## Early-stopped rows", ""]
     if len(early):
@@ -157,3 +160,40 @@ def markdown(
             "",
         ]
     return "\n".join(lines)
+
+
+def _baseline_section(frame: pd.DataFrame) -> list[str]:
+    """cpu_dataloader rows that fail a baseline check (docs/cpu_dataloader.md), never hidden."""
+    if not (frame["regime"] == "cpu_dataloader").any():
+        return []
+    lines = [
+        "## DataLoader baseline checks",
+        "",
+        f"cpu_dataloader rows slower than the bare user loop (regime_vs_bare < "
+        f"{BARE_LOOP_MIN_RATIO}; crossed out in the worker-scaling figure), and each library's "
+        "cheapest recipe per decode setting whose decode composition ratio is below "
+        f"{DECODE_COMPOSITION_GOAL}.",
+        "",
+    ]
+    flagged = baseline_exceptions(frame)
+    if len(flagged):
+        lines += _table(
+            ["machine", "scope", "workers", "library", "transform", "check", "value", "goal"],
+            [
+                [
+                    str(r["machine"]),
+                    str(r["scope"]),
+                    str(r["workers"]),
+                    str(r["library"]),
+                    str(r["transform"]),
+                    str(r["check"]),
+                    f"{r['value']:.2f}",
+                    str(r["goal"]),
+                ]
+                for _, r in flagged.iterrows()
+            ],
+        )
+    else:
+        lines.append("None: every measured row passes.")
+    lines.append("")
+    return lines

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from augbench.analysis.dataloader import add_baselines
 from augbench.matrix import LIBRARIES, REGIMES, STATUSES
 
 # Columns every tidy table has, in this order; extra keys found in rows are appended after them.
@@ -277,4 +278,5 @@ def load(paths: list[Path]) -> pd.DataFrame:
     frame["dataset"] = frame["dataset"].fillna("unknown").astype(str)
     frame["scope"] = frame["scope"].fillna("memory")
     order = ["machine", "dataset", "regime", "scope", "transform", "library"]
-    return frame.sort_values(order).reset_index(drop=True)
+    frame = frame.sort_values(order).reset_index(drop=True)
+    return add_baselines(frame)  # cpu_dataloader baseline columns, blank for other regimes

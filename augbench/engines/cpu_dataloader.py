@@ -22,6 +22,18 @@ Timing (stated in every file's ``benchmark_params``):
    is inside it and nothing is prefetched before the clock starts. With ``persistent_workers``
    the workers started by the warm-up epoch are reused, so start-up is outside the window; without
    it each epoch starts its workers and the row says ``startup_in_timed_window: true``.
+
+Baselines, measured in the same job (``--baseline-runs`` epochs each; 0 turns them off):
+
+- bare loop, per recipe: a user-written ``Dataset`` + stock ``DataLoader``
+  (``augbench.engines.bare_loop``) with the same recipe objects, batch size, workers, prefetch and
+  thread policy, warmed up the same way; its timed epochs alternate with the regime's own
+  (R B, B R, R ...). ``regime_vs_bare`` = median regime / median bare throughput.
+- transport, once per job: a fixed 224x224 window of each image (copied, as a crop returns it;
+  in ``memory`` scope cut before any clock) through the recipe's tail only, in the regime's
+  loader: what moving a normalized float32 sample through this DataLoader costs, no augmentation.
+- decode floor, once per ``decode`` job: the same epoch's files decoded by the same decoder in
+  ``max(1, min(workers, cores))`` processes and nothing else.
 """
 
 from __future__ import annotations
@@ -37,6 +49,7 @@ import gc  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import resource  # noqa: E402
+import statistics  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -85,13 +98,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--persistent-workers", type=_bool, default=True)
     p.add_argument("--cap-workers-at-cores", type=_bool, default=True)
     p.add_argument("--batch-timeout", type=float, default=300.0)
+    p.add_argument(
+        "--baseline-runs",
+        type=int,
+        default=2,
+        help="timed epochs of the bare loop (per recipe), the transport baseline and the decode "
+        "floor (per job); 0 measures no baseline",
+    )
     p.add_argument("--policy", default="{}", help="SlowTransformPolicy fields as JSON")
     p.add_argument("--env-marker", type=Path, default=None)
     args = p.parse_args(argv)
-    for name in ("workers", "batch_size", "batches_per_run", "num_runs", "prefetch_factor"):
+    for name in (
+        "workers",
+        "batch_size",
+        "batches_per_run",
+        "num_runs",
+        "prefetch_factor",
+        "baseline_runs",
+    ):
         value = getattr(args, name)
-        if value < (0 if name == "workers" else 1):
-            p.error(f"--{name.replace('_', '-')} must be >= {0 if name == 'workers' else 1}")
+        minimum = 0 if name in ("workers", "baseline_runs") else 1
+        if value < minimum:
+            p.error(f"--{name.replace('_', '-')} must be >= {minimum}")
     return args
 
 
@@ -231,17 +259,13 @@ def _process_tree_rss_mb() -> float | None:
     return total / 2**20
 
 
-def measure_loader(
-    args: argparse.Namespace, dataset: RecipeDataset, record_dir: Path, bar: Any
-) -> dict[str, Any]:
-    """Warm-up epoch, then ``num_runs`` timed epochs; every batch is consumed in the window."""
+def _regime_loader(
+    args: argparse.Namespace, dataset: RecipeDataset, sampler: EpochSampler, record_dir: Path
+) -> Any:
     from torch.utils.data import DataLoader
 
     workers = args.workers
-    images_per_run = args.batches_per_run * args.batch_size
-    warmup_batches = max(1, workers)
-    sampler = EpochSampler(len(dataset), warmup_batches * args.batch_size)
-    loader = DataLoader(
+    return DataLoader(
         dataset,
         batch_size=args.batch_size,
         sampler=sampler,
@@ -254,6 +278,40 @@ def measure_loader(
         timeout=args.batch_timeout if workers else 0,
         pin_memory=False,
     )
+
+
+def _timed_epoch(loader: Any) -> tuple[int, float, float]:
+    """Images, seconds from iter(loader) to the last batch, and the first batch's latency."""
+    images = 0
+    first: float | None = None
+    start = time.perf_counter()
+    for batch in loader:
+        images += batch.shape[0]
+        if first is None:
+            first = time.perf_counter() - start
+    return images, time.perf_counter() - start, first or 0.0
+
+
+def measure_loader(
+    args: argparse.Namespace,
+    dataset: RecipeDataset,
+    record_dir: Path,
+    bar: Any,
+    bare: Any = None,
+    bare_runs: int = 0,
+) -> dict[str, Any]:
+    """Warm-up epoch, then ``num_runs`` timed epochs; every batch is consumed in the window.
+
+    With ``bare`` (a ``bare_loop.UserDataset``), a stock DataLoader over it is warmed up the same
+    way and its first ``bare_runs`` timed epochs alternate with the regime's (R B, B R, R B ...),
+    so both see the same machine state.
+    """
+    workers = args.workers
+    images_per_run = args.batches_per_run * args.batch_size
+    warmup_batches = max(1, workers)
+    sampler = EpochSampler(len(dataset), warmup_batches * args.batch_size)
+    loader = _regime_loader(args, dataset, sampler, record_dir)
+    bare_loader = None
     try:
         try:
             start = time.perf_counter()
@@ -266,35 +324,56 @@ def measure_loader(
             del iterator, first
         except Exception as exc:
             raise RecipeError("warm-up epoch", exc) from exc
+        if bare is not None and bare_runs > 0:
+            from augbench.engines.bare_loop import user_loader
+
+            try:
+                bare.length = warmup_batches * args.batch_size
+                bare_loader = user_loader(
+                    bare,
+                    batch_size=args.batch_size,
+                    workers=workers,
+                    prefetch_factor=args.prefetch_factor,
+                    persistent=args.persistent_workers,
+                )
+                for _ in bare_loader:  # its workers start here, as the regime's did
+                    pass
+                bare.length = images_per_run
+            except Exception as exc:
+                raise RecipeError("bare-loop warm-up epoch", exc) from exc
 
         sampler.n_items = images_per_run
         throughputs: list[float] = []
         times: list[float] = []
         first_batches: list[float] = []
+        bare_throughputs: list[float] = []
         for run in range(args.num_runs):
-            try:
-                images = 0
-                run_first: float | None = None
-                start = time.perf_counter()
-                for batch in loader:
-                    images += batch.shape[0]
-                    if run_first is None:
-                        run_first = time.perf_counter() - start
-                elapsed = time.perf_counter() - start
-            except Exception as exc:
-                raise RecipeError(f"timed epoch {run + 1}", exc) from exc
-            if images != images_per_run:
-                raise RecipeError(
-                    f"timed epoch {run + 1}",
-                    RuntimeError(f"received {images} images, expected {images_per_run}"),
-                )
-            throughputs.append(images / elapsed)
-            times.append(elapsed)
-            first_batches.append(run_first or 0.0)
-            bar.set_postfix_str(f"{dataset.label} run {run + 1}: {images / elapsed:.0f}/s")
+            order = ["regime", "bare"] if run % 2 == 0 else ["bare", "regime"]
+            if bare_loader is None or run >= bare_runs:
+                order = ["regime"]
+            for which in order:
+                stage = f"{'bare-loop ' if which == 'bare' else ''}timed epoch {run + 1}"
+                try:
+                    images, elapsed, run_first = _timed_epoch(
+                        loader if which == "regime" else bare_loader
+                    )
+                except Exception as exc:
+                    raise RecipeError(stage, exc) from exc
+                if images != images_per_run:
+                    raise RecipeError(
+                        stage,
+                        RuntimeError(f"received {images} images, expected {images_per_run}"),
+                    )
+                if which == "bare":
+                    bare_throughputs.append(images / elapsed)
+                    continue
+                throughputs.append(images / elapsed)
+                times.append(elapsed)
+                first_batches.append(run_first)
+                bar.set_postfix_str(f"{dataset.label} run {run + 1}: {images / elapsed:.0f}/s")
         total_rss = _process_tree_rss_mb()  # persistent workers are still alive here
     finally:
-        del loader  # shuts persistent workers down (the iterator's __del__)
+        del loader, bare_loader  # shuts persistent workers down (the iterators' __del__)
         gc.collect()
     return {
         "throughputs": throughputs,
@@ -304,6 +383,7 @@ def measure_loader(
         "warmup_batches": warmup_batches,
         "images_per_run": images_per_run,
         "total_rss_mb": total_rss,
+        "bare_throughputs": bare_throughputs,
         **batch_info,
     }
 
@@ -344,6 +424,7 @@ def run_recipe(
     record_dir: Path,
     bar: Any,
 ) -> dict[str, Any]:
+    """One recipe's row: preflight, then the regime's epochs interleaved with the bare loop's."""
     missing = [n for n in recipes.steps(transform) if not adapter.supports(n)]
     if missing:
         return non_ok_row("unsupported", adapter.unsupported_reason(missing[0]))
@@ -363,21 +444,174 @@ def run_recipe(
     verdict = pre.pop("verdict")
     if verdict is not None:
         return non_ok_row("early_stopped", verdict, **pre)
+    bare = None
+    if args.baseline_runs > 0:
+        from augbench.engines.bare_loop import UserDataset
+
+        bare = UserDataset(
+            items,
+            [*recipe.steps, recipe.tail],
+            length=len(items),
+            load=None if load is _identity else load,
+        )
     try:
-        measured = measure_loader(args, dataset, record_dir, bar)
+        measured = measure_loader(args, dataset, record_dir, bar, bare, args.baseline_runs)
     except RecipeError as err:
         return non_ok_row("error", str(err), traceback=err.tb, **pre)
     throughputs = measured.pop("throughputs")
     times = measured.pop("times")
+    bare_runs = measured.pop("bare_throughputs")
+    bare_median = statistics.median(bare_runs) if bare_runs else None
     return ok_row(
         throughputs,
         times,
+        bare_loop_throughput=bare_median,
+        bare_loop_throughputs=bare_runs,
+        regime_vs_bare=statistics.median(throughputs) / bare_median if bare_median else None,
         warmup_iterations=1,  # one untimed warm-up epoch
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         startup_in_timed_window=bool(args.workers and not args.persistent_workers),
         **measured,
         **pre,
     )
+
+
+# -- baselines measured once per job ---------------------------------------------------------
+TRANSPORT_SIZE = 224  # the recipes' output side: the transport sample has the recipes' shape
+
+
+def fixed_crop(image: Any, size: int = TRANSPORT_SIZE) -> Any:
+    """The top-left ``size`` x ``size`` window in the library's native format, copied into its
+    own memory as a crop transform returns it (numpy HWC, torch ...xCxHxW, or a PIL image)."""
+    if hasattr(image, "crop") and hasattr(image, "getbands"):  # PIL
+        return image.crop((0, 0, size, size))
+    if hasattr(image, "contiguous"):  # torch tensor, channels first
+        return image[..., :size, :size].contiguous()
+    return image[:size, :size].copy()  # numpy HWC
+
+
+class CroppedLoad:
+    """The scope's load step followed by ``fixed_crop`` (the transport baseline's decode path)."""
+
+    def __init__(self, load: Callable[[Any], Any]) -> None:
+        self.load = load
+
+    def __call__(self, item: Any) -> Any:
+        return fixed_crop(self.load(item))
+
+
+def measure_transport(
+    args: argparse.Namespace,
+    adapter: adapters.Adapter,
+    items: list[Any],
+    load: Callable[[Any], Any],
+    record_dir: Path,
+    bar: Any,
+) -> dict[str, Any]:
+    """The recipe's tail alone on a fixed 224 crop, through the regime's own loader."""
+    tail = adapter.recipe_tail(recipes.IMAGENET_MEAN, recipes.IMAGENET_STD)
+    if load is _identity:  # memory scope: crop before any clock, the sample is the tail only
+        items, sample_load = [fixed_crop(image) for image in items], load
+    else:
+        sample_load = CroppedLoad(load)
+    dataset = RecipeDataset(items, sample_load, Recipe([], tail), label="transport")
+    runs = argparse.Namespace(**{**vars(args), "num_runs": args.baseline_runs})
+    measured = measure_loader(runs, dataset, record_dir, bar)
+    return {
+        "transport_throughput": statistics.median(measured["throughputs"]),
+        "transport_throughputs": measured["throughputs"],
+    }
+
+
+_FLOOR_DECODE: Callable[[Any], Any] | None = None  # inherited by the forked floor processes
+
+
+def _decode_all(paths: list[Any]) -> int:
+    assert _FLOOR_DECODE is not None
+    for path in paths:
+        _FLOOR_DECODE(path)
+    return len(paths)
+
+
+def decode_floor(
+    decode: Callable[[Any], Any], paths: list[Any], processes: int, runs: int
+) -> list[float]:
+    """Pure-decode throughputs (img/s) of ``paths`` in ``processes`` processes, nothing else.
+
+    One process: a loop in this process. More: already-started forked processes each decode
+    1/processes of the files; the clock spans the submission to the last one finishing.
+    """
+    global _FLOOR_DECODE
+    _FLOOR_DECODE = decode
+    if processes <= 1:
+        out = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            _decode_all(paths)
+            out.append(len(paths) / (time.perf_counter() - start))
+        return out
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    chunks = [paths[i::processes] for i in range(processes)]
+    out = []
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(processes, mp_context=context) as pool:
+        list(pool.map(_decode_all, [c[:1] for c in chunks]))  # start every process, untimed
+        for _ in range(runs):
+            start = time.perf_counter()
+            done = sum(pool.map(_decode_all, chunks))
+            out.append(done / (time.perf_counter() - start))
+    return out
+
+
+BASELINE_FIELDS: tuple[str, ...] = (
+    "transport_throughput",
+    "transport_throughputs",
+    "decode_floor_throughput",
+    "decode_floor_throughputs",
+    "decode_floor_processes",
+)
+
+
+def measure_baselines(
+    args: argparse.Namespace,
+    adapter: adapters.Adapter,
+    items: list[Any],
+    load: Callable[[Any], Any],
+    cores: int,
+    record_dir: Path,
+    bar: Any,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Job-level baselines: (fields every row of the job carries, metadata with the details)."""
+    fields: dict[str, Any] = dict.fromkeys(BASELINE_FIELDS)
+    meta: dict[str, Any] = {"runs": args.baseline_runs}
+    if args.baseline_runs < 1:
+        meta["note"] = "baselines off (--baseline-runs 0)"
+        return fields, meta
+    try:
+        fields.update(measure_transport(args, adapter, items, load, record_dir, bar))
+        meta["transport"] = {
+            "sample": f"fixed {TRANSPORT_SIZE}x{TRANSPORT_SIZE} window + "
+            f"{adapter.recipe_tail_call}",
+            "crop_in_timed_window": args.scope == "decode",
+        }
+    except Exception as exc:
+        meta["transport"] = {"error": str(RecipeError("transport baseline", exc))}
+    if args.scope == "decode":
+        processes = max(1, min(args.workers, cores))
+        epoch = [items[i % len(items)] for i in range(args.batches_per_run * args.batch_size)]
+        try:
+            floor = decode_floor(load, epoch, processes, args.baseline_runs)
+            fields.update(
+                decode_floor_throughput=statistics.median(floor),
+                decode_floor_throughputs=floor,
+                decode_floor_processes=processes,
+            )
+            meta["decode_floor"] = {"decoder": adapter.decoder, "processes": processes}
+        except Exception as exc:
+            meta["decode_floor"] = {"error": str(RecipeError("decode floor", exc))}
+    return fields, meta
 
 
 def load_items(
@@ -441,7 +675,14 @@ def main(argv: list[str] | None = None) -> int:
                 setup_error = (
                     f"loading the {args.scope} dataset failed: {type(exc).__name__}: {exc}"
                 )
+        baselines: dict[str, Any] = dict.fromkeys(BASELINE_FIELDS)
+        baselines_meta: dict[str, Any] = {"runs": args.baseline_runs}
         bar = tqdm(transforms, desc=label, unit="recipe")
+        if not over_cap and setup_error is None:
+            bar.set_postfix_str("baselines")
+            baselines, baselines_meta = measure_baselines(
+                args, adapter, items, load, cores, record_dir, bar
+            )
         for name in bar:
             bar.set_postfix_str(name)
             if over_cap:
@@ -455,6 +696,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 row = run_recipe(args, adapter, name, items, load, policy, record_dir, bar)
             row.update(recipe_row_fields(args, adapter, name))
+            row.update(baselines)
             results[name] = row
             tqdm.write(status_line(label, name, row), file=sys.stderr)
         thread_settings["workers"] = _worker_records(record_dir)
@@ -485,6 +727,10 @@ def main(argv: list[str] | None = None) -> int:
             "sampler": "sequential, cycling over the selected images",
             "normalize": {"mean": recipes.IMAGENET_MEAN, "std": recipes.IMAGENET_STD},
             "timed_window": TIMING_NOTE,
+            "baseline_runs": args.baseline_runs,
+            "bare_loop": "augbench.engines.bare_loop: user Dataset + stock DataLoader, same "
+            "recipe objects, batch size, workers, prefetch, persistence and thread policy; its "
+            "timed epochs alternate with the regime's",
             "timer_backend": "time.perf_counter",
             "slow_transform_policy": policy.to_dict(),
             "shard": args.shard,
@@ -493,7 +739,11 @@ def main(argv: list[str] | None = None) -> int:
         },
         thread_settings=thread_settings,
         env_marker=args.env_marker,
-        extra={"decode": load_info, "recipe_tail": adapter.recipe_tail_call},
+        extra={
+            "decode": load_info,
+            "recipe_tail": adapter.recipe_tail_call,
+            "baselines": baselines_meta,
+        },
     )
     write_json_atomic(args.output, result_file(metadata, results))
     return 0

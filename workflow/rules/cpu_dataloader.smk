@@ -35,6 +35,7 @@ rule cpu_dataloader:
         persistent_workers=DATALOADER["persistent_workers"],
         cap_workers=DATALOADER["cap_workers_at_cores"],
         batch_timeout=DATALOADER["batch_timeout_s"],
+        baseline_runs=DATALOADER["baseline_runs"],
         policy=json.dumps(SLOW_POLICY.to_dict()),
     shell:
         "{params.thread_env} PYTHONPATH={params.root:q} {params.provision}"
@@ -48,5 +49,6 @@ rule cpu_dataloader:
         " --prefetch-factor {params.prefetch_factor}"
         " --persistent-workers {params.persistent_workers}"
         " --cap-workers-at-cores {params.cap_workers} --batch-timeout {params.batch_timeout}"
+        " --baseline-runs {params.baseline_runs}"
         " --policy {params.policy:q} --output {output.result:q}"
         " 2>&1 | tee {log:q}"

@@ -25,68 +25,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
-LIBRARIES = ("albumentationsx", "torchvision", "kornia", "pillow")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from augbench.library_runs import add_arguments, run_per_library, write_rows
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--manifest", required=True, type=Path)
-    p.add_argument("--libraries", nargs="+", default=list(LIBRARIES), choices=LIBRARIES)
+    add_arguments(p, output="results/tables/decode_floor.csv", batches_per_run=10)
     p.add_argument("--workers", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--transform", default="RandomCrop224", help="recipe key (catalog name)")
-    p.add_argument("--num-images", type=int, default=100)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--batches-per-run", type=int, default=10)
     p.add_argument("--num-runs", type=int, default=3)
-    p.add_argument("--prefetch-factor", type=int, default=2)
-    p.add_argument("--venvs", type=Path, default=REPO / ".venvs")
-    p.add_argument("--output", type=Path, default=Path("results/tables/decode_floor.csv"))
-    p.add_argument("--inner", default=None, help=argparse.SUPPRESS)  # library, in its venv
     return p.parse_args(argv)
 
 
 # -- inside one library's venv -------------------------------------------------------------------
-_DECODE: Any = None  # the adapter's decode, inherited by forked floor processes
-
-
-def _decode_chunk(paths: list[str]) -> int:
-    for path in paths:
-        _DECODE(path)
-    return len(paths)
-
-
-def _floor(paths: list[str], workers: int, num_runs: int) -> list[float]:
-    """Pure-decode throughputs (img/s) of ``paths`` in max(1, workers) processes."""
-    if workers <= 1:
-        out = []
-        for _ in range(num_runs):
-            start = time.perf_counter()
-            _decode_chunk(paths)
-            out.append(len(paths) / (time.perf_counter() - start))
-        return out
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    chunks = [paths[i::workers] for i in range(workers)]
-    out = []
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        list(pool.map(_decode_chunk, [c[:1] for c in chunks]))  # start every process, untimed
-        for _ in range(num_runs):
-            start = time.perf_counter()
-            done = sum(pool.map(_decode_chunk, chunks))
-            out.append(done / (time.perf_counter() - start))
-    return out
-
-
 def inner(args: argparse.Namespace) -> int:
     from augbench.policy import DATALOADER_THREADS
 
@@ -98,13 +55,11 @@ def inner(args: argparse.Namespace) -> int:
     from augbench import adapters, media, recipes
     from augbench.engines import cpu_dataloader as engine
 
-    global _DECODE
     adapter = adapters.get(args.inner)
     adapter.import_library()
     import torch  # noqa: F401
 
     DATALOADER_THREADS.apply_runtime()
-    _DECODE = adapter.decode
     files = [str(f) for f in media.select_files(args.manifest, args.num_images)]
     images_per_run = args.batch_size * args.batches_per_run
     epoch = [files[i % len(files)] for i in range(images_per_run)]  # the DataLoader's order
@@ -113,7 +68,7 @@ def inner(args: argparse.Namespace) -> int:
     rows = []
     bar = tqdm(args.workers, desc=f"decode_floor | {args.inner} | {args.transform}", unit="w")
     for workers in bar:
-        floor = _floor(epoch, workers, args.num_runs)
+        floor = engine.decode_floor(adapter.decode, epoch, max(1, workers), args.num_runs)
         loader_args = argparse.Namespace(
             workers=workers,
             batch_size=args.batch_size,
@@ -150,32 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.inner:
         return inner(args)
-    sys.path.insert(0, str(REPO))
-    from augbench.policy import DATALOADER_THREADS
-
-    if not args.manifest.exists():
-        raise SystemExit(f"manifest not found: {args.manifest} (stage the dataset first)")
-    rows: list[dict[str, Any]] = []
-    for lib in args.libraries:
-        python = args.venvs / lib / "bin" / "python"
-        if not python.exists():
-            raise SystemExit(f"no venv for {lib} at {python} (build it: snakemake results/envs)")
-        cmd = [
-            str(python), str(Path(__file__).resolve()), "--inner", lib,
-            "--manifest", str(args.manifest.resolve()), "--transform", args.transform,
-            "--workers", *map(str, args.workers), "--num-images", str(args.num_images),
-            "--batch-size", str(args.batch_size), "--batches-per-run", str(args.batches_per_run),
-            "--num-runs", str(args.num_runs), "--prefetch-factor", str(args.prefetch_factor),
-        ]  # fmt: skip
-        env = {**os.environ, **DATALOADER_THREADS.environment(), "PYTHONPATH": str(REPO)}
-        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True, check=True)
-        rows.extend(json.loads(proc.stdout.strip().splitlines()[-1]))
-
-    import pandas as pd
-
-    table = pd.DataFrame(rows)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(args.output, index=False)
+    forwarded = ["--transform", args.transform, "--num-runs", str(args.num_runs)]
+    rows = run_per_library(Path(__file__), args, [*forwarded, "--workers", *map(str, args.workers)])
+    table = write_rows(rows, args.output)
     shown = table[["library", "workers", "floor_img_s", "dataloader_img_s", "ratio"]]
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     print(f"recipe: {rows[0]['recipe']}; written to {args.output}")

@@ -18,6 +18,7 @@ from augbench.analysis.figures.style import (
     use_log_scale,
 )
 from augbench.analysis.groups import library_order, normalized
+from augbench.policy import BARE_LOOP_MIN_RATIO, TRANSPORT_BOUND_FRACTION
 
 TITLE = "Throughput versus DataLoader workers"
 PANEL_KEYS = ("machine", "regime", "scope", "batch_size", "variant")
@@ -26,10 +27,19 @@ PANEL_KEYS = ("machine", "regime", "scope", "batch_size", "variant")
 def scaling_table(frame: pd.DataFrame) -> pd.DataFrame:
     """Per panel and library: the median over transforms at each worker count, using only the
     transforms that are ok at every worker count of that library (a fixed transform set)."""
-    columns = [*PANEL_KEYS, "library", "workers", "median_throughput", "transforms"]
+    columns = [
+        *PANEL_KEYS,
+        "library",
+        "workers",
+        "median_throughput",
+        "transforms",
+        "transport_throughput",
+        "transport_bound",
+        "below_bare_loop",
+    ]
     if frame.empty:
         return pd.DataFrame(columns=columns)
-    data = normalized(frame)
+    data = _with_baselines(normalized(frame))
     data = data[(data["workers"] >= 0) & (data["status"] == "ok")]
     records = []
     for key, rows in data.groupby([*PANEL_KEYS, "library"], sort=True):
@@ -46,9 +56,31 @@ def scaling_table(frame: pd.DataFrame) -> pd.DataFrame:
                     "workers": workers,
                     "median_throughput": float(at["median_throughput"].median()),
                     "transforms": len(fixed),
+                    # The loader alone (the recipe's tail, no augmentation) at this count.
+                    "transport_throughput": float(at["_transport"].median()),
+                    "transport_bound": int(at["_bound"].sum()),
+                    "below_bare_loop": int(at["_below_bare"].sum()),
                 }
             )
     return pd.DataFrame.from_records(records, columns=columns)
+
+
+def _flag(value: object) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() == "true"
+    return value is True or (isinstance(value, bool | int) and bool(value))
+
+
+def _with_baselines(data: pd.DataFrame) -> pd.DataFrame:
+    """Private columns: transport baseline, transport-bound and below-bare-loop flags."""
+    data = data.copy()
+    for column in ("transport_throughput", "transport_bound", "below_bare_loop"):
+        if column not in data.columns:
+            data[column] = None
+    data["_transport"] = pd.to_numeric(data["transport_throughput"], errors="coerce")
+    data["_bound"] = data["transport_bound"].map(_flag)
+    data["_below_bare"] = data["below_bare_loop"].map(_flag)
+    return data
 
 
 def draw(frame: pd.DataFrame) -> Drawn:
@@ -64,7 +96,7 @@ def draw(frame: pd.DataFrame) -> Drawn:
     nrows = math.ceil(len(panels) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.8 * ncols + 1.6, 3.2 * nrows), squeeze=False)
     log = use_log_scale(table["median_throughput"])
-    data = normalized(frame)
+    data = _with_baselines(normalized(frame))
     for ax, (key, rows) in zip(axes.flat, panels, strict=False):
         k = dict(zip(PANEL_KEYS, key, strict=True))
         mask = pd.Series(True, index=data.index)
@@ -79,6 +111,23 @@ def draw(frame: pd.DataFrame) -> Drawn:
                 ax.plot(
                     t_rows["workers"], t_rows["median_throughput"], color=color, lw=0.6, alpha=0.25
                 )
+                # A transport-bound point measures the loader more than the library: hollow.
+                bound = t_rows[t_rows["_bound"]]
+                ax.scatter(
+                    bound["workers"], bound["median_throughput"], s=22, facecolors="none",
+                    edgecolors=color, linewidths=0.9, zorder=3,
+                )  # fmt: skip
+                # Slower than the bare user loop by more than policy allows: crossed out.
+                below = t_rows[t_rows["_below_bare"]]
+                ax.scatter(
+                    below["workers"], below["median_throughput"], s=26, marker="x",
+                    color="black", linewidths=0.9, zorder=4,
+                )  # fmt: skip
+            if mine["transport_throughput"].notna().any():
+                ax.plot(
+                    mine["workers"], mine["transport_throughput"], "s--", color=color, lw=1,
+                    ms=3, alpha=0.8, label=f"{lib} transport (tail only)",
+                )  # fmt: skip
             ax.plot(
                 mine["workers"],
                 mine["median_throughput"],
@@ -113,7 +162,12 @@ def draw(frame: pd.DataFrame) -> Drawn:
     used = data[(data["workers"] >= 0)]
     rows = (
         "ok rows only; thick lines are the median over the transforms that are ok at every "
-        "worker count of that library (count in the legend), thin lines single transforms."
+        "worker count of that library (count in the legend), thin lines single transforms. "
+        "Dashed squares: the transport baseline (the recipe's Normalize/ToTensor tail alone on a "
+        "224 crop, same loader): what the DataLoader itself delivers per worker count. Hollow "
+        f"circles: transport-bound rows (>= {TRANSPORT_BOUND_FRACTION:.0%} of that baseline): "
+        "the loader, not the library, sets their speed. Black x: rows slower than the bare "
+        f"user loop (regime_vs_bare < {BARE_LOOP_MIN_RATIO}), listed in the summary."
     )
     metric = "median throughput (img/s) per worker count"
     return Drawn(fig, caption(TITLE, used, metric=metric, rows=rows))
