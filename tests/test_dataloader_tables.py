@@ -17,6 +17,7 @@ def _rows(throughputs: dict[int, float | None], library: str = "pillow") -> list
         rows.append(
             {
                 "machine": "m",
+                "dataset": "d-000000000000",
                 "regime": "cpu_dataloader",
                 "scope": "decode",
                 "batch_size": 32,
