@@ -13,6 +13,7 @@ import pandas as pd
 
 COLUMNS = (
     "machine",
+    "dataset",
     "library",
     "transform",
     "status",
@@ -59,6 +60,7 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
     for name, row in (payload.get("results") or {}).items():
         record: dict[str, Any] = {
             "machine": meta.get("machine"),
+            "dataset": (meta.get("dataset") or {}).get("key"),
             "library": meta.get("library"),
             "transform": name,
             **{k: row.get(k) for k in COLUMNS if k in row},
@@ -86,7 +88,7 @@ def table(paths: list[Path]) -> pd.DataFrame:
         except (OSError, json.JSONDecodeError) as exc:
             raise ValueError(f"cannot read lazy-output diagnostic {path}: {exc}") from exc
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
-    return frame.sort_values(["machine", "transform", "library"]).reset_index(drop=True)
+    return frame.sort_values(["machine", "dataset", "transform", "library"]).reset_index(drop=True)
 
 
 def flagged(frame: pd.DataFrame) -> pd.DataFrame:
@@ -111,13 +113,13 @@ def flag_lines(frame: pd.DataFrame) -> list[str]:
     if rows.empty:
         return ["None: materialization is at most half of every measured call."]
     lines = [
-        "| machine | library | transform | output | shares input | call img/s "
+        "| machine | dataset | library | transform | output | shares input | call img/s "
         "| call + materialize img/s | materialize share |",
-        "|---|---|---|---|---|---:|---:|---:|",
+        "|---|---|---|---|---|---|---:|---:|---:|",
     ]
     for _, r in rows.iterrows():
         lines.append(
-            f"| {r['machine']} | {r['library']} | {r['transform']} "
+            f"| {r['machine']} | {r['dataset']} | {r['library']} | {r['transform']} "
             f"| {r['output_memory_format']} {_text(r['output_strides'])} "
             f"| {'yes' if r['shares_input_memory'] else 'no'} | {_num(r['call_img_s'])} "
             f"| {_num(r['call_materialize_img_s'])} | {_num(100 * r['materialize_share'])} % |"
@@ -146,20 +148,22 @@ def markdown(frame: pd.DataFrame) -> str:
         "",
         "## Every row",
         "",
-        "| machine | library | transform | output type | memory format | strides | view "
+        "| machine | dataset | library | transform | output type | memory format | strides | view "
         "| shares input | same object twice | copied | call µs | materialize µs "
         "| call + materialize µs |",
-        "|---|---|---|---|---|---|---|---|---|---|---:|---:|---:|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---:|---:|---:|",
     ]
     for _, r in frame.iterrows():
         if r["status"] != "ok":
             lines.append(
-                f"| {r['machine']} | {r['library']} | {r['transform']} | {r['status']} "
+                f"| {r['machine']} | {r['dataset']} | {r['library']} | {r['transform']} "
+                f"| {r['status']} "
                 f"| | | | | | | | | {_text(r['reason'])} |"
             )
             continue
         lines.append(
-            f"| {r['machine']} | {r['library']} | {r['transform']} | {r['output_type']} "
+            f"| {r['machine']} | {r['dataset']} | {r['library']} | {r['transform']} "
+            f"| {r['output_type']} "
             f"{r['output_dtype']} | {r['output_memory_format']} | {_text(r['output_strides'])} "
             f"| {yes_no(r['output_is_view'])} | {yes_no(r['shares_input_memory'])} "
             f"| {yes_no(r['same_object_twice'])} | {yes_no(r['materialize_copies'])} "

@@ -274,6 +274,24 @@ def lazy_outputs_results():
     ]
 
 
+def lazy_outputs_inputs(wildcards=None):
+    """This dataset's diagnostics plus those this machine ran on other datasets (rows carry
+    their dataset), so switching datasets back and forth re-runs nothing, as for `aggregate`.
+    """
+    root = Path("results/analysis/lazy_outputs") / MACHINE
+    others = (
+        sorted(
+            str(path)
+            for key in root.iterdir()
+            if key.is_dir() and key.name != DATASET
+            for path in key.glob("*.json")
+        )
+        if root.is_dir()
+        else []
+    )
+    return [*lazy_outputs_results(), *others]
+
+
 def lazy_outputs_num_images():
     return min(LAZY["num_images"], config["num_images"])
 

@@ -37,7 +37,7 @@ rule lazy_outputs:
 
 rule lazy_outputs_table:
     input:
-        results=lazy_outputs_results(),
+        results=lazy_outputs_inputs(),
     output:
         **LAZY_TABLES,
     log:
