@@ -29,7 +29,12 @@ SMOKE = resolve(
     REPO,
 )
 DL = SMOKE["cpu_dataloader"]
-DECODERS = {"albumentationsx": "cv2.imread", "torchvision": "torchvision.io", "pillow": "PIL"}
+DECODERS = {
+    "albumentationsx": "cv2.imread",
+    "torchvision": "torchvision.io",
+    "kornia": "kornia.io",
+    "pillow": "PIL",
+}
 
 
 def _dl_rows(run: WorkflowRun) -> pd.DataFrame:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, run_snakemake
+from conftest import REPO, raw_dir, run_snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -41,7 +41,7 @@ def _rows(path: Path) -> tuple[dict, dict]:
 
 
 def test_layout_variant_shards_and_recorded_layouts(run: Path) -> None:
-    raw = run / "results/raw" / MACHINE / "micro"
+    raw = raw_dir(run, MACHINE, "micro")
     assert sorted(p.name for p in (raw / "torchvision").glob("*.json")) == [
         "contiguous-s000.json",
         "s000.json",
