@@ -26,6 +26,11 @@ INHERITED_ENV_VARS: tuple[str, ...] = (*THREAD_ENV_VARS, "PYTHONPATH", "CUDA_VIS
 # A result row whose repeated throughputs vary more than this (std / mean) is flagged unstable.
 CV_UNSTABLE_THRESHOLD = 0.15
 
+# Precision goal of every measured row (augbench/stopping.py): the half-width of the 95 % CI of
+# its mean throughput over the mean. Engines stop repeating once a row reaches it; rows that hit
+# their maximum number of values first keep their wider CI and the summary flags them.
+RELATIVE_CI_TARGET = 0.05
+
 # cpu_dataloader baselines (docs/cpu_dataloader.md). A row whose median throughput is at least
 # this fraction of its job's transport baseline (the recipe's tail alone through the same loader)
 # is `transport_bound`: the loader, not the library's augmentation, sets most of its speed, so

@@ -19,7 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from augbench.policy import CV_UNSTABLE_THRESHOLD
+from augbench.policy import CV_UNSTABLE_THRESHOLD, RELATIVE_CI_TARGET
+from augbench.stopping import relative_ci
 
 SCHEMA_VERSION = 1
 
@@ -77,6 +78,8 @@ def summarize_throughputs(throughputs: list[float], times: list[float]) -> dict[
         "std_time": statistics.stdev(times) if n > 1 else 0.0,
         "num_successful_runs": n,
         "variance_stable": bool(cv <= CV_UNSTABLE_THRESHOLD),
+        "relative_ci": relative_ci(throughputs),
+        "relative_ci_target": RELATIVE_CI_TARGET,
     }
 
 

@@ -27,6 +27,8 @@ COLUMNS: tuple[str, ...] = (
     "mean_throughput",
     "std_throughput",
     "cv_throughput",
+    "relative_ci",
+    "relative_ci_target",
     "num_successful_runs",
     "throughputs",
     "variance_stable",
