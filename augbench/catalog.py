@@ -41,6 +41,9 @@ class TransformSpec:
     description: str = ""
     # Whether each call draws random parameters (two calls on one image may differ).
     random: bool = True
+    # A step of user pipelines only (augbench.pipelines): never in a paper set, whatever the
+    # adapters map, so adding one changes no single-transform sweep.
+    pipeline_only: bool = False
 
     @property
     def is_crop(self) -> bool:
@@ -49,10 +52,21 @@ class TransformSpec:
 
 
 def _spec(
-    name: str, kind: Kind, description: str, *, random: bool = True, **params: Any
+    name: str,
+    kind: Kind,
+    description: str,
+    *,
+    random: bool = True,
+    pipeline_only: bool = False,
+    **params: Any,
 ) -> TransformSpec:
     return TransformSpec(
-        name=name, kind=kind, params=params, description=description, random=random
+        name=name,
+        kind=kind,
+        params=params,
+        description=description,
+        random=random,
+        pipeline_only=pipeline_only,
     )
 
 
@@ -370,6 +384,33 @@ _CANDIDATES: tuple[TransformSpec, ...] = (
         snow_coefficient=(0.3, 0.5),
         brightness=2.0,
     ),
+    # -- pipeline steps (augbench.pipelines; never in a paper set) -------------------------------
+    _spec(
+        "PadIfNeeded",
+        "geometric",
+        "Pad with the constant 0 to at least 512x512, image at the top-left; larger sides kept",
+        random=False,
+        pipeline_only=True,
+        min_size=(512, 512),
+    ),
+    _spec(
+        "Normalize",
+        "pixel",
+        "(x / 255 - mean) / std per channel with ImageNet statistics, to a float32 3xHxW tensor: "
+        "the library's own Normalize and tensor conversion (Adapter.recipe_tail)",
+        random=False,
+        pipeline_only=True,
+        mean=(0.485, 0.456, 0.406),
+        std=(0.229, 0.224, 0.225),
+    ),
+    _spec(
+        "ToTensor",
+        "pixel",
+        "Conversion to a torch tensor; only directly after Normalize, whose step already ends in a "
+        "float32 3xHxW tensor (so it is timed as part of Normalize)",
+        random=False,
+        pipeline_only=True,
+    ),
 )
 
 CANDIDATES: dict[str, TransformSpec] = {spec.name: spec for spec in _CANDIDATES}
@@ -400,8 +441,9 @@ def eligible(channels: int = 3) -> tuple[str, ...]:
     _check_channels(channels)
     return tuple(
         name
-        for name in CANDIDATES
-        if len(direct_implementations(name, channels)) >= MIN_DIRECT_IMPLEMENTATIONS
+        for name, spec in CANDIDATES.items()
+        if not spec.pipeline_only
+        and len(direct_implementations(name, channels)) >= MIN_DIRECT_IMPLEMENTATIONS
     )
 
 

@@ -95,9 +95,21 @@ def resolve(user_config: dict[str, Any], basedir: Path) -> dict[str, Any]:
             f"config error at transforms: {outside} not in the {channels}-channel set; "
             f"allowed: {catalog.names(channels)}"
         )
+    merged["pipeline_definitions"] = _pipeline_definitions(merged, basedir)
     if merged["machine"] == "auto":
         merged["machine"] = auto_machine_label()
     return merged
+
+
+def _pipeline_definitions(cfg: dict[str, Any], basedir: Path) -> list[dict[str, Any]]:
+    """The configured pipelines, parsed and checked against the catalog (augbench.pipelines);
+    derived, like ``machine``: never part of the user's config."""
+    from augbench import pipelines
+
+    try:
+        return [p.to_dict() for p in pipelines.from_config(cfg, basedir)]
+    except pipelines.PipelineError as exc:
+        raise ConfigError(f"config error at pipelines: {exc}") from None
 
 
 def auto_machine_label() -> str:

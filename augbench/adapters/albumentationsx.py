@@ -226,6 +226,19 @@ class AlbumentationsXAdapter(Adapter):
                 lambda p: _albx("AutoContrast", cutoff=0, method="pil"),
             ),
             "ChannelShuffle": Mapping("A.ChannelShuffle()", lambda p: _albx("ChannelShuffle")),
+            # A pipeline step (catalog.pipeline_only): never in the paper set.
+            "PadIfNeeded": Mapping(
+                f"A.PadIfNeeded(min_height=512, min_width=512, position='top_left', "
+                f"border_mode={const}, fill=0)",
+                lambda p: _albx(
+                    "PadIfNeeded",
+                    min_height=p["min_size"][0],
+                    min_width=p["min_size"][1],
+                    position="top_left",
+                    border_mode=_cv2_flag("BORDER_CONSTANT"),
+                    fill=0,
+                ),
+            ),
             **_paper_set_mappings(),
         }
         return _mark_multichannel(mappings)

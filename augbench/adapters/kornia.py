@@ -164,6 +164,18 @@ class KorniaAdapter(Adapter):
             "ChannelShuffle": Mapping(
                 "K.RandomChannelShuffle(p=1)", lambda p: _k("RandomChannelShuffle", p=1.0)
             ),
+            # A pipeline step (catalog.pipeline_only): never in the paper set.
+            "PadIfNeeded": Mapping(
+                "K.PadTo((512, 512), pad_mode='constant', pad_value=0, crop_if_exceeds=False)",
+                lambda p: _k(
+                    "PadTo",
+                    tuple(p["min_size"]),
+                    pad_mode="constant",
+                    pad_value=0.0,
+                    crop_if_exceeds=False,
+                ),
+                note="Pads on the right and bottom (image at the top-left), as the catalog states.",
+            ),
             **_paper_set_mappings(),
         }
         return _mark_multichannel(mappings)

@@ -180,6 +180,8 @@ class PillowAdapter(Adapter):
 
     def _unsupported_reasons(self) -> dict[str, str]:
         return {
+            "PadIfNeeded": "Pillow has no pad-to-a-minimum-size operation; ImageOps.pad also "
+            "resizes and ImageOps.expand takes fixed widths",
             "ColorJitter": "Pillow has no hue adjustment; composing one from HSV arithmetic would "
             "be benchmark-side code, not Pillow",
             "Hue": "Pillow has no hue adjustment",

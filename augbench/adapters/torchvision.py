@@ -161,6 +161,8 @@ class TorchvisionAdapter(Adapter):
 
     def _unsupported_reasons(self) -> dict[str, str]:
         return {
+            "PadIfNeeded": "torchvision has no pad-to-a-minimum-size transform; v2.Pad takes fixed "
+            "widths, and computing them per image would compose the step from helpers",
             "Transpose": "torchvision has no transpose transform (v2.functional has no "
             "transpose kernel); a tensor view is not an image operation",
             "RandomRotate90": "torchvision has no lossless 90-degree rotation; "

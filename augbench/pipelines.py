@@ -1,0 +1,417 @@
+"""User-defined pipelines: an ordered list of catalog steps, run by every regime as one recipe.
+
+A pipeline is what a DataLoader recipe (``augbench.recipes``) is, written by the user: a name, the
+catalog steps in order (each with optional parameter overrides) and optional ``targets`` that
+travel with the image (``mask``; ``bboxes`` and ``keypoints`` are accepted by the schema and
+reported where no adapter drives them). Files in ``config/pipelines/`` hold one pipeline each::
+
+    name: imagenet_train
+    steps:
+      - RandomResizedCrop
+      - HorizontalFlip
+      - ColorJitter: {brightness: 0.2}
+      - Normalize
+      - ToTensor
+
+Rules (checked while the workflow builds its job graph, before any job runs):
+
+- every step is a catalog candidate (``augbench.catalog.CANDIDATES``), parameters are the
+  catalog's own names with values of the same shape; ``Sleep`` (``ms``) is a diagnostic step
+  allowed only where ``pipeline_runs.allow_diagnostic_steps`` is true (tests);
+- ``Normalize`` (ImageNet statistics by default) is each library's own Normalize + tensor
+  conversion (``Adapter.recipe_tail``), so only ``ToTensor`` may follow it, and ``ToTensor`` only
+  directly after it (timed together as one step, ``Normalize+ToTensor``);
+- every other step is built by the library's adapter (``Adapter.build``); a library without a
+  direct implementation of a step gets an ``unsupported`` row naming the step: nothing is ever
+  composed from helpers.
+
+Rows of a pipeline carry ``pipeline: <name>``, ``transform: <name>`` and ``variant: pipeline``
+(so a pipeline is never ranked against single transforms); per-step rows of the breakdown also
+carry ``step`` and ``step_index`` (docs/pipelines.md).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from augbench import catalog
+
+TARGETS: tuple[str, ...] = ("mask", "bboxes", "keypoints")
+# The one target this harness passes through the libraries' own APIs, per library. Other
+# libraries with such a pipeline get a `skipped` row saying so (not timed without the target).
+DRIVEN_TARGETS: dict[str, frozenset[str]] = {"albumentationsx": frozenset({"mask"})}
+DIAGNOSTIC_STEPS: dict[str, dict[str, float]] = {"Sleep": {"ms": 5.0}}
+TAIL_STEP, TENSOR_STEP = "Normalize", "ToTensor"
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+VARIANT = "pipeline"  # the comparison group of whole-pipeline rows in every regime
+STEP_VARIANT = "pipeline-step"
+
+
+class PipelineError(ValueError):
+    """A pipeline definition the workflow cannot run; the message names file, step and key."""
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "params": self.params}
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    name: str
+    steps: tuple[Step, ...]
+    targets: tuple[str, ...] = ()
+    description: str = ""
+    source: str = "inline"
+
+    @property
+    def recipe(self) -> str:
+        """Human-readable form, e.g. ``RandomResizedCrop + HorizontalFlip + Normalize``."""
+        return " + ".join(step.name for step in self.steps)
+
+    @property
+    def ends_in_tensor(self) -> bool:
+        return bool(self.steps) and self.steps[-1].name in (TAIL_STEP, TENSOR_STEP)
+
+    def units(self) -> list[tuple[str, list[Step]]]:
+        """Timed units in order: each step alone, ``Normalize`` and a following ``ToTensor``
+        together (one library call)."""
+        out: list[tuple[str, list[Step]]] = []
+        for step in self.steps:
+            if step.name == TENSOR_STEP and out and out[-1][1][-1].name == TAIL_STEP:
+                out[-1] = (f"{TAIL_STEP}+{TENSOR_STEP}", [*out[-1][1], step])
+            else:
+                out.append((step.name, [step]))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "steps": [s.to_dict() for s in self.steps],
+            "targets": list(self.targets),
+            "description": self.description,
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Pipeline:
+        return cls(
+            name=data["name"],
+            steps=tuple(Step(s["name"], dict(s.get("params") or {})) for s in data["steps"]),
+            targets=tuple(data.get("targets") or ()),
+            description=data.get("description", ""),
+            source=data.get("source", "inline"),
+        )
+
+
+# -- parsing and validation (driver) ---------------------------------------------------------
+def _allowed_steps(allow_diagnostic: bool) -> list[str]:
+    return [*catalog.CANDIDATES, *(DIAGNOSTIC_STEPS if allow_diagnostic else ())]
+
+
+def _shape_ok(default: Any, value: Any) -> bool:
+    if isinstance(default, tuple | list):
+        return (
+            isinstance(value, tuple | list)
+            and len(value) == len(default)
+            and all(_shape_ok(d, v) for d, v in zip(default, value, strict=True))
+        )
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, int | float):
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, type(default))
+
+
+def _step(entry: Any, where: str, allow_diagnostic: bool) -> Step:
+    if isinstance(entry, str):
+        name, overrides = entry, {}
+    elif isinstance(entry, dict) and len(entry) == 1:
+        name, overrides = next(iter(entry.items()))
+        overrides = overrides or {}
+        if not isinstance(overrides, dict):
+            raise PipelineError(f"{where}: parameters of {name!r} must be a mapping")
+    else:
+        raise PipelineError(f"{where}: a step is a name or {{name: {{parameter: value}}}}")
+    if name in DIAGNOSTIC_STEPS and not allow_diagnostic:
+        raise PipelineError(
+            f"{where}: {name!r} is a diagnostic step, allowed only with "
+            "pipeline_runs.allow_diagnostic_steps: true"
+        )
+    if name in DIAGNOSTIC_STEPS:
+        defaults: dict[str, Any] = dict(DIAGNOSTIC_STEPS[name])
+    elif name in catalog.CANDIDATES:
+        defaults = dict(catalog.CANDIDATES[name].params)
+    else:
+        allowed = ", ".join(_allowed_steps(allow_diagnostic))
+        raise PipelineError(f"{where}: unknown step {name!r}; allowed: {allowed}")
+    for key, value in overrides.items():
+        if key not in defaults:
+            raise PipelineError(
+                f"{where}: step {name!r} has no parameter {key!r}; allowed: "
+                f"{', '.join(defaults) or 'none'}"
+            )
+        if not _shape_ok(defaults[key], value):
+            raise PipelineError(
+                f"{where}: step {name!r} parameter {key!r} = {value!r} does not have the shape "
+                f"of its catalog value {defaults[key]!r}"
+            )
+    params = {
+        **defaults,
+        **{k: list(v) if isinstance(v, tuple) else v for k, v in overrides.items()},
+    }
+    return Step(name, params)
+
+
+def parse(data: Any, *, source: str = "inline", allow_diagnostic: bool = False) -> Pipeline:
+    """One pipeline from its mapping (a file's content or an inline config entry)."""
+    if not isinstance(data, dict):
+        raise PipelineError(f"pipeline {source}: expected a mapping with name and steps")
+    unknown = set(data) - {"name", "steps", "targets", "description"}
+    if unknown:
+        raise PipelineError(
+            f"pipeline {source}: unknown keys {sorted(unknown)}; allowed: name, steps, targets, "
+            "description"
+        )
+    name = data.get("name")
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise PipelineError(f"pipeline {source}: name {name!r} must match {NAME_PATTERN.pattern}")
+    if name in catalog.CANDIDATES:
+        raise PipelineError(
+            f"pipeline {source}: name {name!r} is a catalog transform; pipelines and single "
+            "transforms share the transform column, so choose another name"
+        )
+    where = f"pipeline {name!r} ({source})"
+    entries = data.get("steps")
+    if not isinstance(entries, list) or not entries:
+        raise PipelineError(f"{where}: steps must be a non-empty list")
+    steps = [_step(e, f"{where} step {i + 1}", allow_diagnostic) for i, e in enumerate(entries)]
+    for i, step in enumerate(steps):
+        after = steps[i + 1 :]
+        if step.name == TAIL_STEP and any(s.name != TENSOR_STEP for s in after):
+            raise PipelineError(
+                f"{where} step {i + 1}: Normalize ends in a float32 tensor (the library's "
+                "Normalize + tensor conversion), so only ToTensor may follow it"
+            )
+        if step.name == TENSOR_STEP and (i == 0 or steps[i - 1].name != TAIL_STEP):
+            raise PipelineError(f"{where} step {i + 1}: ToTensor must directly follow Normalize")
+    targets = data.get("targets") or []
+    if not isinstance(targets, list) or any(t not in TARGETS for t in targets):
+        raise PipelineError(f"{where}: targets {targets!r}; allowed: {', '.join(TARGETS)}")
+    if len(set(targets)) != len(targets):
+        raise PipelineError(f"{where}: targets {targets!r} repeat an entry")
+    return Pipeline(
+        name=name,
+        steps=tuple(steps),
+        targets=tuple(targets),
+        description=str(data.get("description") or ""),
+        source=source,
+    )
+
+
+def load_file(path: Path, *, allow_diagnostic: bool = False) -> Pipeline:
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise PipelineError(f"pipeline file {path} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise PipelineError(f"pipeline file {path}: not valid YAML: {exc}") from None
+    return parse(data, source=str(path), allow_diagnostic=allow_diagnostic)
+
+
+def from_config(cfg: dict[str, Any], basedir: Path) -> list[Pipeline]:
+    """The configured pipelines: ``pipeline`` (one file, e.g. from ``--config pipeline=...``)
+    replaces the ``pipelines`` list. Relative paths are looked up in the working directory,
+    then in the workflow's directory."""
+    allow = bool((cfg.get("pipeline_runs") or {}).get("allow_diagnostic_steps", False))
+    entries = [cfg["pipeline"]] if cfg.get("pipeline") else list(cfg.get("pipelines") or [])
+    out: list[Pipeline] = []
+    for entry in entries:
+        if isinstance(entry, str):
+            path = Path(entry)
+            if not path.is_absolute() and not path.exists():
+                path = Path(basedir) / entry
+            out.append(load_file(path, allow_diagnostic=allow))
+        else:
+            out.append(parse(entry, allow_diagnostic=allow))
+    names = [p.name for p in out]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise PipelineError(f"pipelines: names {repeated} are used more than once")
+    return out
+
+
+def to_json(items: Sequence[Pipeline]) -> str:
+    return json.dumps([p.to_dict() for p in items], sort_keys=True)
+
+
+def from_json(text: str) -> dict[str, Pipeline]:
+    return {d["name"]: Pipeline.from_dict(d) for d in json.loads(text or "[]")}
+
+
+# -- per-library support and builders (library environment) ---------------------------------
+def support_problem(adapter: Any, pipeline: Pipeline) -> tuple[str, str, dict[str, Any]] | None:
+    """(status, reason, fields) when the library cannot run the pipeline as defined, else None.
+    The first step the library lacks is named; a target this harness does not drive for the
+    library gives a `skipped` row (the pipeline is never timed without its targets)."""
+    for index, step in enumerate(pipeline.steps):
+        if step.name in (TAIL_STEP, TENSOR_STEP, *DIAGNOSTIC_STEPS):
+            continue
+        if not adapter.supports(step.name):
+            return (
+                "unsupported",
+                f"step {index + 1} {step.name}: {adapter.unsupported_reason(step.name)}",
+                {"unsupported_step": step.name, "unsupported_step_index": index},
+            )
+    undriven = [t for t in pipeline.targets if t not in DRIVEN_TARGETS.get(adapter.name, ())]
+    if undriven:
+        return (
+            "skipped",
+            f"step 1 {pipeline.steps[0].name}: augbench does not pass the {undriven[0]} target "
+            f"through {adapter.name}'s API yet (driven: "
+            f"{', '.join(f'{lib}: {sorted(t)}' for lib, t in DRIVEN_TARGETS.items())})",
+            {"unsupported_step": pipeline.steps[0].name, "unsupported_target": undriven[0]},
+        )
+    return None
+
+
+def mapping_calls(adapter: Any, pipeline: Pipeline) -> list[str | None]:
+    """The library call of each step as recorded with rows (None where it has none)."""
+    calls: list[str | None] = []
+    for step in pipeline.steps:
+        if step.name == TAIL_STEP:
+            calls.append(adapter.recipe_tail_call)
+        elif step.name == TENSOR_STEP:
+            calls.append("(part of Normalize)")
+        elif step.name in DIAGNOSTIC_STEPS:
+            calls.append(f"time.sleep({step.params['ms']} / 1000)")
+        else:
+            calls.append(adapter.mapping_call(step.name))
+    return calls
+
+
+class SleepStep:
+    """Diagnostic step: sleeps a known time and returns its input (materialized like any step's
+    output, so the share the breakdown reports for it can be checked)."""
+
+    def __init__(self, ms: float) -> None:
+        self.seconds = ms / 1000.0
+
+    def __call__(self, image: Any) -> Any:
+        time.sleep(self.seconds)
+        return image
+
+
+def build_unit(adapter: Any, steps: list[Step]) -> Callable[[Any], Any]:
+    """The callable of one timed unit, on the library's native image."""
+    first = steps[0]
+    if first.name == TAIL_STEP:
+        return adapter.recipe_tail(tuple(first.params["mean"]), tuple(first.params["std"]))
+    if first.name in DIAGNOSTIC_STEPS:
+        return SleepStep(float(first.params["ms"]))
+    return adapter.build(first.name, first.params)
+
+
+class MaskUnit:
+    """One unit applied to ``{"image", "mask"}`` through the library's own call API
+    (AlbumentationsX: ``transform(image=..., mask=...)``), so geometry moves the mask with the
+    image; steps without a mask meaning (Normalize, Sleep) pass the mask through."""
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self.fn = fn
+        self.library_transform = getattr(fn, "albumentations_transform", None)
+
+    def __call__(self, sample: dict[str, Any]) -> dict[str, Any]:
+        if self.library_transform is not None:
+            return dict(self.library_transform(image=sample["image"], mask=sample["mask"]))
+        return {"image": self.fn(sample["image"]), "mask": sample["mask"]}
+
+
+def synthetic_mask(adapter: Any, image: Any) -> Any:
+    """A uint8 HxW label map derived from the image (first channel above 127): the dataset has
+    no masks, and a derived one has the image's size and real structure."""
+    return (adapter.to_array(image)[..., 0] > 127).astype("uint8")
+
+
+def build_units(adapter: Any, pipeline: Pipeline) -> list[tuple[str, Callable[[Any], Any]]]:
+    """(label, callable) per timed unit; with a mask target the callables take and return
+    ``{"image", "mask"}`` samples."""
+    units = [(label, build_unit(adapter, steps)) for label, steps in pipeline.units()]
+    if "mask" in pipeline.targets:
+        units = [(label, MaskUnit(fn)) for label, fn in units]
+    return units
+
+
+def materialize(adapter: Any, output: Any, source: Any) -> Any:
+    """``Adapter.materialize`` on the image, and on each target of a sample."""
+    if isinstance(output, dict):
+        return {k: adapter.materialize(v, source[k]) for k, v in output.items()}
+    return adapter.materialize(output, source)
+
+
+def prepare(adapter: Any, pipeline: Pipeline, image: Any) -> Any:
+    """The input of the first step: the image, or the image with its targets."""
+    if "mask" in pipeline.targets:
+        return {"image": image, "mask": synthetic_mask(adapter, image)}
+    return image
+
+
+class ImageOf:
+    """Last step of a DataLoader recipe with targets: the image goes to collation (the targets
+    were transformed with it; their transfer to the main process is not part of the row)."""
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self.fn = fn
+
+    def __call__(self, sample: Any) -> Any:
+        out = self.fn(sample)
+        return out["image"] if isinstance(out, dict) else out
+
+
+class Prepare:
+    """First step of a DataLoader recipe with targets: builds the sample (inside the timed
+    window: the dataset holds images only)."""
+
+    def __init__(self, adapter: Any, pipeline: Pipeline) -> None:
+        self.adapter, self.pipeline = adapter, pipeline
+
+    def __call__(self, image: Any) -> Any:
+        return prepare(self.adapter, self.pipeline, image)
+
+
+def recipe_parts(
+    adapter: Any, pipeline: Pipeline
+) -> tuple[list[Callable[[Any], Any]], Callable[[Any], Any]]:
+    """(steps, tail) of ``cpu_dataloader.Recipe``: the units before the last, then the last."""
+    fns = [fn for _, fn in build_units(adapter, pipeline)]
+    if pipeline.targets:
+        return [Prepare(adapter, pipeline), *fns[:-1]], ImageOf(fns[-1])
+    return fns[:-1], fns[-1]
+
+
+def row_fields(pipeline: Pipeline, adapter: Any | None = None) -> dict[str, Any]:
+    """What every row of a pipeline carries, whatever its status or regime."""
+    fields: dict[str, Any] = {
+        "pipeline": pipeline.name,
+        "variant": VARIANT,
+        "recipe": pipeline.recipe,
+        "pipeline_steps": [s.to_dict() for s in pipeline.steps],
+        "pipeline_targets": list(pipeline.targets),
+        "pipeline_source": pipeline.source,
+    }
+    if adapter is not None:
+        fields["recipe_calls"] = mapping_calls(adapter, pipeline)
+    return fields
