@@ -341,9 +341,10 @@ class MaskUnit:
 
 
 def synthetic_mask(adapter: Any, image: Any) -> Any:
-    """A uint8 HxW label map derived from the image (first channel above 127): the dataset has
-    no masks, and a derived one has the image's size and real structure."""
-    return (adapter.to_array(image)[..., 0] > 127).astype("uint8")
+    """A uint8 HxWx1 label map derived from the image (first channel above 127): the dataset has
+    no masks, and a derived one has the image's size and real structure. It keeps a channel
+    axis: AlbumentationsX 2.5.1 (albucore warp_affine) raises IndexError warping a 2-D mask."""
+    return (adapter.to_array(image)[..., :1] > 127).astype("uint8")
 
 
 def build_units(adapter: Any, pipeline: Pipeline) -> list[tuple[str, Callable[[Any], Any]]]:

@@ -41,6 +41,10 @@ BARE_LOOP_MIN_RATIO = 0.95
 # decode-scope throughput / the composition of the decode floor and the memory-scope row: the goal
 # for the cheapest recipe of each library (docs/cpu_dataloader.md, "Decode composition").
 DECODE_COMPOSITION_GOAL = 0.8
+# Pipeline breakdown (augbench/engines/pipeline_breakdown.py): the per-step times of a pipeline
+# must sum to within this fraction of the whole pipeline timed without per-step timers; the
+# summary flags rows outside it.
+PIPELINE_STEP_SUM_TOLERANCE = 0.05
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 
-from augbench.analysis import lazy_outputs
+from augbench.analysis import lazy_outputs, pipelines
 from augbench.analysis.dataloader import baseline_exceptions
 from augbench.analysis.diagnostics import diagnose, slow_rows
 from augbench.analysis.groups import iter_groups, library_medians, library_order, winners
@@ -128,6 +128,7 @@ def markdown(
         lines.append("None: every ok row is within the variance and warm-up limits.")
     lines.append("")
     lines += _baseline_section(frame)
+    lines += pipelines.summary_lines(frame)  # user pipelines' breakdown sums
     early = slow_rows(frame, slowest=0)
     lines += ["## Early-stopped rows", ""]
     if len(early):

@@ -60,6 +60,11 @@ COLUMNS: tuple[str, ...] = (
     "processor",
     "timestamp",
     "source_file",
+    # User pipelines (augbench/pipelines.py): the pipeline's name on each of its rows (transform
+    # is the same name), and on per-step breakdown rows the step and its position.
+    "pipeline",
+    "step",
+    "step_index",
 )
 
 # Columns that split measurements into comparable groups within a machine and regime. Rows of two
@@ -219,7 +224,8 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
             if isinstance(value, dict | list):
                 value = json.dumps(value)
             record[key] = value
-        record["transform"] = name
+        # A pipeline's rows (whole or one step of it) all name the pipeline as their transform.
+        record["transform"] = row.get("pipeline") or name
         record["status"] = _status(row)
         if row.get("slow_threshold_sec_per_item") is not None:
             record["slow_threshold_sec_per_item"] = float(row["slow_threshold_sec_per_item"])

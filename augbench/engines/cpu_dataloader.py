@@ -58,7 +58,7 @@ from collections.abc import Callable, Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from augbench import adapters, catalog, media, recipes  # noqa: E402
+from augbench import adapters, catalog, media, pipelines, recipes  # noqa: E402
 from augbench.engines.common import job_metadata  # noqa: E402
 from augbench.policy import SlowTransformPolicy  # noqa: E402
 from augbench.results import (  # noqa: E402
@@ -107,6 +107,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--policy", default="{}", help="SlowTransformPolicy fields as JSON")
     p.add_argument("--env-marker", type=Path, default=None)
+    p.add_argument(
+        "--pipelines", type=pipelines.from_json, default={},
+        help="user pipelines as JSON (augbench.pipelines); a name of --transforms that is one of "
+        "them runs that pipeline as its recipe",
+    )  # fmt: skip
     args = p.parse_args(argv)
     for name in (
         "workers",
@@ -388,7 +393,11 @@ def measure_loader(
     }
 
 
-def build_recipe(adapter: adapters.Adapter, transform: str) -> Recipe:
+def build_recipe(
+    adapter: adapters.Adapter, transform: str, pipeline: pipelines.Pipeline | None = None
+) -> Recipe:
+    if pipeline is not None:  # a user pipeline is the whole recipe, tail included
+        return Recipe(*pipelines.recipe_parts(adapter, pipeline))
     steps = []
     for name in recipes.steps(transform):
         spec = catalog.get(name)
@@ -400,6 +409,15 @@ def recipe_row_fields(
     args: argparse.Namespace, adapter: adapters.Adapter, transform: str
 ) -> dict[str, Any]:
     """What every row of this job carries, whatever its status: the tidy table groups by them."""
+    common = {
+        "scope": args.scope,
+        "workers": args.workers,
+        "batch_size": args.batch_size,
+        "decoder": adapter.decoder,
+        "decode_in_timed_window": args.scope == "decode",
+    }
+    if transform in args.pipelines:  # recipe, its calls, pipeline name, variant "pipeline"
+        return {**common, **pipelines.row_fields(args.pipelines[transform], adapter)}
     calls = [
         adapter.mappings[n].call if adapter.supports(n) else None for n in recipes.steps(transform)
     ]
@@ -425,11 +443,15 @@ def run_recipe(
     bar: Any,
 ) -> dict[str, Any]:
     """One recipe's row: preflight, then the regime's epochs interleaved with the bare loop's."""
-    missing = [n for n in recipes.steps(transform) if not adapter.supports(n)]
+    pipeline = args.pipelines.get(transform)
+    problem = pipelines.support_problem(adapter, pipeline) if pipeline else None
+    if problem is not None:
+        return non_ok_row(problem[0], problem[1], **problem[2])
+    missing = [] if pipeline else [n for n in recipes.steps(transform) if not adapter.supports(n)]
     if missing:
         return non_ok_row("unsupported", adapter.unsupported_reason(missing[0]))
     try:
-        recipe = build_recipe(adapter, transform)
+        recipe = build_recipe(adapter, transform, pipeline)
     except adapters.Unsupported as exc:
         return non_ok_row("unsupported", str(exc))
     except Exception as exc:
@@ -641,7 +663,8 @@ def main(argv: list[str] | None = None) -> int:
     adapter = adapters.get(args.library)
     transforms = [t for t in args.transforms.split(",") if t]
     for name in transforms:
-        catalog.get(name)  # unknown names fail the job loudly, before any measuring
+        if name not in args.pipelines:
+            catalog.get(name)  # unknown names fail the job loudly, before any measuring
     policy = SlowTransformPolicy(**json.loads(args.policy))
     cores = usable_cores()
     over_cap = args.cap_workers_at_cores and args.workers > cores
@@ -735,7 +758,10 @@ def main(argv: list[str] | None = None) -> int:
             "slow_transform_policy": policy.to_dict(),
             "shard": args.shard,
             "transforms": transforms,
-            "recipes": {t: recipes.recipe_name(t) for t in transforms},
+            "recipes": {
+                t: args.pipelines[t].recipe if t in args.pipelines else recipes.recipe_name(t)
+                for t in transforms
+            },
         },
         thread_settings=thread_settings,
         env_marker=args.env_marker,

@@ -389,6 +389,58 @@ def dali_results():
     ]
 
 
+# -- user pipelines (augbench/pipelines.py; rules in pipelines.smk) ----------------------------
+PIPELINES = config["pipeline_definitions"]
+PIPELINE_NAMES = [p["name"] for p in PIPELINES]
+PIPELINE_RUNS = config["pipeline_runs"]
+
+
+def pipelines_json():
+    """The resolved pipelines, passed to the engines (a changed pipeline re-runs its jobs)."""
+    return json.dumps(PIPELINES, sort_keys=True)
+
+
+def pipeline_breakdown_results():
+    """One breakdown job per library runs every pipeline (micro regime, one thread)."""
+    if not PIPELINES or "micro" not in REGIMES:
+        return []
+    return [
+        raw_result("micro", "pipelines-breakdown", lib, MACHINE)
+        for lib in matrix.libraries_for("micro", LIBRARIES)
+    ]
+
+
+def pipeline_dataloader_results():
+    """One cpu_dataloader job per library x scope x workers runs every pipeline as its recipe."""
+    if not PIPELINES or "cpu_dataloader" not in REGIMES:
+        return []
+    return [
+        raw_result("cpu_dataloader", f"pipelines-{scope}-w{workers}", lib, MACHINE)
+        for lib in matrix.libraries_for("cpu_dataloader", LIBRARIES)
+        for scope in PIPELINE_RUNS["dataloader_scopes"]
+        for workers in PIPELINE_RUNS["dataloader_workers"]
+    ]
+
+
+def pipeline_tables():
+    """Breakdown table and one speedup table per pipeline (rule pipeline_tables)."""
+    if not PIPELINES:
+        return {}
+    return {
+        "breakdown": "results/tables/pipeline_breakdown.csv",
+        **{
+            f"speedups_{name}": f"results/tables/speedups_pipeline_{name}.csv"
+            for name in PIPELINE_NAMES
+        },
+    }
+
+
+def pipeline_targets():
+    if not PIPELINES:
+        return []
+    return [*pipeline_tables().values(), "results/analysis/pipeline_breakdown.png"]
+
+
 # -- aggregation -----------------------------------------------------------------------------
 def result_files(wildcards=None):
     """Raw results of the configured sweep (the current dataset): targets of `all`."""
@@ -401,6 +453,7 @@ def result_files(wildcards=None):
         files += gpu_dataloader_results()
     if "dali" in REGIMES:
         files += dali_results()
+    files += pipeline_breakdown_results() + pipeline_dataloader_results()
     return files
 
 
@@ -436,7 +489,13 @@ def final_targets():
     # Raw result files are targets in their own right: a deleted or killed shard is re-run
     # even when the tables built from it still exist.
     lazy = list(LAZY_TABLES.values()) if LAZY_ENABLED else []
-    return [*result_files(), *table_outputs().values(), *figure_targets(), *lazy]
+    return [
+        *result_files(),
+        *table_outputs().values(),
+        *figure_targets(),
+        *lazy,
+        *pipeline_targets(),
+    ]
 
 
 def aggregate_inputs(wildcards=None):
