@@ -1,0 +1,132 @@
+# User pipelines (augbench/pipelines.py, docs/pipelines.md): the per-step breakdown (micro
+# regime, one thread), each pipeline as the recipe of the cpu_dataloader regime, and their tables
+# and figure. Input functions are in common.smk (PIPELINES, pipeline_*_results).
+
+
+rule pipeline_breakdown:
+    input:
+        unpack(benchmark_env_inputs),
+        manifest=MANIFEST,
+    output:
+        result=raw_result("micro", "pipelines-breakdown"),
+    log:
+        job_log("micro", "pipelines-breakdown"),
+    benchmark:
+        job_benchmark("micro", "pipelines-breakdown")
+    conda:
+        "../../envs/{library}.yaml"
+    threads: 1
+    resources:
+        **cloud_resources("micro"),
+        bench_slot=1,
+    params:
+        provision=provision_command,
+        root=workflow.basedir,
+        thread_env=MICRO_THREADS.shell_prefix(),
+        pipelines=pipelines_json(),
+        num_images=min(PIPELINE_RUNS["breakdown_images"], config["num_images"]),
+        min_values=PIPELINE_RUNS["breakdown_min_values"],
+        max_values=max(
+            PIPELINE_RUNS["breakdown_min_values"],
+            PIPELINE_RUNS["breakdown_max_values"],
+        ),
+        warmups=PIPELINE_RUNS["breakdown_warmups"],
+        policy=json.dumps(SLOW_POLICY.to_dict()),
+    shell:
+        "{params.thread_env} PYTHONPATH={params.root:q} {params.provision}"
+        " --lock {input.lock:q} --archive {input.archive:q} --manifest {input.manifest:q}"
+        " -- -m augbench.engines.pipeline_breakdown --library {wildcards.library}"
+        " --pipelines {params.pipelines:q} --num-images {params.num_images}"
+        " --machine {wildcards.machine} --min-values {params.min_values}"
+        " --max-values {params.max_values} --warmups {params.warmups}"
+        " --policy {params.policy:q} --output {output.result:q} 2>&1 | tee {log:q}"
+
+
+rule pipeline_dataloader:
+    input:
+        unpack(benchmark_env_inputs),
+        manifest=MANIFEST,
+    output:
+        result=raw_result("cpu_dataloader", "pipelines-{scope}-w{workers}"),
+    log:
+        job_log("cpu_dataloader", "pipelines-{scope}-w{workers}"),
+    benchmark:
+        job_benchmark("cpu_dataloader", "pipelines-{scope}-w{workers}")
+    wildcard_constraints:
+        scope="memory|decode",
+        workers=r"\d+",
+    conda:
+        "../../envs/{library}.yaml"
+    threads: lambda wildcards: int(wildcards.workers) + 1
+    resources:
+        **cloud_resources("cpu_dataloader"),
+        bench_slot=1,
+    params:
+        provision=provision_command,
+        root=workflow.basedir,
+        thread_env=DATALOADER_THREADS.shell_prefix(),
+        transforms=",".join(PIPELINE_NAMES),
+        pipelines=pipelines_json(),
+        num_images=cpu_dataloader_num_images(),
+        batch_size=DATALOADER["batch_size"],
+        batches_per_run=PIPELINE_RUNS["dataloader_batches_per_run"],
+        num_runs=PIPELINE_RUNS["dataloader_num_runs"],
+        prefetch_factor=DATALOADER["prefetch_factor"],
+        persistent_workers=DATALOADER["persistent_workers"],
+        cap_workers=DATALOADER["cap_workers_at_cores"],
+        batch_timeout=DATALOADER["batch_timeout_s"],
+        baseline_runs=PIPELINE_RUNS["dataloader_baseline_runs"],
+        policy=json.dumps(SLOW_POLICY.to_dict()),
+    shell:
+        "{params.thread_env} PYTHONPATH={params.root:q} {params.provision}"
+        " --lock {input.lock:q} --archive {input.archive:q} --manifest {input.manifest:q}"
+        " -- -m augbench.engines.cpu_dataloader"
+        " --library {wildcards.library} --scope {wildcards.scope} --workers {wildcards.workers}"
+        " --shard pipelines --transforms {params.transforms:q}"
+        " --pipelines {params.pipelines:q} --num-images {params.num_images}"
+        " --machine {wildcards.machine} --batch-size {params.batch_size}"
+        " --batches-per-run {params.batches_per_run} --num-runs {params.num_runs}"
+        " --prefetch-factor {params.prefetch_factor}"
+        " --persistent-workers {params.persistent_workers}"
+        " --cap-workers-at-cores {params.cap_workers} --batch-timeout {params.batch_timeout}"
+        " --baseline-runs {params.baseline_runs}"
+        " --policy {params.policy:q} --output {output.result:q}"
+        " 2>&1 | tee {log:q}"
+
+
+# Tables from the raw results themselves: the per-step rows never enter all_results.csv.
+rule pipeline_tables:
+    input:
+        results=aggregate_inputs,
+    output:
+        **pipeline_tables(),
+    log:
+        "logs/pipeline_tables.log",
+    localrule: True
+    conda:
+        "../../envs/driver.yaml"
+    params:
+        pipelines=PIPELINE_NAMES,
+    script:
+        "../scripts/pipeline_tables.py"
+
+
+rule pipeline_figure:
+    input:
+        table="results/tables/pipeline_breakdown.csv",
+    output:
+        png=report(
+            "results/analysis/pipeline_breakdown.png",
+            caption="../report/pipeline_breakdown.rst",
+            category="Figures",
+            labels={"figure": "pipeline_breakdown", "results": "results"},
+        ),
+        pdf="results/analysis/pipeline_breakdown.pdf",
+        caption="results/analysis/pipeline_breakdown.caption.txt",
+    log:
+        "logs/pipeline_figure.log",
+    localrule: True
+    conda:
+        "../../envs/driver.yaml"
+    script:
+        "../scripts/pipeline_figure.py"

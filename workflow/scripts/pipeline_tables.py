@@ -1,0 +1,19 @@
+"""Rule pipeline_tables: the per-step breakdown table and one speedup table per pipeline."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
+
+from augbench.analysis import pipelines, tidy
+from augbench.logs import redirect_to_log
+from augbench.results import write_table_atomic
+
+with redirect_to_log(snakemake.log[0]):  # noqa: F821
+    sm = snakemake  # noqa: F821
+    frame = tidy.load([Path(p) for p in sm.input.results])
+    write_table_atomic(pipelines.breakdown(frame), sm.output.breakdown)
+    for name in sm.params.pipelines:
+        write_table_atomic(pipelines.speedup_table(frame, name), sm.output[f"speedups_{name}"])
+    print(f"{len(pipelines.pipeline_rows(frame))} pipeline rows, "
+          f"{len(pipelines.step_rows(frame))} step rows")  # fmt: skip
