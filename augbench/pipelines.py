@@ -403,6 +403,15 @@ def recipe_parts(
     return fns[:-1], fns[-1]
 
 
+def scaled_policy(policy: Any, pipeline: Pipeline) -> Any:
+    """The slow-transform policy of a pipeline: its per-item limit is per step, so a pipeline of
+    n steps stops early at n times the single-transform limit (recorded with the row)."""
+    from dataclasses import replace
+
+    steps = len(pipeline.units())
+    return replace(policy, max_seconds_per_item=policy.max_seconds_per_item * steps)
+
+
 def row_fields(pipeline: Pipeline, adapter: Any | None = None) -> dict[str, Any]:
     """What every row of a pipeline carries, whatever its status or regime."""
     fields: dict[str, Any] = {

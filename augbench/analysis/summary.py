@@ -48,6 +48,7 @@ def markdown(
     gaps: int = 5,
     title: str = "Benchmark summary",
     lazy: pd.DataFrame | None = None,
+    pipeline_rows: pd.DataFrame | None = None,
 ) -> str:
     """``lazy``: the lazy-output diagnostic's table (augbench.analysis.lazy_outputs); its rows
     where materialization is over half of the measured time are listed with their numbers."""
@@ -128,7 +129,8 @@ def markdown(
         lines.append("None: every ok row is within the variance and warm-up limits.")
     lines.append("")
     lines += _baseline_section(frame)
-    lines += pipelines.summary_lines(frame)  # user pipelines' breakdown sums
+    if pipeline_rows is not None:  # user pipelines' breakdowns: do their steps sum up?
+        lines += pipelines.summary_lines(pipeline_rows)
     early = slow_rows(frame, slowest=0)
     lines += ["## Early-stopped rows", ""]
     if len(early):

@@ -458,6 +458,8 @@ def run_recipe(
         err = RecipeError("setup", exc)
         return non_ok_row("error", str(err), traceback=err.tb)
     dataset = RecipeDataset(items, load, recipe, label=transform)
+    if pipeline is not None:  # its limit is per step (augbench.pipelines.scaled_policy)
+        policy = pipelines.scaled_policy(policy, pipeline)
     try:
         pre = preflight(dataset, policy)
     except Exception as exc:

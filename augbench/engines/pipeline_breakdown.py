@@ -154,19 +154,22 @@ def measure(
     warmups: int = 1,
     progress: Callable[[str], None] | None = None,
 ) -> Breakdown:
-    """Untimed warm-up passes, then steps and whole passes alternating until ``rule`` is met on
-    the whole pipeline's throughputs."""
+    """Untimed warm-up (a steps pass and a whole pass each), then rounds of two values, S W then
+    W S, so each kind of pass comes first equally often; rounds repeat until ``rule`` is met on
+    the whole pipeline's throughputs. Each pass of a value is seeded alike (``reseed``)."""
     for _ in range(warmups):
+        steps_pass(units, inputs, materialize)
         whole_pass(units, inputs, materialize)
     result = Breakdown([label for label, _ in units], len(inputs))
     while not rule.done([len(inputs) / s for s in result.whole_seconds]):
-        value = len(result.whole_seconds)
-        for which in ("steps", "whole") if value % 2 == 0 else ("whole", "steps"):
-            reseed(units, value)
-            if which == "steps":
-                result.step_seconds.append(steps_pass(units, inputs, materialize))
-            else:
-                result.whole_seconds.append(whole_pass(units, inputs, materialize))
+        for order in (("steps", "whole"), ("whole", "steps")):
+            value = len(result.whole_seconds)
+            for which in order:
+                reseed(units, value)
+                if which == "steps":
+                    result.step_seconds.append(steps_pass(units, inputs, materialize))
+                else:
+                    result.whole_seconds.append(whole_pass(units, inputs, materialize))
         if progress is not None:
             progress(f"value {len(result.whole_seconds)}")
     return result
@@ -259,7 +262,7 @@ def run_pipeline(
         return pipelines.materialize(adapter, out, src)
 
     try:
-        pre = preflight(units, inputs, materialize, policy)
+        pre = preflight(units, inputs, materialize, pipelines.scaled_policy(policy, pipeline))
     except Exception as exc:
         return {pipeline.name: _error_row("preflight", exc, fields)}
     verdict = pre.pop("verdict")

@@ -298,9 +298,12 @@ def lazy_outputs_num_images():
 
 def summary_extra_inputs(wildcards):
     """The lazy-output table, for this workflow's own sweep (its flags go into the summary)."""
+    extra = {}
     if LAZY_ENABLED and wildcards.root == "results":
-        return {"lazy": LAZY_TABLES["csv"]}
-    return {}
+        extra["lazy"] = LAZY_TABLES["csv"]
+    if PIPELINES and wildcards.root == "results":
+        extra["pipelines"] = "results/tables/pipeline_results.csv"
+    return extra
 
 
 # -- cpu_dataloader regime ---------------------------------------------------------------------
@@ -393,6 +396,14 @@ def dali_results():
 PIPELINES = config["pipeline_definitions"]
 PIPELINE_NAMES = [p["name"] for p in PIPELINES]
 PIPELINE_RUNS = config["pipeline_runs"]
+# Pipeline results sit in their own tree, results/pipelines/raw/<machine>/<dataset>/<regime>/,
+# with their own tables: single-transform tables, figures, comparisons never read them.
+PIPELINE_ROOT = "results/pipelines/raw"
+
+
+def pipeline_result(regime, name, library="{library}", machine="{machine}"):
+    """As raw_result(), below PIPELINE_ROOT."""
+    return f"{PIPELINE_ROOT}/{machine}/{DATASET}/{regime}/{library}/{name}.json"
 
 
 def pipelines_json():
@@ -405,7 +416,7 @@ def pipeline_breakdown_results():
     if not PIPELINES or "micro" not in REGIMES:
         return []
     return [
-        raw_result("micro", "pipelines-breakdown", lib, MACHINE)
+        pipeline_result("micro", "breakdown", lib, MACHINE)
         for lib in matrix.libraries_for("micro", LIBRARIES)
     ]
 
@@ -415,18 +426,36 @@ def pipeline_dataloader_results():
     if not PIPELINES or "cpu_dataloader" not in REGIMES:
         return []
     return [
-        raw_result("cpu_dataloader", f"pipelines-{scope}-w{workers}", lib, MACHINE)
+        pipeline_result("cpu_dataloader", f"{scope}-w{workers}", lib, MACHINE)
         for lib in matrix.libraries_for("cpu_dataloader", LIBRARIES)
         for scope in PIPELINE_RUNS["dataloader_scopes"]
         for workers in PIPELINE_RUNS["dataloader_workers"]
     ]
 
 
+def pipeline_table_inputs(wildcards=None):
+    """This sweep's pipeline results plus those this machine measured on other datasets (rows
+    carry their dataset), as `aggregate` does for single transforms."""
+    root = Path(PIPELINE_ROOT) / MACHINE
+    others = (
+        sorted(
+            str(path)
+            for key in root.iterdir()
+            if key.is_dir() and key.name != DATASET
+            for path in key.glob("*/*/*.json")
+        )
+        if root.is_dir()
+        else []
+    )
+    return [*pipeline_breakdown_results(), *pipeline_dataloader_results(), *others]
+
+
 def pipeline_tables():
-    """Breakdown table and one speedup table per pipeline (rule pipeline_tables)."""
+    """Tidy pipeline rows, the breakdown and one speedup table per pipeline."""
     if not PIPELINES:
         return {}
     return {
+        "results": "results/tables/pipeline_results.csv",
         "breakdown": "results/tables/pipeline_breakdown.csv",
         **{
             f"speedups_{name}": f"results/tables/speedups_pipeline_{name}.csv"
@@ -436,9 +465,15 @@ def pipeline_tables():
 
 
 def pipeline_targets():
+    """Raw pipeline results (targets in their own right, as result_files()), tables, figure."""
     if not PIPELINES:
         return []
-    return [*pipeline_tables().values(), "results/analysis/pipeline_breakdown.png"]
+    return [
+        *pipeline_breakdown_results(),
+        *pipeline_dataloader_results(),
+        *pipeline_tables().values(),
+        "results/analysis/pipeline_breakdown.png",
+    ]
 
 
 # -- aggregation -----------------------------------------------------------------------------
@@ -453,7 +488,6 @@ def result_files(wildcards=None):
         files += gpu_dataloader_results()
     if "dali" in REGIMES:
         files += dali_results()
-    files += pipeline_breakdown_results() + pipeline_dataloader_results()
     return files
 
 

@@ -8,11 +8,11 @@ rule pipeline_breakdown:
         unpack(benchmark_env_inputs),
         manifest=MANIFEST,
     output:
-        result=raw_result("micro", "pipelines-breakdown"),
+        result=pipeline_result("micro", "breakdown"),
     log:
-        job_log("micro", "pipelines-breakdown"),
+        job_log("pipelines/micro", "breakdown"),
     benchmark:
-        job_benchmark("micro", "pipelines-breakdown")
+        job_benchmark("pipelines/micro", "breakdown")
     conda:
         "../../envs/{library}.yaml"
     threads: 1
@@ -47,11 +47,11 @@ rule pipeline_dataloader:
         unpack(benchmark_env_inputs),
         manifest=MANIFEST,
     output:
-        result=raw_result("cpu_dataloader", "pipelines-{scope}-w{workers}"),
+        result=pipeline_result("cpu_dataloader", "{scope}-w{workers}"),
     log:
-        job_log("cpu_dataloader", "pipelines-{scope}-w{workers}"),
+        job_log("pipelines/cpu_dataloader", "{scope}-w{workers}"),
     benchmark:
-        job_benchmark("cpu_dataloader", "pipelines-{scope}-w{workers}")
+        job_benchmark("pipelines/cpu_dataloader", "{scope}-w{workers}")
     wildcard_constraints:
         scope="memory|decode",
         workers=r"\d+",
@@ -94,10 +94,10 @@ rule pipeline_dataloader:
         " 2>&1 | tee {log:q}"
 
 
-# Tables from the raw results themselves: the per-step rows never enter all_results.csv.
+# Tables from the pipelines' raw results: the per-step rows never enter all_results.csv.
 rule pipeline_tables:
     input:
-        results=aggregate_inputs,
+        results=pipeline_table_inputs,
     output:
         **pipeline_tables(),
     log:

@@ -5,16 +5,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
-from augbench.analysis import dataloader, gpu, pipelines, speedups, tidy
+from augbench.analysis import dataloader, gpu, speedups, tidy
 from augbench.logs import redirect_to_log
 from augbench.results import write_table_atomic
 
 with redirect_to_log(snakemake.log[0]):  # noqa: F821
     sm = snakemake  # noqa: F821
     frame = tidy.load([Path(p) for p in sm.input.results])
-    # Per-step rows of pipeline breakdowns go only to pipeline_breakdown.csv (rule
-    # pipeline_tables): steps are parts of a pipeline, never ranked as transforms.
-    frame = frame.drop(pipelines.step_rows(frame).index).reset_index(drop=True)
     write_table_atomic(frame, sm.output.all)
     for regime in sm.params.regimes:
         part = frame[frame["regime"] == regime]

@@ -12,6 +12,7 @@ from augbench.results import write_table_atomic
 with redirect_to_log(snakemake.log[0]):  # noqa: F821
     sm = snakemake  # noqa: F821
     frame = tidy.load([Path(p) for p in sm.input.results])
+    write_table_atomic(frame, sm.output.results)
     write_table_atomic(pipelines.breakdown(frame), sm.output.breakdown)
     for name in sm.params.pipelines:
         write_table_atomic(pipelines.speedup_table(frame, name), sm.output[f"speedups_{name}"])

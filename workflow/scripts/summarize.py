@@ -41,6 +41,7 @@ def write(
     slow_csv: str | None,
     slowest: int,
     lazy_csv: str | None = None,
+    pipelines_csv: str | None = None,
 ) -> None:
     diag = diagnostics.diagnose(frame)
     slow = diagnostics.slow_rows(frame, slowest=slowest)
@@ -49,7 +50,8 @@ def write(
         import pandas as pd
 
         lazy = pd.read_csv(lazy_csv)
-    text = summary.markdown(frame, lazy=lazy)
+    pipeline_rows = read_table(pipelines_csv) if pipelines_csv else None
+    text = summary.markdown(frame, lazy=lazy, pipeline_rows=pipeline_rows)
     if summary_md:
         Path(summary_md).write_text(text)
     else:
@@ -92,6 +94,7 @@ if "snakemake" in globals():
             sm.output.slow,
             slowest=5,
             lazy_csv=sm.input.get("lazy"),
+            pipelines_csv=sm.input.get("pipelines"),
         )
 elif __name__ == "__main__":
     sys.exit(main())
