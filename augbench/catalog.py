@@ -391,7 +391,7 @@ _CANDIDATES: tuple[TransformSpec, ...] = (
         "Pad with the constant 0 to at least 512x512, image at the top-left; larger sides kept",
         random=False,
         pipeline_only=True,
-        min_size=(512, 512),
+        size=(512, 512),
     ),
     _spec(
         "Normalize",
@@ -457,6 +457,11 @@ def get(name: str) -> TransformSpec:
     if name in CANDIDATES and name in eligible(3):
         return CANDIDATES[name]
     allowed = ", ".join(eligible(3))
+    if name in CANDIDATES and CANDIDATES[name].pipeline_only:
+        raise KeyError(
+            f"transform {name!r} is not in the paper set: it is a step of user pipelines only "
+            f"(augbench.pipelines); allowed: {allowed}"
+        )
     if name in CANDIDATES:
         raise KeyError(
             f"transform {name!r} is not in the paper set: only "

@@ -33,6 +33,8 @@ BENCH_PLACEMENT = {
     "dali": "dali",
     "dali_cpu": "dali_cpu",
     "lazy_outputs": "micro",  # a diagnostic that times calls like micro does
+    "pipeline_breakdown": "micro",  # user pipelines, one thread (workflow/rules/pipelines.smk)
+    "pipeline_dataloader": "cpu_dataloader",
 }
 BENCH_RULES = set(BENCH_PLACEMENT)
 SETUP_RULES = {"build_default_archive", "build_env", "stage_dataset"}

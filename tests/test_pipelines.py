@@ -40,6 +40,7 @@ def test_default_config_runs_the_shipped_pipelines() -> None:
         "Normalize",
     ]
     assert seg["steps"][0]["params"] == {"max_size": 1024}
+    assert seg["steps"][1]["params"] == {"size": [1024, 1024]}
 
 
 def test_pipeline_key_runs_just_that_file() -> None:
@@ -141,19 +142,21 @@ def _numpy_units(sleep_ms: list[float]) -> list[tuple[str, Any]]:
 
 
 def test_breakdown_shows_a_sleep_steps_share() -> None:
-    images = [np.full((64, 64, 3), i, dtype=np.uint8) for i in range(4)]
-    units = _numpy_units([2.0, 6.0])
+    images = [np.full((64, 64, 3), i, dtype=np.uint8) for i in range(2)]
+    units = _numpy_units([10.0, 30.0])
     result = pipeline_breakdown.measure(
-        units, images, layout.materialize, StoppingRule(8, 8), warmups=1
+        units, images, layout.materialize, StoppingRule(6, 6), warmups=1
     )
-    assert len(result.whole_seconds) == len(result.step_seconds) == 8
+    assert len(result.whole_seconds) == len(result.step_seconds) == 6
     shares = dict(zip(result.labels, result.shares(), strict=True))
-    # 2 ms and 6 ms of 8 ms plus microseconds of numpy: 25 % and 75 %, give or take oversleeping.
-    assert shares["Sleep2"] == pytest.approx(0.25, abs=0.05)
-    assert shares["Sleep6"] == pytest.approx(0.75, abs=0.05)
-    # Paired passes, median ratio; sleeps overshoot by scheduler-dependent amounts on a loaded
-    # shared machine, so the tolerance here is twice the 5 % goal the workflow reports against.
-    assert result.sum_ratio() == pytest.approx(1.0, abs=0.1)
+    # 10 ms and 30 ms of 40 ms plus microseconds of numpy: 25 % and 75 %. Sleeps this long keep
+    # a late wake-up on a loaded machine (about 1 ms) within a few percentage points.
+    assert shares["Sleep10"] == pytest.approx(0.25, abs=0.04)
+    assert shares["Sleep30"] == pytest.approx(0.75, abs=0.04)
+    assert shares["Invert"] < 0.02 and shares["Flip"] < 0.02
+    # Paired passes, median ratio: a sanity bound only; the 5 % goal is what the workflow
+    # reports (summary, figure), not a timed assertion here.
+    assert 0.8 < result.sum_ratio() < 1.2
 
 
 def test_steps_run_on_previous_outputs_and_materialize() -> None:

@@ -232,8 +232,8 @@ class AlbumentationsXAdapter(Adapter):
                 f"border_mode={const}, fill=0)",
                 lambda p: _albx(
                     "PadIfNeeded",
-                    min_height=p["min_size"][0],
-                    min_width=p["min_size"][1],
+                    min_height=p["size"][0],
+                    min_width=p["size"][1],
                     position="top_left",
                     border_mode=_cv2_flag("BORDER_CONSTANT"),
                     fill=0,

@@ -169,7 +169,7 @@ class KorniaAdapter(Adapter):
                 "K.PadTo((512, 512), pad_mode='constant', pad_value=0, crop_if_exceeds=False)",
                 lambda p: _k(
                     "PadTo",
-                    tuple(p["min_size"]),
+                    tuple(p["size"]),
                     pad_mode="constant",
                     pad_value=0.0,
                     crop_if_exceeds=False,
