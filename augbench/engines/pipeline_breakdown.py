@@ -40,6 +40,7 @@ from typing import Any  # noqa: E402
 
 from augbench import adapters, media, pipelines  # noqa: E402
 from augbench.engines.common import job_metadata  # noqa: E402
+from augbench.engines.cpu_dataloader import preflight  # noqa: E402
 from augbench.policy import PIPELINE_STEP_SUM_TOLERANCE, SlowTransformPolicy  # noqa: E402
 from augbench.results import (  # noqa: E402
     non_ok_row,
@@ -175,28 +176,18 @@ def measure(
     return result
 
 
-def preflight(
-    units: Sequence[Unit],
-    inputs: Sequence[Any],
-    materialize: Materialize,
-    policy: SlowTransformPolicy,
-) -> dict[str, Any]:
-    """One untimed sample (lazy initialisation), then up to ``preflight_items`` timed ones."""
-    whole_pass(units, inputs[:1], materialize)
-    items = 0
-    start = time.perf_counter()
-    for i in range(policy.preflight_items):
-        whole_pass(units, [inputs[i % len(inputs)]], materialize)
-        items += 1
-        if time.perf_counter() - start > policy.preflight_max_seconds:
-            break
-    seconds = time.perf_counter() - start
-    return {
-        "preflight_items": items,
-        "preflight_seconds": seconds,
-        "preflight_throughput": items / seconds if seconds > 0 else None,
-        "verdict": policy.verdict(items, seconds),
-    }
+class WholeSamples:
+    """The whole pipeline on input ``i``, indexable like a dataset: the shared preflight
+    (``cpu_dataloader.preflight``: one untimed sample, then up to ``preflight_items`` timed)."""
+
+    def __init__(self, units: Sequence[Unit], inputs: Sequence[Any], materialize: Materialize):
+        self.units, self.inputs, self.materialize = units, inputs, materialize
+
+    def __len__(self) -> int:
+        return len(self.inputs)
+
+    def __getitem__(self, index: int) -> None:
+        whole_pass(self.units, [self.inputs[index]], self.materialize)
 
 
 def breakdown_rows(
@@ -262,7 +253,8 @@ def run_pipeline(
         return pipelines.materialize(adapter, out, src)
 
     try:
-        pre = preflight(units, inputs, materialize, pipelines.scaled_policy(policy, pipeline))
+        samples = WholeSamples(units, inputs, materialize)
+        pre = preflight(samples, pipelines.scaled_policy(policy, pipeline))  # type: ignore[arg-type]
     except Exception as exc:
         return {pipeline.name: _error_row("preflight", exc, fields)}
     verdict = pre.pop("verdict")
