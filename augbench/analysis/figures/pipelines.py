@@ -73,15 +73,18 @@ def draw(table: pd.DataFrame) -> Drawn:
         ax.set_xticks([0, 25, 50, 75, 100])
         ax.set_title(name, loc="left", fontsize=10)
     axes[-1, 0].set_xlabel("share of the pipeline's per-image time (sum of its steps = 100 %)")
+    fig.suptitle(TITLE, fontsize=11)
+    rows = math.ceil(len(steps) / 5)
+    legend_space = (0.25 + 0.2 * rows) / fig.get_figheight()
+    fig.tight_layout(rect=(0, legend_space, 1, 1 - 0.4 / fig.get_figheight()))
     fig.legend(
         handles=[Patch(color=colors[s], label=s) for s in steps],
-        loc="upper center",
+        loc="lower center",
         ncol=min(5, len(steps)),
         fontsize=8,
-        bbox_to_anchor=(0.5, 1.0),
+        frameon=False,
+        bbox_to_anchor=(0.5, 0.0),
     )
-    fig.suptitle(TITLE, y=1.04, fontsize=11)
-    fig.tight_layout()
     return Drawn(fig, caption_text(table, flagged))
 
 
