@@ -219,7 +219,8 @@ def parse(data: Any, *, source: str = "inline", allow_diagnostic: bool = False) 
     )
 
 
-def load_file(path: Path, *, allow_diagnostic: bool = False) -> Pipeline:
+def load_file(path: Path, *, allow_diagnostic: bool = False, source: str | None = None) -> Pipeline:
+    """One pipeline file; ``source`` is how rows name it (default: the path)."""
     import yaml
 
     path = Path(path)
@@ -229,7 +230,7 @@ def load_file(path: Path, *, allow_diagnostic: bool = False) -> Pipeline:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise PipelineError(f"pipeline file {path}: not valid YAML: {exc}") from None
-    return parse(data, source=str(path), allow_diagnostic=allow_diagnostic)
+    return parse(data, source=source or str(path), allow_diagnostic=allow_diagnostic)
 
 
 def from_config(cfg: dict[str, Any], basedir: Path) -> list[Pipeline]:
@@ -244,7 +245,8 @@ def from_config(cfg: dict[str, Any], basedir: Path) -> list[Pipeline]:
             path = Path(entry)
             if not path.is_absolute() and not path.exists():
                 path = Path(basedir) / entry
-            out.append(load_file(path, allow_diagnostic=allow))
+            # Rows record the path as configured: the same on every machine and checkout.
+            out.append(load_file(path, allow_diagnostic=allow, source=entry))
         else:
             out.append(parse(entry, allow_diagnostic=allow))
     names = [p.name for p in out]
@@ -416,6 +418,7 @@ def row_fields(pipeline: Pipeline, adapter: Any | None = None) -> dict[str, Any]
     """What every row of a pipeline carries, whatever its status or regime."""
     fields: dict[str, Any] = {
         "pipeline": pipeline.name,
+        "transform": pipeline.name,
         "variant": VARIANT,
         "recipe": pipeline.recipe,
         "pipeline_steps": [s.to_dict() for s in pipeline.steps],
