@@ -1,5 +1,6 @@
 # Configuration, the benchmark matrix and input functions shared by every rule file.
 import json
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -42,7 +43,6 @@ wildcard_constraints:
     machine=MACHINE.replace(".", r"\."),
     library="|".join(matrix.LIBRARIES),
     shard=r"(contiguous-)?(c9)?s\d{3}",
-    dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     n=r"\d+",
 
 
@@ -91,19 +91,72 @@ DATASET = DATASET_ID.key
 MANIFEST = f"results/data/{DATASET}/manifest.json"
 
 
-def raw_result(regime, name, library="{library}", machine="{machine}"):
+# -- resolution sweep (docs/resolution.md) ------------------------------------------------------
+def derived_datasets():
+    """{derived key: (identity, ResizeSpec)}, one per configured resolution, in config order."""
+    from augbench.resize import ResizeSpec, derived_identity
+
+    out = {}
+    for resolution in config.get("resolutions") or []:
+        spec = ResizeSpec(int(resolution))
+        found = derived_identity(DATASET_ID, spec)
+        out[found.key] = (found, spec)
+    return out
+
+
+DERIVED = derived_datasets()
+RESOLUTION_REGIMES = config.get("resolution_regimes") or ["micro"]
+for _regime in RESOLUTION_REGIMES if DERIVED else []:
+    if _regime not in REGIMES:
+        raise WorkflowError(
+            f"config error at resolution_regimes: {_regime!r} is not in regimes {REGIMES}; "
+            "add it to regimes or drop it from resolution_regimes"
+        )
+
+
+# Only the datasets this config measures (the staged one and its resolution sweep): a benchmark
+# rule never re-creates results measured on another dataset.
+wildcard_constraints:
+    dataset="|".join(re.escape(key) for key in [DATASET, *DERIVED]),
+
+
+def resolution_results():
+    """Raw results of the resolution sweep: the resolution regimes on every derived dataset."""
+    by_regime = {
+        "micro": micro_results,
+        "cpu_dataloader": cpu_dataloader_results,
+        "gpu_dataloader": gpu_dataloader_results,
+        "dali": dali_results,
+    }
+    return [
+        path
+        for key in DERIVED
+        for regime in RESOLUTION_REGIMES
+        for path in by_regime[regime](key)
+    ]
+
+
+# The manifest a benchmark job reads: the staged dataset's or a derived one's (wildcard dataset).
+DATASET_MANIFEST = "results/data/{dataset}/manifest.json"
+
+
+def raw_result(regime, name, library="{library}", machine="{machine}", dataset=None):
     """results/raw/<machine>/<dataset key>/<regime>/<library>/<name>.json; with the default
-    arguments a rule's output pattern, with values one file of a result list."""
-    return f"results/raw/{machine}/{DATASET}/{regime}/{library}/{name}.json"
+    arguments a rule's output pattern (wildcards machine, dataset, library), with values one file
+    of a result list (of the staged dataset unless ``dataset`` names a derived one)."""
+    if dataset is None:
+        dataset = "{dataset}" if machine == "{machine}" else DATASET
+    return f"results/raw/{machine}/{dataset}/{regime}/{library}/{name}.json"
 
 
 def job_log(regime, name):
-    """Log of one benchmark job, beside its result's layout (wildcards machine, library)."""
-    return f"logs/{{machine}}/{DATASET}/{regime}/{{library}}/{name}.log"
+    """Log of one benchmark job, beside its result's layout (wildcards machine, dataset,
+    library)."""
+    return f"logs/{{machine}}/{{dataset}}/{regime}/{{library}}/{name}.log"
 
 
 def job_benchmark(regime, name):
-    return f"benchmarks/{{machine}}/{DATASET}/{regime}/{{library}}/{name}.tsv"
+    return f"benchmarks/{{machine}}/{{dataset}}/{regime}/{{library}}/{name}.tsv"
 
 
 def other_dataset_results():
@@ -116,13 +169,16 @@ def other_dataset_results():
     return sorted(
         str(path)
         for key in root.iterdir()
-        if key.is_dir() and key.name != DATASET
+        if key.is_dir() and key.name not in (DATASET, *DERIVED)
         for regime in REGIMES
         for path in (key / regime).glob("*/*.json")
     )
 
 
 def dataset_archive(wildcards):
+    derived = getattr(wildcards, "dataset", DATASET)
+    if derived in DERIVED:
+        return f"results/data/archives/{derived}.tar"
     archive = config["dataset"].get("archive")
     if not archive:
         return (
@@ -244,9 +300,9 @@ def micro_transforms(wildcards):
     return ",".join(MICRO_SHARDS[shard])
 
 
-def micro_results():
+def micro_results(dataset=None):
     return [
-        raw_result("micro", f"{_layout_prefix(layout)}{shard}", lib, MACHINE)
+        raw_result("micro", f"{_layout_prefix(layout)}{shard}", lib, MACHINE, dataset)
         for lib in matrix.libraries_for("micro", LIBRARIES)
         for layout in matrix.layouts_for(lib, MICRO_LAYOUTS)
         for shard in MICRO_SHARDS
@@ -327,9 +383,11 @@ def cpu_dataloader_num_images():
     return DATALOADER.get("num_images") or config["num_images"]
 
 
-def cpu_dataloader_results():
+def cpu_dataloader_results(dataset=None):
     return [
-        raw_result("cpu_dataloader", f"{scope}-w{workers}-{shard}", lib, MACHINE)
+        raw_result(
+            "cpu_dataloader", f"{scope}-w{workers}-{shard}", lib, MACHINE, dataset
+        )
         for lib in matrix.libraries_for("cpu_dataloader", LIBRARIES)
         for scope in DATALOADER["scopes"]
         for workers in DATALOADER["workers"]
@@ -363,10 +421,14 @@ def gpu_dataloader_transforms(wildcards):
     return ",".join(GPU_DL_SHARDS[wildcards.shard])
 
 
-def gpu_dataloader_results():
+def gpu_dataloader_results(dataset=None):
     return [
         raw_result(
-            "gpu_dataloader", f"{scope}_w{workers}_{randomness}_{shard}", lib, MACHINE
+            "gpu_dataloader",
+            f"{scope}_w{workers}_{randomness}_{shard}",
+            lib,
+            MACHINE,
+            dataset,
         )
         for lib in matrix.libraries_for("gpu_dataloader", LIBRARIES)
         for scope in GPU_DL["scopes"]
@@ -380,9 +442,9 @@ def dali_transforms(wildcards):
     return ",".join(DALI_SHARDS[wildcards.shard])
 
 
-def dali_results():
+def dali_results(dataset=None):
     return [
-        raw_result("dali", f"{variant}_{shard}", lib, MACHINE)
+        raw_result("dali", f"{variant}_{shard}", lib, MACHINE, dataset)
         for lib in matrix.libraries_for("dali", LIBRARIES)
         for variant in DALI["variants"]
         for shard in DALI_SHARDS
@@ -401,7 +463,7 @@ def result_files(wildcards=None):
         files += gpu_dataloader_results()
     if "dali" in REGIMES:
         files += dali_results()
-    return files
+    return files + resolution_results()
 
 
 GPU_TABLES = (
@@ -429,6 +491,8 @@ def table_outputs():
             else {}
         ),
         **GPU_TABLES,
+        "resolution_scaling": "results/tables/resolution_scaling.csv",
+        "starvation": "results/tables/starvation.csv",
     }
 
 

@@ -40,3 +40,30 @@ rule stage_dataset:
         or "embedded default (scikit-image photographs)",
     script:
         "../scripts/stage_dataset.py"
+
+
+# Resolution sweep: the staged dataset resized once per configured resolution into a derived
+# dataset (augbench/resize.py): an archive of its own, staged like any archive, under its own key.
+rule resize_dataset:
+    input:
+        manifest=MANIFEST,
+        images=f"results/data/{DATASET}/images",
+    output:
+        archive="results/data/archives/{dataset}.tar",
+        manifest="results/data/{dataset}/manifest.json",
+        images=directory("results/data/{dataset}/images"),
+    wildcard_constraints:
+        dataset="|".join(re.escape(key) for key in DERIVED) or "(?!)",
+    log:
+        "logs/data/resize_dataset-{dataset}.log",
+    benchmark:
+        "benchmarks/setup/resize_dataset/{dataset}.tsv"
+    conda:
+        "../../envs/driver.yaml"
+    params:
+        spec=lambda wildcards: DERIVED[wildcards.dataset][1].to_dict(),
+        name=lambda wildcards: DERIVED[wildcards.dataset][0].name,
+        digest=lambda wildcards: DERIVED[wildcards.dataset][0].digest,
+        base_key=DATASET,
+    script:
+        "../scripts/resize_dataset.py"
