@@ -41,6 +41,10 @@ BARE_LOOP_MIN_RATIO = 0.95
 # decode-scope throughput / the composition of the decode floor and the memory-scope row: the goal
 # for the cheapest recipe of each library (docs/cpu_dataloader.md, "Decode composition").
 DECODE_COMPOSITION_GOAL = 0.8
+# Resolution sweep (docs/resolution.md): a transform's cost "grows faster than pixels" between two
+# resolutions when the slope of log(seconds per image) over log(pixels per image) exceeds 1 by
+# more than this and by more than the two rows' own confidence intervals allow.
+RESOLUTION_SLOPE_TOLERANCE = 0.1
 
 
 @dataclass(frozen=True)

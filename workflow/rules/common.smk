@@ -353,10 +353,14 @@ def lazy_outputs_num_images():
 
 
 def summary_extra_inputs(wildcards):
-    """The lazy-output table, for this workflow's own sweep (its flags go into the summary)."""
+    """The lazy-output table (its flags) and the starvation table (its section), for this
+    workflow's own sweep."""
+    extra = {}
     if LAZY_ENABLED and wildcards.root == "results":
-        return {"lazy": LAZY_TABLES["csv"]}
-    return {}
+        extra["lazy"] = LAZY_TABLES["csv"]
+    if wildcards.root == "results":  # the "Will my GPU starve?" section
+        extra["starvation"] = "results/tables/starvation.csv"
+    return extra
 
 
 # -- cpu_dataloader regime ---------------------------------------------------------------------

@@ -41,6 +41,7 @@ def write(
     slow_csv: str | None,
     slowest: int,
     lazy_csv: str | None = None,
+    starvation_csv: str | None = None,
 ) -> None:
     diag = diagnostics.diagnose(frame)
     slow = diagnostics.slow_rows(frame, slowest=slowest)
@@ -50,6 +51,12 @@ def write(
 
         lazy = pd.read_csv(lazy_csv)
     text = summary.markdown(frame, lazy=lazy)
+    if starvation_csv:
+        import pandas as pd
+
+        from augbench.analysis import starvation
+
+        text += "\n" + "\n".join(starvation.markdown(pd.read_csv(starvation_csv))) + "\n"
     if summary_md:
         Path(summary_md).write_text(text)
     else:
@@ -92,6 +99,7 @@ if "snakemake" in globals():
             sm.output.slow,
             slowest=5,
             lazy_csv=sm.input.get("lazy"),
+            starvation_csv=sm.input.get("starvation"),
         )
 elif __name__ == "__main__":
     sys.exit(main())
