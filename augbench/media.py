@@ -49,9 +49,7 @@ def dataset_metadata(manifest_path: Path, num_images: int) -> dict[str, Any]:
         "mean_height": float(np.mean([f["height"] for f in selected])) if selected else None,
         # Pixels per image as measured (mean of width x height, not the product of the means).
         "mean_megapixels": (
-            float(np.mean([f["width"] * f["height"] for f in selected])) / 1e6
-            if selected
-            else None
+            float(np.mean([f["width"] * f["height"] for f in selected])) / 1e6 if selected else None
         ),
         # Resolution sweep (augbench.resize): the shorter side and how the images were resized.
         "resolution": manifest.get("resolution"),

@@ -128,5 +128,6 @@ def test_config_resolutions_from_the_command_line_and_checks() -> None:
         resolve({**BASE, "preset": "smoke", "starvation": {"model_step_ms": 10}}, REPO)
     with pytest.raises(ConfigError, match="starvation"):
         resolve(
-            {**BASE, "preset": "smoke", "starvation": {"model_img_per_s": 5, "model_step_ms": 1}}, REPO
+            {**BASE, "preset": "smoke", "starvation": {"model_img_per_s": 5, "model_step_ms": 1}},
+            REPO,
         )

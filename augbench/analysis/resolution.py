@@ -63,9 +63,7 @@ def swept_rows(frame: pd.DataFrame) -> pd.DataFrame:
     data["_mp"] = pd.to_numeric(data.get("megapixels"), errors="coerce")
     rci = data["relative_ci"] if "relative_ci" in data.columns else pd.Series(np.nan, data.index)
     data["_rci"] = pd.to_numeric(rci, errors="coerce").fillna(0.0)
-    data["base_dataset"] = (
-        data.apply(_base_dataset, axis=1) if len(data) else pd.Series(dtype=str)
-    )
+    data["base_dataset"] = data.apply(_base_dataset, axis=1) if len(data) else pd.Series(dtype=str)
     return data
 
 
@@ -96,7 +94,9 @@ def _num(value: Any, fmt: str) -> str:
     return format(float(value), fmt)
 
 
-def scaling_table(frame: pd.DataFrame, tolerance: float = RESOLUTION_SLOPE_TOLERANCE) -> pd.DataFrame:
+def scaling_table(
+    frame: pd.DataFrame, tolerance: float = RESOLUTION_SLOPE_TOLERANCE
+) -> pd.DataFrame:
     """One row per series: its ok resolutions, the not-ok ones with their status and reason,
     img/s and MP/s per resolution, the fitted and per-interval slopes, and the flag."""
     data = swept_rows(frame)

@@ -52,12 +52,12 @@ rule resize_dataset:
         archive="results/data/archives/{dataset}.tar",
         manifest="results/data/{dataset}/manifest.json",
         images=directory("results/data/{dataset}/images"),
-    wildcard_constraints:
-        dataset="|".join(re.escape(key) for key in DERIVED) or "(?!)",
     log:
         "logs/data/resize_dataset-{dataset}.log",
     benchmark:
         "benchmarks/setup/resize_dataset/{dataset}.tsv"
+    wildcard_constraints:
+        dataset="|".join(re.escape(key) for key in DERIVED) or "(?!)",
     conda:
         "../../envs/driver.yaml"
     params:

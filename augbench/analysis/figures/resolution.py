@@ -68,9 +68,7 @@ def draw(frame: pd.DataFrame) -> Drawn:
         bottom.set_xlabel("shorter side, px (log)")
         top.legend(loc="best", frameon=False, fontsize=6)
     machines = ", ".join(sorted(ok["machine"].astype(str).unique()))
-    fig.suptitle(
-        f"{TITLE} ({machines}); thick: cost grows faster than pixels", x=0.02, ha="left"
-    )
+    fig.suptitle(f"{TITLE} ({machines}); thick: cost grows faster than pixels", x=0.02, ha="left")
     fig.tight_layout()
     rows = (
         "ok rows of the resolution sweep only (each resolution is its own derived dataset: the "
