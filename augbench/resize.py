@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from augbench.dataset import DatasetIdentity, stage_archive
+from augbench.dataset import DatasetIdentity, add_tar_member, stage_archive
 
 # Bump when resize_archive changes what it writes: every derived key changes with it.
 RESIZE_VERSION = 1
@@ -70,16 +70,6 @@ def derived_identity(base: DatasetIdentity, spec: ResizeSpec) -> DatasetIdentity
     return DatasetIdentity(f"{base.name}-r{spec.resolution}", digest, "derived-resize")
 
 
-def _tar_member(tar: tarfile.TarFile, name: str, data: bytes) -> None:
-    info = tarfile.TarInfo(name=name)
-    info.size = len(data)
-    info.mtime = 0
-    info.mode = 0o644
-    info.uid = info.gid = 0
-    info.uname = info.gname = ""
-    tar.addfile(info, io.BytesIO(data))
-
-
 def resize_archive(base_manifest: Path, spec: ResizeSpec, out_archive: Path) -> dict[str, Any]:
     """Write a deterministic tar of every image of the staged base dataset, resized by ``spec``.
 
@@ -114,7 +104,7 @@ def resize_archive(base_manifest: Path, spec: ResizeSpec, out_archive: Path) -> 
             buf = io.BytesIO()
             out.save(buf, format="JPEG", quality=spec.jpeg_quality, optimize=False)
             stem = str(Path(entry["path"]).with_suffix(""))
-            _tar_member(tar, f"images/{stem}.jpg", buf.getvalue())
+            add_tar_member(tar, f"images/{stem}.jpg", buf.getvalue())
     tmp.replace(out_archive)
     return counts
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_config import BASE
 
 from augbench.analysis.resolution import scaling_table
 from augbench.config import ConfigError, resolve
@@ -14,13 +15,6 @@ from augbench.dataset import build_default_archive, default_identity, stage_arch
 from augbench.resize import ResizeSpec, build_derived, derived_identity, resize_archive
 
 REPO = Path(__file__).resolve().parents[1]
-BASE = {
-    "machine": "auto",
-    "dataset": {"archive": None},
-    "libraries": ["pillow"],
-    "regimes": ["micro"],
-    "envs": {},
-}
 
 
 def test_derived_key_changes_with_the_base_archive_and_every_resize_parameter() -> None:

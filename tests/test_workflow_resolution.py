@@ -8,18 +8,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, run_snakemake
+from conftest import SMOKE_CONFIG, run_snakemake
 
 pytestmark = pytest.mark.workflow
 
-CONFIG = (
-    "--config",
-    "preset=smoke",
-    "machine=res-test",
-    f"envs={{'manager': 'uv', 'dir': '{REPO / '.venvs'}'}}",
-    "libraries=[pillow]",
-    "regimes=[micro]",
-)
+# The smoke config (later --config entries win), one cheap library, micro only.
+CONFIG = (*SMOKE_CONFIG, "libraries=[pillow]", "regimes=[micro]")
 
 
 @pytest.fixture(scope="module")
