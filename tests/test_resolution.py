@@ -125,3 +125,20 @@ def test_config_resolutions_from_the_command_line_and_checks() -> None:
             {**BASE, "preset": "smoke", "starvation": {"model_img_per_s": 5, "model_step_ms": 1}},
             REPO,
         )
+
+
+def test_figure_draws_the_sweep_and_says_so_without_one(tmp_path: Path) -> None:
+    from augbench.analysis.figures import draw
+    from augbench.analysis.figures.style import save
+
+    rows = [
+        *_swept("Faster", {256: 800.0, 512: 200.0, 1024: 25.0}),
+        *_swept("Slow", {256: 90.0, 512: 30.0}),
+        *_swept("Slow", {1024: None}, status="early_stopped", preflight_throughput=4.0),
+    ]
+    drawn = draw("throughput_vs_resolution", pd.DataFrame(rows).assign(processor="cpu", num_images=8))
+    save(drawn, tmp_path / "f.png", tmp_path / "f.pdf", tmp_path / "f.txt")
+    assert (tmp_path / "f.png").stat().st_size > 5000
+    assert "Hollow circles: early-stopped" in drawn.caption
+    plain = pd.DataFrame(rows).assign(resolution=None, processor="cpu", num_images=8)
+    assert "No ok rows of a resolution sweep" in draw("throughput_vs_resolution", plain).caption

@@ -43,6 +43,7 @@ def draw(frame: pd.DataFrame) -> Drawn:
         for name, value in k.items():
             mask &= ok[name] == value
         mine = ok[mask & (ok["library"] == lib)]
+        stopped = _early_stopped(data, k, lib)
         top, bottom = axes[0][col], axes[1][col]
         for transform, rows in mine.groupby("transform", sort=True):
             rows = rows.sort_values("_res")
@@ -56,6 +57,11 @@ def draw(frame: pd.DataFrame) -> Drawn:
             for i in range(len(x) - 1):
                 if f"{int(x[i])}-{int(x[i + 1])}" in flagged:
                     bottom.plot(x[i : i + 2], mps[i : i + 2], color=style["color"], lw=3.2)
+        for transform, rows in stopped.groupby("transform", sort=True):
+            # A preflight of a few items, not a measurement: hollow, never joined to the line.
+            style = {"s": 22, "facecolors": "none", "edgecolors": color.get(str(transform), "k")}
+            top.scatter(rows["_res"], rows["_pre"], **style)
+            bottom.scatter(rows["_res"], rows["_pre"] * rows["_mp"], **style)
         for ax in (top, bottom):
             log_axis(ax, "x")
             log_axis(ax, "y")
@@ -77,7 +83,9 @@ def draw(frame: pd.DataFrame) -> Drawn:
         "proportional to pixels; a falling one grows faster than pixels. Thick segments: the "
         "interval's slope of log(s/img) over log(pixels) exceeds 1 by more than "
         f"{RESOLUTION_SLOPE_TOLERANCE} and by more than the two rows' 95% CIs "
-        "(results/tables/resolution_scaling.csv, which also lists the rows that were not ok)."
+        "(results/tables/resolution_scaling.csv, which also lists the rows that were not ok). "
+        "Hollow circles: early-stopped rows at their preflight throughput (a few items, not a "
+        "measurement; the slow-transform policy stopped them)."
     )
     return Drawn(
         fig, caption(TITLE, ok, metric="median img/s and megapixels/s per resolution", rows=rows)
@@ -93,3 +101,13 @@ def _flagged_intervals(flags: pd.DataFrame, key: dict, library: str, transform: 
     for value in flags.loc[mask, "faster_than_pixels_between"]:
         found.update(v for v in str(value).split(";") if v and v != "nan")
     return found
+
+
+def _early_stopped(data: pd.DataFrame, key: dict, library: str) -> pd.DataFrame:
+    mask = (data["library"] == library) & (data["status"] == "early_stopped")
+    for name, value in key.items():
+        mask &= data[name] == value
+    rows = data[mask].copy()
+    pre = rows.get("preflight_throughput")
+    rows["_pre"] = pd.to_numeric(pre, errors="coerce") if pre is not None else float("nan")
+    return rows[(rows["_pre"] > 0) & (rows["_mp"] > 0)]
