@@ -136,9 +136,10 @@ def test_figure_draws_the_sweep_and_says_so_without_one(tmp_path: Path) -> None:
         *_swept("Slow", {256: 90.0, 512: 30.0}),
         *_swept("Slow", {1024: None}, status="early_stopped", preflight_throughput=4.0),
     ]
-    drawn = draw("throughput_vs_resolution", pd.DataFrame(rows).assign(processor="cpu", num_images=8))
+    frame = pd.DataFrame(rows).assign(processor="cpu", num_images=8)
+    drawn = draw("throughput_vs_resolution", frame)
     save(drawn, tmp_path / "f.png", tmp_path / "f.pdf", tmp_path / "f.txt")
     assert (tmp_path / "f.png").stat().st_size > 5000
     assert "Hollow circles: early-stopped" in drawn.caption
-    plain = pd.DataFrame(rows).assign(resolution=None, processor="cpu", num_images=8)
+    plain = frame.assign(resolution=None)
     assert "No ok rows of a resolution sweep" in draw("throughput_vs_resolution", plain).caption
