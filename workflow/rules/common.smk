@@ -1,6 +1,5 @@
 # Configuration, the benchmark matrix and input functions shared by every rule file.
 import json
-import re
 import shlex
 import sys
 from pathlib import Path
@@ -114,10 +113,17 @@ for _regime in RESOLUTION_REGIMES if DERIVED else []:
         )
 
 
+def key_pattern(keys):
+    """A wildcard constraint matching exactly these dataset keys. Keys are [A-Za-z0-9_.-], so
+    only the dot needs escaping; no "?" or other URL syntax, since with a default storage
+    provider (gs://) output patterns are parsed as URLs."""
+    return "|".join(key.replace(".", r"\.") for key in keys)
+
+
 # Only the datasets this config measures (the staged one and its resolution sweep): a benchmark
 # rule never re-creates results measured on another dataset.
 wildcard_constraints:
-    dataset="|".join(re.escape(key) for key in [DATASET, *DERIVED]),
+    dataset=key_pattern([DATASET, *DERIVED]),
 
 
 def resolution_results():
