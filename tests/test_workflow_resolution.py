@@ -41,7 +41,7 @@ def test_each_resolution_is_a_derived_dataset_with_its_own_key(sweep: Path) -> N
         assert doc["base_key"].startswith("default-24-") and doc["resize"]["images"] == 24
         assert all(min(f["width"], f["height"]) == resolution for f in doc["files"])
         assert (sweep / "results/data/archives" / f"{doc['key']}.tar").is_file()
-        assert (sweep / "results/raw/res-test" / doc["key"] / "micro/pillow").is_dir()
+        assert (sweep / "results/raw/smoke-test" / doc["key"] / "micro/pillow").is_dir()
 
 
 def test_rows_carry_resolution_and_their_dataset(sweep: Path) -> None:
