@@ -143,3 +143,20 @@ def test_figure_draws_the_sweep_and_says_so_without_one(tmp_path: Path) -> None:
     assert "Hollow circles: early-stopped" in drawn.caption
     plain = frame.assign(resolution=None)
     assert "No ok rows of a resolution sweep" in draw("throughput_vs_resolution", plain).caption
+
+
+def test_a_node_without_the_images_restages_a_derived_dataset(staged: Path, tmp_path: Path) -> None:
+    """A cloud node stages the derived archive itself (augbench.provision), small images and the
+    sweep's manifest fields included."""
+    import shutil
+
+    from augbench import provision
+
+    spec = ResizeSpec(32)
+    found = derived_identity(default_identity("base", 4), spec)
+    build_derived(staged, spec, tmp_path / "d.tar", tmp_path / "d", found, "base-x")
+    shutil.rmtree(tmp_path / "d" / "images")  # as on a node that only has the manifest
+    got = provision.ensure_dataset(tmp_path / "d" / "manifest.json", tmp_path / "d.tar", tmp_path)
+    doc = json.loads(Path(got["manifest"]).read_text())
+    assert got["staged"] and doc["resolution"] == 32 and doc["key"] == found.key
+    assert all(min(f["width"], f["height"]) == 32 for f in doc["files"])
