@@ -17,23 +17,29 @@ Timing (stated in every file's ``benchmark_params``):
    main process under the shared ``SlowTransformPolicy``; a slow recipe becomes ``early_stopped``.
 2. Warm-up epoch (untimed): ``max(1, workers)`` batches. Its first-batch latency, measured from
    ``iter(loader)`` and including worker start-up, is ``first_batch_s``.
-3. ``num_runs`` timed epochs of ``batches_per_run`` batches each. The window runs from
-   ``iter(loader)`` to the arrival of the last batch in the main process, so every batch's work
-   is inside it and nothing is prefetched before the clock starts. With ``persistent_workers``
-   the workers started by the warm-up epoch are reused, so start-up is outside the window; without
-   it each epoch starts its workers and the row says ``startup_in_timed_window: true``.
+3. Timed epochs of ``batches_per_run`` batches each, in rounds, until the stopping rule
+   (``augbench.stopping``) ends them: at least ``--min-runs`` (policy.DATALOADER_MIN_RUNS), at
+   most ``num_runs``. The window runs from ``iter(loader)`` to the arrival of the last batch in
+   the main process, so every batch's work is inside it and nothing is prefetched before the
+   clock starts. With ``persistent_workers`` the workers started by the warm-up epoch are reused,
+   so start-up is outside the window; without it each epoch starts its workers and the row says
+   ``startup_in_timed_window: true``.
 
-Baselines, measured in the same job (``--baseline-runs`` epochs each; 0 turns them off):
+Baselines, measured in the same job (at most ``--baseline-runs`` rounds or epochs; 0: none):
 
 - bare loop, per recipe: a user-written ``Dataset`` + stock ``DataLoader``
-  (``augbench.engines.bare_loop``) with the same recipe objects, batch size, workers, prefetch and
-  thread policy, warmed up the same way; its timed epochs alternate with the regime's own
-  (R B, B R, R ...). ``regime_vs_bare`` = median regime / median bare throughput.
+  (``augbench.engines.bare_loop``) with the same recipe objects, batch size, workers, prefetch,
+  persistence and thread policy, warmed up the same way, timed in the same rounds.
+  ``regime_vs_bare`` = median over rounds of regime epoch / bare epoch (``augbench.paired``).
+- decode jobs, per recipe, in the same rounds (order D B M F, then F M B D, ...): the memory-scope
+  companion (the same recipe on the job's images decoded once before any clock, through a loader
+  with the regime's settings and workers) and the decode floor (the epoch's files decoded by the
+  same decoder in ``max(1, min(workers, cores))`` processes and nothing else). Per round the
+  expectation is 1/(1/floor + 1/memory); ``decode_composition_ratio`` is the median of decode
+  epoch / expectation, with ``decode_composition_source: same_job``.
 - transport, once per job: a fixed 224x224 window of each image (copied, as a crop returns it;
   in ``memory`` scope cut before any clock) through the recipe's tail only, in the regime's
   loader: what moving a normalized float32 sample through this DataLoader costs, no augmentation.
-- decode floor, once per ``decode`` job: the same epoch's files decoded by the same decoder in
-  ``max(1, min(workers, cores))`` processes and nothing else.
 """
 
 from __future__ import annotations
