@@ -9,7 +9,7 @@ of paired epoch ratios, their range and count), the job's transport baseline and
 is transport-bound, and for decode rows the composition terms (decode floor, memory-scope
 companion, expectation, ratio with range and count, and where the terms came from). Then two
 summaries: the median regime / bare per scope and worker count, and the composition ratio of each
-library's cheapest recipe (the highest memory-scope throughput) per worker count. Rows that are
+library's cheapest recipe (RandomCrop224 + Normalize + ToTensor) per worker count. Rows that are
 not ``ok`` are listed with their reason. The header names the machine(s), the dataset and the
 time span of the rows, so the table says where it was measured.
 """
@@ -23,6 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from augbench.analysis.dataloader import (
+    CHEAPEST_TRANSFORM,
+    cheapest_decode_rows,
+)
 
 REGIME = "cpu_dataloader"
 
@@ -143,28 +150,25 @@ def bare_summary(ok: pd.DataFrame) -> str:
 
 
 def composition_summary(ok: pd.DataFrame) -> str:
-    """The composition ratio of each library's cheapest recipe (highest memory-scope companion
-    throughput) per worker count."""
-    decode = ok[ok["scope"] == "decode"].copy()
-    decode["_m"] = pd.to_numeric(decode["memory_row_throughput"], errors="coerce")
-    decode["_c"] = pd.to_numeric(decode["decode_composition_ratio"], errors="coerce")
-    decode = decode[decode["_m"].notna() & decode["_c"].notna()]
-    workers = sorted(int(w) for w in decode["workers"].unique())
+    """The composition ratio of each library's cheapest recipe per worker count
+    (``augbench.analysis.dataloader.cheapest_decode_rows``)."""
+    cheapest = cheapest_decode_rows(ok)
+    workers = sorted(int(w) for w in cheapest["workers"].unique())
     rows = []
-    for library, group in decode.groupby("library", sort=True):
+    for library, group in cheapest.groupby("library", sort=True):
         cells = [str(library)]
         for w in workers:
             part = group[group["workers"] == w]
             if not len(part):
                 cells.append("")
                 continue
-            cheapest = part.loc[part["_m"].idxmax()]
+            row = part.iloc[0]
             ratio = _ratio(
-                cheapest["_c"],
-                cheapest.get("decode_composition_min"),
-                cheapest.get("decode_composition_max"),
+                row["_ratio"], row.get("decode_composition_min"), row.get("decode_composition_max")
             )
-            cells.append(f"{ratio} ({cheapest['transform']})")
+            cells.append(
+                ratio if row["transform"] == CHEAPEST_TRANSFORM else f"{ratio} ({row['transform']})"
+            )
         rows.append(cells)
     return markdown_table(["library", *[f"w{w}" for w in workers]], rows)
 
@@ -188,7 +192,11 @@ def render(table: pd.DataFrame, note: str = "") -> str:
     ok = rows[rows["status"] == "ok"]
     parts = [header(rows, note), "", row_table(ok), ""]
     parts += ["Median regime / bare over libraries and recipes (min–max):", "", bare_summary(ok)]
-    parts += ["", "Decode composition ratio of each library's cheapest recipe (min–max):"]
+    parts += [
+        "",
+        f"Decode composition ratio of each library's cheapest recipe ({CHEAPEST_TRANSFORM} ",
+    ]
+    parts[-1] += "+ Normalize + ToTensor; min–max over rounds):"
     parts += ["", composition_summary(ok), ""]
     other = rows[rows["status"] != "ok"]
     if len(other):
