@@ -213,3 +213,27 @@ def test_same_job_composition_terms_are_kept_and_the_join_is_only_a_fallback() -
     assert joined["memory_row_source_file"] == "mem.json"
     assert joined["decode_composition_ratio"] == pytest.approx(150 / (1 / (1 / 800 + 1 / 250)))
     assert pd.isna(table.loc[("memory", "GaussianBlur"), "decode_composition_source"])
+
+
+def test_checks_script_renders_every_row_and_the_cheapest_recipes_composition() -> None:
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "workflow/scripts/dataloader_checks.py"
+    spec = importlib.util.spec_from_file_location("dataloader_checks", script)
+    assert spec is not None and spec.loader is not None
+    checks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(checks)
+    rows = _baseline_rows()
+    rows["recipe"] = [recipes.recipe_name(t) for t in rows["transform"]]
+    rows["timestamp"] = "2026-11-23T18:00:00+00:00"
+    rows["processor"] = "test cpu"
+    rows["reason"] = ""
+    rows["decode_composition_source"] = None
+    text = checks.render(rows, note="noisy")
+    assert "Machine m (test cpu)" in text and "noisy" in text
+    table = [line for line in text.splitlines() if line.startswith("| pillow |")]
+    assert len(table) == 4 + 1  # every row, and the library's line of the composition summary
+    # The cheapest recipe's composition: 400 / (1 / (1/800 + 1/1000)) = 0.90, joined here.
+    assert table[-1] == "| pillow | 0.90 |"
+    assert "memory_row_of_another_job" in text
