@@ -29,6 +29,18 @@ def test_derived_key_changes_with_the_base_archive_and_every_resize_parameter() 
     assert derived_identity(base, ResizeSpec(1024)).key != key
 
 
+def test_derived_key_follows_the_bytes_of_a_local_archive(tmp_path: Path) -> None:
+    from augbench.dataset import archive_identity
+
+    first = build_default_archive(tmp_path / "a" / "val.tar", 2)["path"]
+    second = build_default_archive(tmp_path / "b" / "val.tar", 3)["path"]
+    keys = {
+        derived_identity(archive_identity(Path(path), "val"), ResizeSpec(224)).key
+        for path in (first, second)
+    }
+    assert len(keys) == 2 and all(k.startswith("val-r224-") for k in keys)
+
+
 def test_shorter_side_keeps_the_aspect() -> None:
     spec = ResizeSpec(224)
     assert spec.target_size(500, 375) == (299, 224)
