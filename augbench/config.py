@@ -38,6 +38,7 @@ def schema(basedir: Path) -> dict[str, Any]:
     props = doc["properties"]
     props["libraries"]["items"]["enum"] = list(matrix.LIBRARIES)
     props["regimes"]["items"]["enum"] = list(matrix.REGIMES)
+    props["resolution_regimes"]["items"]["enum"] = list(matrix.REGIMES)
     props["transforms"]["oneOf"][1]["items"]["enum"] = catalog.names()
     return doc
 
@@ -79,6 +80,12 @@ def resolve(user_config: dict[str, Any], basedir: Path) -> dict[str, Any]:
     preset_values = yaml.safe_load((basedir / PRESETS_DIR / f"{preset}.yaml").read_text()) or {}
     merged = deep_merge(preset_values, user_config)
     merged["preset"] = preset
+    # `--config resolutions=[224,512]` arrives as strings (Snakemake reads --config values with
+    # YAML's BaseLoader); digits are the integers the user meant.
+    if isinstance(merged.get("resolutions"), list):
+        merged["resolutions"] = [
+            int(r) if isinstance(r, str) and r.isdigit() else r for r in merged["resolutions"]
+        ]
 
     validator = jsonschema.Draft202012Validator(schema(basedir))
     errors = sorted(validator.iter_errors(merged), key=lambda e: list(e.absolute_path))

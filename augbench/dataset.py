@@ -95,6 +95,17 @@ def _variant(source: Any, rng: np.random.Generator) -> Any:
     return img
 
 
+def add_tar_member(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    """A file member with zeroed timestamp and ownership: same bytes in, same archive out."""
+    info = tarfile.TarInfo(name=name)
+    info.size = len(data)
+    info.mtime = 0
+    info.mode = 0o644
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    tar.addfile(info, io.BytesIO(data))
+
+
 def build_default_archive(out_path: Path, num_images: int, seed: int = 0) -> dict[str, Any]:
     """Write a deterministic tar of ``num_images`` distinct JPEGs and return its description.
 
@@ -115,15 +126,8 @@ def build_default_archive(out_path: Path, num_images: int, seed: int = 0) -> dic
             buf = io.BytesIO()
             img.save(buf, format="JPEG", quality=int(rng.integers(75, 96)), optimize=False)
             data = buf.getvalue()
-            info = tarfile.TarInfo(
-                name=f"images/{i:05d}_{DEFAULT_SOURCES[source_idx].split('.')[0]}.jpg"
-            )
-            info.size = len(data)
-            info.mtime = 0
-            info.mode = 0o644
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            tar.addfile(info, io.BytesIO(data))
+            name = f"images/{i:05d}_{DEFAULT_SOURCES[source_idx].split('.')[0]}.jpg"
+            add_tar_member(tar, name, data)
     tmp.replace(out_path)
     return {"path": str(out_path), "num_images": num_images, "sha256": sha256_file(out_path)}
 

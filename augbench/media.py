@@ -47,6 +47,14 @@ def dataset_metadata(manifest_path: Path, num_images: int) -> dict[str, Any]:
         "num_images_used": len(selected),
         "mean_width": float(np.mean([f["width"] for f in selected])) if selected else None,
         "mean_height": float(np.mean([f["height"] for f in selected])) if selected else None,
+        # Pixels per image as measured (mean of width x height, not the product of the means).
+        "mean_megapixels": (
+            float(np.mean([f["width"] * f["height"] for f in selected])) / 1e6 if selected else None
+        ),
+        # Resolution sweep (augbench.resize): the shorter side and how the images were resized.
+        "resolution": manifest.get("resolution"),
+        "resize": manifest.get("resize"),
+        "base_key": manifest.get("base_key"),
     }
 
 

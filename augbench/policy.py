@@ -45,6 +45,14 @@ DECODE_COMPOSITION_GOAL = 0.8
 # must sum to within this fraction of the whole pipeline timed without per-step timers; the
 # summary flags rows outside it.
 PIPELINE_STEP_SUM_TOLERANCE = 0.05
+# Fewest timed epochs (and interleaved baseline pairs) a cpu_dataloader row takes before the
+# stopping rule (augbench/stopping.py) may end it; its configured num_runs / baseline_runs are the
+# maxima. Three values are the fewest whose 95 % CI can reach RELATIVE_CI_TARGET at a CV of ~2 %.
+DATALOADER_MIN_RUNS = 3
+# Resolution sweep (docs/resolution.md): a transform's cost "grows faster than pixels" between two
+# resolutions when the slope of log(seconds per image) over log(pixels per image) exceeds 1 by
+# more than this and by more than the two rows' own confidence intervals allow.
+RESOLUTION_SLOPE_TOLERANCE = 0.1
 
 
 @dataclass(frozen=True)

@@ -115,6 +115,17 @@ def _images_present(manifest: Path, doc: dict[str, Any]) -> bool:
     return images.is_dir() and all((images / f["path"]).is_file() for f in doc["files"])
 
 
+# What augbench.resize adds to a derived dataset's manifest; restaging keeps it.
+SWEEP_FIELDS = ("resolution", "resize", "base_key", "base_archive_sha256", "min_side")
+
+
+def _keep_sweep_fields(doc: dict[str, Any], staged_manifest: Path) -> None:
+    extra = {k: doc[k] for k in SWEEP_FIELDS if k in doc}
+    if extra:
+        staged = json.loads(staged_manifest.read_text())
+        staged_manifest.write_text(json.dumps({**staged, **extra}, indent=1) + "\n")
+
+
 def ensure_dataset(manifest: Path, archive: Path | None, scratch: Path) -> dict[str, Any]:
     """A manifest whose images are on this node's disk, staging ``archive`` once per node."""
     from augbench.dataset import stage_archive
@@ -140,8 +151,11 @@ def ensure_dataset(manifest: Path, archive: Path | None, scratch: Path) -> dict[
                 target,
                 name=doc["name"],
                 source=doc.get("source"),
+                # A derived dataset of the resolution sweep allows small images (augbench.resize).
+                min_side=doc.get("min_side", 224),
                 key=doc.get("key"),
             )
+            _keep_sweep_fields(doc, staged_manifest)
             staged = True
         got = json.loads(staged_manifest.read_text())["archive_sha256"]
         if got != expected:

@@ -168,3 +168,72 @@ def test_baseline_exceptions_flag_bare_loop_and_cheapest_decode_recipe() -> None
     flagged = baseline_exceptions(slow)
     assert list(flagged["check"]) == ["decode_composition_ratio (cheapest recipe)"]
     assert flagged["value"].iloc[0] == pytest.approx(300 / (1 / (1 / 800 + 1 / 1000)))
+
+
+def test_paired_ratio_is_the_median_of_round_by_round_ratios() -> None:
+    from augbench.paired import paired_ratio
+
+    # Round 3 was disturbed for the regime only, round 2 for the bare loop only: the ratio of the
+    # medians (200 / 150 = 1.33) reads both disturbances as a harness effect, the paired median
+    # does not.
+    regime = [200.0, 210.0, 100.0, 190.0]
+    bare = [200.0, 100.0, 105.0, 190.0]
+    pairs = paired_ratio(regime, bare)
+    assert pairs.pairs == 4
+    assert pairs.ratios == pytest.approx([1.0, 2.1, 100 / 105, 1.0])
+    assert pairs.median == pytest.approx(1.0)
+    assert (pairs.low, pairs.high) == (pytest.approx(100 / 105), pytest.approx(2.1))
+    # Only rounds both took part in are paired; a missing or zero term is no pair.
+    assert paired_ratio([100.0, 120.0, 130.0], [100.0, 0.0]).ratios == [1.0]
+    empty = paired_ratio([100.0], [])
+    assert (empty.pairs, empty.median, empty.low, empty.high) == (0, None, None, None)
+
+
+def test_same_job_composition_terms_are_kept_and_the_join_is_only_a_fallback() -> None:
+    from augbench.analysis.dataloader import JOINED, SAME_JOB, add_baselines
+
+    rows = _baseline_rows()
+    # The decode job of RandomCrop224 measured its own memory-scope companion and floor.
+    rows["decode_composition_source"] = None
+    rows["source_file"] = ["mem.json", "mem.json", "dec.json", "dec.json"]
+    rows.loc[2, "decode_composition_source"] = SAME_JOB
+    rows.loc[2, "memory_row_throughput"] = 700.0
+    rows.loc[2, "decode_expected_throughput"] = 350.0
+    rows.loc[2, "decode_composition_ratio"] = 1.1
+    table = add_baselines(rows).set_index(["scope", "transform"])
+    same = table.loc[("decode", "RandomCrop224")]
+    assert same["decode_composition_source"] == SAME_JOB
+    assert same["memory_row_throughput"] == 700.0  # not the other job's 1000
+    assert same["decode_expected_throughput"] == 350.0
+    assert same["decode_composition_ratio"] == 1.1
+    assert same["memory_row_source_file"] == "dec.json"
+    joined = table.loc[("decode", "GaussianBlur")]
+    assert joined["decode_composition_source"] == JOINED
+    assert joined["memory_row_throughput"] == 250.0
+    assert joined["memory_row_source_file"] == "mem.json"
+    assert joined["decode_composition_ratio"] == pytest.approx(150 / (1 / (1 / 800 + 1 / 250)))
+    assert pd.isna(table.loc[("memory", "GaussianBlur"), "decode_composition_source"])
+
+
+def test_checks_script_renders_every_row_and_the_cheapest_recipes_composition() -> None:
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "workflow/scripts/dataloader_checks.py"
+    spec = importlib.util.spec_from_file_location("dataloader_checks", script)
+    assert spec is not None and spec.loader is not None
+    checks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(checks)
+    rows = _baseline_rows()
+    rows["recipe"] = [recipes.recipe_name(t) for t in rows["transform"]]
+    rows["timestamp"] = "2026-11-23T18:00:00+00:00"
+    rows["processor"] = "test cpu"
+    rows["reason"] = ""
+    rows["decode_composition_source"] = None
+    text = checks.render(rows, note="noisy")
+    assert "Machine m (test cpu)" in text and "noisy" in text
+    table = [line for line in text.splitlines() if line.startswith("| pillow |")]
+    assert len(table) == 4 + 1  # every row, and the library's line of the composition summary
+    # The cheapest recipe's composition: 400 / (1 / (1/800 + 1/1000)) = 0.90, joined here.
+    assert table[-1] == "| pillow | 0.90 |"
+    assert "memory_row_of_another_job" in text

@@ -36,6 +36,9 @@ def test_every_figure_draws_from_all_regimes_and_says_what_it_shows(
     if name == "stability_dali":  # only skipped dali rows: nothing has repeated runs
         assert "No dali rows with repeated runs in these results (3 skipped)." in text
         return
+    if name == "throughput_vs_resolution":  # no resolution sweep here (tests/test_resolution.py)
+        assert "No ok rows of a resolution sweep in these results" in text
+        return
     for part in ("Metric:", "Transform set:", "Dataset: tiny, 8 images", "Hardware: m1 (Test CPU)",
                  "Rows:"):  # fmt: skip
         assert part in text, (name, text)

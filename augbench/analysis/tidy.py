@@ -49,6 +49,8 @@ COLUMNS: tuple[str, ...] = (
     "dataset_sha256",
     "dataset_images",
     "dataset_bytes",
+    "resolution",
+    "megapixels",
     "num_images",
     "channels",
     "scenario",
@@ -152,7 +154,19 @@ def _dataset_columns(dataset: dict[str, Any]) -> dict[str, Any]:
         "dataset_sha256": dataset.get("archive_sha256") or dataset.get("sha256") or "",
         "dataset_images": dataset.get("file_count"),
         "dataset_bytes": dataset.get("total_bytes"),
+        # Resolution sweep (augbench.resize): the shorter side in px; blank = images as staged.
+        "resolution": dataset.get("resolution"),
+        "megapixels": _megapixels(dataset),
     }
+
+
+def _megapixels(dataset: dict[str, Any]) -> float | None:
+    """Mean megapixels per measured image: recorded by newer runs, else the product of the mean
+    sides (exact where all images share one size)."""
+    if dataset.get("mean_megapixels") is not None:
+        return float(dataset["mean_megapixels"])
+    width, height = dataset.get("mean_width"), dataset.get("mean_height")
+    return float(width) * float(height) / 1e6 if width and height else None
 
 
 def _scenario_columns(meta: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
@@ -208,6 +222,10 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
         "library_version": versions.get(library) or versions.get("albumentationsx"),
         "library_versions": json.dumps(versions, sort_keys=True),
         "hostname": info.get("hostname"),
+        # Cores the job could use (its CPU affinity), the machine's core count where not recorded.
+        "usable_cores": params.get("usable_cores")
+        or info.get("cpu_affinity")
+        or info.get("cpu_count"),
         "processor": info.get("processor"),
         "timestamp": info.get("timestamp"),
         "source_file": str(path),

@@ -17,23 +17,29 @@ Timing (stated in every file's ``benchmark_params``):
    main process under the shared ``SlowTransformPolicy``; a slow recipe becomes ``early_stopped``.
 2. Warm-up epoch (untimed): ``max(1, workers)`` batches. Its first-batch latency, measured from
    ``iter(loader)`` and including worker start-up, is ``first_batch_s``.
-3. ``num_runs`` timed epochs of ``batches_per_run`` batches each. The window runs from
-   ``iter(loader)`` to the arrival of the last batch in the main process, so every batch's work
-   is inside it and nothing is prefetched before the clock starts. With ``persistent_workers``
-   the workers started by the warm-up epoch are reused, so start-up is outside the window; without
-   it each epoch starts its workers and the row says ``startup_in_timed_window: true``.
+3. Timed epochs of ``batches_per_run`` batches each, in rounds, until the stopping rule
+   (``augbench.stopping``) ends them: at least ``--min-runs`` (policy.DATALOADER_MIN_RUNS), at
+   most ``num_runs``. The window runs from ``iter(loader)`` to the arrival of the last batch in
+   the main process, so every batch's work is inside it and nothing is prefetched before the
+   clock starts. With ``persistent_workers`` the workers started by the warm-up epoch are reused,
+   so start-up is outside the window; without it each epoch starts its workers and the row says
+   ``startup_in_timed_window: true``.
 
-Baselines, measured in the same job (``--baseline-runs`` epochs each; 0 turns them off):
+Baselines, measured in the same job (at most ``--baseline-runs`` rounds or epochs; 0: none):
 
 - bare loop, per recipe: a user-written ``Dataset`` + stock ``DataLoader``
-  (``augbench.engines.bare_loop``) with the same recipe objects, batch size, workers, prefetch and
-  thread policy, warmed up the same way; its timed epochs alternate with the regime's own
-  (R B, B R, R ...). ``regime_vs_bare`` = median regime / median bare throughput.
+  (``augbench.engines.bare_loop``) with the same recipe objects, batch size, workers, prefetch,
+  persistence and thread policy, warmed up the same way, timed in the same rounds.
+  ``regime_vs_bare`` = median over rounds of regime epoch / bare epoch (``augbench.paired``).
+- decode jobs, per recipe, in the same rounds (order D B M F, then F M B D, ...): the memory-scope
+  companion (the same recipe on the job's images decoded once before any clock, through a loader
+  with the regime's settings and workers) and the decode floor (the epoch's files decoded by the
+  same decoder in ``max(1, min(workers, cores))`` processes and nothing else). Per round the
+  expectation is 1/(1/floor + 1/memory); ``decode_composition_ratio`` is the median of decode
+  epoch / expectation, with ``decode_composition_source: same_job``.
 - transport, once per job: a fixed 224x224 window of each image (copied, as a crop returns it;
   in ``memory`` scope cut before any clock) through the recipe's tail only, in the regime's
   loader: what moving a normalized float32 sample through this DataLoader costs, no augmentation.
-- decode floor, once per ``decode`` job: the same epoch's files decoded by the same decoder in
-  ``max(1, min(workers, cores))`` processes and nothing else.
 """
 
 from __future__ import annotations
@@ -60,7 +66,12 @@ from typing import Any  # noqa: E402
 
 from augbench import adapters, catalog, media, pipelines, recipes  # noqa: E402
 from augbench.engines.common import job_metadata  # noqa: E402
-from augbench.policy import SlowTransformPolicy  # noqa: E402
+from augbench.paired import composition_expectation, paired_ratio  # noqa: E402
+from augbench.policy import (  # noqa: E402
+    DATALOADER_MIN_RUNS,
+    RELATIVE_CI_TARGET,
+    SlowTransformPolicy,
+)
 from augbench.results import (  # noqa: E402
     non_ok_row,
     ok_row,
@@ -68,6 +79,7 @@ from augbench.results import (  # noqa: E402
     status_line,
     write_json_atomic,
 )
+from augbench.stopping import StoppingRule  # noqa: E402
 
 REGIME = "cpu_dataloader"
 SCOPES: tuple[str, ...] = ("memory", "decode")
@@ -93,7 +105,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--shard", default="")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--batches-per-run", type=int, default=20)
-    p.add_argument("--num-runs", type=int, default=3)
+    p.add_argument(
+        "--num-runs",
+        type=int,
+        default=3,
+        help="most timed epochs per row; fewer once the row is precise enough (stopping rule)",
+    )
+    p.add_argument(
+        "--min-runs",
+        type=int,
+        default=DATALOADER_MIN_RUNS,
+        help="fewest timed epochs (and baseline pairs) before the stopping rule may end a row",
+    )
     p.add_argument("--prefetch-factor", type=int, default=2)
     p.add_argument("--persistent-workers", type=_bool, default=True)
     p.add_argument("--cap-workers-at-cores", type=_bool, default=True)
@@ -102,8 +125,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--baseline-runs",
         type=int,
         default=2,
-        help="timed epochs of the bare loop (per recipe), the transport baseline and the decode "
-        "floor (per job); 0 measures no baseline",
+        help="most timed epochs of the bare loop, the decode floor and the memory-scope companion "
+        "(per recipe, interleaved) and of the transport baseline (per job); 0 measures none",
     )
     p.add_argument("--policy", default="{}", help="SlowTransformPolicy fields as JSON")
     p.add_argument("--env-marker", type=Path, default=None)
@@ -118,6 +141,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "batch_size",
         "batches_per_run",
         "num_runs",
+        "min_runs",
         "prefetch_factor",
         "baseline_runs",
     ):
@@ -297,6 +321,31 @@ def _timed_epoch(loader: Any) -> tuple[int, float, float]:
     return images, time.perf_counter() - start, first or 0.0
 
 
+def _warm_up(loader: Any, batch_size: int, stage: str) -> tuple[float, dict[str, Any]]:
+    """One untimed epoch: its first-batch latency (worker start-up included) and batch check."""
+    try:
+        start = time.perf_counter()
+        iterator = iter(loader)
+        first = next(iterator)
+        first_batch_s = time.perf_counter() - start
+        batch_info = _check_batch(first, batch_size)
+        for _ in iterator:
+            pass
+        del iterator, first
+    except Exception as exc:
+        raise RecipeError(stage, exc) from exc
+    return first_batch_s, batch_info
+
+
+# What each interleaved arm of a recipe's measurement is called in its stage names and results.
+ARM_LABELS: dict[str, str] = {
+    "regime": "",
+    "bare": "bare-loop ",
+    "memory": "memory-scope companion ",
+    "floor": "decode-floor ",
+}
+
+
 def measure_loader(
     args: argparse.Namespace,
     dataset: RecipeDataset,
@@ -304,64 +353,74 @@ def measure_loader(
     bar: Any,
     bare: Any = None,
     bare_runs: int = 0,
+    memory: RecipeDataset | None = None,
+    floor: DecodeFloor | None = None,
 ) -> dict[str, Any]:
-    """Warm-up epoch, then ``num_runs`` timed epochs; every batch is consumed in the window.
+    """Warm-up epoch, then timed epochs until the stopping rule ends them; every batch is
+    consumed in the window.
 
-    With ``bare`` (a ``bare_loop.UserDataset``), a stock DataLoader over it is warmed up the same
-    way and its first ``bare_runs`` timed epochs alternate with the regime's (R B, B R, R B ...),
-    so both see the same machine state.
+    Companions, each warmed up like the regime's loader and timed in the same rounds, in the
+    order regime, bare, memory, floor and reversed every other round (A B B A ...), so each
+    pair of epochs of one round sees the same machine state:
+
+    - ``bare`` (a ``bare_loop.UserDataset``): a stock DataLoader over the same recipe;
+    - ``memory`` (decode jobs): the same recipe on pre-decoded images through a loader with the
+      regime's own settings (the memory-scope term of the decode composition);
+    - ``floor`` (decode jobs): the epoch's files decoded and nothing else.
+
+    Companions take part in the first ``bare_runs`` rounds. Rounds stop at ``args.num_runs``,
+    or earlier, after at least ``args.min_runs`` (policy.DATALOADER_MIN_RUNS), once the
+    regime's throughputs and its paired ratios to the bare loop are both precise enough
+    (augbench.stopping.StoppingRule).
     """
     workers = args.workers
     images_per_run = args.batches_per_run * args.batch_size
     warmup_batches = max(1, workers)
     sampler = EpochSampler(len(dataset), warmup_batches * args.batch_size)
     loader = _regime_loader(args, dataset, sampler, record_dir)
-    bare_loader = None
+    bare_loader = memory_loader = None
+    arms: dict[str, Callable[[], tuple[int, float, float]]] = {}
     try:
-        try:
-            start = time.perf_counter()
-            iterator = iter(loader)
-            first = next(iterator)
-            first_batch_s = time.perf_counter() - start
-            batch_info = _check_batch(first, args.batch_size)
-            for _ in iterator:
-                pass
-            del iterator, first
-        except Exception as exc:
-            raise RecipeError("warm-up epoch", exc) from exc
+        first_batch_s, batch_info = _warm_up(loader, args.batch_size, "warm-up epoch")
+        sampler.n_items = images_per_run
+        arms["regime"] = functools.partial(_timed_epoch, loader)
         if bare is not None and bare_runs > 0:
             from augbench.engines.bare_loop import user_loader
 
-            try:
-                bare.length = warmup_batches * args.batch_size
-                bare_loader = user_loader(
-                    bare,
-                    batch_size=args.batch_size,
-                    workers=workers,
-                    prefetch_factor=args.prefetch_factor,
-                    persistent=args.persistent_workers,
-                )
-                for _ in bare_loader:  # its workers start here, as the regime's did
-                    pass
-                bare.length = images_per_run
-            except Exception as exc:
-                raise RecipeError("bare-loop warm-up epoch", exc) from exc
+            bare.length = warmup_batches * args.batch_size
+            bare_loader = user_loader(
+                bare,
+                batch_size=args.batch_size,
+                workers=workers,
+                prefetch_factor=args.prefetch_factor,
+                persistent=args.persistent_workers,
+            )
+            # Its workers start here, as the regime's did.
+            _warm_up(bare_loader, args.batch_size, "bare-loop warm-up epoch")
+            bare.length = images_per_run
+            arms["bare"] = functools.partial(_timed_epoch, bare_loader)
+        if memory is not None and bare_runs > 0:
+            memory_sampler = EpochSampler(len(memory), warmup_batches * args.batch_size)
+            memory_loader = _regime_loader(args, memory, memory_sampler, record_dir)
+            _warm_up(memory_loader, args.batch_size, "memory-scope companion warm-up epoch")
+            memory_sampler.n_items = images_per_run
+            arms["memory"] = functools.partial(_timed_epoch, memory_loader)
+        if floor is not None and bare_runs > 0:
+            arms["floor"] = floor.epoch
 
-        sampler.n_items = images_per_run
-        throughputs: list[float] = []
+        rule = StoppingRule(min(args.min_runs, args.num_runs), args.num_runs)
+        values: dict[str, list[float]] = {name: [] for name in arms}
         times: list[float] = []
         first_batches: list[float] = []
-        bare_throughputs: list[float] = []
-        for run in range(args.num_runs):
-            order = ["regime", "bare"] if run % 2 == 0 else ["bare", "regime"]
-            if bare_loader is None or run >= bare_runs:
-                order = ["regime"]
+        run = 0
+        while True:
+            order = list(arms) if run < bare_runs else ["regime"]
+            if run % 2:
+                order.reverse()
             for which in order:
-                stage = f"{'bare-loop ' if which == 'bare' else ''}timed epoch {run + 1}"
+                stage = f"{ARM_LABELS[which]}timed epoch {run + 1}"
                 try:
-                    images, elapsed, run_first = _timed_epoch(
-                        loader if which == "regime" else bare_loader
-                    )
+                    images, elapsed, run_first = arms[which]()
                 except Exception as exc:
                     raise RecipeError(stage, exc) from exc
                 if images != images_per_run:
@@ -369,28 +428,46 @@ def measure_loader(
                         stage,
                         RuntimeError(f"received {images} images, expected {images_per_run}"),
                     )
-                if which == "bare":
-                    bare_throughputs.append(images / elapsed)
-                    continue
-                throughputs.append(images / elapsed)
-                times.append(elapsed)
-                first_batches.append(run_first)
-                bar.set_postfix_str(f"{dataset.label} run {run + 1}: {images / elapsed:.0f}/s")
+                values[which].append(images / elapsed)
+                if which == "regime":
+                    times.append(elapsed)
+                    first_batches.append(run_first)
+            run += 1
+            bar.set_postfix_str(f"{dataset.label} run {run}: {values['regime'][-1]:.0f}/s")
+            if _precise_enough(rule, values, companions_left=run < bare_runs):
+                break
         total_rss = _process_tree_rss_mb()  # persistent workers are still alive here
     finally:
-        del loader, bare_loader  # shuts persistent workers down (the iterators' __del__)
+        arms.clear()  # the partials hold the loaders
+        del loader, bare_loader, memory_loader  # shuts persistent workers down
         gc.collect()
     return {
-        "throughputs": throughputs,
+        "throughputs": values["regime"],
         "times": times,
         "first_batch_s": first_batch_s,
         "first_batch_s_runs": first_batches,
         "warmup_batches": warmup_batches,
         "images_per_run": images_per_run,
         "total_rss_mb": total_rss,
-        "bare_throughputs": bare_throughputs,
+        "bare_throughputs": values.get("bare", []),
+        "memory_throughputs": values.get("memory", []),
+        "floor_throughputs": values.get("floor", []),
+        "timed_rounds": run,
+        "stopped_by": "relative_ci" if run < args.num_runs else "num_runs",
         **batch_info,
     }
+
+
+def _precise_enough(
+    rule: StoppingRule, values: dict[str, list[float]], companions_left: bool
+) -> bool:
+    """The regime's throughputs meet the rule, and (while the bare loop still runs) so do the
+    paired regime / bare ratios the row reports."""
+    if not rule.done(values["regime"]):
+        return False
+    if not companions_left or "bare" not in values:
+        return True
+    return rule.done(paired_ratio(values["regime"], values["bare"]).ratios)
 
 
 def build_recipe(
@@ -441,8 +518,10 @@ def run_recipe(
     policy: SlowTransformPolicy,
     record_dir: Path,
     bar: Any,
+    companions: DecodeCompanions | None = None,
 ) -> dict[str, Any]:
-    """One recipe's row: preflight, then the regime's epochs interleaved with the bare loop's."""
+    """One recipe's row: preflight, then the regime's epochs interleaved with the bare loop's
+    (and, in decode jobs, with the memory-scope companion's and the decode floor's)."""
     pipeline = args.pipelines.get(transform)
     problem = pipelines.support_problem(adapter, pipeline) if pipeline else None
     if problem is not None:
@@ -478,26 +557,93 @@ def run_recipe(
             length=len(items),
             load=None if load is _identity else load,
         )
+    memory = None
+    if companions is not None:
+        memory = RecipeDataset(companions.images, _identity, recipe, label=transform)
     try:
-        measured = measure_loader(args, dataset, record_dir, bar, bare, args.baseline_runs)
+        measured = measure_loader(
+            args,
+            dataset,
+            record_dir,
+            bar,
+            bare,
+            args.baseline_runs,
+            memory=memory,
+            floor=companions.floor if companions is not None else None,
+        )
     except RecipeError as err:
         return non_ok_row("error", str(err), traceback=err.tb, **pre)
     throughputs = measured.pop("throughputs")
     times = measured.pop("times")
     bare_runs = measured.pop("bare_throughputs")
-    bare_median = statistics.median(bare_runs) if bare_runs else None
+    memory_runs = measured.pop("memory_throughputs")
+    floor_runs = measured.pop("floor_throughputs")
     return ok_row(
         throughputs,
         times,
-        bare_loop_throughput=bare_median,
-        bare_loop_throughputs=bare_runs,
-        regime_vs_bare=statistics.median(throughputs) / bare_median if bare_median else None,
+        **bare_loop_fields(throughputs, bare_runs),
+        **composition_fields(throughputs, memory_runs, floor_runs, companions),
         warmup_iterations=1,  # one untimed warm-up epoch
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         startup_in_timed_window=bool(args.workers and not args.persistent_workers),
         **measured,
         **pre,
     )
+
+
+REGIME_VS_BARE_ESTIMATOR = (
+    "median over rounds of regime epoch / bare-loop epoch of the same round (order alternating "
+    "R B, B R, ...)"
+)
+
+
+def bare_loop_fields(throughputs: list[float], bare_runs: list[float]) -> dict[str, Any]:
+    """The row's bare-loop columns: ``regime_vs_bare`` is the median of paired epoch ratios."""
+    pairs = paired_ratio(throughputs, bare_runs)
+    return {
+        "bare_loop_throughput": statistics.median(bare_runs) if bare_runs else None,
+        "bare_loop_throughputs": bare_runs,
+        "regime_vs_bare": pairs.median,
+        "regime_vs_bare_ratios": pairs.ratios,
+        "regime_vs_bare_pairs": pairs.pairs,
+        "regime_vs_bare_min": pairs.low,
+        "regime_vs_bare_max": pairs.high,
+        "regime_vs_bare_estimator": REGIME_VS_BARE_ESTIMATOR if pairs.ratios else None,
+    }
+
+
+def composition_fields(
+    throughputs: list[float],
+    memory_runs: list[float],
+    floor_runs: list[float],
+    companions: DecodeCompanions | None,
+) -> dict[str, Any]:
+    """Decode rows: the composition terms measured in this job, round by round.
+
+    Per round i: expected_i = composition_expectation(floor_i, memory_i) and ratio_i =
+    decode epoch i / expected_i; the row reports the medians and the ratios' range.
+    ``decode_composition_source`` says where the terms came from (here: ``same_job``; the
+    analysis falls back to joining another job's memory row for files without them)."""
+    if companions is None or not memory_runs or not floor_runs:
+        return {}
+    expected = [
+        composition_expectation(f, m) for f, m in zip(floor_runs, memory_runs, strict=False)
+    ]
+    pairs = paired_ratio(throughputs, expected)
+    return {
+        "decode_floor_throughput": statistics.median(floor_runs),
+        "decode_floor_throughputs": floor_runs,
+        "decode_floor_processes": companions.processes,
+        "memory_row_throughput": statistics.median(memory_runs),
+        "memory_row_throughputs": memory_runs,
+        "decode_expected_throughput": statistics.median(expected),
+        "decode_composition_ratio": pairs.median,
+        "decode_composition_ratios": pairs.ratios,
+        "decode_composition_pairs": pairs.pairs,
+        "decode_composition_min": pairs.low,
+        "decode_composition_max": pairs.high,
+        "decode_composition_source": "same_job",
+    }
 
 
 # -- baselines measured once per job ---------------------------------------------------------
@@ -557,45 +703,61 @@ def _decode_all(paths: list[Any]) -> int:
     return len(paths)
 
 
+class DecodeFloor:
+    """Pure decoding of one epoch's files in ``processes`` processes, nothing else.
+
+    One process: a loop in this process. More: forked processes, started (untimed) when the
+    floor is created, each decode 1/processes of the files; the clock spans the submission to the
+    last one finishing. Create it before any DataLoader so the pool forks a process without
+    loader threads; ``close()`` ends the pool.
+    """
+
+    def __init__(self, decode: Callable[[Any], Any], paths: list[Any], processes: int) -> None:
+        global _FLOOR_DECODE
+        _FLOOR_DECODE = decode
+        self.paths = paths
+        self.processes = processes
+        self.chunks = [paths[i::processes] for i in range(processes)]
+        self.pool: Any = None
+        if processes > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            context = multiprocessing.get_context("fork")
+            self.pool = ProcessPoolExecutor(processes, mp_context=context)
+            list(self.pool.map(_decode_all, [c[:1] for c in self.chunks]))  # start them all
+
+    def epoch(self) -> tuple[int, float, float]:
+        """Images decoded, seconds, and 0.0 (no batches: the shape of ``_timed_epoch``)."""
+        start = time.perf_counter()
+        if self.pool is None:
+            done = _decode_all(self.paths)
+        else:
+            done = sum(self.pool.map(_decode_all, self.chunks))
+        return done, time.perf_counter() - start, 0.0
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown()
+            self.pool = None
+
+
 def decode_floor(
     decode: Callable[[Any], Any], paths: list[Any], processes: int, runs: int
 ) -> list[float]:
-    """Pure-decode throughputs (img/s) of ``paths`` in ``processes`` processes, nothing else.
-
-    One process: a loop in this process. More: already-started forked processes each decode
-    1/processes of the files; the clock spans the submission to the last one finishing.
-    """
-    global _FLOOR_DECODE
-    _FLOOR_DECODE = decode
-    if processes <= 1:
+    """``runs`` decode-floor throughputs (img/s) of ``paths`` in ``processes`` processes."""
+    floor = DecodeFloor(decode, paths, processes)
+    try:
         out = []
         for _ in range(runs):
-            start = time.perf_counter()
-            _decode_all(paths)
-            out.append(len(paths) / (time.perf_counter() - start))
+            images, seconds, _ = floor.epoch()
+            out.append(images / seconds)
         return out
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    chunks = [paths[i::processes] for i in range(processes)]
-    out = []
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(processes, mp_context=context) as pool:
-        list(pool.map(_decode_all, [c[:1] for c in chunks]))  # start every process, untimed
-        for _ in range(runs):
-            start = time.perf_counter()
-            done = sum(pool.map(_decode_all, chunks))
-            out.append(done / (time.perf_counter() - start))
-    return out
+    finally:
+        floor.close()
 
 
-BASELINE_FIELDS: tuple[str, ...] = (
-    "transport_throughput",
-    "transport_throughputs",
-    "decode_floor_throughput",
-    "decode_floor_throughputs",
-    "decode_floor_processes",
-)
+BASELINE_FIELDS: tuple[str, ...] = ("transport_throughput", "transport_throughputs")
 
 
 def measure_baselines(
@@ -607,7 +769,10 @@ def measure_baselines(
     record_dir: Path,
     bar: Any,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Job-level baselines: (fields every row of the job carries, metadata with the details)."""
+    """Job-level baselines: (fields every row of the job carries, metadata with the details).
+
+    The transport baseline is measured once per job; the decode floor and the memory-scope
+    companion are measured per recipe, interleaved with its epochs (``DecodeCompanions``)."""
     fields: dict[str, Any] = dict.fromkeys(BASELINE_FIELDS)
     meta: dict[str, Any] = {"runs": args.baseline_runs}
     if args.baseline_runs < 1:
@@ -623,19 +788,31 @@ def measure_baselines(
     except Exception as exc:
         meta["transport"] = {"error": str(RecipeError("transport baseline", exc))}
     if args.scope == "decode":
-        processes = max(1, min(args.workers, cores))
-        epoch = [items[i % len(items)] for i in range(args.batches_per_run * args.batch_size)]
-        try:
-            floor = decode_floor(load, epoch, processes, args.baseline_runs)
-            fields.update(
-                decode_floor_throughput=statistics.median(floor),
-                decode_floor_throughputs=floor,
-                decode_floor_processes=processes,
-            )
-            meta["decode_floor"] = {"decoder": adapter.decoder, "processes": processes}
-        except Exception as exc:
-            meta["decode_floor"] = {"error": str(RecipeError("decode floor", exc))}
+        meta["decode_floor"] = {
+            "decoder": adapter.decoder,
+            "processes": max(1, min(args.workers, cores)),
+            "measured": "per recipe, interleaved with its decode-scope epochs",
+        }
     return fields, meta
+
+
+class DecodeCompanions:
+    """What a decode job times next to each recipe for the composition check: the job's images
+    decoded once, untimed (the memory-scope companion's items), and the decode floor over one
+    epoch's files."""
+
+    def __init__(
+        self, args: argparse.Namespace, paths: list[Any], decode: Callable[[Any], Any], cores: int
+    ) -> None:
+        start = time.perf_counter()
+        self.images = [decode(p) for p in paths]
+        self.preload_seconds = time.perf_counter() - start
+        self.processes = max(1, min(args.workers, cores))
+        epoch = [paths[i % len(paths)] for i in range(args.batches_per_run * args.batch_size)]
+        self.floor = DecodeFloor(decode, epoch, self.processes)
+
+    def close(self) -> None:
+        self.floor.close()
 
 
 def load_items(
@@ -702,12 +879,22 @@ def main(argv: list[str] | None = None) -> int:
                 )
         baselines: dict[str, Any] = dict.fromkeys(BASELINE_FIELDS)
         baselines_meta: dict[str, Any] = {"runs": args.baseline_runs}
+        companions: DecodeCompanions | None = None
         bar = tqdm(transforms, desc=label, unit="recipe")
         if not over_cap and setup_error is None:
+            if args.scope == "decode" and args.baseline_runs > 0:
+                # Before any DataLoader: the floor's pool forks a process without loader threads.
+                bar.set_postfix_str("decoding the composition's memory-scope images")
+                try:
+                    companions = DecodeCompanions(args, items, load, cores)
+                    load_info["companion_preload_seconds"] = companions.preload_seconds
+                except Exception as exc:
+                    baselines_meta["decode_companions"] = {
+                        "error": str(RecipeError("decode companions", exc))
+                    }
             bar.set_postfix_str("baselines")
-            baselines, baselines_meta = measure_baselines(
-                args, adapter, items, load, cores, record_dir, bar
-            )
+            baselines, meta = measure_baselines(args, adapter, items, load, cores, record_dir, bar)
+            baselines_meta.update(meta)
         for name in bar:
             bar.set_postfix_str(name)
             if over_cap:
@@ -719,11 +906,15 @@ def main(argv: list[str] | None = None) -> int:
             elif setup_error is not None:
                 row = non_ok_row("error", setup_error)
             else:
-                row = run_recipe(args, adapter, name, items, load, policy, record_dir, bar)
+                row = run_recipe(
+                    args, adapter, name, items, load, policy, record_dir, bar, companions
+                )
             row.update(recipe_row_fields(args, adapter, name))
             row.update(baselines)
             results[name] = row
             tqdm.write(status_line(label, name, row), file=sys.stderr)
+        if companions is not None:
+            companions.close()
         thread_settings["workers"] = _worker_records(record_dir)
 
     metadata = job_metadata(
@@ -742,6 +933,11 @@ def main(argv: list[str] | None = None) -> int:
             "batches_per_run": args.batches_per_run,
             "images_per_run": args.batches_per_run * args.batch_size,
             "num_runs": args.num_runs,
+            "min_runs": min(args.min_runs, args.num_runs),
+            "stopping_rule": "timed epochs stop between min_runs and num_runs once the relative "
+            "95% CI of the row's throughputs, and of its paired regime/bare ratios while the bare "
+            f"loop runs, is <= {RELATIVE_CI_TARGET} (augbench.stopping); baselines take part in "
+            "at most baseline_runs rounds",
             "warmup_batches": max(1, args.workers),
             "prefetch_factor": args.prefetch_factor if args.workers else None,
             "persistent_workers": bool(args.persistent_workers and args.workers),
@@ -756,6 +952,11 @@ def main(argv: list[str] | None = None) -> int:
             "bare_loop": "augbench.engines.bare_loop: user Dataset + stock DataLoader, same "
             "recipe objects, batch size, workers, prefetch, persistence and thread policy; its "
             "timed epochs alternate with the regime's",
+            "regime_vs_bare": REGIME_VS_BARE_ESTIMATOR,
+            "decode_composition": "decode jobs, per recipe and round: the same recipe on "
+            "pre-decoded images (regime loader settings, same workers) and the decode floor, "
+            "interleaved with the decode epochs (D B M F, F M B D, ...); expected = "
+            "1/(1/floor + 1/memory), ratio = decode / expected, medians over rounds",
             "timer_backend": "time.perf_counter",
             "slow_transform_policy": policy.to_dict(),
             "shard": args.shard,

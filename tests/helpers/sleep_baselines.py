@@ -5,7 +5,10 @@ by tests/test_workflow_cpu_dataloader.py. A 5 ms sleep is injected (test-only, n
 catalog) into: a recipe step (the regime's loader and the bare loop, interleaved as in a job),
 the recipe tail (the transport baseline) and the decoder (the decode floor). Images are tiny
 (3x32x32) so the real work around the sleep is negligible; each measurement should come out at
-about 200 img/s per worker that runs in parallel. Writes {workers: {measurement: [img/s, ...]}}.
+about 200 img/s per worker that runs in parallel. A decode-scope recipe (sleeping decoder, then
+the sleeping step) is measured with its in-job composition terms interleaved (the memory-scope
+companion and the decode floor): about 100 img/s per worker, and a composition ratio of about 1.
+Writes {workers: {measurement: [img/s or ratio, ...]}}.
 """
 
 from __future__ import annotations
@@ -86,6 +89,7 @@ def main() -> int:
             batch_size=16,
             batches_per_run=6,
             num_runs=4,
+            min_runs=4,
             prefetch_factor=2,
             persistent_workers=True,
             batch_timeout=60.0,
@@ -109,12 +113,30 @@ def main() -> int:
                 decode_args, CheapTailAdapter(), paths, SleepyDecode(images[0]), cores,
                 Path(tmp), _Bar(),
             )  # fmt: skip
+            # Decode scope, with the composition terms measured in the same rounds.
+            companions = engine.DecodeCompanions(decode_args, paths, SleepyDecode(images[0]), cores)
+            try:
+                decoded = engine.RecipeDataset(paths, SleepyDecode(images[0]), recipe, "sleep")
+                composed = engine.measure_loader(
+                    decode_args, decoded, Path(tmp), _Bar(), None, 4,
+                    memory=engine.RecipeDataset(companions.images, engine._identity, recipe),
+                    floor=companions.floor,
+                )  # fmt: skip
+            finally:
+                companions.close()
+        fields = engine.composition_fields(
+            composed["throughputs"], composed["memory_throughputs"],
+            composed["floor_throughputs"], companions,
+        )  # fmt: skip
         results[str(workers)] = {
             "regime": measured["throughputs"],
             "bare_loop": measured["bare_throughputs"],
             "transport": memory["transport_throughputs"],
             "decode_transport": decode["transport_throughputs"],
-            "decode_floor": decode["decode_floor_throughputs"],
+            "decode_floor": composed["floor_throughputs"],
+            "decode_memory_companion": composed["memory_throughputs"],
+            "decode_recipe": composed["throughputs"],
+            "decode_composition_ratio": fields["decode_composition_ratios"],
         }
     out.write_text(json.dumps(results))
     return 0

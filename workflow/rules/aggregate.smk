@@ -18,5 +18,6 @@ rule aggregate:
     params:
         regimes=REGIMES,
         throughput_targets=DATALOADER["required_throughput"],
+        starvation=config["starvation"],
     script:
         "../scripts/aggregate.py"

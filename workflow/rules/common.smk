@@ -42,7 +42,6 @@ wildcard_constraints:
     machine=MACHINE.replace(".", r"\."),
     library="|".join(matrix.LIBRARIES),
     shard=r"(contiguous-)?(c9)?s\d{3}",
-    dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     n=r"\d+",
 
 
@@ -91,19 +90,79 @@ DATASET = DATASET_ID.key
 MANIFEST = f"results/data/{DATASET}/manifest.json"
 
 
-def raw_result(regime, name, library="{library}", machine="{machine}"):
+# -- resolution sweep (docs/resolution.md) ------------------------------------------------------
+def derived_datasets():
+    """{derived key: (identity, ResizeSpec)}, one per configured resolution, in config order."""
+    from augbench.resize import ResizeSpec, derived_identity
+
+    out = {}
+    for resolution in config.get("resolutions") or []:
+        spec = ResizeSpec(int(resolution))
+        found = derived_identity(DATASET_ID, spec)
+        out[found.key] = (found, spec)
+    return out
+
+
+DERIVED = derived_datasets()
+RESOLUTION_REGIMES = config.get("resolution_regimes") or ["micro"]
+for _regime in RESOLUTION_REGIMES if DERIVED else []:
+    if _regime not in REGIMES:
+        raise WorkflowError(
+            f"config error at resolution_regimes: {_regime!r} is not in regimes {REGIMES}; "
+            "add it to regimes or drop it from resolution_regimes"
+        )
+
+
+def key_pattern(keys):
+    """A wildcard constraint matching exactly these dataset keys. Keys are [A-Za-z0-9_.-], so
+    only the dot needs escaping; no "?" or other URL syntax, since with a default storage
+    provider (gs://) output patterns are parsed as URLs."""
+    return "|".join(key.replace(".", r"\.") for key in keys)
+
+
+# Only the datasets this config measures (the staged one and its resolution sweep): a benchmark
+# rule never re-creates results measured on another dataset.
+wildcard_constraints:
+    dataset=key_pattern([DATASET, *DERIVED]),
+
+
+def resolution_results():
+    """Raw results of the resolution sweep: the resolution regimes on every derived dataset."""
+    by_regime = {
+        "micro": micro_results,
+        "cpu_dataloader": cpu_dataloader_results,
+        "gpu_dataloader": gpu_dataloader_results,
+        "dali": dali_results,
+    }
+    return [
+        path
+        for key in DERIVED
+        for regime in RESOLUTION_REGIMES
+        for path in by_regime[regime](key)
+    ]
+
+
+# The manifest a benchmark job reads: the staged dataset's or a derived one's (wildcard dataset).
+DATASET_MANIFEST = "results/data/{dataset}/manifest.json"
+
+
+def raw_result(regime, name, library="{library}", machine="{machine}", dataset=None):
     """results/raw/<machine>/<dataset key>/<regime>/<library>/<name>.json; with the default
-    arguments a rule's output pattern, with values one file of a result list."""
-    return f"results/raw/{machine}/{DATASET}/{regime}/{library}/{name}.json"
+    arguments a rule's output pattern (wildcards machine, dataset, library), with values one file
+    of a result list (of the staged dataset unless ``dataset`` names a derived one)."""
+    if dataset is None:
+        dataset = "{dataset}" if machine == "{machine}" else DATASET
+    return f"results/raw/{machine}/{dataset}/{regime}/{library}/{name}.json"
 
 
 def job_log(regime, name):
-    """Log of one benchmark job, beside its result's layout (wildcards machine, library)."""
-    return f"logs/{{machine}}/{DATASET}/{regime}/{{library}}/{name}.log"
+    """Log of one benchmark job, beside its result's layout (wildcards machine, dataset,
+    library)."""
+    return f"logs/{{machine}}/{{dataset}}/{regime}/{{library}}/{name}.log"
 
 
 def job_benchmark(regime, name):
-    return f"benchmarks/{{machine}}/{DATASET}/{regime}/{{library}}/{name}.tsv"
+    return f"benchmarks/{{machine}}/{{dataset}}/{regime}/{{library}}/{name}.tsv"
 
 
 def other_dataset_results():
@@ -116,13 +175,16 @@ def other_dataset_results():
     return sorted(
         str(path)
         for key in root.iterdir()
-        if key.is_dir() and key.name != DATASET
+        if key.is_dir() and key.name not in (DATASET, *DERIVED)
         for regime in REGIMES
         for path in (key / regime).glob("*/*.json")
     )
 
 
 def dataset_archive(wildcards):
+    derived = getattr(wildcards, "dataset", DATASET)
+    if derived in DERIVED:
+        return f"results/data/archives/{derived}.tar"
     archive = config["dataset"].get("archive")
     if not archive:
         return (
@@ -244,9 +306,9 @@ def micro_transforms(wildcards):
     return ",".join(MICRO_SHARDS[shard])
 
 
-def micro_results():
+def micro_results(dataset=None):
     return [
-        raw_result("micro", f"{_layout_prefix(layout)}{shard}", lib, MACHINE)
+        raw_result("micro", f"{_layout_prefix(layout)}{shard}", lib, MACHINE, dataset)
         for lib in matrix.libraries_for("micro", LIBRARIES)
         for layout in matrix.layouts_for(lib, MICRO_LAYOUTS)
         for shard in MICRO_SHARDS
@@ -297,10 +359,13 @@ def lazy_outputs_num_images():
 
 
 def summary_extra_inputs(wildcards):
-    """The lazy-output table, for this workflow's own sweep (its flags go into the summary)."""
+    """The lazy-output table (its flags), the starvation table (its section) and the user
+    pipelines' rows (their breakdown sums), for this workflow's own sweep."""
     extra = {}
     if LAZY_ENABLED and wildcards.root == "results":
         extra["lazy"] = LAZY_TABLES["csv"]
+    if wildcards.root == "results":  # the "Will my GPU starve?" section
+        extra["starvation"] = "results/tables/starvation.csv"
     if PIPELINES and wildcards.root == "results":
         extra["pipelines"] = "results/tables/pipeline_results.csv"
     return extra
@@ -330,9 +395,11 @@ def cpu_dataloader_num_images():
     return DATALOADER.get("num_images") or config["num_images"]
 
 
-def cpu_dataloader_results():
+def cpu_dataloader_results(dataset=None):
     return [
-        raw_result("cpu_dataloader", f"{scope}-w{workers}-{shard}", lib, MACHINE)
+        raw_result(
+            "cpu_dataloader", f"{scope}-w{workers}-{shard}", lib, MACHINE, dataset
+        )
         for lib in matrix.libraries_for("cpu_dataloader", LIBRARIES)
         for scope in DATALOADER["scopes"]
         for workers in DATALOADER["workers"]
@@ -366,10 +433,14 @@ def gpu_dataloader_transforms(wildcards):
     return ",".join(GPU_DL_SHARDS[wildcards.shard])
 
 
-def gpu_dataloader_results():
+def gpu_dataloader_results(dataset=None):
     return [
         raw_result(
-            "gpu_dataloader", f"{scope}_w{workers}_{randomness}_{shard}", lib, MACHINE
+            "gpu_dataloader",
+            f"{scope}_w{workers}_{randomness}_{shard}",
+            lib,
+            MACHINE,
+            dataset,
         )
         for lib in matrix.libraries_for("gpu_dataloader", LIBRARIES)
         for scope in GPU_DL["scopes"]
@@ -383,9 +454,9 @@ def dali_transforms(wildcards):
     return ",".join(DALI_SHARDS[wildcards.shard])
 
 
-def dali_results():
+def dali_results(dataset=None):
     return [
-        raw_result("dali", f"{variant}_{shard}", lib, MACHINE)
+        raw_result("dali", f"{variant}_{shard}", lib, MACHINE, dataset)
         for lib in matrix.libraries_for("dali", LIBRARIES)
         for variant in DALI["variants"]
         for shard in DALI_SHARDS
@@ -402,8 +473,10 @@ PIPELINE_ROOT = "results/pipelines/raw"
 
 
 def pipeline_result(regime, name, library="{library}", machine="{machine}"):
-    """As raw_result(), below PIPELINE_ROOT."""
-    return f"{PIPELINE_ROOT}/{machine}/{DATASET}/{regime}/{library}/{name}.json"
+    """As raw_result() (wildcards machine, dataset, library as a rule's pattern), below
+    PIPELINE_ROOT; pipelines run on the staged dataset only."""
+    dataset = "{dataset}" if machine == "{machine}" else DATASET
+    return f"{PIPELINE_ROOT}/{machine}/{dataset}/{regime}/{library}/{name}.json"
 
 
 def pipelines_json():
@@ -441,7 +514,7 @@ def pipeline_table_inputs(wildcards=None):
         sorted(
             str(path)
             for key in root.iterdir()
-            if key.is_dir() and key.name != DATASET
+            if key.is_dir() and key.name not in (DATASET, *DERIVED)
             for path in key.glob("*/*/*.json")
         )
         if root.is_dir()
@@ -488,7 +561,7 @@ def result_files(wildcards=None):
         files += gpu_dataloader_results()
     if "dali" in REGIMES:
         files += dali_results()
-    return files
+    return files + resolution_results()
 
 
 GPU_TABLES = (
@@ -516,6 +589,8 @@ def table_outputs():
             else {}
         ),
         **GPU_TABLES,
+        "resolution_scaling": "results/tables/resolution_scaling.csv",
+        "starvation": "results/tables/starvation.csv",
     }
 
 

@@ -5,7 +5,7 @@
 rule cpu_dataloader:
     input:
         unpack(benchmark_env_inputs),
-        manifest=MANIFEST,
+        manifest=DATASET_MANIFEST,
     output:
         result=raw_result("cpu_dataloader", "{scope}-w{workers}-{shard}"),
     log:

@@ -7,7 +7,7 @@
 rule dali:
     input:
         unpack(benchmark_env_inputs),
-        manifest=MANIFEST,
+        manifest=DATASET_MANIFEST,
     output:
         result=raw_result("dali", "dali-gpu_{shard}"),
     log:
@@ -52,7 +52,7 @@ rule dali:
 rule dali_cpu:
     input:
         unpack(benchmark_env_inputs),
-        manifest=MANIFEST,
+        manifest=DATASET_MANIFEST,
     output:
         result=raw_result("dali", "dali-cpu_{shard}"),
     log:

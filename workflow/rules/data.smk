@@ -40,3 +40,33 @@ rule stage_dataset:
         or "embedded default (scikit-image photographs)",
     script:
         "../scripts/stage_dataset.py"
+
+
+# Resolution sweep: the staged dataset resized once per configured resolution into a derived
+# dataset (augbench/resize.py): an archive of its own, staged like any archive, under its own key.
+# Defined only when a sweep is configured.
+if DERIVED:
+
+    rule resize_dataset:
+        input:
+            manifest=MANIFEST,
+            images=f"results/data/{DATASET}/images",
+        output:
+            archive="results/data/archives/{dataset}.tar",
+            manifest="results/data/{dataset}/manifest.json",
+            images=directory("results/data/{dataset}/images"),
+        log:
+            "logs/data/resize_dataset-{dataset}.log",
+        benchmark:
+            "benchmarks/setup/resize_dataset/{dataset}.tsv"
+        wildcard_constraints:
+            dataset=key_pattern(DERIVED),
+        conda:
+            "../../envs/driver.yaml"
+        params:
+            spec=lambda wildcards: DERIVED[wildcards.dataset][1].to_dict(),
+            name=lambda wildcards: DERIVED[wildcards.dataset][0].name,
+            digest=lambda wildcards: DERIVED[wildcards.dataset][0].digest,
+            base_key=DATASET,
+        script:
+            "../scripts/resize_dataset.py"

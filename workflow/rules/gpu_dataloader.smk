@@ -7,7 +7,7 @@
 rule gpu_dataloader:
     input:
         unpack(benchmark_env_inputs),
-        manifest=MANIFEST,
+        manifest=DATASET_MANIFEST,
     output:
         result=raw_result("gpu_dataloader", "{scope}_w{workers}_{randomness}_{shard}"),
     log:

@@ -4,7 +4,7 @@
 rule micro:
     input:
         unpack(benchmark_env_inputs),
-        manifest=MANIFEST,
+        manifest=DATASET_MANIFEST,
     output:
         result=raw_result("micro", "{shard}"),
     log:

@@ -6,7 +6,7 @@
 rule pipeline_breakdown:
     input:
         unpack(benchmark_env_inputs),
-        manifest=MANIFEST,
+        manifest=DATASET_MANIFEST,
     output:
         result=pipeline_result("micro", "breakdown"),
     log:
@@ -45,7 +45,7 @@ rule pipeline_breakdown:
 rule pipeline_dataloader:
     input:
         unpack(benchmark_env_inputs),
-        manifest=MANIFEST,
+        manifest=DATASET_MANIFEST,
     output:
         result=pipeline_result("cpu_dataloader", "{scope}-w{workers}"),
     log:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
-from augbench.analysis import dataloader, gpu, speedups, tidy
+from augbench.analysis import dataloader, gpu, resolution, speedups, starvation, tidy
 from augbench.logs import redirect_to_log
 from augbench.results import write_table_atomic
 
@@ -29,4 +29,10 @@ with redirect_to_log(snakemake.log[0]):  # noqa: F821
     if hasattr(sm.output, "gpu_vs_cpu_ratio"):  # present when a GPU regime is configured
         write_table_atomic(gpu.gpu_vs_cpu_ratio(frame), sm.output.gpu_vs_cpu_ratio)
         write_table_atomic(gpu.throughput_vs_memory(frame), sm.output.gpu_memory)
+    write_table_atomic(resolution.scaling_table(frame), sm.output.resolution_scaling)
+    models = starvation.models_from_config(sm.params.starvation, sm.params.throughput_targets)
+    write_table_atomic(
+        starvation.table(frame, models, sm.params.starvation["dataset_images"]),
+        sm.output.starvation,
+    )
     print(f"{len(frame)} rows from {len(sm.input.results)} result files")

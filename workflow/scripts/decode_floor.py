@@ -74,6 +74,7 @@ def inner(args: argparse.Namespace) -> int:
             batch_size=args.batch_size,
             batches_per_run=args.batches_per_run,
             num_runs=args.num_runs,
+            min_runs=args.num_runs,  # a fixed number of epochs, as the floor's
             prefetch_factor=args.prefetch_factor,
             persistent_workers=True,
             batch_timeout=300.0,

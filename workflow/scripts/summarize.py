@@ -41,6 +41,7 @@ def write(
     slow_csv: str | None,
     slowest: int,
     lazy_csv: str | None = None,
+    starvation_csv: str | None = None,
     pipelines_csv: str | None = None,
 ) -> None:
     diag = diagnostics.diagnose(frame)
@@ -52,6 +53,12 @@ def write(
         lazy = pd.read_csv(lazy_csv)
     pipeline_rows = read_table(pipelines_csv) if pipelines_csv else None
     text = summary.markdown(frame, lazy=lazy, pipeline_rows=pipeline_rows)
+    if starvation_csv:
+        import pandas as pd
+
+        from augbench.analysis import starvation
+
+        text += "\n" + "\n".join(starvation.markdown(pd.read_csv(starvation_csv))) + "\n"
     if summary_md:
         Path(summary_md).write_text(text)
     else:
@@ -94,6 +101,7 @@ if "snakemake" in globals():
             sm.output.slow,
             slowest=5,
             lazy_csv=sm.input.get("lazy"),
+            starvation_csv=sm.input.get("starvation"),
             pipelines_csv=sm.input.get("pipelines"),
         )
 elif __name__ == "__main__":

@@ -22,6 +22,7 @@ NAMES: tuple[str, ...] = (
     "cpu_vs_gpu",
     "throughput_vs_memory",
     "worker_scaling",
+    "throughput_vs_resolution",
 )
 
 
@@ -31,6 +32,7 @@ def draw(name: str, frame: pd.DataFrame) -> Drawn:
         coverage,
         cpu_gpu,
         memory,
+        resolution,
         scaling,
         stability,
         throughput,
@@ -43,6 +45,7 @@ def draw(name: str, frame: pd.DataFrame) -> Drawn:
         "cpu_vs_gpu": cpu_gpu.draw,
         "throughput_vs_memory": memory.draw,
         "worker_scaling": scaling.draw,
+        "throughput_vs_resolution": resolution.draw,
     }
     if name in fixed:
         return fixed[name](frame)

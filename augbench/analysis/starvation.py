@@ -1,0 +1,273 @@
+"""Will my GPU starve? The data side of a training step, from measured end-to-end loader rows.
+
+With prefetching, a training step takes max(model time, data time) per batch, so the model waits
+for data a fraction ``max(0, 1 - data_rate / model_rate)`` of the time. For every library, recipe
+(or pipeline: the row's ``transform``) and measured worker count of an end-to-end row
+(cpu_dataloader, gpu_dataloader and dali in their ``decode`` scope: read + decode + transforms),
+the table gives that fraction, whether the model is kept fed, the data-loading time of an epoch
+(``dataset_images / data_rate``) and the epoch time with the model (``dataset_images /
+min(data_rate, model_rate)``); per series, the fewest measured workers that keep the model fed.
+Nothing is extrapolated: worker counts that were not measured ok (skipped because the machine has
+fewer cores, errors, early stops) are listed with their status and reason, never as zeros.
+docs/starvation.md has the details.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+# Regimes whose rows are end to end (file read + decode inside the timed loop) in this scope.
+END_TO_END_SCOPE: dict[str, str] = {
+    "cpu_dataloader": "decode",
+    "gpu_dataloader": "decode",
+    "dali": "decode",
+}
+
+IMAGENET_1K_TRAIN_IMAGES = 1_281_167  # the default epoch (config starvation.dataset_images)
+
+SERIES_COLUMNS: tuple[str, ...] = (
+    "machine",
+    "usable_cores",
+    "dataset",
+    "resolution",
+    "regime",
+    "scope",
+    "batch_size",
+    "variant",
+    "randomness",
+    "library",
+    "transform",
+)
+
+COLUMNS: tuple[str, ...] = (
+    "model",
+    "model_img_per_s",
+    *SERIES_COLUMNS,
+    "workers",
+    "status",
+    "reason",
+    "data_img_per_s",
+    "data_wait_fraction",
+    "keeps_model_fed",
+    "data_time_per_epoch_s",
+    "epoch_time_s",
+    "fewest_workers_keeping_fed",
+    "measured_workers",
+    "not_measured_workers",
+    "dataset_images",
+    "model_description",
+    "model_source",
+)
+
+
+@dataclass(frozen=True)
+class Model:
+    """What the accelerator consumes: images per second, with where the number comes from."""
+
+    name: str
+    img_per_s: float
+    description: str = ""
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.img_per_s > 0:
+            raise ValueError(f"model {self.name!r}: images per second must be > 0")
+
+
+def models_from_config(
+    starvation: dict[str, Any], required_throughput: list[dict[str, Any]] | None = None
+) -> list[Model]:
+    """The config's model (``model_step_ms`` + ``batch_size``, or ``model_img_per_s``); with
+    neither, the ``cpu_dataloader.required_throughput`` targets."""
+    name = starvation.get("name") or "my-model"
+    if starvation.get("model_step_ms") is not None:
+        step_ms = float(starvation["model_step_ms"])
+        batch = int(starvation["batch_size"])
+        return [
+            Model(
+                name,
+                batch * 1000.0 / step_ms,
+                f"{step_ms:g} ms per training step of {batch} images",
+                "config starvation.model_step_ms",
+            )
+        ]
+    if starvation.get("model_img_per_s") is not None:
+        rate = float(starvation["model_img_per_s"])
+        return [Model(name, rate, f"{rate:g} img/s", "config starvation.model_img_per_s")]
+    return [
+        Model(
+            str(t["name"]),
+            float(t["images_per_second"]),
+            str(t.get("description", "")),
+            str(t.get("source", "")),
+        )
+        for t in required_throughput or []
+    ]
+
+
+def data_wait_fraction(data_img_per_s: float, model_img_per_s: float) -> float:
+    """Share of each step the model waits for data: step = max(model, data) with prefetching."""
+    if not data_img_per_s > 0:
+        return math.nan
+    return max(0.0, 1.0 - data_img_per_s / model_img_per_s)
+
+
+def end_to_end_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows that say how fast data reaches the model, with the series columns filled."""
+    if frame.empty:
+        return frame.assign(**{c: [] for c in SERIES_COLUMNS if c not in frame.columns})
+    mask = pd.Series(False, index=frame.index)
+    for regime, scope in END_TO_END_SCOPE.items():
+        mask |= (frame["regime"] == regime) & (frame["scope"].fillna("memory") == scope)
+    part = frame[mask].copy()
+    for col in SERIES_COLUMNS:
+        if col not in part.columns:
+            part[col] = None
+    for col in ("workers", "batch_size"):
+        part[col] = pd.to_numeric(part[col], errors="coerce").fillna(-1).astype(int)
+    for col in ("variant", "randomness", "dataset", "machine"):
+        part[col] = part[col].fillna("").astype(str)
+    part["resolution"] = pd.to_numeric(part["resolution"], errors="coerce")
+    part["usable_cores"] = pd.to_numeric(part["usable_cores"], errors="coerce")
+    return part
+
+
+def _series_keys(part: pd.DataFrame) -> list[str]:
+    # Pipeline rows (a user pipeline run as a recipe) keep their pipeline apart from a recipe
+    # of the same name.
+    return [*SERIES_COLUMNS, *(["pipeline"] if "pipeline" in part.columns else [])]
+
+
+def _reason(row: pd.Series) -> str:
+    reason = row.get("reason")
+    return reason if isinstance(reason, str) else ""
+
+
+def table(
+    frame: pd.DataFrame,
+    models: list[Model],
+    dataset_images: int = IMAGENET_1K_TRAIN_IMAGES,
+) -> pd.DataFrame:
+    """One row per model x series x measured worker count (ok or not), see the module doc."""
+    part = end_to_end_rows(frame)
+    keys = _series_keys(part)
+    columns = [*COLUMNS, *(["pipeline"] if "pipeline" in keys else [])]
+    records: list[dict[str, Any]] = []
+    for model in models:
+        for key, group in part.groupby(keys, sort=True, dropna=False):
+            group = group.sort_values("workers")
+            ok = group[(group["status"] == "ok") & (group["median_throughput"] > 0)]
+            fed = ok[ok["median_throughput"] >= model.img_per_s]
+            swept = bool((group["workers"] >= 0).any())
+            if not swept:
+                fewest = "n/a (no worker sweep in this regime)"
+            elif len(fed):
+                fewest = str(int(fed["workers"].min()))
+            else:
+                fewest = "none of the measured counts"
+            not_ok = group[~group.index.isin(ok.index)]
+            for _, row in group.iterrows():
+                is_ok = row.name in ok.index
+                rate = float(row["median_throughput"]) if is_ok else math.nan
+                record = dict(zip(keys, key, strict=True))
+                record.update(
+                    model=model.name,
+                    model_img_per_s=model.img_per_s,
+                    workers=int(row["workers"]) if row["workers"] >= 0 else None,
+                    status=row["status"],
+                    reason="" if is_ok else _reason(row),
+                    data_img_per_s=rate,
+                    data_wait_fraction=data_wait_fraction(rate, model.img_per_s),
+                    keeps_model_fed=bool(rate >= model.img_per_s) if is_ok else None,
+                    data_time_per_epoch_s=dataset_images / rate if is_ok else math.nan,
+                    epoch_time_s=(
+                        dataset_images / min(rate, model.img_per_s) if is_ok else math.nan
+                    ),
+                    fewest_workers_keeping_fed=fewest,
+                    measured_workers=",".join(str(int(w)) for w in ok["workers"] if w >= 0),
+                    not_measured_workers="; ".join(
+                        f"{int(r['workers'])}: {r['status']}"
+                        + (f" ({_reason(r)})" if _reason(r) else "")
+                        for _, r in not_ok.iterrows()
+                        if r["workers"] >= 0
+                    ),
+                    dataset_images=dataset_images,
+                    model_description=model.description,
+                    model_source=model.source,
+                )
+                records.append(record)
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
+def _pct(value: float) -> str:
+    return "n/a" if value is None or math.isnan(value) else f"{value:.0%}"
+
+
+def _duration(seconds: float) -> str:
+    if seconds is None or math.isnan(seconds):
+        return "n/a"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def markdown(starved: pd.DataFrame) -> list[str]:
+    """The summary's section: per model, one line per library and recipe."""
+    lines = ["## Will my GPU starve?", ""]
+    if starved.empty:
+        return [
+            *lines,
+            "No end-to-end loader rows (cpu_dataloader, gpu_dataloader or dali in the decode "
+            "scope) in these results: nothing to estimate from.",
+            "",
+        ]
+    lines += [
+        "From measured end-to-end rows only (read + decode + recipe; decode scope). With "
+        "prefetching a step takes max(model, data), so the model waits "
+        "max(0, 1 - data img/s / model img/s) of the time. Worker counts that were not measured "
+        "ok are listed with their reason and never extrapolated. Details: docs/starvation.md; "
+        "every number: results/tables/starvation.csv.",
+        "",
+    ]
+    head = ["machine (cores)", "regime", "dataset", "library", "recipe", "fewest workers"]
+    head += ["data wait by workers", "data time / epoch (best)", "not measured"]
+    for (model, rate), rows in starved.groupby(["model", "model_img_per_s"], sort=False):
+        first = rows.iloc[0]
+        lines += [
+            f"### {model}: {rate:,.0f} img/s ({first['model_description']}); epoch of "
+            f"{int(first['dataset_images']):,} images",
+            "",
+            "| " + " | ".join(head) + " |",
+            "|" + "|".join("---" for _ in head) + "|",
+        ]
+        keys = [c for c in _series_keys(rows) if c in rows.columns]
+        for _, series in rows.groupby(keys, sort=True, dropna=False):
+            s = series.iloc[0]
+            ok = series[series["data_img_per_s"].notna()]
+            waits = ", ".join(
+                f"{'-' if pd.isna(w) else int(w)}: {_pct(f)}"
+                for w, f in zip(ok["workers"], ok["data_wait_fraction"], strict=True)
+            )
+            best = ok["data_time_per_epoch_s"].min() if len(ok) else math.nan
+            cores = "" if pd.isna(s["usable_cores"]) else f" ({int(s['usable_cores'])} cores)"
+            dataset = s["dataset"] + (
+                "" if pd.isna(s["resolution"]) else f" (r{int(s['resolution'])})"
+            )
+            cells = [
+                f"{s['machine']}{cores}",
+                s["regime"],
+                dataset,
+                s["library"],
+                str(s["transform"]),
+                s["fewest_workers_keeping_fed"],
+                waits or "none ok",
+                _duration(best),
+                s["not_measured_workers"] or "",
+            ]
+            lines.append("| " + " | ".join(str(c).replace("|", "/") for c in cells) + " |")
+        lines.append("")
+    return lines
