@@ -9,8 +9,9 @@ native layout, decoded before any clock):
   (the micro regime's number for the pipeline as one timed unit).
 
 The two passes alternate (S W, W S, ...) so both see the same machine state, until the whole
-pipeline's relative 95 % CI reaches ``policy.RELATIVE_CI_TARGET`` (``augbench.stopping``) between
-the configured minimum and maximum number of values. Each value is one pass over the images.
+pipeline's throughputs and the paired steps / whole ratios both reach a relative 95 % CI of
+``policy.RELATIVE_CI_TARGET`` (``augbench.stopping``), between the configured minimum and maximum
+number of values. Each value is one pass over the images.
 
 Rows (regime ``micro``, scope ``memory``): ``<pipeline>`` is the whole pipeline (variant
 ``pipeline``), with ``step_sum_ratio`` = sum of the step medians / whole median (s/image) and
@@ -147,6 +148,18 @@ def reseed(units: Sequence[Unit], seed: int) -> None:
             library_transform.set_random_seed(seed)
 
 
+def precise_enough(result: Breakdown, rule: StoppingRule) -> bool:
+    """The whole pipeline's throughputs and the paired steps / whole ratios both meet ``rule``
+    (or its maximum number of values is reached)."""
+    if not rule.done([result.images / s for s in result.whole_seconds]):
+        return False
+    ratios = [
+        sum(steps) / whole
+        for steps, whole in zip(result.step_seconds, result.whole_seconds, strict=True)
+    ]
+    return rule.done(ratios)
+
+
 def measure(
     units: Sequence[Unit],
     inputs: Sequence[Any],
@@ -157,12 +170,13 @@ def measure(
 ) -> Breakdown:
     """Untimed warm-up (a steps pass and a whole pass each), then rounds of two values, S W then
     W S, so each kind of pass comes first equally often; rounds repeat until ``rule`` is met on
-    the whole pipeline's throughputs. Each pass of a value is seeded alike (``reseed``)."""
+    the whole pipeline's throughputs and on the paired steps / whole ratios
+    (``precise_enough``). Each pass of a value is seeded alike (``reseed``)."""
     for _ in range(warmups):
         steps_pass(units, inputs, materialize)
         whole_pass(units, inputs, materialize)
     result = Breakdown([label for label, _ in units], len(inputs))
-    while not rule.done([len(inputs) / s for s in result.whole_seconds]):
+    while not precise_enough(result, rule):
         for order in (("steps", "whole"), ("whole", "steps")):
             value = len(result.whole_seconds)
             for which in order:
