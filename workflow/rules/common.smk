@@ -530,6 +530,8 @@ def pipeline_tables():
     return {
         "results": "results/tables/pipeline_results.csv",
         "breakdown": "results/tables/pipeline_breakdown.csv",
+        # "Will my GPU starve?" for the pipelines (augbench.analysis.starvation, decode scope).
+        "starvation": "results/tables/starvation_pipelines.csv",
         **{
             f"speedups_{name}": f"results/tables/speedups_pipeline_{name}.csv"
             for name in PIPELINE_NAMES

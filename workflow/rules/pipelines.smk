@@ -107,6 +107,8 @@ rule pipeline_tables:
         "../../envs/driver.yaml"
     params:
         pipelines=PIPELINE_NAMES,
+        throughput_targets=DATALOADER["required_throughput"],
+        starvation=config["starvation"],
     script:
         "../scripts/pipeline_tables.py"
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
-from augbench.analysis import pipelines, tidy
+from augbench.analysis import pipelines, starvation, tidy
 from augbench.logs import redirect_to_log
 from augbench.results import write_table_atomic
 
@@ -16,5 +16,12 @@ with redirect_to_log(snakemake.log[0]):  # noqa: F821
     write_table_atomic(pipelines.breakdown(frame), sm.output.breakdown)
     for name in sm.params.pipelines:
         write_table_atomic(pipelines.speedup_table(frame, name), sm.output[f"speedups_{name}"])
+    if hasattr(sm.output, "starvation"):  # from the pipelines' end-to-end (decode-scope) rows
+        models = starvation.models_from_config(sm.params.starvation, sm.params.throughput_targets)
+        whole = pipelines.pipeline_rows(frame)
+        write_table_atomic(
+            starvation.table(whole, models, sm.params.starvation["dataset_images"]),
+            sm.output.starvation,
+        )
     print(f"{len(pipelines.pipeline_rows(frame))} pipeline rows, "
           f"{len(pipelines.step_rows(frame))} step rows")  # fmt: skip
