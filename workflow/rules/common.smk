@@ -224,6 +224,10 @@ MICRO_SHARDS = shards(
 )
 
 
+# Images the micro regime times (micro.num_images, else the top-level num_images).
+MICRO_NUM_IMAGES = config["micro"].get("num_images") or config["num_images"]
+
+
 # Input layouts other than native write their own shards (contiguous-s000, ...).
 MICRO_LAYOUTS = config["micro"].get("layouts", ["native"])
 
