@@ -13,6 +13,8 @@ rule aggregate:
         **table_outputs(),
     log:
         "logs/aggregate.log",
+    benchmark:
+        "benchmarks/analysis/aggregate.tsv"
     conda:
         "../../envs/driver.yaml"
     params:

@@ -491,17 +491,22 @@ def plot_targets():
 
 
 # -- cost estimate (rule cost) ---------------------------------------------------------------
-def cost_plan():
-    """Every job the configured sweep plans, as the cost model needs it: benchmark jobs from the
-    same result paths `aggregate` collects, setup jobs from the configured libraries and dataset;
-    plus what the invocation says about placement (the profile's preemptible rules and jobs).
-    """
-    shards_by_regime = {
+def regime_shards():
+    """Shard name -> transforms, per regime (what the cost model and the plan read)."""
+    return {
         "micro": MICRO_SHARDS,
         "cpu_dataloader": DATALOADER_SHARDS,
         "gpu_dataloader": GPU_DL_SHARDS,
         "dali": DALI_SHARDS,
     }
+
+
+def cost_plan():
+    """Every job the configured sweep plans, as the cost model needs it: benchmark jobs from the
+    same result paths `aggregate` collects, setup jobs from the configured libraries and dataset;
+    plus what the invocation says about placement (the profile's preemptible rules and jobs).
+    """
+    shards_by_regime = regime_shards()
     remote = getattr(workflow, "remote_execution_settings", None)
     preemptible = getattr(remote, "preemptible_rules", None)
     executor = getattr(workflow, "executor_settings", None)

@@ -42,6 +42,8 @@ rule lazy_outputs_table:
         **LAZY_TABLES,
     log:
         "logs/lazy_outputs_table.log",
+    benchmark:
+        "benchmarks/analysis/lazy_outputs_table.tsv"
     localrule: True
     conda:
         "../../envs/driver.yaml"
