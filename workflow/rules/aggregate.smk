@@ -9,6 +9,7 @@ localrules:
 rule aggregate:
     input:
         results=aggregate_inputs,
+        after_timed=after_timed_jobs,
     output:
         **table_outputs(),
     log:

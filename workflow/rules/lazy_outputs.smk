@@ -38,6 +38,7 @@ rule lazy_outputs:
 rule lazy_outputs_table:
     input:
         results=lazy_outputs_inputs(),
+        after_timed=after_timed_jobs,
     output:
         **LAZY_TABLES,
     log:
