@@ -447,7 +447,8 @@ def after_timed_jobs(wildcards=None):
     """Every timed job's output (benchmark results and the lazy-output diagnostic) as ancient()
     inputs of the untimed jobs that could otherwise start while a measurement still runs
     (aggregate, lazy_outputs_table): they wait for the last timed job instead of sharing its
-    cores. ancient(): a rewritten file never re-runs them by itself; their own inputs do."""
+    cores. ancient(): a rewritten file never re-runs them by itself; their own inputs do.
+    """
     lazy = lazy_outputs_results() if LAZY_ENABLED else []
     return ancient([*result_files(), *lazy])
 
