@@ -248,3 +248,26 @@ def test_rows_repeat_until_the_ci_target_or_the_process_limit(smoke_run: Workflo
             assert met
         assert row["peak_rss_mb"] > 0 and row["peak_rss_scope"] in ("transform", "process")
         assert row["input_layout"]["type"] == "PIL.Image.Image"
+
+
+def test_plan_is_printed_before_the_first_job(smoke_run: WorkflowRun) -> None:
+    """Jobs per phase and an ETA (augbench.plan) come before any job's output."""
+    out = smoke_run.output
+    assert "augbench plan:" in out, out[:3000]
+    before_jobs = out.split("augbench plan:", 1)[0]
+    assert "rule micro:" not in before_jobs and "rule build_env:" not in before_jobs
+    lines = out.split("augbench plan:", 1)[1].splitlines()
+    phases = {}
+    for line in lines[1:]:
+        if not line.startswith("  ") or "ETA" in line:
+            break
+        name, count = line.split()[:2]
+        phases[name] = int(count)
+    micro_files = list(smoke_run.raw("micro").rglob("*.json"))
+    assert phases["micro"] == len(micro_files) == 8  # 4 libraries x 2 shards of the smoke set
+    assert phases["setup"] >= 5  # an env per library, the default archive, staging
+    for regime in ("cpu_dataloader", "gpu_dataloader", "dali", "dali_cpu", "lazy_outputs"):
+        assert phases[regime] > 0, regime
+    assert phases["analysis"] == 5
+    eta = next(line for line in lines if "ETA ~" in line)
+    assert "time model:" in eta
