@@ -171,8 +171,6 @@ def measure_transforms(
     at most ``processes`` rounds; a row leaves once its relative 95 % CI reaches the target
     (augbench.stopping, the same rule as every engine). Round 1 also preflights each transform:
     rows early-stopped, unsupported or in error there are final. ``on_row`` sees each final row."""
-    import pyperf  # in the library env only (the driver's interpreter has no pyperf)
-
     rule = StoppingRule(
         min_values=max(args.min_processes, 1) * args.values,
         max_values=max(args.processes, args.min_processes, 1) * args.values,
@@ -192,6 +190,10 @@ def measure_transforms(
         for name in pending:
             info = infos[name]
             if info.get("status") == "timed":
+                # Imported only here: a job whose library does not import (e.g. in the
+                # driver's interpreter, which has no pyperf either) still writes its error rows.
+                import pyperf
+
                 bench = pyperf.Benchmark.load(str(out / f"{name}{PYPERF_SUFFIX}"))
                 if name in benches:
                     benches[name].add_runs(bench)
