@@ -102,6 +102,12 @@ def phases(
     jobs = [j for p in planned if (j := cost_job(p, shards)) is not None]
     seconds, basis = cost.seconds_per_job(jobs, models, config)
     out = {name: Phase(name) for name in PHASES}
+    # Rules the model does not know (added later, e.g. other engines): counted, never dropped.
+    for p in planned:
+        if p.output and cost_job(p, shards) is None:
+            other = out.setdefault(p.rule, Phase(p.rule))
+            other.jobs += 1
+            other.unknown += 1
     parallel: dict[str, list[float]] = {"setup": [], "analysis": []}
     for job in jobs:
         phase = out[phase_of(job.kind)]

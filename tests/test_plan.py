@@ -39,6 +39,7 @@ def planned() -> list[plan.Planned]:
         plan.Planned("draw_figures", {"root": "results"}, "results/figures"),
         plan.Planned("summary", {"root": "results"}, "results/analysis/summary.md"),
         plan.Planned("all", {}, ""),
+        plan.Planned("some_new_rule", {}, "results/new/x.json"),
     ]  # fmt: skip
     return jobs
 
@@ -57,10 +58,12 @@ def test_jobs_are_counted_per_phase_in_running_order() -> None:
     found = plan.phases(planned(), SHARDS, models(), CONFIG, cores=2)
     assert [(p.name, p.jobs) for p in found] == [
         ("setup", 4), ("micro", 2), ("cpu_dataloader", 1), ("lazy_outputs", 1), ("analysis", 3),
+        ("some_new_rule", 1),
     ]  # fmt: skip
     by_name = {p.name: p for p in found}
-    # kornia's micro job and the DataLoader and diagnostic jobs have no model: counted, not costed.
-    assert by_name["micro"].unknown == 1
+    # kornia's micro job and the DataLoader and diagnostic jobs have no model: counted, not costed;
+    # so is a rule the model does not know.
+    assert by_name["micro"].unknown == 1 and by_name["some_new_rule"].unknown == 1
     assert by_name["cpu_dataloader"].unknown == 1 and by_name["lazy_outputs"].unknown == 1
     # Figures and summary have no timing: an assumed duration, said so.
     assert by_name["analysis"].assumed == 2 and by_name["setup"].assumed == 0
@@ -77,11 +80,11 @@ def test_the_plan_uses_the_cost_model_for_micro() -> None:
 def test_printed_plan_names_every_phase_and_what_has_no_model() -> None:
     lines = plan.plan_lines(plan.phases(planned(), SHARDS, models(), CONFIG, 2), "reference")
     text = "\n".join(lines)
-    assert lines[0].startswith("augbench plan: 11 jobs")
+    assert lines[0].startswith("augbench plan: 12 jobs")
     for name in ("setup", "micro", "cpu_dataloader", "lazy_outputs", "analysis"):
         assert f"  {name} " in text
     assert "1 without a time model" in text and "2 at an assumed rate" in text
-    assert "ETA ~" in lines[-1] and "plus 3 jobs without a time model" in lines[-1]
+    assert "ETA ~" in lines[-1] and "plus 4 jobs without a time model" in lines[-1]
     assert lines[-1].endswith("time model: reference")
 
 
