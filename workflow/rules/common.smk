@@ -449,8 +449,10 @@ def after_timed_jobs(wildcards=None):
     (aggregate, lazy_outputs_table): they wait for the last timed job instead of sharing its
     cores. ancient(): a rewritten file never re-runs them by itself; their own inputs do.
     """
-    lazy = lazy_outputs_results() if LAZY_ENABLED else []
-    return ancient([*result_files(), *lazy])
+    # Every dataset's files, as aggregate's and lazy_outputs_table's own inputs are: switching
+    # datasets back and forth leaves the input sets unchanged, so nothing re-runs.
+    lazy = lazy_outputs_inputs() if LAZY_ENABLED else []
+    return ancient([*aggregate_inputs(), *lazy])
 
 
 def aggregate_inputs(wildcards=None):
