@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from augbench.policy import MICRO_MIN_VALUE_SECONDS
+
 BENCH_KINDS = ("micro", "cpu_dataloader", "gpu_dataloader", "dali", "dali_cpu")
 SETUP_KINDS = ("build_env", "build_default_archive", "stage_dataset")
 # Jobs that are neither setup nor result rows but run on a benchmark machine: the kind and the
@@ -41,6 +43,11 @@ SETUP_KINDS = ("build_env", "build_default_archive", "stage_dataset")
 DIAGNOSTIC_KINDS = {"lazy_outputs": "micro"}
 # Without a local timing, a setup job is assumed to take this long (seconds; printed as assumed).
 ASSUMED_SETUP_S = 60.0
+# Tables, figures and report pieces after the benchmarks (the local ETA, augbench.plan; the cloud
+# estimate runs them on the driver and leaves them out). Timed by their benchmark files
+# benchmarks/analysis/.../<rule>.tsv; without one, assumed.
+ANALYSIS_KINDS = ("aggregate", "draw_figures", "speedup_report", "summary", "lazy_outputs_table")
+ASSUMED_ANALYSIS_S = 15.0
 
 
 def kind_of(regime: str, stem: str) -> str:
@@ -49,7 +56,8 @@ def kind_of(regime: str, stem: str) -> str:
 
 
 def images_per_transform(kind: str, params: dict[str, Any]) -> float:
-    """Images one transform processes in one job (timed runs, warm-ups, baselines)."""
+    """Images one transform processes in one job (timed runs, warm-ups, baselines); for micro,
+    at most (every pyperf process the block allows, one pass over the images per value)."""
     if kind == "micro":
         return params["num_images"] * params["processes"] * (params["values"] + params["warmups"])
     if kind == "cpu_dataloader":
@@ -61,7 +69,10 @@ def images_per_transform(kind: str, params: dict[str, Any]) -> float:
 def target_params(kind: str, config: dict[str, Any]) -> dict[str, Any]:
     """The parameters a job of ``kind`` runs with under ``config`` (same keys as the results)."""
     if kind == "micro":
-        return {**config["micro"], "num_images": config["num_images"]}
+        return {
+            **config["micro"],
+            "num_images": config["micro"].get("num_images") or config["num_images"],
+        }
     if kind == "cpu_dataloader":
         dl = config["cpu_dataloader"]
         return {**dl, "images_per_run": dl["batch_size"] * dl["batches_per_run"]}
@@ -76,6 +87,9 @@ class KindModel:
     per_image_s: dict[str, float] = field(default_factory=dict)  # transform -> s/image
     overhead_s: float = 0.0
     basis: str = "measured"
+    # micro: pyperf processes a row used / the most it was allowed (rows stop once their CI
+    # reaches the target), so a plan expects that share of its own maximum.
+    process_share: float = 1.0
 
     def job_seconds(self, transforms: list[str], images: float) -> float:
         typical = statistics.median(self.per_image_s.values())
@@ -99,6 +113,7 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
         lambda: defaultdict(list)
     )
     overheads: dict[tuple[str, str], list[float]] = defaultdict(list)
+    shares: dict[tuple[str, str], list[float]] = defaultdict(list)
     raw = run_dir / "results" / "raw"
     # Any depth (<machine>[/<dataset>]/<regime>/<library>/<job>.json); benchmarks/ mirrors it.
     for path in sorted(raw.glob("**/*.json")):
@@ -115,7 +130,10 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
         for transform, row in payload["results"].items():
             if row.get("status") == "ok" and row.get("median_throughput"):
                 per_image[key][transform].append(1.0 / row["median_throughput"])
-                work += images / row["median_throughput"]
+                row_images = micro_row_images(row, params) if kind == "micro" else None
+                work += (row_images or images) / row["median_throughput"]
+                if row_images is not None:
+                    shares[key].append(row["pyperf_processes"] / max(params["processes"], 1))
         bench = run_dir / "benchmarks" / path.relative_to(raw).with_suffix(".tsv")
         seconds = _benchmark_seconds(bench)
         if seconds is not None:
@@ -125,6 +143,7 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
         models[key] = KindModel(
             {t: statistics.median(v) for t, v in per_image[key].items()},
             statistics.median(overheads[key]) if overheads[key] else 0.0,
+            process_share=statistics.fmean(shares[key]) if shares[key] else 1.0,
         )
     for kind in SETUP_KINDS:
         times = [
@@ -134,11 +153,40 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
         ]
         if times:
             models[(kind, "")] = KindModel({}, statistics.median(times))
+    for kind in ANALYSIS_KINDS:  # benchmarks/analysis/[<root>/]<kind>.tsv
+        times = [
+            s
+            for tsv in sorted((run_dir / "benchmarks" / "analysis").glob(f"**/{kind}.tsv"))
+            if (s := _benchmark_seconds(tsv)) is not None
+        ]
+        if times:
+            models[(kind, "")] = KindModel({}, statistics.median(times))
     for kind in DIAGNOSTIC_KINDS:  # benchmarks/<machine>/<dataset key>/<kind>/<library>.tsv
         for tsv in sorted(run_dir.glob(f"benchmarks/**/{kind}/*.tsv")):
             if (s := _benchmark_seconds(tsv)) is not None:
                 models[(kind, tsv.stem)] = KindModel({}, s)
     return models
+
+
+def micro_row_images(row: dict[str, Any], params: dict[str, Any]) -> float | None:
+    """Images a micro row actually processed, where it records how (pyperf processes and loops:
+    rows stop early and fast transforms repeat passes); None for older result files."""
+    if "pyperf_processes" not in row or "loops" not in row:
+        return None
+    passes = (params["values"] + params["warmups"]) * row["pyperf_processes"] * row["loops"]
+    return params["num_images"] * passes
+
+
+def micro_transform_seconds(model: KindModel, transform: str, params: dict[str, Any]) -> float:
+    """Seconds one micro transform costs in a planned job: passes (warm-up + values per
+    process, times the expected processes) of at least one timed value's minimum duration each
+    (fast transforms repeat passes: policy.MICRO_MIN_VALUE_SECONDS)."""
+    typical = statistics.median(model.per_image_s.values())
+    per_pass = params["num_images"] * model.per_image_s.get(transform, typical)
+    most = params["processes"]
+    expected = min(max(model.process_share * most, params.get("min_processes", 1)), most)
+    passes = (params["values"] + params["warmups"]) * expected
+    return passes * max(per_pass, MICRO_MIN_VALUE_SECONDS)
 
 
 @dataclass(frozen=True)
@@ -180,13 +228,25 @@ def seconds_per_job(
                 scale = image_scale if job.kind != "build_env" else 1.0
                 seconds[job], basis[job] = model.overhead_s * scale, "measured"
             continue
+        if job.kind in ANALYSIS_KINDS:
+            model = models.get((job.kind, ""))
+            if model is None:
+                seconds[job], basis[job] = ASSUMED_ANALYSIS_S, "assumed"
+            else:
+                seconds[job], basis[job] = model.overhead_s, "measured"
+            continue
         if job.kind in DIAGNOSTIC_KINDS:  # a fixed, small image count: its measured wall time
             model = models.get((job.kind, job.library))
             seconds[job] = model.overhead_s if model is not None else None
             basis[job] = "measured" if model is not None else f"none: no local {job.kind} job"
             continue
-        images = images_per_transform(job.kind, target_params(job.kind, config))
+        params = target_params(job.kind, config)
+        images = images_per_transform(job.kind, params)
         model = models.get((job.kind, job.library))
+        if model is not None and model.per_image_s and job.kind == "micro":
+            work = sum(micro_transform_seconds(model, t, params) for t in job.transforms)
+            seconds[job], basis[job] = model.overhead_s + work, "measured"
+            continue
         if model is not None and model.per_image_s:
             seconds[job], basis[job] = model.job_seconds(list(job.transforms), images), "measured"
             continue

@@ -31,6 +31,13 @@ CV_UNSTABLE_THRESHOLD = 0.15
 # their maximum number of values first keep their wider CI and the summary flags them.
 RELATIVE_CI_TARGET = 0.05
 
+# Micro regime: one timed value (loops passes over the job's images) lasts at least this long; the
+# loops come from the preflight, as pyperf's own calibration aims its values at a minimum time
+# (its --min-time, 0.1 s by default). 50 ms is still > 10 scheduler ticks; a noisier value shows
+# in the row's relative CI, which decides whether the row gets another process.
+MICRO_MIN_VALUE_SECONDS = 0.05
+MICRO_MAX_LOOPS = 1000
+
 # cpu_dataloader baselines (docs/cpu_dataloader.md). A row whose median throughput is at least
 # this fraction of its job's transport baseline (the recipe's tail alone through the same loader)
 # is `transport_bound`: the loader, not the library's augmentation, sets most of its speed, so

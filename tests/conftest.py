@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -77,9 +78,20 @@ SMOKE_CONFIG = (
 
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> WorkflowRun:
+    """The one full smoke run of the session (every library and regime). Tests read its outputs
+    and may add to it; a test that must change what is there works on ``copy_of`` it."""
     workdir = tmp_path_factory.mktemp("smoke")
     proc = run_snakemake(workdir, "--cores", "2", *SMOKE_CONFIG)
     return WorkflowRun(workdir, "smoke-test", proc.returncode, proc.stdout + proc.stderr)
+
+
+def copy_of(run: WorkflowRun, dest: Path) -> WorkflowRun:
+    """A private copy of a finished run's working directory (results, staged data, Snakemake's
+    metadata, file times kept), so a test can break or extend it without a run of its own."""
+    if run.returncode != 0:
+        raise AssertionError(f"the shared run failed:\n{run.output[-5000:]}")
+    shutil.copytree(run.workdir, dest, symlinks=True)
+    return WorkflowRun(dest, run.machine, run.returncode, run.output)
 
 
 # -- GCS: a real GCS-compatible server on loopback (gcp-storage-emulator) -----------------------

@@ -28,6 +28,7 @@ def _run(workdir: Path, archive: Path, *extra: str, check: bool = True):
 
 
 @pytest.mark.workflow
+@pytest.mark.slow
 def test_two_datasets_sit_side_by_side_and_switching_back_runs_nothing(tmp_path: Path) -> None:
     # Same file name, different content: only the content hash tells them apart.
     (tmp_path / "a").mkdir()

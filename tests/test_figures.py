@@ -209,3 +209,29 @@ def test_summary_has_winners_gaps_medians_and_denominators() -> None:
     assert "| kornia | 0/3 | 135 | 2/3 |" in text  # 202 and 67: kornia early-stopped once
     assert "Largest gaps" in text
     assert "| m1 | micro | kornia | GaussianBlur | 12.0 | slow |" in text
+
+
+def test_summary_flags_rows_above_the_ci_target_with_counts_per_regime() -> None:
+    rows = [
+        row(library="albumentationsx", transform="HorizontalFlip", runs=[100, 101, 99],
+            relative_ci=0.02, relative_ci_target=0.05),
+        row(library="kornia", transform="HorizontalFlip", runs=[60, 100, 80],
+            relative_ci=0.31, relative_ci_target=0.05),
+        row(library="pillow", transform="HorizontalFlip", runs=[50], relative_ci=None,
+            relative_ci_target=0.05),
+        row(library="kornia", transform="GaussianBlur", status="error", reason="boom"),
+        row(regime="cpu_dataloader", workers=2, library="torchvision", transform="HorizontalFlip",
+            runs=[300, 330, 270], relative_ci=0.12, relative_ci_target=0.05),
+    ]  # fmt: skip
+    text = summary.markdown(pd.DataFrame(rows))
+    section = text.split("## Rows above the CI target", 1)[1].split("\n## ", 1)[0]
+    assert "| regime | ok rows | above target | no CI |" in section
+    assert "| micro | 3 | 1 | 1 |" in section
+    assert "| cpu_dataloader | 1 | 1 | 0 |" in section
+    listed = [line for line in section.splitlines() if line.startswith("| m1 |")]
+    # Widest CI first; the ok row within target, the single-value row and the error row are absent.
+    assert [line.split(" | ")[3:5] for line in listed] == [
+        ["kornia", "HorizontalFlip"],
+        ["torchvision", "HorizontalFlip"],
+    ]
+    assert "31.0%" in listed[0] and "5%" in listed[0]

@@ -15,13 +15,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, run_snakemake
+from conftest import REPO, SMOKE_CONFIG, WorkflowRun, copy_of, run_snakemake
 
-LOCAL_ENVS = f"envs={{'manager': 'uv', 'dir': '{REPO / '.venvs'}'}}"
-CONFIG = (
-    "--config", "preset=smoke", "machine=agg-kill", LOCAL_ENVS, "libraries=[pillow]",
-    "regimes=[micro]", "transforms=[HorizontalFlip]",
-)  # fmt: skip
+# The session's smoke run, copied: its configuration and machine label.
+CONFIG = SMOKE_CONFIG
+MACHINE = "smoke-test"
 BIG_ROWS = 10_000
 
 
@@ -33,23 +31,26 @@ def _plant_big_results(workdir: Path) -> Path:
         "metadata": {"library": "pillow", "regime": "micro", "dataset": {"name": "big"}},
         "results": {f"T{i:06d}": {**row, "median_throughput": 100.0 + i} for i in range(BIG_ROWS)},
     }
-    path = workdir / "results/raw/agg-kill/big-000000000000/micro/pillow/s000.json"
+    path = workdir / f"results/raw/{MACHINE}/big-000000000000/micro/pillow/s000.json"
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(payload))
     return path
 
 
 @pytest.mark.workflow
-def test_killed_aggregate_leaves_no_half_written_table(tmp_path: Path) -> None:
-    run_snakemake(tmp_path, "--cores", "2", *CONFIG)
-    tables = tmp_path / "results/tables"
+def test_killed_aggregate_leaves_no_half_written_table(
+    smoke_run: WorkflowRun, tmp_path: Path
+) -> None:
+    work = copy_of(smoke_run, tmp_path / "work").workdir
+    tables = work / "results/tables"
     before = {p.name: p.read_bytes() for p in tables.glob("*.csv")}
     assert "all_results.csv" in before
+    rows_before = len(pd.read_csv(io.BytesIO(before["all_results.csv"])))
 
-    _plant_big_results(tmp_path)
+    _plant_big_results(work)
     cmd = [
         sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
-        "--directory", str(tmp_path), "--workflow-profile", str(REPO / "profiles" / "default"),
+        "--directory", str(work), "--workflow-profile", str(REPO / "profiles" / "default"),
         "--cores", "2", "aggregate", *CONFIG,
     ]  # fmt: skip
 
@@ -66,7 +67,7 @@ def test_killed_aggregate_leaves_no_half_written_table(tmp_path: Path) -> None:
         # Niced, so that this loop sees the writer's temporary file on a busy machine.
         driver = subprocess.Popen(
             ["nice", "-n", "19", *cmd],
-            cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=work, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         deadline = time.monotonic() + 300
         # Kill once part of a new table is on disk.
@@ -83,18 +84,18 @@ def test_killed_aggregate_leaves_no_half_written_table(tmp_path: Path) -> None:
     if victim.exists():  # killed mid-write: the partial table is only the hidden temporary file
         assert victim.stat().st_size > 0 and not target.exists()
     if (tables / "all_results.csv").exists():  # written completely before the kill
-        assert len(pd.read_csv(tables / "all_results.csv")) == BIG_ROWS + 1
+        assert len(pd.read_csv(tables / "all_results.csv")) == BIG_ROWS + rows_before
     for path in tables.glob("*.csv"):
         pd.read_csv(path)  # every visible table parses completely
 
-    run_snakemake(tmp_path, "--unlock", *CONFIG)
+    run_snakemake(work, "--unlock", *CONFIG)
     # --rerun-incomplete rebuilds the tables (figures of 10k transforms are not the point), with no
     # benchmark re-run.
-    redo = run_snakemake(tmp_path, "--cores", "2", "--rerun-incomplete", "aggregate", *CONFIG)
+    redo = run_snakemake(work, "--cores", "2", "--rerun-incomplete", "aggregate", *CONFIG)
     assert "rule micro" not in redo.stdout + redo.stderr
     assert {p.name for p in tables.glob("*.csv")} == set(before)
     table = pd.read_csv(tables / "all_results.csv")
-    assert len(table) == BIG_ROWS + 1
+    assert len(table) == BIG_ROWS + rows_before
     assert set(table["dataset"]) == {
         "big",
         *pd.read_csv(io.BytesIO(before["all_results.csv"]))["dataset"],

@@ -266,6 +266,7 @@ def torchvision_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return REPO / ".venvs" / "torchvision" / "bin" / "python"
 
 
+@pytest.mark.slow
 def test_injected_sleep_is_measured_by_the_regime_and_every_baseline(
     torchvision_env: Path, tmp_path: Path
 ) -> None:

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from conftest import REPO, raw_dir, run_snakemake
 
-pytestmark = pytest.mark.workflow
+pytestmark = [pytest.mark.workflow, pytest.mark.slow]
 
 MACHINE = "layout-test"
 CONFIG = (

@@ -212,3 +212,62 @@ def test_library_that_fails_to_import_gives_error_rows(smoke_run: WorkflowRun) -
     rows = json.loads(out.read_text())["results"]
     assert {r["status"] for r in rows.values()} == {"error"}
     assert all("No module named 'kornia'" in r["reason"] for r in rows.values())
+
+
+def test_rows_repeat_until_the_ci_target_or_the_process_limit(smoke_run: WorkflowRun) -> None:
+    """One pyperf worker per round times every transform; a row gets another round only while
+    its relative CI is above the target, between min_processes and processes rounds."""
+    manifest = next((smoke_run.workdir / "results/data").glob("*/manifest.json"))
+    out = smoke_run.workdir / "stopping.json"
+    python = REPO / ".venvs" / "pillow" / "bin" / "python"
+    subprocess.run(
+        [
+            str(python), "-m", "augbench.engines.micro", "--library", "pillow",
+            "--transforms", "HorizontalFlip,Grayscale,ColorJitter", "--manifest", str(manifest),
+            "--num-images", "4", "--output", str(out), "--machine", "t",
+            "--processes", "3", "--min-processes", "2", "--values", "2", "--warmups", "1",
+        ],
+        check=True, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
+    )  # fmt: skip
+    payload = json.loads(out.read_text())
+    params = payload["metadata"]["benchmark_params"]
+    assert (params["processes"], params["min_processes"]) == (3, 2)
+    assert params["relative_ci_target"] == 0.05
+    rows = payload["results"]
+    assert list(rows) == ["HorizontalFlip", "Grayscale", "ColorJitter"]  # configured order
+    assert rows["ColorJitter"]["status"] == "unsupported"
+    for name in ("HorizontalFlip", "Grayscale"):
+        row = rows[name]
+        assert row["status"] == "ok", row
+        assert 2 <= row["pyperf_processes"] <= 3
+        assert len(row["throughputs"]) == 2 * row["pyperf_processes"]
+        assert row["loops"] >= 1 and row["num_images"] == 4
+        met = row["relative_ci"] <= row["relative_ci_target"]
+        assert row["stopped_by"] == ("ci_target" if met else "max_values")
+        if row["pyperf_processes"] < 3:  # stopped before the limit: the CI was reached
+            assert met
+        assert row["peak_rss_mb"] > 0 and row["peak_rss_scope"] in ("transform", "process")
+        assert row["input_layout"]["type"] == "PIL.Image.Image"
+
+
+def test_plan_is_printed_before_the_first_job(smoke_run: WorkflowRun) -> None:
+    """Jobs per phase and an ETA (augbench.plan) come before any job's output."""
+    out = smoke_run.output
+    assert "augbench plan:" in out, out[:3000]
+    before_jobs = out.split("augbench plan:", 1)[0]
+    assert "rule micro:" not in before_jobs and "rule build_env:" not in before_jobs
+    lines = out.split("augbench plan:", 1)[1].splitlines()
+    phases = {}
+    for line in lines[1:]:
+        if not line.startswith("  ") or "ETA" in line:
+            break
+        name, count = line.split()[:2]
+        phases[name] = int(count)
+    micro_files = list(smoke_run.raw("micro").rglob("*.json"))
+    assert phases["micro"] == len(micro_files) == 8  # 4 libraries x 2 shards of the smoke set
+    assert phases["setup"] >= 5  # an env per library, the default archive, staging
+    for regime in ("cpu_dataloader", "gpu_dataloader", "dali", "dali_cpu", "lazy_outputs"):
+        assert phases[regime] > 0, regime
+    assert phases["analysis"] == 5
+    eta = next(line for line in lines if "ETA ~" in line)
+    assert "time model:" in eta

@@ -10,7 +10,7 @@ from augbench.analysis import lazy_outputs, pipelines
 from augbench.analysis.dataloader import baseline_exceptions
 from augbench.analysis.diagnostics import diagnose, slow_rows
 from augbench.analysis.groups import iter_groups, library_medians, library_order, winners
-from augbench.policy import BARE_LOOP_MIN_RATIO, DECODE_COMPOSITION_GOAL
+from augbench.policy import BARE_LOOP_MIN_RATIO, DECODE_COMPOSITION_GOAL, RELATIVE_CI_TARGET
 
 
 def _fmt(value: float, digits: int = 0) -> str:
@@ -131,6 +131,7 @@ def markdown(
     lines += _baseline_section(frame)
     if pipeline_rows is not None:  # user pipelines' breakdowns: do their steps sum up?
         lines += pipelines.summary_lines(pipeline_rows)
+    lines += precision_section(frame)
     early = slow_rows(frame, slowest=0)
     lines += ["## Early-stopped rows", ""]
     if len(early):
@@ -199,4 +200,48 @@ def _baseline_section(frame: pd.DataFrame) -> list[str]:
     else:
         lines.append("None: every measured row passes.")
     lines.append("")
+    return lines
+
+
+def precision_section(frame: pd.DataFrame) -> list[str]:
+    """Ok rows whose relative 95 % CI (augbench.stopping) stayed above their target: the engine
+    ran out of repetitions first. Counted per regime, then listed."""
+    lines = ["## Rows above the CI target", ""]
+    if "relative_ci" not in frame.columns:
+        return [*lines, "No row records a relative CI.", ""]
+    ok = frame[frame["status"] == "ok"].copy()
+    ok["relative_ci"] = pd.to_numeric(ok["relative_ci"], errors="coerce")
+    target = pd.to_numeric(ok.get("relative_ci_target"), errors="coerce")
+    ok["relative_ci_target"] = target.fillna(RELATIVE_CI_TARGET)
+    above = ok[ok["relative_ci"] > ok["relative_ci_target"]]
+    counts = []
+    for regime, rows in ok.groupby(ok["regime"].astype(str), sort=True):
+        n_above = int((rows["relative_ci"] > rows["relative_ci_target"]).sum())
+        counts.append(
+            [regime, str(len(rows)), str(n_above), str(int(rows["relative_ci"].isna().sum()))]
+        )
+    lines += [
+        "Each ok row states the half-width of the 95 % confidence interval of its mean "
+        "throughput relative to the mean (`relative_ci`); engines repeat until it is at most "
+        "the target (`relative_ci_target`) or their maximum number of values. Rows above the "
+        "target are measured but less precise than asked for; `no CI` rows have one value.",
+        "",
+    ]
+    lines += _table(["regime", "ok rows", "above target", "no CI"], counts)
+    lines.append("")
+    if len(above):
+        lines += _table(
+            ["machine", "regime", "scope", "library", "transform", "median img/s", "relative CI",
+             "target", "values"],
+            [
+                [
+                    str(r["machine"]), str(r["regime"]), str(r.get("scope", "")),
+                    str(r["library"]), str(r["transform"]), _fmt(r["median_throughput"]),
+                    f"{r['relative_ci']:.1%}", f"{r['relative_ci_target']:.0%}",
+                    _fmt(pd.to_numeric(r.get("num_successful_runs"), errors="coerce")),
+                ]
+                for _, r in above.sort_values("relative_ci", ascending=False).iterrows()
+            ],
+        )  # fmt: skip
+        lines.append("")
     return lines

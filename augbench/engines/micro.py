@@ -1,8 +1,11 @@
 """Micro regime job: one library, one shard of transforms, one result file.
 
-Decodes the selected images once with the library's own decoder into a job-local cache, then
-measures each transform in its own process (``micro_worker.py``, pyperf) so that only the measured
-transform is ever constructed and one crash cannot take the other rows with it.
+Decodes the selected images once with the library's own decoder into a job-local cache, then acts
+as pyperf's manager: it starts rounds of pyperf worker processes (``micro_worker.py``), each
+timing the shard's remaining transforms one at a time (only the measured transform is
+constructed), merges their runs per transform, and starts another round only for rows whose
+relative 95 % CI is still above the target (``augbench.stopping``), between ``--min-processes``
+and ``--processes`` rounds. A crash or timeout costs only the transform being measured.
 """
 
 from __future__ import annotations
@@ -14,15 +17,21 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from augbench import adapters, catalog, media
+from augbench import adapters, catalog
 from augbench.engines.common import job_metadata
-from augbench.policy import INHERITED_ENV_VARS, MICRO_THREADS, SlowTransformPolicy
-from augbench.results import non_ok_row, result_file, status_line, write_json_atomic
+from augbench.policy import MICRO_THREADS, RELATIVE_CI_TARGET, SlowTransformPolicy
+from augbench.results import non_ok_row, ok_row, result_file, status_line, write_json_atomic
+from augbench.stopping import StoppingRule, relative_ci
 
 WORKER = Path(__file__).with_name("micro_worker.py")
+# What a worker writes per transform into its round's folder: pyperf's run, and the rest of the row.
+PYPERF_SUFFIX = ".pyperf.json"
+INFO_SUFFIX = ".info.json"
+DECODE_SUFFIX = ".decode.json"  # beside the media cache: what decoding it took (round 1)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -42,7 +51,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--output", required=True, type=Path)
     p.add_argument("--machine", required=True)
     p.add_argument("--shard", default="")
-    p.add_argument("--processes", type=int, default=3)
+    p.add_argument(
+        "--processes", type=int, default=3,
+        help="most pyperf worker processes per transform (rounds); fewer once the CI target holds",
+    )  # fmt: skip
+    p.add_argument("--min-processes", type=int, default=1)
     p.add_argument("--values", type=int, default=3)
     p.add_argument("--warmups", type=int, default=1)
     p.add_argument("--policy", default="{}", help="SlowTransformPolicy fields as JSON")
@@ -51,48 +64,182 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def measure_transform(
-    args: argparse.Namespace, transform: str, cache: Path, workdir: Path, policy_json: str
-) -> dict[str, Any]:
-    row_out = workdir / f"{transform}.row.json"
+def worker_command(
+    args: argparse.Namespace,
+    transforms: list[str],
+    cache: Path,
+    out: Path,
+    progress: Path,
+    policy_json: str | None,
+    loops: dict[str, int],
+) -> list[str]:
+    """One pyperf worker process timing ``transforms`` in order (micro_worker.py). pyperf's
+    ``--loops 1`` is replaced per transform by ``loops`` (later rounds) or the preflight."""
     cmd = [
-        sys.executable,
-        str(WORKER),
-        "--library", args.library,
-        "--transform", transform,
-        "--cache", str(cache),
-        "--row-out", str(row_out),
-        "--policy", policy_json,
-        "--layout", args.layout,
-        "--processes", str(args.processes),
-        "--values", str(args.values),
-        "--warmups", str(args.warmups),
-        "--loops", "1",
-        "--inherit-environ", ",".join(INHERITED_ENV_VARS),
+        sys.executable, str(WORKER),
+        "--worker", "--loops", "1", "--warmups", str(args.warmups), "--values", str(args.values),
         "--quiet",
+        "--library", args.library, "--transforms", ",".join(transforms), "--cache", str(cache),
+        "--out-dir", str(out), "--progress", str(progress), "--layout", args.layout,
+        "--loops-by-transform", json.dumps(loops),
     ]  # fmt: skip
+    if policy_json is not None:  # the first round: preflight, and decode into the cache
+        cmd += ["--policy", policy_json, "--manifest", str(args.manifest)]
+        cmd += ["--num-images", str(args.num_images), "--channels", str(args.channels)]
+    return cmd
+
+
+def run_round(
+    args: argparse.Namespace,
+    transforms: list[str],
+    cache: Path,
+    out: Path,
+    policy_json: str | None,
+    loops: dict[str, int],
+) -> dict[str, dict[str, Any]]:
+    """One round: every transform of ``transforms`` timed by pyperf in one worker process.
+
+    Returns transform -> info (``status: timed`` with the run in ``<out>/<t>.pyperf.json``, or a
+    non-ok row). A process that dies (a crash in native code, the transform timeout) costs only
+    the transform it was measuring (named by the progress file): the rest get a new process."""
+    out.mkdir(parents=True, exist_ok=True)
+    progress = out / "progress"
+    infos: dict[str, dict[str, Any]] = {}
     env = dict(os.environ)
     env.update(MICRO_THREADS.environment())
-    start = time.perf_counter()
-    try:
-        proc = subprocess.run(
-            cmd, env=env, capture_output=True, text=True, timeout=args.transform_timeout
+    pending = list(transforms)
+    while pending:
+        progress.write_text("")
+        cmd = worker_command(args, pending, cache, out, progress, policy_json, loops)
+        proc = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
-    except subprocess.TimeoutExpired:
-        return non_ok_row(
-            "error", f"measurement exceeded the {args.transform_timeout:.0f} s transform timeout"
-        )
-    wall = time.perf_counter() - start
-    sys.stderr.write(proc.stdout[-2000:] + proc.stderr[-4000:])
-    if row_out.exists():
-        row = json.loads(row_out.read_text())
-        row["wall_seconds"] = wall
-        return row
-    tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-15:]
-    return non_ok_row(
-        "error",
-        f"measuring process exited with code {proc.returncode} without a result",
-        stderr_tail="\n".join(tail),
+        timed_out = _wait(proc, progress, args.transform_timeout)
+        output = proc.stdout.read() if proc.stdout else ""
+        sys.stderr.write(output[-4000:])
+        for name in pending:
+            info_path = out / f"{name}{INFO_SUFFIX}"
+            if info_path.exists():
+                infos[name] = json.loads(info_path.read_text())
+        pending = [t for t in pending if t not in infos]
+        if not pending:
+            break
+        current = progress.read_text().strip()
+        if timed_out:
+            reason = f"measurement exceeded the {args.transform_timeout:.0f} s transform timeout"
+        else:
+            reason = f"measuring process exited with code {proc.returncode} without a result"
+        tail = output.strip().splitlines()[-15:]
+        # Died before its first transform (set-up): every pending row shares the reason.
+        for name in [current] if current else pending:
+            infos[name] = non_ok_row("error", reason, stderr_tail="\n".join(tail))
+        pending = [t for t in pending if t not in infos]
+    return infos
+
+
+def _wait(proc: subprocess.Popen[str], progress: Path, timeout: float) -> bool:
+    """Wait for the worker; kill it when one transform (progress file unchanged) has run longer
+    than ``timeout`` seconds. True when it was killed."""
+    current, since = "", time.monotonic()
+    while True:
+        try:
+            proc.wait(timeout=1.0)
+            return False
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            name = progress.read_text()
+        except OSError:
+            name = current
+        if name != current:
+            current, since = name, time.monotonic()
+        elif time.monotonic() - since > timeout:
+            proc.kill()
+            proc.wait()
+            return True
+
+
+def measure_transforms(
+    args: argparse.Namespace,
+    transforms: list[str],
+    cache: Path,
+    workdir: Path,
+    policy_json: str,
+    on_row: Callable[[str, dict[str, Any]], None],
+) -> dict[str, dict[str, Any]]:
+    """Rounds of pyperf worker processes until every row is done: at least ``min_processes`` and
+    at most ``processes`` rounds; a row leaves once its relative 95 % CI reaches the target
+    (augbench.stopping, the same rule as every engine). Round 1 also preflights each transform:
+    rows early-stopped, unsupported or in error there are final. ``on_row`` sees each final row."""
+    rule = StoppingRule(
+        min_values=max(args.min_processes, 1) * args.values,
+        max_values=max(args.processes, args.min_processes, 1) * args.values,
+    )
+    benches: dict[str, Any] = {}
+    firsts: dict[str, dict[str, Any]] = {}
+    totals: dict[str, dict[str, float]] = {}
+    rows: dict[str, dict[str, Any]] = {}
+    loops: dict[str, int] = {}
+    pending = list(transforms)
+    round_index = 0
+    while pending:
+        out = workdir / f"round{round_index}"
+        first_round = round_index == 0
+        infos = run_round(args, pending, cache, out, policy_json if first_round else None, loops)
+        still = []
+        for name in pending:
+            info = infos[name]
+            if info.get("status") == "timed":
+                # Imported only here: a job whose library does not import (e.g. in the
+                # driver's interpreter, which has no pyperf either) still writes its error rows.
+                import pyperf
+
+                bench = pyperf.Benchmark.load(str(out / f"{name}{PYPERF_SUFFIX}"))
+                if name in benches:
+                    benches[name].add_runs(bench)
+                else:  # every later round times it with the loops the first one chose
+                    benches[name], firsts[name], loops[name] = bench, info, info["loops"]
+                total = totals.setdefault(name, {"peak_rss_mb": 0.0, "process_seconds": 0.0})
+                total["peak_rss_mb"] = max(total["peak_rss_mb"], info["peak_rss_mb"])
+                total["process_seconds"] += info["process_seconds"]
+                values = [1.0 / v for v in benches[name].get_values()]
+                if not rule.done(values):
+                    still.append(name)
+                    continue
+                rows[name] = _ok_row(benches[name], firsts[name], totals[name], rule)
+            elif name in benches:  # a later process failed: the runs measured so far stand
+                rows[name] = _ok_row(benches[name], firsts[name], totals[name], rule)
+                rows[name]["later_process_failure"] = info.get("reason")
+            else:
+                rows[name] = info
+            on_row(name, rows[name])
+        pending = still
+        round_index += 1
+    return rows
+
+
+def _ok_row(
+    bench: Any, first: dict[str, Any], totals: dict[str, float], rule: StoppingRule
+) -> dict[str, Any]:
+    per_image = list(bench.get_values())
+    runs = bench.get_runs()
+    num_images = int(bench.get_metadata().get("inner_loops", 1))
+    throughputs = [1.0 / v for v in per_image]
+    reached = relative_ci(throughputs)
+    kept = {k: v for k, v in first.items() if k not in ("status", *totals)}
+    return ok_row(
+        throughputs,
+        [v * num_images for v in per_image],
+        warmup_iterations=len(runs[-1].warmups) if runs and runs[-1].warmups else 0,
+        num_images=num_images,
+        pyperf_processes=sum(1 for r in runs if r.values),
+        peak_rss_mb=totals["peak_rss_mb"],
+        wall_seconds=totals["process_seconds"],
+        # Why repetition stopped: the row's CI reached the target, or it ran out of processes.
+        stopped_by="ci_target" if reached is not None and reached <= rule.target else "max_values",
+        min_values=rule.min_values,
+        max_values=rule.max_values,
+        **kept,
     )
 
 
@@ -123,41 +270,43 @@ def main(argv: list[str] | None = None) -> int:
         "policy": MICRO_THREADS.to_dict(),
         "environment": MICRO_THREADS.environment(),
     }
-    import_error: str | None = None
-    try:
-        adapter.import_library()
-    except Exception as exc:  # the library is broken in this env: every row says so
-        import_error = f"import failed: {type(exc).__name__}: {exc}"
 
     def channel_support(name: str) -> bool:
         mapping = adapter.mappings.get(name)
         return mapping is not None and (args.channels == 3 or mapping.multichannel)
 
+    def report(name: str, row: dict[str, Any]) -> None:
+        row.setdefault("mapping", adapter.mapping_call(name))
+        if "thread_settings" in row:
+            thread_settings.update(row.pop("thread_settings"))
+        results[name] = row
+        bar.update(1)
+        bar.set_postfix_str(name)
+        tqdm.write(status_line(f"micro | {args.library}", name, row), file=sys.stderr)
+
+    bar = tqdm(total=len(transforms), desc=f"micro | {args.library} | {args.shard}", unit="row")
+    measurable = []
+    for name in transforms:
+        if not adapter.supports(name):
+            report(name, non_ok_row("unsupported", adapter.unsupported_reason(name)))
+        elif not channel_support(name):
+            report(name, non_ok_row(
+                "unsupported",
+                f"{args.library} has no {args.channels}-channel implementation of {name}",
+            ))  # fmt: skip
+        else:
+            measurable.append(name)
     with tempfile.TemporaryDirectory(prefix=f"micro-{args.library}-") as tmp:
         workdir = Path(tmp)
         cache = workdir / "media.pkl"
-        if import_error is None and any(channel_support(t) for t in transforms):
-            files = media.select_files(args.manifest, args.num_images)
-            decode_info = media.build_cache(adapter, files, cache, channels=args.channels)
-        bar = tqdm(transforms, desc=f"micro | {args.library} | {args.shard}", unit="transform")
-        for name in bar:
-            bar.set_postfix_str(name)
-            if import_error is not None:
-                results[name] = non_ok_row("error", import_error)
-            elif not adapter.supports(name):
-                results[name] = non_ok_row("unsupported", adapter.unsupported_reason(name))
-            elif not channel_support(name):
-                results[name] = non_ok_row(
-                    "unsupported",
-                    f"{args.library} has no {args.channels}-channel implementation of {name}",
-                )
-            else:
-                results[name] = measure_transform(args, name, cache, workdir, policy_json)
-            row = results[name]
-            row.setdefault("mapping", adapter.mapping_call(name))
-            if "thread_settings" in row:
-                thread_settings.update(row.pop("thread_settings"))
-            tqdm.write(status_line(f"micro | {args.library}", name, row), file=sys.stderr)
+        if measurable:
+            # The first worker imports the library and decodes (the job imports neither): a
+            # library that does not import gives every row the error, from that worker.
+            measure_transforms(args, measurable, cache, workdir, policy_json, report)
+        if cache.with_suffix(DECODE_SUFFIX).exists():
+            decode_info = json.loads(cache.with_suffix(DECODE_SUFFIX).read_text())
+    bar.close()
+    results = {name: results[name] for name in transforms}  # the configured order
 
     metadata = job_metadata(
         adapter=adapter,
@@ -169,9 +318,11 @@ def main(argv: list[str] | None = None) -> int:
         benchmark_params={
             "num_images": args.num_images,
             "processes": args.processes,
+            "min_processes": args.min_processes,
+            "relative_ci_target": RELATIVE_CI_TARGET,
             "values": args.values,
             "warmups": args.warmups,
-            "loops": 1,
+            "loops": "per row: at least MICRO_MIN_VALUE_SECONDS per value",
             "timer_backend": "pyperf",
             "slow_transform_policy": policy.to_dict(),
             "shard": args.shard,

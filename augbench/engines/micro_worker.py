@@ -1,10 +1,18 @@
-"""Measure one transform of one library with pyperf (the micro regime's measuring process).
+"""One pyperf worker process of the micro regime: times a job's transforms one after another.
 
-Run as a script, once per transform: only that transform is constructed. pyperf re-executes this
-file for its worker processes; each applies the single-thread policy before numpy/torch/cv2 load.
+Started by the job (``augbench/engines/micro.py``) once per round, as pyperf's own worker
+(``--worker --loops 1 --warmups W --values V``): pyperf runs the warm-ups and timed values and
+collects its metadata; the job plays pyperf's manager (it starts the processes, merges their runs
+and decides whether another process is needed). One process per round instead of one per
+transform and round saves the interpreter start, library import and media load per transform
+(importing torchvision alone takes seconds). The first round also decodes the job's images with
+the library's own decoder into the cache the later rounds load.
 
-Master process: decode nothing (media comes from the job's cache), preflight the transform under
-the slow-transform policy, then let pyperf spawn workers and write one result row as JSON.
+Per transform, in order: write its name to ``--progress`` (so a hard crash names the transform),
+construct only that transform, preflight it under the slow-transform policy (first round only),
+reset the peak-RSS counter, let pyperf time it, write the run (``<transform>.pyperf.json``) and
+what else the row needs (``<transform>.info.json``), then drop it before the next one. A Python
+exception in one transform becomes that transform's error row; the next transform still runs.
 """
 
 from __future__ import annotations
@@ -13,28 +21,29 @@ import sys
 from pathlib import Path
 
 if __package__ in (None, ""):
-    # Executed as a file (by the job, and again by pyperf for each worker).
+    # Executed as a file (by the job, and by harness_overhead.py).
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from augbench.policy import MICRO_THREADS
 
 MICRO_THREADS.apply_environment()  # before any numeric library is imported
 
+import argparse  # noqa: E402
+import gc  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
 from typing import Any  # noqa: E402
 
-import pyperf  # noqa: E402
-
 from augbench import adapters, catalog, layout, media  # noqa: E402
-from augbench.policy import SlowTransformPolicy  # noqa: E402
-from augbench.results import non_ok_row, ok_row, write_json_atomic  # noqa: E402
-
-
-def _add_worker_args(cmd: list[str], args: Any) -> None:
-    cmd.extend(["--library", args.library, "--transform", args.transform, "--cache", args.cache])
-    cmd.extend(["--row-out", args.row_out, "--policy", args.policy, "--layout", args.layout])
+from augbench.engines.micro import DECODE_SUFFIX, INFO_SUFFIX, PYPERF_SUFFIX  # noqa: E402
+from augbench.policy import (  # noqa: E402
+    MICRO_MAX_LOOPS,
+    MICRO_MIN_VALUE_SECONDS,
+    SlowTransformPolicy,
+)
+from augbench.results import non_ok_row, write_json_atomic  # noqa: E402
 
 
 def _preflight(
@@ -63,97 +72,35 @@ def _preflight(
     return items, elapsed, policy.verdict(items, elapsed), layouts
 
 
-def main() -> int:
-    runner = pyperf.Runner(add_cmdline_args=_add_worker_args)
-    parser = runner.argparser
-    parser.add_argument("--library", required=True)
-    parser.add_argument("--transform", required=True)
-    parser.add_argument("--cache", required=True)
-    parser.add_argument("--row-out", required=True)
-    parser.add_argument("--policy", required=True, help="SlowTransformPolicy as JSON")
-    parser.add_argument("--layout", default="native", choices=["native", "contiguous"])
-    args = runner.parse_args()
-    is_master = not args.worker
-    row_out = Path(args.row_out)
+def loops_for(seconds_per_image: float, num_images: int) -> int:
+    """Passes over the images per timed value, so that one value lasts at least
+    ``MICRO_MIN_VALUE_SECONDS`` (pyperf's own loop calibration targets the same): a fast
+    transform's value is then not a handful of milliseconds at the mercy of one interrupt."""
+    per_pass = max(seconds_per_image * num_images, 1e-9)
+    return max(1, min(MICRO_MAX_LOOPS, math.ceil(MICRO_MIN_VALUE_SECONDS / per_pass)))
 
-    adapter = adapters.get(args.library)
-    spec = catalog.get(args.transform)
+
+def reset_peak_rss() -> str:
+    """Reset this process's peak-RSS counter (Linux: /proc/self/clear_refs, value 5), so the peak
+    read after a transform is that transform's, not an earlier one's. Returns the scope of the
+    peak that will be read: "transform" or, where the reset is not possible, "process"."""
     try:
-        adapter.import_library()
-        thread_settings = MICRO_THREADS.apply_runtime()
-        images = media.load_cache(adapter, Path(args.cache), args.layout)
-        transform = adapter.build(spec.name, spec.params)
-        materialize = adapter.materialize
-    except adapters.Unsupported as exc:
-        if is_master:
-            write_json_atomic(row_out, non_ok_row("unsupported", str(exc)))
-        return 0
-    except Exception as exc:
-        if is_master:
-            write_json_atomic(row_out, _error_row("setup", exc))
-            return 0
-        raise
-
-    if is_master:
-        policy = SlowTransformPolicy(**json.loads(args.policy))
-        try:
-            items, seconds, verdict, layouts = _preflight(transform, materialize, images, policy)
-        except Exception as exc:
-            write_json_atomic(row_out, _error_row("preflight", exc))
-            return 0
-        preflight = {
-            "preflight_items": items,
-            "preflight_seconds": seconds,
-            "preflight_throughput": items / seconds if seconds > 0 else None,
-            "layout": args.layout,
-            **layouts,
-        }
-        if verdict is not None:
-            row = non_ok_row("early_stopped", verdict, thread_settings=thread_settings)
-            row.update(preflight)
-            write_json_atomic(row_out, row)
-            return 0
-
-    def time_func(loops: int) -> float:
-        # The timed scope: apply and materialize, nothing else.
-        start = time.perf_counter()
-        for _ in range(loops):
-            for image in images:
-                materialize(transform(image), image)
-        return time.perf_counter() - start
-
-    bench = runner.bench_time_func(
-        f"{args.library}:{args.transform}", time_func, inner_loops=len(images)
-    )
-    if not is_master:
-        return 0
-    if bench is None:  # pragma: no cover - pyperf returns None only in worker mode
-        raise RuntimeError("pyperf returned no benchmark in the master process")
-    per_image = list(bench.get_values())
-    runs = bench.get_runs()
-    meta = bench.get_metadata()
-    row = ok_row(
-        [1.0 / v for v in per_image],
-        [v * len(images) for v in per_image],
-        warmup_iterations=len(runs[-1].warmups) if runs and runs[-1].warmups else 0,
-        num_images=len(images),
-        pyperf_processes=sum(1 for r in runs if r.values),
-        peak_rss_mb=_peak_rss_mb(meta),
-        thread_settings=thread_settings,
-        **preflight,
-    )
-    write_json_atomic(row_out, row)
-    return 0
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return "process"
+    return "transform"
 
 
-def _peak_rss_mb(meta: dict[str, Any]) -> float | None:
-    value = meta.get("mem_max_rss")
-    if value is None:
-        import resource
+def peak_rss_mb() -> float:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return float(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
 
-        # Children are pyperf workers; their max RSS is what the measurement used.
-        value = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-    return float(value) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _error_row(stage: str, exc: BaseException) -> dict[str, Any]:
@@ -163,6 +110,132 @@ def _error_row(stage: str, exc: BaseException) -> dict[str, Any]:
         f"{stage}: {type(exc).__name__}: {exc}",
         traceback="".join(tb)[-4000:],
     )
+
+
+def measure(
+    runner: Any,
+    name: str,
+    images: list[Any],
+    adapter: Any,
+    policy: SlowTransformPolicy | None,
+    out: Path,
+    loops: int | None = None,
+) -> dict[str, Any]:
+    """Preflight (when ``policy``) and time one transform; returns its info (a non-ok row when it
+    was not timed). The pyperf run is written to ``<out>/<name>.pyperf.json``. ``loops`` (passes
+    over the images per value) comes from the first round; that round derives it from the
+    preflight (``loops_for``)."""
+    spec = catalog.get(name)
+    try:
+        transform = adapter.build(spec.name, spec.params)
+    except adapters.Unsupported as exc:
+        return non_ok_row("unsupported", str(exc))
+    except Exception as exc:
+        return _error_row("setup", exc)
+    materialize = adapter.materialize
+    info: dict[str, Any] = {}
+    if policy is not None:
+        try:
+            items, seconds, verdict, layouts = _preflight(transform, materialize, images, policy)
+        except Exception as exc:
+            return _error_row("preflight", exc)
+        info = {
+            "preflight_items": items,
+            "preflight_seconds": seconds,
+            "preflight_throughput": items / seconds if seconds > 0 else None,
+            **layouts,
+        }
+        if verdict is not None:
+            return {**non_ok_row("early_stopped", verdict), **info}
+        loops = loops_for(seconds / max(items, 1), len(images))
+    runner.args.loops = loops or 1  # pyperf reads it when the benchmark starts
+
+    def time_func(loops: int) -> float:
+        # The timed scope: apply and materialize, nothing else.
+        start = time.perf_counter()
+        for _ in range(loops):
+            for image in images:
+                materialize(transform(image), image)
+        return time.perf_counter() - start
+
+    rss_scope = reset_peak_rss()
+    start = time.perf_counter()
+    try:
+        bench = runner.bench_time_func(f"{adapter.name}:{name}", time_func, inner_loops=len(images))
+    except Exception as exc:
+        return _error_row("measurement", exc)
+    if bench is None:  # pragma: no cover - worker mode always returns the benchmark
+        raise RuntimeError("pyperf returned no benchmark in worker mode")
+    bench.dump(str(out / f"{name}{PYPERF_SUFFIX}"), replace=True)
+    return {
+        "status": "timed",
+        "loops": runner.args.loops,
+        "peak_rss_mb": peak_rss_mb(),
+        "peak_rss_scope": rss_scope,
+        "process_seconds": time.perf_counter() - start,
+        **info,
+    }
+
+
+def parse_own_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
+    """This worker's own options; the rest (--worker --loops --warmups --values ...) are
+    pyperf's, parsed by its Runner only once the library has imported."""
+    p = argparse.ArgumentParser(description=__doc__, add_help=False, allow_abbrev=False)
+    p.add_argument("--library", required=True)
+    p.add_argument("--transforms", required=True, help="comma-separated catalog names")
+    p.add_argument("--cache", required=True, type=Path)
+    p.add_argument("--out-dir", required=True, type=Path, help="per-transform run and info files")
+    p.add_argument("--progress", required=True, type=Path, help="the transform being measured")
+    p.add_argument("--policy", default=None, help="SlowTransformPolicy as JSON: preflight first")
+    p.add_argument("--layout", default="native", choices=["native", "contiguous"])
+    p.add_argument(
+        "--loops-by-transform", default="{}", help="JSON transform -> loops (after round 1)"
+    )
+    # Round 1 decodes the images (no cache yet) with the library it imports anyway.
+    p.add_argument("--manifest", type=Path, default=None)
+    p.add_argument("--num-images", type=int, default=0)
+    p.add_argument("--channels", type=int, default=3)
+    return p.parse_known_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, pyperf_args = parse_own_args(argv)
+    loops: dict[str, int] = json.loads(args.loops_by_transform)
+    out, progress = args.out_dir, args.progress
+    names = [t for t in args.transforms.split(",") if t]
+    policy = SlowTransformPolicy(**json.loads(args.policy)) if args.policy else None
+
+    adapter = adapters.get(args.library)
+    try:
+        adapter.import_library()
+        thread_settings = MICRO_THREADS.apply_runtime()
+        if not args.cache.exists():
+            if args.manifest is None:
+                raise FileNotFoundError(f"no media cache {args.cache} and no --manifest")
+            files = media.select_files(args.manifest, args.num_images)
+            decode = media.build_cache(adapter, files, args.cache, channels=args.channels)
+            write_json_atomic(args.cache.with_suffix(DECODE_SUFFIX), decode)
+        images = media.load_cache(adapter, args.cache, args.layout)
+    except Exception as exc:  # e.g. the library does not import: every row says why
+        for name in names:
+            write_json_atomic(out / f"{name}{INFO_SUFFIX}", _error_row("setup", exc))
+        return 0
+
+    import pyperf
+
+    runner = pyperf.Runner()
+    runner.parse_args(pyperf_args)
+    if not runner.args.worker:
+        raise SystemExit("run as a pyperf worker (--worker --loops N --warmups N --values N): "
+                         "the micro job is the manager")  # fmt: skip
+    for name in names:
+        progress.write_text(name)
+        info = measure(runner, name, images, adapter, policy, out, loops.get(name))
+        info["thread_settings"] = thread_settings
+        write_json_atomic(out / f"{name}{INFO_SUFFIX}", info)
+        gc.collect()  # the transform is gone before the next one is constructed
+    progress.write_text("")
+    return 0
 
 
 if __name__ == "__main__":

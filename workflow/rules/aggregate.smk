@@ -9,10 +9,13 @@ localrules:
 rule aggregate:
     input:
         results=aggregate_inputs,
+        after_timed=after_timed_jobs,
     output:
         **table_outputs(),
     log:
         "logs/aggregate.log",
+    benchmark:
+        "benchmarks/analysis/aggregate.tsv"
     conda:
         "../../envs/driver.yaml"
     params:

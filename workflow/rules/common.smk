@@ -286,6 +286,10 @@ MICRO_SHARDS = shards(
 )
 
 
+# Images the micro regime times (micro.num_images, else the top-level num_images).
+MICRO_NUM_IMAGES = config["micro"].get("num_images") or config["num_images"]
+
+
 # Input layouts other than native write their own shards (contiguous-s000, ...).
 MICRO_LAYOUTS = config["micro"].get("layouts", ["native"])
 
@@ -609,6 +613,18 @@ def final_targets():
     ]
 
 
+def after_timed_jobs(wildcards=None):
+    """Every timed job's output (benchmark results and the lazy-output diagnostic) as ancient()
+    inputs of the untimed jobs that could otherwise start while a measurement still runs
+    (aggregate, lazy_outputs_table): they wait for the last timed job instead of sharing its
+    cores. ancient(): a rewritten file never re-runs them by itself; their own inputs do.
+    """
+    # Every dataset's files, as aggregate's and lazy_outputs_table's own inputs are: switching
+    # datasets back and forth leaves the input sets unchanged, so nothing re-runs.
+    lazy = lazy_outputs_inputs() if LAZY_ENABLED else []
+    return ancient([*aggregate_inputs(), *lazy])
+
+
 def aggregate_inputs(wildcards=None):
     """The sweep's results plus what this machine measured on other datasets."""
     return [*result_files(), *other_dataset_results()]
@@ -657,17 +673,22 @@ def plot_targets():
 
 
 # -- cost estimate (rule cost) ---------------------------------------------------------------
-def cost_plan():
-    """Every job the configured sweep plans, as the cost model needs it: benchmark jobs from the
-    same result paths `aggregate` collects, setup jobs from the configured libraries and dataset;
-    plus what the invocation says about placement (the profile's preemptible rules and jobs).
-    """
-    shards_by_regime = {
+def regime_shards():
+    """Shard name -> transforms, per regime (what the cost model and the plan read)."""
+    return {
         "micro": MICRO_SHARDS,
         "cpu_dataloader": DATALOADER_SHARDS,
         "gpu_dataloader": GPU_DL_SHARDS,
         "dali": DALI_SHARDS,
     }
+
+
+def cost_plan():
+    """Every job the configured sweep plans, as the cost model needs it: benchmark jobs from the
+    same result paths `aggregate` collects, setup jobs from the configured libraries and dataset;
+    plus what the invocation says about placement (the profile's preemptible rules and jobs).
+    """
+    shards_by_regime = regime_shards()
     remote = getattr(workflow, "remote_execution_settings", None)
     preemptible = getattr(remote, "preemptible_rules", None)
     executor = getattr(workflow, "executor_settings", None)

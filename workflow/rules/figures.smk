@@ -24,6 +24,8 @@ rule draw_figures:
         ),
     log:
         "logs/{root}/draw_figures.log",
+    benchmark:
+        "benchmarks/analysis/{root}/draw_figures.tsv"
     conda:
         "../../envs/driver.yaml"
     script:
@@ -42,6 +44,8 @@ rule speedup_report:
         ),
     log:
         "logs/{root}/analysis/speedups.log",
+    benchmark:
+        "benchmarks/analysis/{root}/speedup_report.tsv"
     conda:
         "../../envs/driver.yaml"
     script:
@@ -63,6 +67,8 @@ rule summary:
         slow="{root}/analysis/slow_rows.csv",
     log:
         "logs/{root}/analysis/summary.log",
+    benchmark:
+        "benchmarks/analysis/{root}/summary.tsv"
     conda:
         "../../envs/driver.yaml"
     script:

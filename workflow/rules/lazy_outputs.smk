@@ -38,10 +38,13 @@ rule lazy_outputs:
 rule lazy_outputs_table:
     input:
         results=lazy_outputs_inputs(),
+        after_timed=after_timed_jobs,
     output:
         **LAZY_TABLES,
     log:
         "logs/lazy_outputs_table.log",
+    benchmark:
+        "benchmarks/analysis/lazy_outputs_table.tsv"
     localrule: True
     conda:
         "../../envs/driver.yaml"

@@ -22,10 +22,11 @@ rule micro:
         root=workflow.basedir,
         thread_env=MICRO_THREADS.shell_prefix(),
         transforms=micro_transforms,
-        num_images=config["num_images"],
+        num_images=MICRO_NUM_IMAGES,
         channels=CHANNELS,
         layout=micro_layout,
         processes=config["micro"]["processes"],
+        min_processes=config["micro"]["min_processes"],
         values=config["micro"]["values"],
         warmups=config["micro"]["warmups"],
         timeout=config["micro"]["transform_timeout_s"],
@@ -37,6 +38,7 @@ rule micro:
         " --transforms {params.transforms:q} --channels {params.channels}"
         " --layout {params.layout}"
         " --num-images {params.num_images} --machine {wildcards.machine}"
-        " --processes {params.processes} --values {params.values} --warmups {params.warmups}"
+        " --processes {params.processes} --min-processes {params.min_processes}"
+        " --values {params.values} --warmups {params.warmups}"
         " --transform-timeout {params.timeout} --policy {params.policy:q}"
         " --output {output.result:q} 2>&1 | tee {log:q}"

@@ -4,11 +4,13 @@
         --transforms HorizontalFlip,GaussianBlur,Affine \
         --manifest results/data/default-300/manifest.json
 
-For each transform, alternates (``--rounds`` times) between
-  (a) the workflow's own measuring process (augbench/engines/micro_worker.py: pyperf, preflight,
+Alternates (``--rounds`` times) between
+  (a) the workflow's own measuring process, run as a micro job runs it
+      (augbench/engines/micro_worker.py: one pyperf worker timing every listed transform in turn,
       cached media), and
   (b) a bare loop written out here: the same library call on the same decoded images, timed with
-      time.perf_counter, in a fresh process started with the same single-thread environment,
+      time.perf_counter, in a fresh process per transform with the same single-thread
+      environment,
 and prints the median throughput of each and their ratio. Alternating in one run keeps machine
 noise (a shared 2-core VM here) from landing on one side only. Run with the driver's Python; the
 library's interpreter comes from --python (default: .venvs/<library>/bin/python).
@@ -55,30 +57,32 @@ print(json.dumps(rates))
 """
 
 
-def run_workflow_worker(python: str, library: str, name: str, cache: Path, values: int) -> float:
-    return float(workflow_row(python, library, name, cache, values)["median_throughput"])
-
-
-def workflow_row(
-    python: str, library: str, name: str, cache: Path, values: int, layout: str = "native"
-) -> dict:
-    """The result row of the workflow's own measuring process (one pyperf process)."""
+def workflow_rates(
+    python: str, library: str, names: list[str], cache: Path, values: int, layout: str = "native"
+) -> dict[str, float]:
+    """Median img/s per transform from one of the workflow's own measuring processes, run as a
+    micro job runs it: one pyperf worker timing every transform in turn (micro_worker.py)."""
     with tempfile.TemporaryDirectory() as tmp:
-        row_out = Path(tmp) / "row.json"
+        out = Path(tmp)
         cmd = [
             python, str(ROOT / "augbench/engines/micro_worker.py"),
-            "--library", library, "--transform", name, "--cache", str(cache),
-            "--row-out", str(row_out), "--layout", layout,
+            "--worker", "--loops", "1", "--warmups", "1", "--values", str(values), "--quiet",
+            "--library", library, "--transforms", ",".join(names), "--cache", str(cache),
+            "--out-dir", str(out), "--progress", str(out / "progress"), "--layout", layout,
             "--policy", json.dumps(SlowTransformPolicy(enabled=False).to_dict()),
-            "--processes", "1", "--values", str(values), "--warmups", "1", "--loops", "1",
-            "--inherit-environ", "OMP_NUM_THREADS,MKL_NUM_THREADS,OPENBLAS_NUM_THREADS,"
-            "NUMEXPR_NUM_THREADS,VECLIB_MAXIMUM_THREADS,PYTHONPATH", "--quiet",
         ]  # fmt: skip
         subprocess.run(cmd, check=True, env=_env(), capture_output=True)
-        row = json.loads(row_out.read_text())
-    if row["status"] != "ok":
-        raise RuntimeError(f"{library}:{name} did not measure: {row}")
-    return row
+        rates = {}
+        for name in names:
+            run_file = out / f"{name}.pyperf.json"
+            if not run_file.exists():
+                info = json.loads((out / f"{name}.info.json").read_text())
+                raise RuntimeError(f"{library}:{name} did not measure: {info}")
+            # pyperf's JSON: values are seconds per image (divided by loops x inner loops).
+            bench = json.loads(run_file.read_text())["benchmarks"][0]
+            per_image = [v for run in bench["runs"] for v in run.get("values", [])]
+            rates[name] = statistics.median(1.0 / v for v in per_image)
+    return rates
 
 
 def run_bare_loop(python: str, library: str, name: str, cache: Path, passes: int) -> float:
@@ -122,17 +126,22 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / "media.pkl"
         build_cache(python, args.library, args.manifest, args.num_images, cache)
-        for name in args.transforms.split(","):
-            workflow, bare = [], []
-            for _ in range(args.rounds):
-                workflow.append(run_workflow_worker(python, args.library, name, cache, args.values))
-                bare.append(run_bare_loop(python, args.library, name, cache, args.values))
-            ratios = [w / b for w, b in zip(workflow, bare, strict=True)]
+        names = args.transforms.split(",")
+        workflow: dict[str, list[float]] = {name: [] for name in names}
+        bare: dict[str, list[float]] = {name: [] for name in names}
+        for _ in range(args.rounds):
+            rates = workflow_rates(python, args.library, names, cache, args.values)
+            for name, rate in rates.items():
+                workflow[name].append(rate)
+            for name in names:
+                bare[name].append(run_bare_loop(python, args.library, name, cache, args.values))
+        for name in names:
+            ratios = [w / b for w, b in zip(workflow[name], bare[name], strict=True)]
             entry = {
                 "library": args.library,
                 "transform": name,
-                "workflow_img_s": statistics.median(workflow),
-                "bare_loop_img_s": statistics.median(bare),
+                "workflow_img_s": statistics.median(workflow[name]),
+                "bare_loop_img_s": statistics.median(bare[name]),
                 "ratio_per_round": ratios,
                 "ratio_median": statistics.median(ratios),
             }

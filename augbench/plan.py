@@ -1,0 +1,155 @@
+"""The plan printed before the first job: jobs per phase and regime, and an ETA.
+
+The ETA uses the per-job time model of the cloud cost estimate (``augbench.cost``:
+``learn`` and ``seconds_per_job``), one piece of code for both. Its models come from the
+reference timings shipped with the workflow (``workflow/resources/time_model.json``, a default
+run on a named machine), replaced by whatever this working directory has measured itself (an
+earlier run's results and benchmark files). The wall-clock arithmetic follows the workflow's
+scheduling: setup jobs run in parallel on the given cores, and every timed job (micro,
+cpu_dataloader, GPU regimes, the lazy-output diagnostic) takes the one ``bench_slot``, so they add
+up; aggregation and figures run last.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from augbench import cost
+
+# Rules that are neither benchmarks nor setup: tables, figures, report pieces.
+ANALYSIS_RULES = cost.ANALYSIS_KINDS
+# Rules that time something (one at a time, by the bench_slot resource).
+TIMED_KINDS = (*cost.BENCH_KINDS, *cost.DIAGNOSTIC_KINDS)
+PHASES = ("setup", *TIMED_KINDS, "analysis")
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One job Snakemake is about to run: its rule, wildcards and first output."""
+
+    rule: str
+    wildcards: dict[str, str]
+    output: str
+
+
+def cost_job(job: Planned, shards: dict[str, dict[str, list[str]]]) -> cost.Job | None:
+    """The cost model's view of a planned job; None for rules without one (targets like all)."""
+    if job.rule in ("micro", "cpu_dataloader", "gpu_dataloader", "dali", "dali_cpu"):
+        return cost.job_from_result_path(job.output, shards)
+    if job.rule in ("build_env", "lazy_outputs"):
+        return cost.Job(job.rule, job.wildcards.get("library", ""))
+    if job.rule in cost.SETUP_KINDS or job.rule in ANALYSIS_RULES:
+        return cost.Job(job.rule)
+    return None
+
+
+def phase_of(kind: str) -> str:
+    if kind in cost.SETUP_KINDS:
+        return "setup"
+    return kind if kind in TIMED_KINDS else "analysis"
+
+
+def load_models(reference: Path | None, run_dir: Path) -> tuple[dict[Any, cost.KindModel], str]:
+    """Reference models (a JSON written by ``dump_models``) updated with the models learned from
+    ``run_dir``; returns them and a line saying where they come from."""
+    models: dict[Any, cost.KindModel] = {}
+    source = []
+    if reference is not None and reference.exists():
+        payload = json.loads(reference.read_text())
+        for entry in payload["models"]:
+            models[(entry["kind"], entry["library"])] = cost.KindModel(
+                entry["per_image_s"], entry["overhead_s"], process_share=entry["process_share"]
+            )
+        source.append(f"reference timings of {payload['machine']} ({payload['measured']})")
+    local = cost.learn(run_dir)
+    if local:
+        models.update(local)
+        source.append(f"{len(local)} job models measured in {run_dir.resolve()}")
+    return models, " updated with ".join(source) or "no timings"
+
+
+def dump_models(models: dict[Any, cost.KindModel], path: Path, machine: str, measured: str) -> None:
+    entries = [
+        {"kind": kind, "library": library, "per_image_s": m.per_image_s,
+         "overhead_s": m.overhead_s, "process_share": m.process_share}
+        for (kind, library), m in sorted(models.items())
+    ]  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"machine": machine, "measured": measured, "models": entries}
+    path.write_text(json.dumps(payload, indent=1) + "\n")
+
+
+@dataclass
+class Phase:
+    name: str
+    jobs: int = 0
+    seconds: float = 0.0  # wall seconds of the phase
+    unknown: int = 0  # jobs without a model
+    assumed: int = 0  # jobs costed at an assumed rate
+
+
+def phases(
+    planned: list[Planned],
+    shards: dict[str, dict[str, list[str]]],
+    models: dict[Any, cost.KindModel],
+    config: dict[str, Any],
+    cores: int,
+) -> list[Phase]:
+    """Jobs and wall seconds per phase, in the order they run."""
+    jobs = [j for p in planned if (j := cost_job(p, shards)) is not None]
+    seconds, basis = cost.seconds_per_job(jobs, models, config)
+    out = {name: Phase(name) for name in PHASES}
+    # Rules the model does not know (added later, e.g. other engines): counted, never dropped.
+    for p in planned:
+        if p.output and cost_job(p, shards) is None:
+            other = out.setdefault(p.rule, Phase(p.rule))
+            other.jobs += 1
+            other.unknown += 1
+    parallel: dict[str, list[float]] = {"setup": [], "analysis": []}
+    for job in jobs:
+        phase = out[phase_of(job.kind)]
+        phase.jobs += 1
+        value = seconds[job]
+        if value is None:
+            phase.unknown += 1
+            continue
+        phase.assumed += basis[job] == "assumed"
+        if phase.name in parallel:
+            parallel[phase.name].append(value)
+        else:
+            phase.seconds += value  # timed jobs never overlap (bench_slot)
+    for name, values in parallel.items():
+        # Untimed jobs share the cores: at least the longest one, at least the total / cores.
+        out[name].seconds = max([max(values, default=0.0), sum(values) / max(cores, 1)])
+    return [p for p in out.values() if p.jobs]
+
+
+def plan_lines(found: list[Phase], source: str) -> list[str]:
+    """The printed plan: one line per phase, then the ETA (or why there is none)."""
+    total = sum(p.jobs for p in found)
+    lines = [f"augbench plan: {total} jobs (timed jobs one at a time; setup in parallel)"]
+    for p in found:
+        note = []
+        if p.assumed:
+            note.append(f"{p.assumed} at an assumed rate")
+        if p.unknown:
+            note.append(f"{p.unknown} without a time model")
+        lines.append(
+            f"  {p.name:<20}{p.jobs:>4} jobs  ~{_minutes(p.seconds):>9}"
+            + (f"  ({'; '.join(note)})" if note else "")
+        )
+    eta = sum(p.seconds for p in found)
+    unknown = sum(p.unknown for p in found)
+    lines.append(
+        f"  ETA ~{_minutes(eta)}"
+        + (f" plus {unknown} jobs without a time model" if unknown else "")
+        + f"; time model: {source}"
+    )
+    return lines
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"

@@ -1,0 +1,104 @@
+"""The plan printed before the first job (augbench.plan): which jobs it counts in which phase, and
+that its ETA comes from the cost model's models (reference file, then the working directory's
+own timings). Its content is tested here, never its timing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from augbench import cost, plan
+
+SHARDS = {
+    "micro": {"s000": ["HorizontalFlip", "Affine"]},
+    "cpu_dataloader": {"s000": ["HorizontalFlip"]},
+    "gpu_dataloader": {"s000": ["Identity"]},
+    "dali": {"s000": ["Identity"]},
+}
+CONFIG = {
+    "num_images": 100,
+    "micro": {"processes": 2, "min_processes": 1, "values": 5, "warmups": 1, "num_images": 32},
+    "cpu_dataloader": {"batch_size": 8, "batches_per_run": 2, "num_runs": 2, "baseline_runs": 1},
+    "cloud": {},
+}
+RAW = "results/raw/m/ds-0123456789ab"
+
+
+def planned() -> list[plan.Planned]:
+    jobs = [plan.Planned("build_env", {"library": lib}, f"results/envs/{lib}.json")
+            for lib in ("pillow", "kornia")]  # fmt: skip
+    jobs += [
+        plan.Planned("build_default_archive", {"n": "300"}, "results/data/archives/d.tar"),
+        plan.Planned("stage_dataset", {}, "results/data/ds/manifest.json"),
+        plan.Planned("micro", {"library": "pillow"}, f"{RAW}/micro/pillow/s000.json"),
+        plan.Planned("micro", {"library": "kornia"}, f"{RAW}/micro/kornia/s000.json"),
+        plan.Planned("cpu_dataloader", {"library": "pillow"},
+                     f"{RAW}/cpu_dataloader/pillow/memory-w2-s000.json"),
+        plan.Planned("lazy_outputs", {"library": "pillow"}, "results/analysis/lazy/pillow.json"),
+        plan.Planned("aggregate", {}, "results/tables/all_results.csv"),
+        plan.Planned("draw_figures", {"root": "results"}, "results/figures"),
+        plan.Planned("summary", {"root": "results"}, "results/analysis/summary.md"),
+        plan.Planned("all", {}, ""),
+        plan.Planned("some_new_rule", {}, "results/new/x.json"),
+    ]  # fmt: skip
+    return jobs
+
+
+def models() -> dict:
+    return {
+        ("micro", "pillow"): cost.KindModel({"HorizontalFlip": 0.001, "Affine": 0.01}, 2.0),
+        ("build_env", ""): cost.KindModel({}, 3.0),
+        ("stage_dataset", ""): cost.KindModel({}, 1.0),
+        ("build_default_archive", ""): cost.KindModel({}, 2.0),
+        ("aggregate", ""): cost.KindModel({}, 4.0),
+    }
+
+
+def test_jobs_are_counted_per_phase_in_running_order() -> None:
+    found = plan.phases(planned(), SHARDS, models(), CONFIG, cores=2)
+    assert [(p.name, p.jobs) for p in found] == [
+        ("setup", 4), ("micro", 2), ("cpu_dataloader", 1), ("lazy_outputs", 1), ("analysis", 3),
+        ("some_new_rule", 1),
+    ]  # fmt: skip
+    by_name = {p.name: p for p in found}
+    # kornia's micro job and the DataLoader and diagnostic jobs have no model: counted, not costed;
+    # so is a rule the model does not know.
+    assert by_name["micro"].unknown == 1 and by_name["some_new_rule"].unknown == 1
+    assert by_name["cpu_dataloader"].unknown == 1 and by_name["lazy_outputs"].unknown == 1
+    # Figures and summary have no timing: an assumed duration, said so.
+    assert by_name["analysis"].assumed == 2 and by_name["setup"].assumed == 0
+
+
+def test_the_plan_uses_the_cost_model_for_micro() -> None:
+    """The micro phase is what augbench.cost.seconds_per_job says for the same job."""
+    found = {p.name: p for p in plan.phases(planned(), SHARDS, models(), CONFIG, cores=2)}
+    job = cost.Job("micro", "pillow", ("HorizontalFlip", "Affine"))
+    seconds, _ = cost.seconds_per_job([job], models(), CONFIG)
+    assert found["micro"].seconds == seconds[job]
+
+
+def test_printed_plan_names_every_phase_and_what_has_no_model() -> None:
+    lines = plan.plan_lines(plan.phases(planned(), SHARDS, models(), CONFIG, 2), "reference")
+    text = "\n".join(lines)
+    assert lines[0].startswith("augbench plan: 12 jobs")
+    for name in ("setup", "micro", "cpu_dataloader", "lazy_outputs", "analysis"):
+        assert f"  {name} " in text
+    assert "1 without a time model" in text and "2 at an assumed rate" in text
+    assert "ETA ~" in lines[-1] and "plus 4 jobs without a time model" in lines[-1]
+    assert lines[-1].endswith("time model: reference")
+
+
+def test_local_timings_replace_the_reference_models(tmp_path: Path) -> None:
+    reference = tmp_path / "time_model.json"
+    plan.dump_models(models(), reference, "ref-vm", "2026-01-01")
+    payload = json.loads(reference.read_text())
+    assert payload["machine"] == "ref-vm" and len(payload["models"]) == len(models())
+    run = tmp_path / "run"
+    tsv = run / "benchmarks/setup/build_env/pillow.tsv"
+    tsv.parent.mkdir(parents=True)
+    tsv.write_text("s\th:m:s\n9.5\t0:00:09\n")
+    loaded, source = plan.load_models(reference, run)
+    assert loaded[("build_env", "")].overhead_s == 9.5  # measured here wins
+    assert loaded[("micro", "pillow")].per_image_s == {"HorizontalFlip": 0.001, "Affine": 0.01}
+    assert source.startswith("reference timings of ref-vm (2026-01-01) updated with 1 job")
+    assert plan.load_models(None, tmp_path / "empty")[1] == "no timings"

@@ -1,0 +1,32 @@
+# Before the first job: the plan (jobs per phase and regime) and an ETA from the per-job time model
+# the cloud cost estimate uses (augbench.plan, augbench.cost). Snakemake then prints one progress
+# line per finished job ("N of M steps done").
+
+
+def print_plan():
+    """Advisory only: a plan that cannot be made never stops the run."""
+    from augbench import plan
+
+    try:
+        planned = [
+            plan.Planned(
+                job.rule.name,
+                dict(job.wildcards.items()),
+                str(job.output[0]) if job.output else "",
+            )
+            for job in workflow.dag.needrun_jobs()
+        ]
+        models, source = plan.load_models(
+            Path(workflow.basedir) / "workflow" / "resources" / "time_model.json",
+            Path("."),
+        )
+        cores = workflow.resource_settings.cores or 1
+        found = plan.phases(planned, regime_shards(), models, config, cores)
+        lines = plan.plan_lines(found, source)
+    except Exception as exc:  # noqa: BLE001
+        lines = [f"augbench plan: not available ({type(exc).__name__}: {exc})"]
+    print("\n".join(lines), file=sys.stderr, flush=True)
+
+
+onstart:
+    print_plan()

@@ -1,0 +1,43 @@
+"""Write the reference time model the plan's ETA starts from (workflow/resources/time_model.json).
+
+    uv run python workflow/scripts/time_model.py RUN_DIR [RUN_DIR ...] --machine "2-core VM"
+
+Learns per-job models from finished runs (each a working directory with results/raw and
+benchmarks/, as `snakemake --cores 8` leaves it) with augbench.cost.learn, the model of the cloud
+cost estimate; a later directory's models replace an earlier one's. A run in the user's own working
+directory always replaces these reference models (augbench.plan.load_models).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from augbench import cost, plan  # noqa: E402
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("runs", nargs="+", type=Path)
+    p.add_argument("--machine", required=True, help="what the runs ran on, e.g. '2-core VM'")
+    p.add_argument("--output", type=Path, default=ROOT / "workflow/resources/time_model.json")
+    args = p.parse_args()
+    models = {}
+    for run in args.runs:
+        learned = cost.learn(run)
+        if not learned:
+            raise SystemExit(f"{run}: no results/raw or benchmarks/ timings found")
+        models.update(learned)
+    measured = datetime.date.today().isoformat()
+    plan.dump_models(models, args.output, args.machine, measured)
+    print(f"{len(models)} job models -> {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
