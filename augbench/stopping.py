@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from augbench.policy import RELATIVE_CI_TARGET
+from augbench.policy import MICRO_MAX_LOOPS, MICRO_MIN_VALUE_SECONDS, RELATIVE_CI_TARGET
 
 # Two-sided 97.5 % quantiles of Student's t by degrees of freedom (standard table values);
 # beyond 30 degrees of freedom the normal quantile is within 2 % of t.
@@ -80,3 +80,11 @@ class StoppingRule:
             return False
         ci = relative_ci(values)
         return ci is not None and ci <= self.target
+
+
+def passes_per_value(seconds_per_image: float, num_images: int) -> int:
+    """Passes over the images per timed value, so that one value lasts at least
+    ``MICRO_MIN_VALUE_SECONDS`` (pyperf's own loop calibration targets the same): a fast
+    transform's value is then not a handful of milliseconds at the mercy of one interrupt."""
+    per_pass = max(seconds_per_image * num_images, 1e-9)
+    return max(1, min(MICRO_MAX_LOOPS, math.ceil(MICRO_MIN_VALUE_SECONDS / per_pass)))

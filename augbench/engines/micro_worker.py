@@ -31,19 +31,15 @@ MICRO_THREADS.apply_environment()  # before any numeric library is imported
 import argparse  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
-import math  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
 from typing import Any  # noqa: E402
 
 from augbench import adapters, catalog, layout, media  # noqa: E402
 from augbench.engines.micro import DECODE_SUFFIX, INFO_SUFFIX, PYPERF_SUFFIX  # noqa: E402
-from augbench.policy import (  # noqa: E402
-    MICRO_MAX_LOOPS,
-    MICRO_MIN_VALUE_SECONDS,
-    SlowTransformPolicy,
-)
+from augbench.policy import SlowTransformPolicy  # noqa: E402
 from augbench.results import non_ok_row, write_json_atomic  # noqa: E402
+from augbench.stopping import passes_per_value  # noqa: E402
 
 
 def _preflight(
@@ -70,14 +66,6 @@ def _preflight(
             break
     elapsed = time.perf_counter() - start
     return items, elapsed, policy.verdict(items, elapsed), layouts
-
-
-def loops_for(seconds_per_image: float, num_images: int) -> int:
-    """Passes over the images per timed value, so that one value lasts at least
-    ``MICRO_MIN_VALUE_SECONDS`` (pyperf's own loop calibration targets the same): a fast
-    transform's value is then not a handful of milliseconds at the mercy of one interrupt."""
-    per_pass = max(seconds_per_image * num_images, 1e-9)
-    return max(1, min(MICRO_MAX_LOOPS, math.ceil(MICRO_MIN_VALUE_SECONDS / per_pass)))
 
 
 def reset_peak_rss() -> str:
@@ -124,7 +112,7 @@ def measure(
     """Preflight (when ``policy``) and time one transform; returns its info (a non-ok row when it
     was not timed). The pyperf run is written to ``<out>/<name>.pyperf.json``. ``loops`` (passes
     over the images per value) comes from the first round; that round derives it from the
-    preflight (``loops_for``)."""
+    preflight (``stopping.passes_per_value``)."""
     spec = catalog.get(name)
     try:
         transform = adapter.build(spec.name, spec.params)
@@ -147,7 +135,7 @@ def measure(
         }
         if verdict is not None:
             return {**non_ok_row("early_stopped", verdict), **info}
-        loops = loops_for(seconds / max(items, 1), len(images))
+        loops = passes_per_value(seconds / max(items, 1), len(images))
     runner.args.loops = loops or 1  # pyperf reads it when the benchmark starts
 
     def time_func(loops: int) -> float:

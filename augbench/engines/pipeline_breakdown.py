@@ -50,7 +50,7 @@ from augbench.results import (  # noqa: E402
     status_line,
     write_json_atomic,
 )
-from augbench.stopping import StoppingRule  # noqa: E402
+from augbench.stopping import StoppingRule, passes_per_value  # noqa: E402
 
 Unit = tuple[str, Callable[[Any], Any]]
 Materialize = Callable[[Any, Any], Any]
@@ -77,7 +77,8 @@ class Breakdown:
     """Seconds per pass: one list per step (steps pass) and the whole pipeline (whole pass)."""
 
     labels: list[str]
-    images: int
+    images: int  # items per value: the distinct images times the passes over them
+    passes: int = 1
     step_seconds: list[list[float]] = field(default_factory=list)
     whole_seconds: list[float] = field(default_factory=list)
 
@@ -104,13 +105,13 @@ class Breakdown:
 
 
 def steps_pass(
-    units: Sequence[Unit], inputs: Sequence[Any], materialize: Materialize
+    units: Sequence[Unit], inputs: Sequence[Any], materialize: Materialize, passes: int = 1
 ) -> list[float]:
-    """Seconds of each step over all inputs, each step on the previous step's materialized
-    output; only the step call and its materialization are inside its timer."""
+    """Seconds of each step over all inputs (``passes`` times), each step on the previous step's
+    materialized output; only the step call and its materialization are inside its timer."""
     clock = time.perf_counter
     totals = [0.0] * len(units)
-    for sample in inputs:
+    for sample in [x for _ in range(passes) for x in inputs]:
         current = sample
         for i, (_, fn) in enumerate(units):
             start = clock()
@@ -120,11 +121,14 @@ def steps_pass(
     return totals
 
 
-def whole_pass(units: Sequence[Unit], inputs: Sequence[Any], materialize: Materialize) -> float:
-    """Seconds of the whole pipeline over all inputs, no timer inside it."""
+def whole_pass(
+    units: Sequence[Unit], inputs: Sequence[Any], materialize: Materialize, passes: int = 1
+) -> float:
+    """Seconds of the whole pipeline over all inputs (``passes`` times), no timer inside it."""
     fns = [fn for _, fn in units]
+    stream = [x for _ in range(passes) for x in inputs]
     start = time.perf_counter()
-    for sample in inputs:
+    for sample in stream:
         current = sample
         for fn in fns:
             current = materialize(fn(current), current)
@@ -167,24 +171,27 @@ def measure(
     rule: StoppingRule,
     warmups: int = 1,
     progress: Callable[[str], None] | None = None,
+    passes: int = 1,
 ) -> Breakdown:
     """Untimed warm-up (a steps pass and a whole pass each), then rounds of two values, S W then
     W S, so each kind of pass comes first equally often; rounds repeat until ``rule`` is met on
     the whole pipeline's throughputs and on the paired steps / whole ratios
-    (``precise_enough``). Each pass of a value is seeded alike (``reseed``)."""
+    (``precise_enough``). Each value is ``passes`` passes over the inputs (so that it lasts long
+    enough to time, ``stopping.passes_per_value``), and both values of a pair are seeded alike
+    (``reseed``)."""
     for _ in range(warmups):
         steps_pass(units, inputs, materialize)
         whole_pass(units, inputs, materialize)
-    result = Breakdown([label for label, _ in units], len(inputs))
+    result = Breakdown([label for label, _ in units], len(inputs) * passes, passes)
     while not precise_enough(result, rule):
         for order in (("steps", "whole"), ("whole", "steps")):
             value = len(result.whole_seconds)
             for which in order:
                 reseed(units, value)
                 if which == "steps":
-                    result.step_seconds.append(steps_pass(units, inputs, materialize))
+                    result.step_seconds.append(steps_pass(units, inputs, materialize, passes))
                 else:
-                    result.whole_seconds.append(whole_pass(units, inputs, materialize))
+                    result.whole_seconds.append(whole_pass(units, inputs, materialize, passes))
         if progress is not None:
             progress(f"value {len(result.whole_seconds)}")
     return result
@@ -216,7 +223,8 @@ def breakdown_rows(
             [n / s for s in result.whole_seconds],
             result.whole_seconds,
             warmup_iterations=1,
-            num_images=n,
+            num_images=n // result.passes,
+            passes_per_value=result.passes,
             step_sum_ratio=ratio,
             step_sum_within_tolerance=abs(ratio - 1.0) <= PIPELINE_STEP_SUM_TOLERANCE,
             step_sum_tolerance=PIPELINE_STEP_SUM_TOLERANCE,
@@ -233,7 +241,8 @@ def breakdown_rows(
             [n / s if s > 0 else float("inf") for s in seconds],
             seconds,
             warmup_iterations=1,
-            num_images=n,
+            num_images=n // result.passes,
+            passes_per_value=result.passes,
             step=label,
             step_index=index,
             share=shares[index],
@@ -275,6 +284,10 @@ def run_pipeline(
     if verdict is not None:
         return {pipeline.name: non_ok_row("early_stopped", verdict, **pre, **fields)}
     rule = StoppingRule(args.min_values, args.max_values)
+    # A value of a few images of a fast pipeline lasts milliseconds: repeat the pass until it
+    # lasts MICRO_MIN_VALUE_SECONDS, as micro does, so one interrupt cannot swing a value.
+    rate = pre.get("preflight_throughput") or 0.0
+    passes = passes_per_value(1.0 / rate if rate > 0 else 0.0, len(inputs)) if rate else 1
     try:
         result = measure(
             units,
@@ -283,6 +296,7 @@ def run_pipeline(
             rule,
             warmups=args.warmups,
             progress=lambda text: bar.set_postfix_str(f"{pipeline.name} {text}"),
+            passes=passes,
         )
     except Exception as exc:
         return {pipeline.name: _error_row("measurement", exc, fields)}
