@@ -337,6 +337,22 @@ def gpu_support_problem(adapter: Any, pipeline: Pipeline) -> tuple[str, str, dic
     return problem
 
 
+def gpu_problem_row(
+    adapter: Any, pipeline: Pipeline | None, import_error: str | None
+) -> dict[str, Any] | None:
+    """The GPU engines' row for a pipeline they do not measure (see :func:`gpu_support_problem`);
+    None for a single transform, or where the library does not import (that row wins)."""
+    from augbench.results import non_ok_row
+
+    problem = None
+    if pipeline is not None and import_error is None:
+        problem = gpu_support_problem(adapter, pipeline)
+    if problem is None:
+        return None
+    status, reason, fields = problem
+    return non_ok_row(status, reason, **fields)
+
+
 def gpu_steps(pipeline: Pipeline) -> tuple[list[Step], Step | None]:
     """(the steps before ``Normalize``, the ``Normalize`` step) of a pipeline in a GPU regime
     (``ToTensor`` is part of the regime's Normalize: its output is already a tensor)."""

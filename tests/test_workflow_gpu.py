@@ -265,6 +265,25 @@ def jpeg_files(folder: Path, n: int = 4) -> list[str]:
     return paths
 
 
+def engine_on_cpu(library: str, files: list[str]) -> str:
+    """Code run in a library env: the GPU DataLoader engine, a 2-image plan, the policy off
+    (indented as the callers' code, which run_in_env dedents together)."""
+    return f"""
+        import json, sys
+        from pathlib import Path
+        from augbench import adapters, gpu_recipes
+        from augbench.engines import gpu_dataloader as g, skeleton
+        from augbench.engines.streaming import StreamPlan
+        from augbench.policy import SlowTransformPolicy
+
+        policy = SlowTransformPolicy(preflight_items=1, enabled=False)
+        plan = StreamPlan.for_images(2, 2, warmup_reps=0, reps=1, policy=policy)
+        files = [Path(f) for f in {files!r}]
+        adapter = adapters.get({library!r})
+        out = {{}}
+        """
+
+
 @pytest.mark.parametrize(
     ("library", "randomness"),
     [("torchvision", "per-sample"), ("torchvision", "batch-shared"), ("kornia", "per-sample")],
@@ -291,19 +310,8 @@ def test_every_paper_gpu_recipe_runs_on_cpu_tensors_or_is_unsupported_with_a_rea
     assert set(paper["transforms"]) == set(catalog.names())
     result = run_in_env(
         library,
-        f"""
-        import json, sys
-        from pathlib import Path
-        from augbench import adapters, gpu_recipes
-        from augbench.engines import gpu_dataloader as g, skeleton
-        from augbench.engines.streaming import StreamPlan
-        from augbench.policy import SlowTransformPolicy
-
-        policy = SlowTransformPolicy(preflight_items=1, enabled=False)
-        plan = StreamPlan.for_images(2, 2, warmup_reps=0, reps=1, policy=policy)
-        files = [Path(f) for f in {jpeg_files(tmp_path)!r}]
-        adapter = adapters.get({library!r})
-        out = {{}}
+        engine_on_cpu(library, jpeg_files(tmp_path))
+        + f"""
         for name, scope in [(n, "memory") for n in {names!r}] + [
             ("RandomResizedCrop", "decode"), ("Pad", "decode")
         ]:
@@ -510,18 +518,9 @@ def test_every_shipped_pipeline_runs_its_gpu_chain_on_cpu_tensors_or_names_the_s
     )
     result = run_in_env(
         library,
-        f"""
-        import json
-        from pathlib import Path
-        from augbench import adapters, pipelines
-        from augbench.engines import gpu_dataloader as g, skeleton
-        from augbench.engines.streaming import StreamPlan
-        from augbench.policy import SlowTransformPolicy
-
-        policy = SlowTransformPolicy(preflight_items=1, enabled=False)
-        plan = StreamPlan.for_images(2, 2, warmup_reps=0, reps=1, policy=policy)
-        files = [Path(f) for f in {jpeg_files(tmp_path)!r}]
-        adapter = adapters.get({library!r})
+        engine_on_cpu(library, jpeg_files(tmp_path))
+        + f"""
+        from augbench import pipelines
         defs = pipelines.from_json({json.dumps(default["pipeline_definitions"])!r})
         out = {{}}
         for name, pipe in defs.items():

@@ -49,7 +49,6 @@ from augbench.engines import skeleton  # noqa: E402
 from augbench.engines.common import job_metadata  # noqa: E402
 from augbench.engines.streaming import StreamPlan, StreamResult, run_stream  # noqa: E402
 from augbench.policy import SlowTransformPolicy  # noqa: E402
-from augbench.results import non_ok_row  # noqa: E402
 
 REGIME = "dali"
 SYNC_METHOD = (
@@ -405,13 +404,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def precheck(name: str) -> dict[str, Any] | None:
         pipeline = args.pipelines.get(name)
-        if pipeline is not None and import_error is None:
-            # One row naming the first step (or target) DALI lacks: never composed.
-            problem = pipelines.gpu_support_problem(adapter, pipeline)
-            if problem is not None:
-                status, reason, extra = problem
-                return non_ok_row(status, reason, **extra)
-        return skeleton.precheck_row(
+        # One row naming the first step (or target) DALI lacks: never composed.
+        problem = pipelines.gpu_problem_row(adapter, pipeline, import_error)
+        return problem or skeleton.precheck_row(
             import_error=import_error,
             unsupported=None if pipeline else gpu_recipes.unsupported_reason(adapter, name),
             unavailable=None if env is None or env.ok else env.unavailable_row(),

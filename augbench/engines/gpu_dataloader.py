@@ -50,7 +50,6 @@ from augbench.engines import skeleton  # noqa: E402
 from augbench.engines.common import job_metadata  # noqa: E402
 from augbench.engines.streaming import StreamPlan, run_stream  # noqa: E402
 from augbench.policy import SlowTransformPolicy  # noqa: E402
-from augbench.results import non_ok_row  # noqa: E402
 
 REGIME = "gpu_dataloader"
 LIBRARY_RANDOMNESS = gpu_recipes.LIBRARY_RANDOMNESS
@@ -158,6 +157,26 @@ def make_loader(dataset: CropDataset, plan: StreamPlan, workers: int, pin_memory
 
 
 # -- device side ----------------------------------------------------------------------------------
+def torchvision_batch_fn(
+    fn: Callable[[Any], Any], call: str, randomness: str, normalize: Callable[[Any], Any]
+) -> tuple[Callable[[Any], Any], str]:
+    """torchvision's v2 transforms draw one parameter set per call: ``per-sample`` calls ``fn``
+    once per image, ``batch-shared`` once on the batch; then ToDtype + Normalize."""
+    import torch
+
+    if randomness == "per-sample":
+
+        def apply(batch: Any) -> Any:
+            return normalize(torch.stack([fn(image) for image in batch]))
+
+        return apply, f"torch.stack([{call}(img) for img in batch]) -> ToDtype -> Normalize"
+
+    def apply_shared(batch: Any) -> Any:
+        return normalize(fn(batch))
+
+    return apply_shared, f"{call}(batch) -> ToDtype -> Normalize"
+
+
 def build_gpu_apply(
     library: str, transform: str, randomness: str, device: Any
 ) -> tuple[Callable[[Any], Any], str]:
@@ -180,17 +199,7 @@ def build_gpu_apply(
         normalize = T.Compose([T.ToDtype(torch.float32, scale=True), T.Normalize(mean, std)])
         if identity:
             return normalize, "identity: ToDtype -> Normalize"
-        if randomness == "per-sample":
-
-            def apply(batch: Any) -> Any:
-                return normalize(torch.stack([t(image) for image in batch]))
-
-            return apply, f"torch.stack([{call}(img) for img in batch]) -> ToDtype -> Normalize"
-
-        def apply_shared(batch: Any) -> Any:
-            return normalize(t(batch))
-
-        return apply_shared, f"{call}(batch) -> ToDtype -> Normalize"
+        return torchvision_batch_fn(t, call, randomness, normalize)
 
     if library == "kornia":
         import kornia.augmentation as K
@@ -243,17 +252,7 @@ def build_pipeline_apply(
                 x = t(x)
             return x
 
-        if randomness == "per-sample":
-
-            def apply(batch: Any) -> Any:
-                return normalize(torch.stack([chain(image) for image in batch]))
-
-            return apply, f"torch.stack([{calls} (img) for img in batch]) -> ToDtype -> Normalize"
-
-        def apply_shared(batch: Any) -> Any:
-            return normalize(chain(batch))
-
-        return apply_shared, f"{calls} (batch) -> ToDtype -> Normalize"
+        return torchvision_batch_fn(chain, f"{calls} ", randomness, normalize)
     if library == "kornia":
         import kornia.augmentation as K
 
@@ -463,13 +462,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def precheck(name: str) -> dict[str, Any] | None:
         pipeline = args.pipelines.get(name)
-        if pipeline is not None and import_error is None:
-            # One row naming the first step (or target) the GPU path lacks: never composed.
-            problem = pipelines.gpu_support_problem(adapter, pipeline)
-            if problem is not None:
-                status, reason, extra = problem
-                return non_ok_row(status, reason, **extra)
-        return skeleton.precheck_row(
+        # One row naming the first step (or target) the GPU path lacks: never composed.
+        problem = pipelines.gpu_problem_row(adapter, pipeline, import_error)
+        return problem or skeleton.precheck_row(
             import_error=import_error,
             unsupported=None if pipeline else gpu_recipes.unsupported_reason(adapter, name),
             unavailable=None if env.ok else env.unavailable_row(),
