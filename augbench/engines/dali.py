@@ -115,7 +115,7 @@ def build_pipeline(
 
     adapter = DaliAdapter()
     identity = transform == gpu_recipes.IDENTITY
-    spec = None if identity else catalog.get(transform)
+    spec = None if identity or pipeline is not None else catalog.get(transform)
     apply = None if spec is None else adapter.build(spec.name, spec.params)
     base = catalog.get(gpu_recipes.BASE_CROP)
     base_crop = adapter.build(base.name, base.params)
