@@ -273,7 +273,7 @@ def test_cpu_dataloader_resolves_a_pipeline_name_into_its_recipe() -> None:
 
 
 # -- the GPU regimes (gpu_dataloader, dali) ----------------------------------------------------
-def _shipped() -> dict[str, pipelines.Pipeline]:
+def _all_shipped() -> dict[str, pipelines.Pipeline]:
     cfg = resolve({**BASE, "machine": "test"}, REPO)
     return {p["name"]: pipelines.Pipeline.from_dict(p) for p in cfg["pipeline_definitions"]}
 
@@ -283,7 +283,7 @@ def test_shipped_pipelines_map_to_every_gpu_path_except_the_named_step_or_target
     library: str,
 ) -> None:
     adapter = adapters.get(library)
-    problems = {n: pipelines.gpu_support_problem(adapter, p) for n, p in _shipped().items()}
+    problems = {n: pipelines.gpu_support_problem(adapter, p) for n, p in _all_shipped().items()}
     seg = problems.pop("highres_segmentation")
     assert seg is not None
     status, reason, fields = seg
@@ -332,7 +332,7 @@ def test_gpu_pipelines_must_end_in_normalize_and_never_sleep() -> None:
 def test_gpu_workers_cut_for_the_first_crop_and_output_sizes_follow_the_steps() -> None:
     from augbench import gpu_recipes
 
-    shipped = _shipped()
+    shipped = _all_shipped()
     for name in ("imagenet_train", "train_light", "train_medium", "train_heavy"):
         body, tail = pipelines.gpu_steps(shipped[name])
         assert tail is not None and tail.name == "Normalize"
