@@ -140,7 +140,9 @@ def step_output_hw(name: str, params: dict[str, Any], hw: tuple[int, int]) -> tu
 
 
 def pipeline_starts_with_crop(steps: list[Any]) -> bool:
-    return bool(steps) and catalog.get(steps[0].name).is_crop
+    # A diagnostic first step (Sleep) is not in the catalog: not a crop (its row is unsupported).
+    first = catalog.CANDIDATES.get(steps[0].name) if steps else None
+    return first is not None and first.is_crop
 
 
 def pipeline_worker_crop(steps: list[Any], crop_transform_input: int) -> tuple[int, int]:

@@ -282,9 +282,12 @@ def measure_transform(
     )
     result, last = time_pipeline(pipe, plan, policy, f"{REGIME} | {variant} | {transform}")
     details: dict[str, Any] = {
-        "pipeline": pipeline_description(transform, variant)
-        if pipeline is None
-        else user_pipeline_description(pipeline, variant),
+        # A user pipeline's rows carry its name in `pipeline` (the row contract).
+        **(
+            {"pipeline": pipeline_description(transform, variant)}
+            if pipeline is None
+            else {"dali_pipeline": user_pipeline_description(pipeline, variant)}
+        ),
         "sync_method": SYNC_METHOD,
         "prefetch_queue_depth": prefetch_queue_depth,
         **result.preflight,
