@@ -517,7 +517,7 @@ def pipeline_gpu_dataloader_results():
         return []
     return [
         pipeline_result(
-            "gpu_dataloader", f"{scope}-w{workers}-{randomness}", lib, MACHINE
+            "gpu_dataloader", f"{scope}-w{workers}_{randomness}", lib, MACHINE
         )
         for lib in matrix.libraries_for("gpu_dataloader", LIBRARIES)
         for scope in GPU_DL["scopes"]

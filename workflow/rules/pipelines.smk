@@ -97,16 +97,17 @@ rule pipeline_dataloader:
 # Each pipeline through the GPU DataLoader engine: workers cut a fixed-size uint8 crop (sized
 # for a first crop step, else the base crop), the pipeline's steps and Normalize run on CUDA.
 # Without a CUDA device the rows are `skipped` (config gpu=optional) or the job fails (required).
+# `_` before the randomness mode: its values contain `-` (as in gpu_dataloader.smk).
 rule pipeline_gpu_dataloader:
     input:
         unpack(benchmark_env_inputs),
         manifest=DATASET_MANIFEST,
     output:
-        result=pipeline_result("gpu_dataloader", "{scope}-w{workers}-{randomness}"),
+        result=pipeline_result("gpu_dataloader", "{scope}-w{workers}_{randomness}"),
     log:
-        job_log("pipelines/gpu_dataloader", "{scope}-w{workers}-{randomness}"),
+        job_log("pipelines/gpu_dataloader", "{scope}-w{workers}_{randomness}"),
     benchmark:
-        job_benchmark("pipelines/gpu_dataloader", "{scope}-w{workers}-{randomness}")
+        job_benchmark("pipelines/gpu_dataloader", "{scope}-w{workers}_{randomness}")
     wildcard_constraints:
         library="|".join(matrix.REGIME_LIBRARIES["gpu_dataloader"]),
         scope="decode|memory",
