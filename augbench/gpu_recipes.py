@@ -116,3 +116,69 @@ def output_hw(transform: str) -> tuple[int, int]:
         side = int(spec.params["max_size"])
         return side, side
     return h, w
+
+
+# -- user pipelines (augbench.pipelines) in the GPU regimes -----------------------------------
+def step_output_hw(name: str, params: dict[str, Any], hw: tuple[int, int]) -> tuple[int, int]:
+    """Height and width after one step on ``hw`` images (the rules of :func:`output_hw`, on any
+    input size): a ``size`` parameter is the output, PadIfNeeded pads up to it, Pad adds its
+    padding, Longest/SmallestMaxSize scale the longest/shortest side to ``max_size``."""
+    h, w = hw
+    if name == "PadIfNeeded":
+        th, tw = params["size"]
+        return max(h, int(th)), max(w, int(tw))
+    if "size" in params:
+        return int(params["size"][0]), int(params["size"][1])
+    if name == "Pad":
+        pad = int(params["padding"])
+        return h + 2 * pad, w + 2 * pad
+    if name in ("LongestMaxSize", "SmallestMaxSize"):
+        side = max(h, w) if name == "LongestMaxSize" else min(h, w)
+        scale = int(params["max_size"]) / side
+        return round(h * scale), round(w * scale)
+    return h, w
+
+
+def pipeline_starts_with_crop(steps: list[Any]) -> bool:
+    # A diagnostic first step (Sleep) is not in the catalog: not a crop (its row is unsupported).
+    first = catalog.CANDIDATES.get(steps[0].name) if steps else None
+    return first is not None and first.is_crop
+
+
+def pipeline_worker_crop(steps: list[Any], crop_transform_input: int) -> tuple[int, int]:
+    """The fixed-size uint8 crop gpu_dataloader workers cut before a pipeline's GPU steps:
+    ``crop_transform_input`` square when the first step is a crop (it crops from that), else the
+    base crop (224), as for a single transform."""
+    if pipeline_starts_with_crop(steps):
+        return (crop_transform_input, crop_transform_input)
+    return base_crop_size()
+
+
+def pipeline_output_hw(steps: list[Any], input_hw: tuple[int, int]) -> tuple[int, int]:
+    """Height and width of every image a pipeline outputs from ``input_hw`` inputs."""
+    hw = input_hw
+    for step in steps:
+        hw = step_output_hw(step.name, step.params, hw)
+    return hw
+
+
+def pipeline_timed(scope: str, worker_hw: tuple[int, int], regime: str) -> str:
+    """The ``timed`` field of a pipeline row: what runs inside the clock, and what was cut."""
+    h, w = worker_hw
+    if regime == "dali":
+        return (
+            "end to end in one DALI pipeline: read + decode, then the pipeline's steps (a first "
+            f"step that is not a crop gets a random {w}x{h} crop before it), then Normalize "
+            "(fn.crop_mirror_normalize)"
+        )
+    cut = f"a random {w}x{h} uint8 crop cut in DataLoader workers"
+    if scope == "memory":
+        return (
+            f"the pipeline's steps and Normalize on uint8 batches already resident on the device "
+            f"({cut.replace('cut in DataLoader workers', 'cut')} per image before the clock "
+            "starts; no decode, no host-to-device copy)"
+        )
+    return (
+        f"end to end: read + decode and {cut}, collation, pinned host-to-device copy, then the "
+        "pipeline's steps and Normalize on the device"
+    )

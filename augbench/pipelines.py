@@ -265,17 +265,26 @@ def from_json(text: str) -> dict[str, Pipeline]:
 
 
 # -- per-library support and builders (library environment) ---------------------------------
-def support_problem(adapter: Any, pipeline: Pipeline) -> tuple[str, str, dict[str, Any]] | None:
+def support_problem(
+    adapter: Any,
+    pipeline: Pipeline,
+    step_reason: Callable[[str], str | None] | None = None,
+) -> tuple[str, str, dict[str, Any]] | None:
     """(status, reason, fields) when the library cannot run the pipeline as defined, else None.
     The first step the library lacks is named; a target this harness does not drive for the
-    library gives a `skipped` row (the pipeline is never timed without its targets)."""
+    library gives a `skipped` row (the pipeline is never timed without its targets).
+    ``step_reason(name)`` says why a step does not run (None: it runs); by default the adapter's
+    CPU mapping decides, the GPU regimes pass :func:`gpu_step_reason`."""
+    if step_reason is None:
+        step_reason = _cpu_step_reason(adapter)
     for index, step in enumerate(pipeline.steps):
-        if step.name in (TAIL_STEP, TENSOR_STEP, *DIAGNOSTIC_STEPS):
+        if step.name in (TAIL_STEP, TENSOR_STEP):
             continue
-        if not adapter.supports(step.name):
+        reason = step_reason(step.name)
+        if reason is not None:
             return (
                 "unsupported",
-                f"step {index + 1} {step.name}: {adapter.unsupported_reason(step.name)}",
+                f"step {index + 1} {step.name}: {reason}",
                 {"unsupported_step": step.name, "unsupported_step_index": index},
             )
     undriven = [t for t in pipeline.targets if t not in DRIVEN_TARGETS.get(adapter.name, ())]
@@ -288,6 +297,68 @@ def support_problem(adapter: Any, pipeline: Pipeline) -> tuple[str, str, dict[st
             {"unsupported_step": pipeline.steps[0].name, "unsupported_target": undriven[0]},
         )
     return None
+
+
+def _cpu_step_reason(adapter: Any) -> Callable[[str], str | None]:
+    def reason(name: str) -> str | None:
+        if name in DIAGNOSTIC_STEPS or adapter.supports(name):
+            return None
+        return str(adapter.unsupported_reason(name))
+
+    return reason
+
+
+def gpu_step_reason(adapter: Any) -> Callable[[str], str | None]:
+    """Why a step does not run in a GPU regime (gpu_dataloader, dali): the library lacks it, or
+    its call cannot run on CUDA tensors (``gpu_recipes.GPU_UNSUPPORTED``); the diagnostic
+    ``Sleep`` is a host step and never runs there."""
+    from augbench import gpu_recipes
+
+    def reason(name: str) -> str | None:
+        if name in DIAGNOSTIC_STEPS:
+            return f"{name} is a diagnostic host step (CPU regimes only)"
+        return gpu_recipes.unsupported_reason(adapter, name)
+
+    return reason
+
+
+def gpu_support_problem(adapter: Any, pipeline: Pipeline) -> tuple[str, str, dict[str, Any]] | None:
+    """:func:`support_problem` for the GPU regimes. Besides missing steps and targets: the GPU
+    regimes check a float32 batch, so a pipeline not ending in ``Normalize`` is an ``error``."""
+    problem = support_problem(adapter, pipeline, gpu_step_reason(adapter))
+    if problem is None and not pipeline.ends_in_tensor:
+        last = pipeline.steps[-1].name
+        return (
+            "error",
+            f"step {len(pipeline.steps)} {last}: the GPU regimes time float32 batches, so a "
+            f"pipeline run there must end with {TAIL_STEP}",
+            {"unsupported_step": last},
+        )
+    return problem
+
+
+def gpu_problem_row(
+    adapter: Any, pipeline: Pipeline | None, import_error: str | None
+) -> dict[str, Any] | None:
+    """The GPU engines' row for a pipeline they do not measure (see :func:`gpu_support_problem`);
+    None for a single transform, or where the library does not import (that row wins)."""
+    from augbench.results import non_ok_row
+
+    problem = None
+    if pipeline is not None and import_error is None:
+        problem = gpu_support_problem(adapter, pipeline)
+    if problem is None:
+        return None
+    status, reason, fields = problem
+    return non_ok_row(status, reason, **fields)
+
+
+def gpu_steps(pipeline: Pipeline) -> tuple[list[Step], Step | None]:
+    """(the steps before ``Normalize``, the ``Normalize`` step) of a pipeline in a GPU regime
+    (``ToTensor`` is part of the regime's Normalize: its output is already a tensor)."""
+    body = [s for s in pipeline.steps if s.name not in (TAIL_STEP, TENSOR_STEP)]
+    tail = next((s for s in pipeline.steps if s.name == TAIL_STEP), None)
+    return body, tail
 
 
 def mapping_calls(adapter: Any, pipeline: Pipeline) -> list[str | None]:

@@ -35,6 +35,9 @@ BENCH_PLACEMENT = {
     "lazy_outputs": "micro",  # a diagnostic that times calls like micro does
     "pipeline_breakdown": "micro",  # user pipelines, one thread (workflow/rules/pipelines.smk)
     "pipeline_dataloader": "cpu_dataloader",
+    "pipeline_gpu_dataloader": "gpu_dataloader",
+    "pipeline_dali": "dali",
+    "pipeline_dali_cpu": "dali_cpu",
 }
 BENCH_RULES = set(BENCH_PLACEMENT)
 SETUP_RULES = {"build_default_archive", "build_env", "stage_dataset"}

@@ -270,3 +270,82 @@ def test_cpu_dataloader_resolves_a_pipeline_name_into_its_recipe() -> None:
     # Single transforms keep their recipe rows untouched.
     plain = cpu_dataloader.recipe_row_fields(args, adapters.get("pillow"), "HorizontalFlip")
     assert "pipeline" not in plain and plain["recipe"].startswith("RandomCrop224 + HorizontalFlip")
+
+
+# -- the GPU regimes (gpu_dataloader, dali) ----------------------------------------------------
+def _all_shipped() -> dict[str, pipelines.Pipeline]:
+    cfg = resolve({**BASE, "machine": "test"}, REPO)
+    return {p["name"]: pipelines.Pipeline.from_dict(p) for p in cfg["pipeline_definitions"]}
+
+
+@pytest.mark.parametrize("library", ["torchvision", "kornia", "dali"])
+def test_shipped_pipelines_map_to_every_gpu_path_except_the_named_step_or_target(
+    library: str,
+) -> None:
+    adapter = adapters.get(library)
+    problems = {n: pipelines.gpu_support_problem(adapter, p) for n, p in _all_shipped().items()}
+    seg = problems.pop("highres_segmentation")
+    assert seg is not None
+    status, reason, fields = seg
+    if library == "torchvision":  # no PadIfNeeded in torchvision: the step, not the target
+        assert status == "unsupported" and fields["unsupported_step"] == "PadIfNeeded"
+        assert reason.startswith("step 2 PadIfNeeded:")
+    else:  # no GPU path carries the mask: skipped naming it, never timed without it
+        assert status in ("unsupported", "skipped") and fields["unsupported_step"], seg
+        assert "mask" in reason or status == "unsupported", seg
+    if library == "dali":  # DALI has no additive-noise operator: one row naming the step
+        status, reason, fields = problems.pop("train_heavy")  # type: ignore[misc]
+        assert status == "unsupported" and reason.startswith("step 6 GaussianNoise: dali has no")
+    assert problems == dict.fromkeys(problems), problems  # the others map step by step
+
+
+def test_a_step_that_cannot_run_on_cuda_is_one_unsupported_row_naming_it() -> None:
+    pipe = pipelines.parse(
+        {"name": "jpeg_aug", "steps": ["RandomResizedCrop", "JpegCompression", "Normalize"]}
+    )
+    tv = adapters.get("torchvision")
+    assert pipelines.support_problem(tv, pipe) is None  # the CPU path has it
+    status, reason, fields = pipelines.gpu_support_problem(tv, pipe)  # type: ignore[misc]
+    assert status == "unsupported" and reason.startswith("step 2 JpegCompression:")
+    assert "decode_jpeg" in reason and fields["unsupported_step_index"] == 1
+    dali = adapters.get("dali")
+    posterize = pipelines.parse(
+        {"name": "p", "steps": ["HorizontalFlip", "Posterize", "Normalize"]}
+    )
+    status, reason, _ = pipelines.gpu_support_problem(dali, posterize)  # type: ignore[misc]
+    assert status == "unsupported" and reason.startswith("step 2 Posterize: dali has no")
+
+
+def test_gpu_pipelines_must_end_in_normalize_and_never_sleep() -> None:
+    tv = adapters.get("torchvision")
+    no_tail = pipelines.parse({"name": "raw", "steps": ["RandomResizedCrop", "HorizontalFlip"]})
+    status, reason, _ = pipelines.gpu_support_problem(tv, no_tail)  # type: ignore[misc]
+    assert status == "error" and "must end with Normalize" in reason
+    sleepy = pipelines.parse(
+        {"name": "s", "steps": ["RandomResizedCrop", "Sleep", "Normalize"]}, allow_diagnostic=True
+    )
+    assert pipelines.support_problem(tv, sleepy) is None
+    status, reason, _ = pipelines.gpu_support_problem(tv, sleepy)  # type: ignore[misc]
+    assert status == "unsupported" and reason.startswith("step 2 Sleep:")
+
+
+def test_gpu_workers_cut_for_the_first_crop_and_output_sizes_follow_the_steps() -> None:
+    from augbench import gpu_recipes
+
+    shipped = _all_shipped()
+    for name in ("imagenet_train", "train_light", "train_medium", "train_heavy"):
+        body, tail = pipelines.gpu_steps(shipped[name])
+        assert tail is not None and tail.name == "Normalize"
+        assert "ToTensor" not in [s.name for s in body]
+        assert gpu_recipes.pipeline_worker_crop(body, 256) == (256, 256)  # RandomResizedCrop
+        assert gpu_recipes.pipeline_output_hw(body, (256, 256)) == (224, 224)
+    body, _ = pipelines.gpu_steps(shipped["highres_segmentation"])
+    assert gpu_recipes.pipeline_worker_crop(body, 256) == (224, 224)  # not a crop: base crop
+    assert gpu_recipes.pipeline_output_hw(body, (224, 224)) == (1024, 1024)
+    assert gpu_recipes.step_output_hw("LongestMaxSize", {"max_size": 1024}, (300, 600)) == (
+        512,
+        1024,
+    )
+    timed = gpu_recipes.pipeline_timed("decode", (256, 256), "gpu_dataloader")
+    assert "256x256 uint8 crop cut in DataLoader workers" in timed
+    assert "already resident" in gpu_recipes.pipeline_timed("memory", (256, 256), "gpu_dataloader")

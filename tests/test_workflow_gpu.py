@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+import yaml
 from conftest import REPO, SMOKE_CONFIG, WorkflowRun, run_snakemake
 
 from augbench import catalog, gpu_recipes
@@ -264,6 +265,25 @@ def jpeg_files(folder: Path, n: int = 4) -> list[str]:
     return paths
 
 
+def engine_on_cpu(library: str, files: list[str]) -> str:
+    """Code run in a library env: the GPU DataLoader engine, a 2-image plan, the policy off
+    (indented as the callers' code, which run_in_env dedents together)."""
+    return f"""
+        import json, sys
+        from pathlib import Path
+        from augbench import adapters, gpu_recipes
+        from augbench.engines import gpu_dataloader as g, skeleton
+        from augbench.engines.streaming import StreamPlan
+        from augbench.policy import SlowTransformPolicy
+
+        policy = SlowTransformPolicy(preflight_items=1, enabled=False)
+        plan = StreamPlan.for_images(2, 2, warmup_reps=0, reps=1, policy=policy)
+        files = [Path(f) for f in {files!r}]
+        adapter = adapters.get({library!r})
+        out = {{}}
+        """
+
+
 @pytest.mark.parametrize(
     ("library", "randomness"),
     [("torchvision", "per-sample"), ("torchvision", "batch-shared"), ("kornia", "per-sample")],
@@ -290,19 +310,8 @@ def test_every_paper_gpu_recipe_runs_on_cpu_tensors_or_is_unsupported_with_a_rea
     assert set(paper["transforms"]) == set(catalog.names())
     result = run_in_env(
         library,
-        f"""
-        import json, sys
-        from pathlib import Path
-        from augbench import adapters, gpu_recipes
-        from augbench.engines import gpu_dataloader as g, skeleton
-        from augbench.engines.streaming import StreamPlan
-        from augbench.policy import SlowTransformPolicy
-
-        policy = SlowTransformPolicy(preflight_items=1, enabled=False)
-        plan = StreamPlan.for_images(2, 2, warmup_reps=0, reps=1, policy=policy)
-        files = [Path(f) for f in {jpeg_files(tmp_path)!r}]
-        adapter = adapters.get({library!r})
-        out = {{}}
+        engine_on_cpu(library, jpeg_files(tmp_path))
+        + f"""
         for name, scope in [(n, "memory") for n in {names!r}] + [
             ("RandomResizedCrop", "decode"), ("Pad", "decode")
         ]:
@@ -483,3 +492,61 @@ def test_cuda_sleep_kernel_in_the_gpu_step_is_inside_the_measured_time(
     # Negative control: without the synchronisation the timed scope misses the kernels, so a
     # harness that forgot to synchronise would fail the assertion above.
     assert min(control["times"]) < 0.5 * floor, (control["times"], floor)
+
+
+@pytest.mark.parametrize(
+    ("library", "randomness"),
+    [("torchvision", "per-sample"), ("torchvision", "batch-shared"), ("kornia", "per-sample")],
+)
+def test_every_shipped_pipeline_runs_its_gpu_chain_on_cpu_tensors_or_names_the_step(
+    tmp_path: Path, library: str, randomness: str
+) -> None:
+    """Each shipped pipeline through the GPU DataLoader engine's own code (measure_transform with
+    ``pipeline=``, both scopes, CPU tensors): `ok` with the pipeline's output shape and float32,
+    or one row from the GPU support check naming the step or target it lacks."""
+    shipped = yaml.safe_load((REPO / "config/config.yaml").read_text())["pipelines"]
+    default = resolve(
+        {
+            "machine": "t",
+            "dataset": {"archive": None},
+            "libraries": [library],
+            "regimes": ["gpu_dataloader"],
+            "envs": {},
+            "pipelines": shipped,
+        },
+        REPO,
+    )
+    result = run_in_env(
+        library,
+        engine_on_cpu(library, jpeg_files(tmp_path))
+        + f"""
+        from augbench import pipelines
+        defs = pipelines.from_json({json.dumps(default["pipeline_definitions"])!r})
+        out = {{}}
+        for name, pipe in defs.items():
+            for scope in ("memory", "decode"):
+                problem = pipelines.gpu_support_problem(adapter, pipe)
+                if problem is not None:
+                    row = {{"status": problem[0], "reason": problem[1]}}
+                else:
+                    row = skeleton.measure_row(g.measure_transform, dict(
+                        library={library!r}, transform=name, randomness={randomness!r},
+                        files=files, scope=scope, workers=0, plan=plan, worker_crop=256,
+                        policy=policy, device="cpu", pipeline=pipe))
+                out[f"{{scope}}:{{name}}"] = {{k: row.get(k) for k in (
+                    "status", "reason", "output_shape", "output_dtype", "gpu_ops",
+                    "worker_crop")}}
+        print(json.dumps(out))
+        """,
+    )
+    for key, row in result.items():
+        name = key.split(":", 1)[1]
+        if name == "highres_segmentation":  # torchvision: no PadIfNeeded; Kornia: the mask
+            assert row["status"] in ("unsupported", "skipped"), row
+            assert ("PadIfNeeded" if library == "torchvision" else "mask") in row["reason"]
+            continue
+        assert row["status"] == "ok", (key, row["reason"])
+        assert row["output_shape"] == [2, 3, 224, 224] and row["output_dtype"] == "float32", key
+        assert row["worker_crop"] == [256, 256], key  # cut for the first step, RandomResizedCrop
+    ops = result["memory:imagenet_train"]["gpu_ops"]
+    assert "ColorJitter" in ops and "Normalize" in ops, ops

@@ -1,6 +1,8 @@
 """The real workflow at the smoke preset runs the shipped user pipelines (config/pipelines/) at
-tiny size: a per-step breakdown per library (micro, one thread) and each pipeline as the recipe of
-the cpu_dataloader regime, with their tables, the breakdown figure and the report.
+tiny size: a per-step breakdown per library (micro, one thread), each pipeline as the recipe of
+the cpu_dataloader regime and through the GPU DataLoader and DALI engines (rows `skipped` without
+CUDA, or naming the step the GPU path lacks), with their tables, the breakdown figure and the
+report.
 
 No timed assertion: the sum-of-steps / whole ratio is checked for being recorded and flagged
 consistently, not for its value (smoke passes are a few images on a shared machine)."""
@@ -16,6 +18,7 @@ from conftest import REPO, SMOKE_CONFIG, WorkflowRun
 
 from augbench import matrix
 from augbench.config import resolve
+from augbench.cuda_env import SKIP_NO_CUDA
 from augbench.policy import PIPELINE_STEP_SUM_TOLERANCE
 
 pytestmark = pytest.mark.workflow
@@ -26,7 +29,7 @@ SMOKE = resolve(
         "machine": "smoke-test",
         "dataset": {"archive": None},
         "libraries": list(matrix.LIBRARIES),
-        "regimes": ["micro", "cpu_dataloader"],
+        "regimes": ["micro", "cpu_dataloader", "gpu_dataloader", "dali"],
         "envs": {},
         # The workflow reads config/config.yaml first: its `pipelines` list is the shipped one.
         "pipelines": yaml.safe_load((REPO / "config/config.yaml").read_text())["pipelines"],
@@ -36,6 +39,7 @@ SMOKE = resolve(
 PIPELINES = [p["name"] for p in SMOKE["pipeline_definitions"]]
 RUNS = SMOKE["pipeline_runs"]
 CPU_LIBRARIES = matrix.libraries_for("micro", list(matrix.LIBRARIES))
+GPU_LIBRARIES = matrix.libraries_for("gpu_dataloader", list(matrix.LIBRARIES))
 
 
 def _results(run: WorkflowRun) -> pd.DataFrame:
@@ -86,7 +90,61 @@ def test_missing_steps_and_targets_are_named(smoke_run: WorkflowRun) -> None:
         assert kornia["status"] == "skipped" and "mask" in kornia["reason"]
     # A pipeline every library maps runs everywhere.
     light = rows[(rows["pipeline"] == "train_light") & rows["step"].isna()]
+    light = light[light["regime"].isin(["micro", "cpu_dataloader"])]
     assert set(light["status"]) == {"ok"}, light[["library", "regime", "reason"]]
+
+
+def _raw_pipeline_rows(run: WorkflowRun, regime: str) -> dict[str, dict[str, dict]]:
+    """{result file stem: {pipeline: row}} of one regime's raw pipeline results."""
+    root = run.workdir / "results/pipelines/raw/smoke-test"
+    return {
+        path.stem: json.loads(path.read_text())["results"]
+        for path in sorted(root.glob(f"*/{regime}/*/*.json"))
+    }
+
+
+def test_gpu_regimes_have_pipeline_rows_skipped_or_naming_the_step(
+    smoke_run: WorkflowRun,
+) -> None:
+    """Every pipeline gets rows in gpu_dataloader and dali: without CUDA `skipped` with the
+    no-CUDA reason; a step or target the GPU path lacks is one row naming it; dali-cpu runs."""
+    rows = _results(smoke_run)
+    whole = rows[rows["step"].isna()]
+    gpu = whole[whole["regime"] == "gpu_dataloader"]
+    assert set(zip(gpu["library"], gpu["pipeline"], strict=True)) == {
+        (lib, p) for lib in GPU_LIBRARIES for p in PIPELINES
+    }
+    assert set(gpu["variant"]) == {"pipeline"} and (gpu["transform"] == gpu["pipeline"]).all()
+    by = gpu.set_index(["library", "pipeline"])
+    for (lib, name), row in by.iterrows():
+        if name == "highres_segmentation":  # torchvision lacks PadIfNeeded; Kornia the mask
+            step_or_target = "PadIfNeeded" if lib == "torchvision" else "mask"
+            assert row["status"] in ("unsupported", "skipped"), (lib, row["reason"])
+            assert step_or_target in row["reason"], (lib, row["reason"])
+        else:
+            assert row["status"] == "ok" or row["reason"] == SKIP_NO_CUDA, (lib, name, row)
+    # What is timed is said exactly: the workers' cut, then the steps on the device.
+    for stem, results in _raw_pipeline_rows(smoke_run, "gpu_dataloader").items():
+        row = results["imagenet_train"]
+        assert row["worker_crop"] == [SMOKE["gpu_dataloader"]["worker_crop"]] * 2, stem
+        assert "uint8 crop" in row["timed"] and "pipeline's steps" in row["timed"], stem
+        assert row["pipeline"] == "imagenet_train" and row["variant"] == "pipeline"
+    dali = _raw_pipeline_rows(smoke_run, "dali")
+    assert set(dali) == set(SMOKE["dali"]["variants"])
+    for stem, results in dali.items():
+        assert set(results) == set(PIPELINES), stem
+        seg = results["highres_segmentation"]
+        assert seg["status"] in ("unsupported", "skipped") and seg.get("unsupported_step"), seg
+        for name, row in results.items():
+            assert row["variant"] == "pipeline" and row["dali_variant"] == stem
+            if name == "train_heavy":  # DALI has no additive-noise operator
+                assert row["status"] == "unsupported" and "GaussianNoise" in row["reason"]
+            elif stem == "dali-gpu" and name != "highres_segmentation":
+                assert row["status"] == "ok" or row["reason"] == SKIP_NO_CUDA, (name, row)
+    if "dali-cpu" in dali:  # DALI's CPU backend runs the pipelines that map, here too
+        light = dali["dali-cpu"]["train_light"]
+        assert light["status"] == "ok", light.get("reason")
+        assert light["output_shape"] == [SMOKE["dali"]["batch_size"], 3, 224, 224]
 
 
 def test_breakdown_table_sums_and_flags(smoke_run: WorkflowRun) -> None:
@@ -130,7 +188,8 @@ def test_speedup_table_per_pipeline_is_labelled_by_regime(smoke_run: WorkflowRun
     for name in PIPELINES:
         table = pd.read_csv(smoke_run.workdir / f"results/tables/speedups_pipeline_{name}.csv")
         assert set(table["pipeline"]) == {name}
-        assert set(table["regime"]) == {"micro", "cpu_dataloader"}
+        assert {"micro", "cpu_dataloader"} <= set(table["regime"])
+        assert set(table["regime"]) <= {"micro", "cpu_dataloader", "gpu_dataloader", "dali"}
         assert table["regime_label"].str.contains("pipeline").all()
         for _, group in table[table["status"] == "ok"].groupby("regime_label"):
             assert group["is_fastest"].sum() == 1

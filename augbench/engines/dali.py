@@ -43,7 +43,7 @@ import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from augbench import catalog, cuda_env, gpu_recipes  # noqa: E402
+from augbench import catalog, cuda_env, gpu_recipes, pipelines  # noqa: E402
 from augbench.adapters.dali import DaliAdapter, DaliContext  # noqa: E402
 from augbench.engines import skeleton  # noqa: E402
 from augbench.engines.common import job_metadata  # noqa: E402
@@ -76,6 +76,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--policy", default="{}", help="SlowTransformPolicy fields as JSON")
     p.add_argument("--machine", required=True)
     p.add_argument("--shard", default="")
+    p.add_argument(
+        "--pipelines", type=pipelines.from_json, default={},
+        help="user pipelines as JSON (augbench.pipelines); a name of --transforms that is one of "
+        "them runs that pipeline's steps in the DALI pipeline",
+    )  # fmt: skip
     p.add_argument("--output", required=True, type=Path)
     p.add_argument("--env-marker", type=Path, default=None)
     p.add_argument(
@@ -96,8 +101,11 @@ def build_pipeline(
     num_threads: int,
     device_id: int,
     prefetch_queue_depth: int,
+    pipeline: pipelines.Pipeline | None = None,
 ) -> Any:
-    """The recipe as a built DALI pipeline with one output (float32 NCHW batch).
+    """The recipe as a built DALI pipeline with one output (float32 NCHW batch). With a user
+    ``pipeline``, its steps replace ``T`` (a first step that is not a crop gets the base crop
+    before it, as a single transform does) and its Normalize's mean/std are used.
 
     Raises ``adapters.Unsupported`` when DALI has no mapping for ``transform``.
     """
@@ -107,7 +115,7 @@ def build_pipeline(
 
     adapter = DaliAdapter()
     identity = transform == gpu_recipes.IDENTITY
-    spec = None if identity else catalog.get(transform)
+    spec = None if identity or pipeline is not None else catalog.get(transform)
     apply = None if spec is None else adapter.build(spec.name, spec.params)
     base = catalog.get(gpu_recipes.BASE_CROP)
     base_crop = adapter.build(base.name, base.params)
@@ -123,7 +131,20 @@ def build_pipeline(
             files=[str(f) for f in files], random_shuffle=False, name="Reader"
         )
         images = fn.decoders.image(encoded, device=VARIANTS[variant], output_type=types.RGB)
-        if spec is not None and spec.is_crop:
+        mean, std = gpu_recipes.NORMALIZE_MEAN, gpu_recipes.NORMALIZE_STD
+        if pipeline is not None:
+            body, tail = pipelines.gpu_steps(pipeline)
+            if tail is None:
+                raise ValueError(f"pipeline {pipeline.name} does not end with Normalize")
+            mean, std = tuple(tail.params["mean"]), tuple(tail.params["std"])
+            hw: tuple[int, int] | None = None  # decoded sizes vary per image
+            if not gpu_recipes.pipeline_starts_with_crop(body):
+                images = base_crop(images, DaliContext(input_hw=None))
+                hw = gpu_recipes.base_crop_size()
+            for step in body:
+                images = adapter.build(step.name, step.params)(images, DaliContext(input_hw=hw))
+                hw = gpu_recipes.step_output_hw(step.name, step.params, hw or (0, 0))
+        elif spec is not None and spec.is_crop:
             images = apply(images, DaliContext(input_hw=None))
         else:
             images = base_crop(images, DaliContext(input_hw=None))
@@ -133,8 +154,8 @@ def build_pipeline(
             images,
             dtype=types.FLOAT,
             output_layout="CHW",
-            mean=[m * 255.0 for m in gpu_recipes.NORMALIZE_MEAN],
-            std=[s * 255.0 for s in gpu_recipes.NORMALIZE_STD],
+            mean=[m * 255.0 for m in mean],
+            std=[s * 255.0 for s in std],
         )
         pipe.set_outputs(out)
     pipe.build()
@@ -239,6 +260,7 @@ def measure_transform(
     device_id: int,
     prefetch_queue_depth: int,
     policy: SlowTransformPolicy,
+    pipeline: pipelines.Pipeline | None = None,
 ) -> dict[str, Any]:
     gpu = variant == "dali-gpu"
     memory: NvmlMemory | None = None
@@ -256,10 +278,16 @@ def measure_transform(
         num_threads=num_threads,
         device_id=device_id,
         prefetch_queue_depth=prefetch_queue_depth,
+        pipeline=pipeline,
     )
     result, last = time_pipeline(pipe, plan, policy, f"{REGIME} | {variant} | {transform}")
     details: dict[str, Any] = {
-        "pipeline": pipeline_description(transform, variant),
+        # A user pipeline's rows carry its name in `pipeline` (the row contract).
+        **(
+            {"pipeline": pipeline_description(transform, variant)}
+            if pipeline is None
+            else {"dali_pipeline": user_pipeline_description(pipeline, variant)}
+        ),
         "sync_method": SYNC_METHOD,
         "prefetch_queue_depth": prefetch_queue_depth,
         **result.preflight,
@@ -274,7 +302,7 @@ def measure_transform(
     kind = "GPU" if gpu else "CPU"
     problems = skeleton.output_problems(
         shape=shape,
-        expected_shape=[plan.batch_size, 3, *gpu_recipes.output_hw(transform)],
+        expected_shape=[plan.batch_size, 3, *expected_output_hw(transform, pipeline)],
         dtype="float32" if dtype == "float" else dtype,  # DALI's DALIDataType.FLOAT
         expected_dtype="float32",
         device=last["kind"],
@@ -305,10 +333,61 @@ def pipeline_description(transform: str, variant: str) -> str:
     return " -> ".join(steps)
 
 
+def expected_output_hw(transform: str, pipeline: pipelines.Pipeline | None) -> tuple[int, int]:
+    if pipeline is None:
+        return gpu_recipes.output_hw(transform)
+    body, _tail = pipelines.gpu_steps(pipeline)
+    # A first crop step sets the size itself (its input size does not matter).
+    return gpu_recipes.pipeline_output_hw(body, gpu_recipes.base_crop_size())
+
+
+def user_pipeline_calls(pipeline: pipelines.Pipeline) -> list[str]:
+    adapter = DaliAdapter()
+    body, _tail = pipelines.gpu_steps(pipeline)
+    calls = [str(adapter.mapping_call(s.name)) for s in body]
+    if not gpu_recipes.pipeline_starts_with_crop(body):
+        calls.insert(0, adapter.mappings[gpu_recipes.BASE_CROP].call)
+    return [*calls, NORMALIZE_CALL]
+
+
+def user_pipeline_description(pipeline: pipelines.Pipeline, variant: str) -> str:
+    steps = [
+        "fn.readers.file",
+        f"fn.decoders.image(device={VARIANTS[variant]!r}, output_type=RGB)",
+        *user_pipeline_calls(pipeline),
+    ]
+    return " -> ".join(steps)
+
+
+def pipeline_fields(
+    args: argparse.Namespace, pipeline: pipelines.Pipeline, device_name: str
+) -> dict[str, Any]:
+    """What every row of a user pipeline records here (row contract, what is timed)."""
+    calls = user_pipeline_calls(pipeline)
+    return {
+        "scope": "decode",
+        "timed": gpu_recipes.pipeline_timed("decode", gpu_recipes.base_crop_size(), REGIME),
+        "workers": args.num_threads,
+        "batch_size": args.batch_size,
+        "dali_variant": args.variant,
+        "randomness": "per-sample",
+        "device": device_name,
+        "decoder": f"fn.decoders.image(device={VARIANTS[args.variant]!r})",
+        **pipelines.row_fields(pipeline),
+        "recipe_calls": calls,
+        "mapping": " -> ".join(calls),
+    }
+
+
+NORMALIZE_CALL = "fn.crop_mirror_normalize(dtype=FLOAT, output_layout='CHW', mean/std x 255)"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     adapter = DaliAdapter()
-    job = skeleton.job_inputs(args, gpu_recipes.check_name)
+    job = skeleton.job_inputs(
+        args, lambda name: None if name in args.pipelines else gpu_recipes.check_name(name)
+    )
     transforms, policy, plan, files = job.transforms, job.policy, job.plan, job.files
     gpu = args.variant == "dali-gpu"
     import_error = skeleton.import_failure(adapter)
@@ -327,9 +406,12 @@ def main(argv: list[str] | None = None) -> int:
     }
 
     def precheck(name: str) -> dict[str, Any] | None:
-        return skeleton.precheck_row(
+        pipeline = args.pipelines.get(name)
+        # One row naming the first step (or target) DALI lacks: never composed.
+        problem = pipelines.gpu_problem_row(adapter, pipeline, import_error)
+        return problem or skeleton.precheck_row(
             import_error=import_error,
-            unsupported=gpu_recipes.unsupported_reason(adapter, name),
+            unsupported=None if pipeline else gpu_recipes.unsupported_reason(adapter, name),
             unavailable=None if env is None or env.ok else env.unavailable_row(),
         )
 
@@ -343,9 +425,13 @@ def main(argv: list[str] | None = None) -> int:
             device_id=args.device_id,
             prefetch_queue_depth=args.prefetch_queue_depth,
             policy=policy,
+            pipeline=args.pipelines.get(name),
         )
 
     def fields(name: str) -> dict[str, Any]:
+        if name in args.pipelines:
+            row = pipeline_fields(args, args.pipelines[name], device_name)
+            return {**row, **(env.row_fields() if env is not None else {})}
         identity = name == gpu_recipes.IDENTITY
         return {
             "mapping": "identity (no transform)" if identity else adapter.mapping_call(name),

@@ -45,7 +45,7 @@ from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from augbench import adapters, catalog, cuda_env, gpu_recipes, layout  # noqa: E402
+from augbench import adapters, catalog, cuda_env, gpu_recipes, layout, pipelines  # noqa: E402
 from augbench.engines import skeleton  # noqa: E402
 from augbench.engines.common import job_metadata  # noqa: E402
 from augbench.engines.streaming import StreamPlan, run_stream  # noqa: E402
@@ -53,6 +53,7 @@ from augbench.policy import SlowTransformPolicy  # noqa: E402
 
 REGIME = "gpu_dataloader"
 LIBRARY_RANDOMNESS = gpu_recipes.LIBRARY_RANDOMNESS
+NORMALIZE_CALL = "Normalize on the device (torchvision ToDtype+Normalize, Kornia /255+K.Normalize)"
 DECODER = "torchvision.io.decode_image(read_file(path), RGB) in DataLoader workers"
 
 
@@ -72,6 +73,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--policy", default="{}", help="SlowTransformPolicy fields as JSON")
     p.add_argument("--machine", required=True)
     p.add_argument("--shard", default="")
+    p.add_argument(
+        "--pipelines", type=pipelines.from_json, default={},
+        help="user pipelines as JSON (augbench.pipelines); a name of --transforms that is one of "
+        "them runs that pipeline's steps on the device",
+    )  # fmt: skip
     p.add_argument("--output", required=True, type=Path)
     p.add_argument("--env-marker", type=Path, default=None)
     p.add_argument(
@@ -151,6 +157,26 @@ def make_loader(dataset: CropDataset, plan: StreamPlan, workers: int, pin_memory
 
 
 # -- device side ----------------------------------------------------------------------------------
+def torchvision_batch_fn(
+    fn: Callable[[Any], Any], call: str, randomness: str, normalize: Callable[[Any], Any]
+) -> tuple[Callable[[Any], Any], str]:
+    """torchvision's v2 transforms draw one parameter set per call: ``per-sample`` calls ``fn``
+    once per image, ``batch-shared`` once on the batch; then ToDtype + Normalize."""
+    import torch
+
+    if randomness == "per-sample":
+
+        def apply(batch: Any) -> Any:
+            return normalize(torch.stack([fn(image) for image in batch]))
+
+        return apply, f"torch.stack([{call}(img) for img in batch]) -> ToDtype -> Normalize"
+
+    def apply_shared(batch: Any) -> Any:
+        return normalize(fn(batch))
+
+    return apply_shared, f"{call}(batch) -> ToDtype -> Normalize"
+
+
 def build_gpu_apply(
     library: str, transform: str, randomness: str, device: Any
 ) -> tuple[Callable[[Any], Any], str]:
@@ -173,17 +199,7 @@ def build_gpu_apply(
         normalize = T.Compose([T.ToDtype(torch.float32, scale=True), T.Normalize(mean, std)])
         if identity:
             return normalize, "identity: ToDtype -> Normalize"
-        if randomness == "per-sample":
-
-            def apply(batch: Any) -> Any:
-                return normalize(torch.stack([t(image) for image in batch]))
-
-            return apply, f"torch.stack([{call}(img) for img in batch]) -> ToDtype -> Normalize"
-
-        def apply_shared(batch: Any) -> Any:
-            return normalize(t(batch))
-
-        return apply_shared, f"{call}(batch) -> ToDtype -> Normalize"
+        return torchvision_batch_fn(t, call, randomness, normalize)
 
     if library == "kornia":
         import kornia.augmentation as K
@@ -206,6 +222,50 @@ def build_gpu_apply(
             return normalize_k(module(batch.float().div_(255.0)))
 
         return apply_kornia, f"{call} (same_on_batch={same}) on batch/255 -> K.Normalize"
+    raise ValueError(f"{library} is not part of the {REGIME} regime")
+
+
+def build_pipeline_apply(
+    library: str, pipeline: pipelines.Pipeline, randomness: str, device: Any
+) -> tuple[Callable[[Any], Any], str]:
+    """As :func:`build_gpu_apply` for a user pipeline: its steps (each ``Adapter.build`` with the
+    pipeline's parameters, in order) then its Normalize (the step's mean/std) on the device.
+
+    Raises ``adapters.Unsupported`` when the library has no mapping for a step.
+    """
+    import torch
+
+    adapter = adapters.get(library)
+    body, tail = pipelines.gpu_steps(pipeline)
+    if tail is None:
+        raise ValueError(f"pipeline {pipeline.name} does not end with Normalize")
+    built = [adapter.build(step.name, step.params) for step in body]
+    calls = " -> ".join(adapter.mappings[step.name].call for step in body)
+    mean, std = list(tail.params["mean"]), list(tail.params["std"])
+    if library == "torchvision":
+        import torchvision.transforms.v2 as T
+
+        normalize = T.Compose([T.ToDtype(torch.float32, scale=True), T.Normalize(mean, std)])
+
+        def chain(x: Any) -> Any:
+            for t in built:
+                x = t(x)
+            return x
+
+        return torchvision_batch_fn(chain, f"{calls} ", randomness, normalize)
+    if library == "kornia":
+        import kornia.augmentation as K
+
+        normalize_k = K.Normalize(mean=torch.tensor(mean), std=torch.tensor(std)).to(device)
+        modules = [t.to(device) if isinstance(t, torch.nn.Module) else t for t in built]
+
+        def apply_kornia(batch: Any) -> Any:
+            x = batch.float().div_(255.0)
+            for module in modules:
+                x = module(x)
+            return normalize_k(x)
+
+        return apply_kornia, f"batch/255 -> {calls} (same_on_batch=False) -> K.Normalize"
     raise ValueError(f"{library} is not part of the {REGIME} regime")
 
 
@@ -244,6 +304,7 @@ def measure_transform(
     device: str,
     apply_override: Callable[[Any], Any] | None = None,
     synchronize: bool = True,
+    pipeline: pipelines.Pipeline | None = None,
 ) -> dict[str, Any]:
     """Time one recipe on ``device`` ("cuda:0"; "cpu" runs the same code path on CPU tensors).
 
@@ -256,9 +317,16 @@ def measure_transform(
     GPU_REGIME_THREADS.apply_runtime()  # a fresh recipe process applies the policy itself
     dev = torch.device(device)
     cuda = dev.type == "cuda"
-    crop_hw = gpu_recipes.worker_crop(transform, worker_crop)
-    expected_hw = gpu_recipes.output_hw(transform)
-    if apply_override is None:
+    if pipeline is not None:  # its first step crops from the workers' cut, or the base crop
+        body, _tail = pipelines.gpu_steps(pipeline)
+        crop_hw = gpu_recipes.pipeline_worker_crop(body, worker_crop)
+        expected_hw = gpu_recipes.pipeline_output_hw(body, crop_hw)
+    else:
+        crop_hw = gpu_recipes.worker_crop(transform, worker_crop)
+        expected_hw = gpu_recipes.output_hw(transform)
+    if apply_override is None and pipeline is not None:
+        apply, description = build_pipeline_apply(library, pipeline, randomness, dev)
+    elif apply_override is None:
         apply, description = build_gpu_apply(library, transform, randomness, dev)
     else:
         apply, description = apply_override, "injected"
@@ -343,10 +411,43 @@ def measure_transform(
     )
 
 
+def pipeline_fields(
+    args: argparse.Namespace,
+    adapter: adapters.Adapter,
+    pipeline: pipelines.Pipeline,
+    device_name: str | None,
+    env: cuda_env.CudaEnv,
+) -> dict[str, Any]:
+    """What every row of a user pipeline records here: the row contract (``pipeline``,
+    ``transform``, ``variant: pipeline``), the randomness mode, and exactly what is timed."""
+    body, _tail = pipelines.gpu_steps(pipeline)
+    worker_hw = gpu_recipes.pipeline_worker_crop(body, args.worker_crop)
+    return {
+        "scope": args.scope,
+        "timed": gpu_recipes.pipeline_timed(args.scope, worker_hw, REGIME),
+        "worker_crop": list(worker_hw),
+        "workers": args.workers,
+        "batch_size": args.batch_size,
+        "randomness": args.randomness,
+        "device": device_name,
+        "decoder": DECODER if args.scope == "decode" else f"{DECODER}, before the clock",
+        **env.row_fields(),
+        **pipelines.row_fields(pipeline, adapter),
+        # The steps' calls, then the regime's own Normalize on the device (gpu_ops has the
+        # measured row's exact chain); not the CPU recipe tail.
+        "recipe_calls": [*(adapter.mapping_call(s.name) for s in body), NORMALIZE_CALL],
+        "mapping": " -> ".join(
+            str(c) for c in [*(adapter.mapping_call(s.name) for s in body), NORMALIZE_CALL]
+        ),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     adapter = adapters.get(args.library)
-    job = skeleton.job_inputs(args, gpu_recipes.check_name)
+    job = skeleton.job_inputs(
+        args, lambda name: None if name in args.pipelines else gpu_recipes.check_name(name)
+    )
     transforms, policy, plan, files = job.transforms, job.policy, job.plan, job.files
 
     import torch
@@ -360,9 +461,12 @@ def main(argv: list[str] | None = None) -> int:
     import_error = skeleton.import_failure(adapter)
 
     def precheck(name: str) -> dict[str, Any] | None:
-        return skeleton.precheck_row(
+        pipeline = args.pipelines.get(name)
+        # One row naming the first step (or target) the GPU path lacks: never composed.
+        problem = pipelines.gpu_problem_row(adapter, pipeline, import_error)
+        return problem or skeleton.precheck_row(
             import_error=import_error,
-            unsupported=gpu_recipes.unsupported_reason(adapter, name),
+            unsupported=None if pipeline else gpu_recipes.unsupported_reason(adapter, name),
             unavailable=None if env.ok else env.unavailable_row(),
         )
 
@@ -378,9 +482,12 @@ def main(argv: list[str] | None = None) -> int:
             worker_crop=args.worker_crop,
             policy=policy,
             device="cuda:0",
+            pipeline=args.pipelines.get(name),
         )
 
     def fields(name: str) -> dict[str, Any]:
+        if name in args.pipelines:
+            return pipeline_fields(args, adapter, args.pipelines[name], device_name, env)
         identity = name == gpu_recipes.IDENTITY
         return {
             "mapping": "identity (no transform)" if identity else adapter.mapping_call(name),

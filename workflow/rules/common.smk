@@ -510,6 +510,33 @@ def pipeline_dataloader_results():
     ]
 
 
+def pipeline_gpu_dataloader_results():
+    """One gpu_dataloader job per library x scope x workers x randomness runs every pipeline
+    (the single-transform sweep's settings, config gpu_dataloader)."""
+    if not PIPELINES or "gpu_dataloader" not in REGIMES:
+        return []
+    return [
+        pipeline_result(
+            "gpu_dataloader", f"{scope}-w{workers}_{randomness}", lib, MACHINE
+        )
+        for lib in matrix.libraries_for("gpu_dataloader", LIBRARIES)
+        for scope in GPU_DL["scopes"]
+        for workers in gpu_dataloader_workers(scope)
+        for randomness in gpu_dataloader_randomness(lib)
+    ]
+
+
+def pipeline_dali_results():
+    """One DALI job per variant (config dali.variants) runs every pipeline."""
+    if not PIPELINES or "dali" not in REGIMES:
+        return []
+    return [
+        pipeline_result("dali", variant, lib, MACHINE)
+        for lib in matrix.libraries_for("dali", LIBRARIES)
+        for variant in DALI["variants"]
+    ]
+
+
 def pipeline_table_inputs(wildcards=None):
     """This sweep's pipeline results plus those this machine measured on other datasets (rows
     carry their dataset), as `aggregate` does for single transforms."""
@@ -524,7 +551,13 @@ def pipeline_table_inputs(wildcards=None):
         if root.is_dir()
         else []
     )
-    return [*pipeline_breakdown_results(), *pipeline_dataloader_results(), *others]
+    return [
+        *pipeline_breakdown_results(),
+        *pipeline_dataloader_results(),
+        *pipeline_gpu_dataloader_results(),
+        *pipeline_dali_results(),
+        *others,
+    ]
 
 
 def pipeline_tables():
@@ -550,6 +583,8 @@ def pipeline_targets():
     return [
         *pipeline_breakdown_results(),
         *pipeline_dataloader_results(),
+        *pipeline_gpu_dataloader_results(),
+        *pipeline_dali_results(),
         *pipeline_tables().values(),
         "results/analysis/pipeline_breakdown.png",
     ]

@@ -94,6 +94,122 @@ rule pipeline_dataloader:
         " 2>&1 | tee {log:q}"
 
 
+# Each pipeline through the GPU DataLoader engine: workers cut a fixed-size uint8 crop (sized
+# for a first crop step, else the base crop), the pipeline's steps and Normalize run on CUDA.
+# Without a CUDA device the rows are `skipped` (config gpu=optional) or the job fails (required).
+# `_` before the randomness mode: its values contain `-` (as in gpu_dataloader.smk).
+rule pipeline_gpu_dataloader:
+    input:
+        unpack(benchmark_env_inputs),
+        manifest=DATASET_MANIFEST,
+    output:
+        result=pipeline_result("gpu_dataloader", "{scope}-w{workers}_{randomness}"),
+    log:
+        job_log("pipelines/gpu_dataloader", "{scope}-w{workers}_{randomness}"),
+    benchmark:
+        job_benchmark("pipelines/gpu_dataloader", "{scope}-w{workers}_{randomness}")
+    wildcard_constraints:
+        library="|".join(matrix.REGIME_LIBRARIES["gpu_dataloader"]),
+        scope="decode|memory",
+        workers=r"\d+",
+        randomness="|".join(gpu_recipes.RANDOMNESS),
+    conda:
+        "../../envs/{library}.yaml"
+    threads: lambda wildcards: int(wildcards.workers) + 1
+    resources:
+        **cloud_resources("gpu_dataloader"),
+        bench_slot=1,
+        gpu=1,
+    params:
+        provision=provision_command,
+        root=workflow.basedir,
+        transforms=",".join(PIPELINE_NAMES),
+        pipelines=pipelines_json(),
+        num_images=config["num_images"],
+        batch_size=GPU_DL["batch_size"],
+        worker_crop=GPU_DL["worker_crop"],
+        values=GPU_DL["values"],
+        warmups=GPU_DL["warmups"],
+        policy=json.dumps(SLOW_POLICY.to_dict()),
+        gpu=GPU_MODE,
+    shell:
+        "PYTHONPATH={params.root:q} {params.provision}"
+        " --lock {input.lock:q} --archive {input.archive:q} --manifest {input.manifest:q}"
+        " -- -m augbench.engines.gpu_dataloader"
+        " --library {wildcards.library} --shard pipelines"
+        " --transforms {params.transforms:q} --pipelines {params.pipelines:q}"
+        " --manifest {input.manifest:q}"
+        " --num-images {params.num_images} --machine {wildcards.machine}"
+        " --scope {wildcards.scope} --workers {wildcards.workers}"
+        " --randomness {wildcards.randomness} --batch-size {params.batch_size}"
+        " --worker-crop {params.worker_crop} --values {params.values} --warmups {params.warmups}"
+        " --policy {params.policy:q} --gpu {params.gpu} --output {output.result:q}"
+        " 2>&1 | tee {log:q}"
+
+
+# Each pipeline as one DALI pipeline (reader, decoder, its steps, crop_mirror_normalize). Two
+# rules, as for single transforms, so only the GPU variant declares a GPU: pipeline_dali
+# (dali-gpu; `skipped` rows without a CUDA device) and pipeline_dali_cpu (DALI's CPU backend).
+rule pipeline_dali:
+    input:
+        unpack(benchmark_env_inputs),
+        manifest=DATASET_MANIFEST,
+    output:
+        result=pipeline_result("dali", "dali-gpu"),
+    log:
+        job_log("pipelines/dali", "dali-gpu"),
+    benchmark:
+        job_benchmark("pipelines/dali", "dali-gpu")
+    wildcard_constraints:
+        library="dali",
+    conda:
+        "../../envs/dali.yaml"
+    threads: DALI["num_threads"] + 1
+    resources:
+        **cloud_resources("dali"),
+        bench_slot=1,
+        gpu=1,
+    params:
+        # From the output, so pipeline_dali_cpu (below) changes only output and placement.
+        variant=lambda wildcards, output: Path(output.result).stem,
+        provision=provision_command,
+        root=workflow.basedir,
+        transforms=",".join(PIPELINE_NAMES),
+        pipelines=pipelines_json(),
+        num_images=config["num_images"],
+        batch_size=DALI["batch_size"],
+        num_threads=DALI["num_threads"],
+        prefetch=DALI["prefetch_queue_depth"],
+        device_id=DALI["device_id"],
+        values=DALI["values"],
+        warmups=DALI["warmups"],
+        policy=json.dumps(SLOW_POLICY.to_dict()),
+        gpu=GPU_MODE,
+    shell:
+        "PYTHONPATH={params.root:q} {params.provision}"
+        " --lock {input.lock:q} --archive {input.archive:q} --manifest {input.manifest:q}"
+        " -- -m augbench.engines.dali --variant {params.variant}"
+        " --shard pipelines --transforms {params.transforms:q}"
+        " --pipelines {params.pipelines:q} --num-images {params.num_images}"
+        " --machine {wildcards.machine} --batch-size {params.batch_size}"
+        " --num-threads {params.num_threads} --prefetch-queue-depth {params.prefetch}"
+        " --device-id {params.device_id} --values {params.values} --warmups {params.warmups}"
+        " --policy {params.policy:q} --gpu {params.gpu} --output {output.result:q}"
+        " 2>&1 | tee {log:q}"
+
+
+use rule pipeline_dali as pipeline_dali_cpu with:
+    output:
+        result=pipeline_result("dali", "dali-cpu"),
+    log:
+        job_log("pipelines/dali", "dali-cpu"),
+    benchmark:
+        job_benchmark("pipelines/dali", "dali-cpu")
+    resources:
+        **cloud_resources("dali_cpu"),
+        bench_slot=1,
+
+
 # Tables from the pipelines' raw results: the per-step rows never enter all_results.csv.
 rule pipeline_tables:
     input:
