@@ -52,7 +52,11 @@ def test_every_library_regime_and_pipeline_has_a_row(smoke_run: WorkflowRun) -> 
     rows = _results(smoke_run)
     whole = rows[rows["step"].isna()]
     assert (whole["transform"] == whole["pipeline"]).all()  # the row contract
-    assert set(whole["variant"]) == {"pipeline"}
+    # One comparison group per regime's variant: plain "pipeline" on the CPU, the randomness mode
+    # or DALI variant appended in the GPU regimes (never ranked across them).
+    assert all(str(v).startswith("pipeline") for v in whole["variant"])
+    cpu = whole[whole["regime"].isin(["micro", "cpu_dataloader"])]
+    assert set(cpu["variant"]) == {"pipeline"}
     micro = whole[whole["regime"] == "micro"]
     assert set(zip(micro["library"], micro["pipeline"], strict=True)) == {
         (lib, p) for lib in CPU_LIBRARIES for p in PIPELINES
@@ -114,7 +118,8 @@ def test_gpu_regimes_have_pipeline_rows_skipped_or_naming_the_step(
     assert set(zip(gpu["library"], gpu["pipeline"], strict=True)) == {
         (lib, p) for lib in GPU_LIBRARIES for p in PIPELINES
     }
-    assert set(gpu["variant"]) == {"pipeline"} and (gpu["transform"] == gpu["pipeline"]).all()
+    assert (gpu["variant"] == "pipeline-" + gpu["randomness"]).all()
+    assert (gpu["transform"] == gpu["pipeline"]).all()
     by = gpu.set_index(["library", "pipeline"])
     for (lib, name), row in by.iterrows():
         if name == "highres_segmentation":  # torchvision lacks PadIfNeeded; Kornia the mask
@@ -128,7 +133,8 @@ def test_gpu_regimes_have_pipeline_rows_skipped_or_naming_the_step(
         row = results["imagenet_train"]
         assert row["worker_crop"] == [SMOKE["gpu_dataloader"]["worker_crop"]] * 2, stem
         assert "uint8 crop" in row["timed"] and "pipeline's steps" in row["timed"], stem
-        assert row["pipeline"] == "imagenet_train" and row["variant"] == "pipeline"
+        assert row["pipeline"] == "imagenet_train"
+        assert row["variant"] == f"pipeline-{row['randomness']}"
     dali = _raw_pipeline_rows(smoke_run, "dali")
     assert set(dali) == set(SMOKE["dali"]["variants"])
     for stem, results in dali.items():
@@ -136,7 +142,7 @@ def test_gpu_regimes_have_pipeline_rows_skipped_or_naming_the_step(
         seg = results["highres_segmentation"]
         assert seg["status"] in ("unsupported", "skipped") and seg.get("unsupported_step"), seg
         for name, row in results.items():
-            assert row["variant"] == "pipeline" and row["dali_variant"] == stem
+            assert row["variant"] == f"pipeline-{stem}" and row["dali_variant"] == stem
             if name == "train_heavy":  # DALI has no additive-noise operator
                 assert row["status"] == "unsupported" and "GaussianNoise" in row["reason"]
             elif stem == "dali-gpu" and name != "highres_segmentation":

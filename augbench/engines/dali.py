@@ -374,6 +374,8 @@ def pipeline_fields(
         "device": device_name,
         "decoder": f"fn.decoders.image(device={VARIANTS[args.variant]!r})",
         **pipelines.row_fields(pipeline),
+        # dali-gpu and dali-cpu are separate comparison groups, as for single transforms.
+        "variant": f"{pipelines.VARIANT}-{args.variant}",
         "recipe_calls": calls,
         "mapping": " -> ".join(calls),
     }

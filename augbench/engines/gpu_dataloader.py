@@ -433,6 +433,9 @@ def pipeline_fields(
         "decoder": DECODER if args.scope == "decode" else f"{DECODER}, before the clock",
         **env.row_fields(),
         **pipelines.row_fields(pipeline, adapter),
+        # Each randomness mode is its own comparison group, as for single transforms: a
+        # batch-shared row is never ranked against a per-sample one.
+        "variant": f"{pipelines.VARIANT}-{args.randomness}",
         # The steps' calls, then the regime's own Normalize on the device (gpu_ops has the
         # measured row's exact chain); not the CPU recipe tail.
         "recipe_calls": [*(adapter.mapping_call(s.name) for s in body), NORMALIZE_CALL],
