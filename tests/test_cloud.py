@@ -30,7 +30,8 @@ CLOUD_CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["cl
 LOCAL_ENVS = f"envs={{'manager': 'uv', 'dir': '{REPO / '.venvs'}'}}"
 # Runs of their own test kills, reruns and buckets, not the lazy-output diagnostic: leave it out
 # (a --configfile key: --config passes nested values as strings).
-NO_LAZY = {"lazy_outputs": {"enabled": False}}
+# Kill tests plan and count exactly the micro jobs: no lazy-output diagnostic, no user pipelines.
+NO_LAZY = {"lazy_outputs": {"enabled": False}, "pipelines": []}
 
 
 # -- googlebatch profile: placement per rule ---------------------------------------------------
@@ -273,7 +274,18 @@ def test_smoke_sweep_reads_and_writes_a_gcs_bucket(
     # node (once), outside any timed scope, and recorded that.
     assert meta["setup"]["env_reused"] is True
     assert str(tmp_path / "node-scratch") in meta["setup"]["dataset_location"]
-    staged = [json.loads(bucket.blob(n).download_as_text())["metadata"]["setup"] for n in raw]
+    # Every job on the node that needs the images counts: the pipelines' jobs run beside micro,
+    # and whichever job comes first stages the archive; the others find it there.
+    pipeline_raw = sorted(
+        n
+        for n in names
+        if n.startswith(f"sweep/results/pipelines/raw/smoke-gcs/{key}/") and n.endswith(".json")
+    )
+    assert pipeline_raw  # the shipped pipelines ran beside micro and wrote to the bucket
+    staged = [
+        json.loads(bucket.blob(n).download_as_text())["metadata"]["setup"]
+        for n in raw + pipeline_raw
+    ]
     assert sum(s["dataset_staged"] for s in staged) == 1
     assert any(payload["results"][t]["status"] == "ok" for t in payload["results"])
 
