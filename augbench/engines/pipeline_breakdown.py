@@ -287,7 +287,7 @@ def run_pipeline(
     # A value of a few images of a fast pipeline lasts milliseconds: repeat the pass until it
     # lasts MICRO_MIN_VALUE_SECONDS, as micro does, so one interrupt cannot swing a value.
     rate = pre.get("preflight_throughput") or 0.0
-    passes = passes_per_value(1.0 / rate if rate > 0 else 0.0, len(inputs)) if rate else 1
+    passes = passes_per_value(1.0 / rate, len(inputs)) if rate > 0 else 1
     try:
         result = measure(
             units,
