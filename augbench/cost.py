@@ -34,19 +34,47 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from augbench import matrix
 from augbench.policy import MICRO_MIN_VALUE_SECONDS
 
 BENCH_KINDS = ("micro", "cpu_dataloader", "gpu_dataloader", "dali", "dali_cpu")
-SETUP_KINDS = ("build_env", "build_default_archive", "stage_dataset")
+SETUP_KINDS = ("build_env", "build_default_archive", "stage_dataset", "resize_dataset")
 # Jobs that are neither setup nor result rows but run on a benchmark machine: the kind and the
 # regime whose placement (config cloud.regimes) they use. Modelled by their whole-job wall time.
-DIAGNOSTIC_KINDS = {"lazy_outputs": "micro"}
+# Modelled by their whole-job wall time per library: a fixed amount of work each (the lazy-output
+# diagnostic; the user pipelines of docs/pipelines.md, one job per library and setting).
+DIAGNOSTIC_KINDS = {
+    "lazy_outputs": "micro",
+    "pipeline_breakdown": "micro",
+    "pipeline_dataloader": "cpu_dataloader",
+    "pipeline_gpu_dataloader": "gpu_dataloader",
+    "pipeline_dali": "dali",
+    "pipeline_dali_cpu": "dali_cpu",
+}
+# Where each whole-job kind's benchmark files lie below benchmarks/<machine>/<dataset key>/, and
+# whether the library is the file's stem (lazy_outputs/<library>.tsv) or its folder.
+WHOLE_JOB_BENCHMARKS = {
+    "lazy_outputs": ("lazy_outputs/*.tsv", "stem"),
+    "pipeline_breakdown": ("pipelines/micro/*/*.tsv", "folder"),
+    "pipeline_dataloader": ("pipelines/cpu_dataloader/*/*.tsv", "folder"),
+    "pipeline_gpu_dataloader": ("pipelines/gpu_dataloader/*/*.tsv", "folder"),
+    "pipeline_dali": ("pipelines/dali/*/dali-gpu.tsv", "folder"),
+    "pipeline_dali_cpu": ("pipelines/dali/*/dali-cpu.tsv", "folder"),
+}
 # Without a local timing, a setup job is assumed to take this long (seconds; printed as assumed).
 ASSUMED_SETUP_S = 60.0
 # Tables, figures and report pieces after the benchmarks (the local ETA, augbench.plan; the cloud
 # estimate runs them on the driver and leaves them out). Timed by their benchmark files
 # benchmarks/analysis/.../<rule>.tsv; without one, assumed.
-ANALYSIS_KINDS = ("aggregate", "draw_figures", "speedup_report", "summary", "lazy_outputs_table")
+ANALYSIS_KINDS = (
+    "aggregate",
+    "draw_figures",
+    "speedup_report",
+    "summary",
+    "lazy_outputs_table",
+    "pipeline_tables",
+    "pipeline_figure",
+)
 ASSUMED_ANALYSIS_S = 15.0
 
 
@@ -114,6 +142,7 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
     )
     overheads: dict[tuple[str, str], list[float]] = defaultdict(list)
     shares: dict[tuple[str, str], list[float]] = defaultdict(list)
+    jobs: dict[Path, list[tuple[tuple[str, str], float]]] = defaultdict(list)
     raw = run_dir / "results" / "raw"
     # Any depth (<machine>[/<dataset>]/<regime>/<library>/<job>.json); benchmarks/ mirrors it.
     for path in sorted(raw.glob("**/*.json")):
@@ -135,9 +164,18 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
                 if row_images is not None:
                     shares[key].append(row["pyperf_processes"] / max(params["processes"], 1))
         bench = run_dir / "benchmarks" / path.relative_to(raw).with_suffix(".tsv")
+        shared_by = params.get("settings_in_job") or []
+        if len(shared_by) > 1:  # a job_per: library job: one benchmark file for its settings
+            bench = bench.with_name(f"{matrix.dataloader_library_job(params['shard'])}.tsv")
+        jobs[bench].append((key, work))
+    for bench, members in jobs.items():
         seconds = _benchmark_seconds(bench)
-        if seconds is not None:
-            overheads[key].append(max(seconds - work, 0.0))
+        if seconds is None:
+            continue
+        # A job's time beyond its measured work, shared equally by the result files it wrote.
+        overhead = max(seconds - sum(work for _, work in members), 0.0) / len(members)
+        for key, _ in members:
+            overheads[key].append(overhead)
     models: dict[tuple[str, str], KindModel] = {}
     for key in set(per_image) | set(overheads):
         models[key] = KindModel(
@@ -161,10 +199,13 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
         ]
         if times:
             models[(kind, "")] = KindModel({}, statistics.median(times))
-    for kind in DIAGNOSTIC_KINDS:  # benchmarks/<machine>/<dataset key>/<kind>/<library>.tsv
-        for tsv in sorted(run_dir.glob(f"benchmarks/**/{kind}/*.tsv")):
+    for kind, (pattern, library_from) in WHOLE_JOB_BENCHMARKS.items():
+        whole: dict[str, list[float]] = defaultdict(list)
+        for tsv in sorted(run_dir.glob(f"benchmarks/**/{pattern}")):
             if (s := _benchmark_seconds(tsv)) is not None:
-                models[(kind, tsv.stem)] = KindModel({}, s)
+                whole[tsv.stem if library_from == "stem" else tsv.parent.name].append(s)
+        for library, times in whole.items():
+            models[(kind, library)] = KindModel({}, statistics.median(times))
     return models
 
 

@@ -38,3 +38,20 @@ def libraries_for(regime: str, configured: list[str]) -> list[str]:
     """Configured libraries that take part in ``regime``, in configured order."""
     allowed = REGIME_LIBRARIES[regime]
     return [lib for lib in configured if lib in allowed]
+
+
+# How the cpu_dataloader regime's (scope, workers) settings map to jobs (config
+# cpu_dataloader.job_per): one job per setting (a cloud sweep runs them on parallel VMs and loses
+# one setting to a preemption), or one job per library and shard running
+# every setting in turn (a local run imports the library once: 3-8 s saved per setting).
+DATALOADER_JOB_PER: tuple[str, ...] = ("setting", "library")
+
+
+def dataloader_setting(scope: str, workers: int) -> str:
+    """The name of one cpu_dataloader setting, as its result files are named: ``decode-w2``."""
+    return f"{scope}-w{workers}"
+
+
+def dataloader_library_job(shard: str) -> str:
+    """Name (log, benchmark file) of the job that runs every setting of one library and shard."""
+    return f"all-settings-{shard}"

@@ -33,13 +33,27 @@ class Planned:
     rule: str
     wildcards: dict[str, str]
     output: str
+    # Every result file the job writes, where it writes several (a cpu_dataloader job with
+    # job_per: library writes one per setting); empty: just ``output``.
+    outputs: tuple[str, ...] = ()
+
+
+def cost_parts(job: Planned, shards: dict[str, dict[str, list[str]]]) -> list[cost.Job]:
+    """The cost model's jobs that make up one planned job: one per result file it writes (the
+    model costs each file: its work plus its share of the job's overhead); empty for rules
+    without a model (targets like all)."""
+    if job.rule in ("micro", "cpu_dataloader", "gpu_dataloader", "dali", "dali_cpu"):
+        return [cost.job_from_result_path(out, shards) for out in (job.outputs or (job.output,))]
+    single = cost_job(job, shards)
+    return [single] if single is not None else []
 
 
 def cost_job(job: Planned, shards: dict[str, dict[str, list[str]]]) -> cost.Job | None:
-    """The cost model's view of a planned job; None for rules without one (targets like all)."""
+    """The cost model's view of a planned job (its first result file); None for rules without
+    one (targets like all)."""
     if job.rule in ("micro", "cpu_dataloader", "gpu_dataloader", "dali", "dali_cpu"):
         return cost.job_from_result_path(job.output, shards)
-    if job.rule in ("build_env", "lazy_outputs"):
+    if job.rule == "build_env" or job.rule in cost.DIAGNOSTIC_KINDS:
         return cost.Job(job.rule, job.wildcards.get("library", ""))
     if job.rule in cost.SETUP_KINDS or job.rule in ANALYSIS_RULES:
         return cost.Job(job.rule)
@@ -99,24 +113,25 @@ def phases(
     cores: int,
 ) -> list[Phase]:
     """Jobs and wall seconds per phase, in the order they run."""
-    jobs = [j for p in planned if (j := cost_job(p, shards)) is not None]
-    seconds, basis = cost.seconds_per_job(jobs, models, config)
+    parts = {i: cost_parts(p, shards) for i, p in enumerate(planned)}
+    seconds, basis = cost.seconds_per_job([j for js in parts.values() for j in js], models, config)
     out = {name: Phase(name) for name in PHASES}
     # Rules the model does not know (added later, e.g. other engines): counted, never dropped.
-    for p in planned:
-        if p.output and cost_job(p, shards) is None:
+    for i, p in enumerate(planned):
+        if p.output and not parts[i]:
             other = out.setdefault(p.rule, Phase(p.rule))
             other.jobs += 1
             other.unknown += 1
     parallel: dict[str, list[float]] = {"setup": [], "analysis": []}
-    for job in jobs:
-        phase = out[phase_of(job.kind)]
+    for job_parts in (js for js in parts.values() if js):
+        phase = out[phase_of(job_parts[0].kind)]
         phase.jobs += 1
-        value = seconds[job]
-        if value is None:
+        values = [seconds[j] for j in job_parts]
+        if any(v is None for v in values):
             phase.unknown += 1
             continue
-        phase.assumed += basis[job] == "assumed"
+        value = sum(v for v in values if v is not None)
+        phase.assumed += any(basis[j] == "assumed" for j in job_parts)
         if phase.name in parallel:
             parallel[phase.name].append(value)
         else:

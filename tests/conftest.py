@@ -22,6 +22,24 @@ REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Keep what shares expensive state on one pytest-xdist worker (``--dist loadgroup``, see
+    pyproject.toml): every test of the session's smoke run (they read and change its one working
+    directory, in order), and the tests of a module-scoped fixture (a workflow of its own); the
+    rest spreads over the workers. Without xdist the marks do nothing."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if "smoke_run" in names:
+            group = "smoke-run"
+        else:
+            defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+            shared = any(d[-1].scope in ("module", "package") for d in defs.values() if d)
+            if not shared:
+                continue
+            group = item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @dataclass
 class WorkflowRun:
     workdir: Path

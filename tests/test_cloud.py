@@ -294,7 +294,8 @@ def test_smoke_sweep_reads_and_writes_a_gcs_bucket(
 KILL_CASES = {
     "micro": ({"micro": {"shard_size": 1}}, ("s000", "s001", "s002")),
     "cpu_dataloader": (
-        {"cpu_dataloader": {"shard_size": 2}},
+        # One job per setting, as a cloud sweep runs them (the smoke preset runs one per library).
+        {"cpu_dataloader": {"shard_size": 2, "job_per": "setting"}},
         ("memory-w0-s000", "memory-w2-s000", "decode-w0-s000", "decode-w2-s000"),
     ),
 }

@@ -199,3 +199,42 @@ def _snakemake(workdir: Path, *args: str):
          "--directory", str(workdir), *args],
         capture_output=True, text=True, cwd=workdir, env={**os.environ, **OFFLINE_ENV},
     )  # fmt: skip
+
+
+def test_a_job_per_library_shares_its_overhead_among_its_settings(tmp_path: Path) -> None:
+    """cpu_dataloader.job_per: library: one job (one benchmark file) writes a result file per
+    setting; the job's time beyond the measured work is split equally among them."""
+    dl = {"images_per_run": 12, "num_runs": 2, "baseline_runs": 1, "shard": "s000",
+          "settings_in_job": ["memory-w0", "decode-w0"]}  # fmt: skip
+    ok = {"HorizontalFlip": {"status": "ok", "median_throughput": 48.0}}  # 48 images: 1 s
+    for setting in dl["settings_in_job"]:
+        raw = tmp_path / f"results/raw/laptop/cpu_dataloader/pillow/{setting}-s000.json"
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        raw.write_text(json.dumps({"metadata": {"benchmark_params": dl}, "results": ok}))
+    bench = tmp_path / "benchmarks/laptop/cpu_dataloader/pillow/all-settings-s000.tsv"
+    bench.parent.mkdir(parents=True)
+    bench.write_text("s\th:m:s\n8.0\t0:00:08\n")  # 2 s of work, 6 s of overhead
+    model = cost.learn(tmp_path)[("cpu_dataloader", "pillow")]
+    assert model.overhead_s == pytest.approx(3.0)
+
+
+def test_pipeline_jobs_are_modelled_by_their_wall_time(tmp_path: Path) -> None:
+    for rel, seconds in (("pipelines/micro/pillow/breakdown", 6.0),
+                         ("pipelines/cpu_dataloader/pillow/decode-w2", 9.0),
+                         ("pipelines/cpu_dataloader/pillow/decode-w0", 11.0),
+                         ("lazy_outputs/kornia", 4.0)):  # fmt: skip
+        tsv = tmp_path / "benchmarks/laptop/ds-0123456789ab" / f"{rel}.tsv"
+        tsv.parent.mkdir(parents=True, exist_ok=True)
+        tsv.write_text(f"s\th:m:s\n{seconds}\t0:00:01\n")
+    models = cost.learn(tmp_path)
+    assert models[("pipeline_breakdown", "pillow")].overhead_s == 6.0
+    assert models[("pipeline_dataloader", "pillow")].overhead_s == 10.0  # median of the two
+    assert models[("lazy_outputs", "kornia")].overhead_s == 4.0
+    seconds, basis = cost.seconds_per_job(
+        [cost.Job("pipeline_breakdown", "pillow"), cost.Job("pipeline_breakdown", "kornia")],
+        models,
+        CONFIG,
+    )
+    assert seconds[cost.Job("pipeline_breakdown", "pillow")] == 6.0
+    assert seconds[cost.Job("pipeline_breakdown", "kornia")] is None
+    assert basis[cost.Job("pipeline_breakdown", "kornia")].startswith("none")

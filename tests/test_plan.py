@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from augbench import cost, plan
 
 SHARDS = {
@@ -102,3 +104,31 @@ def test_local_timings_replace_the_reference_models(tmp_path: Path) -> None:
     assert loaded[("micro", "pillow")].per_image_s == {"HorizontalFlip": 0.001, "Affine": 0.01}
     assert source.startswith("reference timings of ref-vm (2026-01-01) updated with 1 job")
     assert plan.load_models(None, tmp_path / "empty")[1] == "no timings"
+
+
+def test_a_job_writing_one_file_per_setting_is_one_job_costed_for_all_of_them() -> None:
+    """cpu_dataloader.job_per: library: one planned job, four result files, the sum of their
+    costs (each file: its work plus its share of the overhead)."""
+    outputs = tuple(f"{RAW}/cpu_dataloader/pillow/{s}-s000.json"
+                    for s in ("memory-w0", "memory-w2", "decode-w0", "decode-w2"))  # fmt: skip
+    grouped = plan.Planned("cpu_dataloader", {"library": "pillow"}, outputs[0], outputs)
+    with_model = {
+        **models(),
+        ("cpu_dataloader", "pillow"): cost.KindModel({"HorizontalFlip": 0.01}, 1.5),
+    }
+    found = {p.name: p for p in plan.phases([grouped], SHARDS, with_model, CONFIG, cores=2)}
+    one = cost.Job("cpu_dataloader", "pillow", ("HorizontalFlip",))
+    seconds, _ = cost.seconds_per_job([one], with_model, CONFIG)
+    assert found["cpu_dataloader"].jobs == 1
+    assert found["cpu_dataloader"].seconds == pytest.approx(4 * seconds[one])
+
+
+def test_pipeline_jobs_have_their_own_phases() -> None:
+    jobs = [
+        plan.Planned("pipeline_breakdown", {"library": "pillow"}, "results/pipelines/raw/b.json"),
+        plan.Planned("pipeline_dataloader", {"library": "pillow"}, "results/pipelines/raw/d.json"),
+    ]
+    with_model = {**models(), ("pipeline_breakdown", "pillow"): cost.KindModel({}, 6.0)}
+    found = {p.name: p for p in plan.phases(jobs, SHARDS, with_model, CONFIG, cores=2)}
+    assert found["pipeline_breakdown"].seconds == 6.0 and found["pipeline_breakdown"].unknown == 0
+    assert found["pipeline_dataloader"].unknown == 1

@@ -78,6 +78,13 @@ def test_result_rows_record_decoder_timing_and_threads(smoke_run: WorkflowRun) -
         assert meta["regime"] == "cpu_dataloader"
         assert meta["machine"] == "smoke-test"
         assert path.name.startswith(f"{meta['scope']}-w{params['workers']}-")
+        # job_per: library (smoke preset): one process measured every setting, in config order.
+        assert DL["job_per"] == "library"
+        assert params["settings_in_job"] == [
+            matrix.dataloader_setting(scope, workers)
+            for scope in DL["scopes"]
+            for workers in DL["workers"]
+        ]
         assert params["batch_size"] == DL["batch_size"]
         assert params["num_runs"] == DL["num_runs"]
         assert params["prefetch_factor"] == (DL["prefetch_factor"] if params["workers"] else None)
@@ -304,3 +311,37 @@ def test_injected_sleep_is_measured_by_the_regime_and_every_baseline(
             )
         assert len(ratios) == 4
         assert statistics.median(ratios) == pytest.approx(1.0, rel=0.10), (w, ratios)
+
+
+def test_job_per_setting_plans_one_job_per_setting_with_the_same_result_files(
+    smoke_run: WorkflowRun, tmp_path: Path
+) -> None:
+    """cpu_dataloader.job_per: setting (cloud sweeps) writes exactly the files that the smoke
+    run's job_per: library jobs wrote, one job each; job_per: library plans one job per library."""
+    per_library = sorted(
+        str(p.relative_to(smoke_run.workdir))
+        for p in smoke_run.raw("cpu_dataloader").rglob("*.json")
+    )
+    config = [*SMOKE_CONFIG, "regimes=[cpu_dataloader]"]
+
+    def planned(job_per: str) -> tuple[list[str], int]:
+        proc = run_snakemake(
+            tmp_path, "-n", "--forceall", "--until", "cpu_dataloader", *config,
+            f"cpu_dataloader={{'job_per': '{job_per}'}}",
+        )  # fmt: skip
+        text = proc.stdout + proc.stderr
+        outputs = sorted(
+            out.strip()
+            for line in text.splitlines()
+            if line.strip().startswith("output: results/raw/")
+            for out in line.strip()[len("output: ") :].split(",")
+        )
+        jobs = sum(1 for line in text.splitlines() if line.strip().endswith("rule cpu_dataloader:"))
+        return outputs, jobs
+
+    setting_outputs, setting_jobs = planned("setting")
+    library_outputs, library_jobs = planned("library")
+    assert setting_outputs == library_outputs == per_library
+    assert setting_jobs == len(per_library)
+    settings = len(DL["scopes"]) * len(DL["workers"])
+    assert library_jobs == len(per_library) // settings

@@ -1,4 +1,8 @@
-"""cpu_dataloader regime job: one library x scope x worker count x shard of recipes -> one file.
+"""cpu_dataloader regime job: one library x scope x worker count x shard of recipes -> one file;
+or, with ``--settings``, several (scope, workers) settings of one library and shard in turn, one
+file each, in one process (config ``cpu_dataloader.job_per: library``): the library is imported
+once instead of once per setting. Each setting is measured exactly as its own job would be (its
+own images, loaders, baselines and stopping rule); only the interpreter and imports are shared.
 
 Each recipe (``augbench.recipes``) runs through a real ``torch.utils.data.DataLoader`` with the
 configured number of worker processes, batch size, prefetch factor and persistence; PyTorch's
@@ -64,7 +68,7 @@ from collections.abc import Callable, Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from augbench import adapters, catalog, media, pipelines, recipes  # noqa: E402
+from augbench import adapters, catalog, matrix, media, pipelines, recipes  # noqa: E402
 from augbench.engines.common import job_metadata  # noqa: E402
 from augbench.paired import composition_expectation, paired_ratio  # noqa: E402
 from augbench.policy import (  # noqa: E402
@@ -95,12 +99,19 @@ TIMING_NOTE = (
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--library", required=True)
-    p.add_argument("--scope", required=True, choices=SCOPES)
-    p.add_argument("--workers", required=True, type=int)
+    p.add_argument("--scope", choices=SCOPES)
+    p.add_argument("--workers", type=int)
+    p.add_argument(
+        "--settings",
+        default="",
+        help="comma-separated <scope>-w<workers> settings measured in turn (instead of --scope "
+        "and --workers); --outputs gives one result file per setting, in the same order",
+    )
+    p.add_argument("--outputs", nargs="+", type=Path, default=[])
     p.add_argument("--transforms", required=True, help="comma-separated catalog names")
     p.add_argument("--manifest", required=True, type=Path)
     p.add_argument("--num-images", required=True, type=int)
-    p.add_argument("--output", required=True, type=Path)
+    p.add_argument("--output", type=Path)
     p.add_argument("--machine", required=True)
     p.add_argument("--shard", default="")
     p.add_argument("--batch-size", type=int, default=32)
@@ -136,6 +147,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "them runs that pipeline as its recipe",
     )  # fmt: skip
     args = p.parse_args(argv)
+    try:
+        args.setting_list = parse_settings(args.settings) if args.settings else []
+    except argparse.ArgumentTypeError as exc:
+        p.error(f"--settings: {exc}")
+    if args.setting_list:
+        if len(args.outputs) != len(args.setting_list):
+            p.error(
+                f"--outputs needs one file per setting: {len(args.setting_list)} settings, "
+                f"{len(args.outputs)} outputs"
+            )
+        if args.scope is not None or args.workers is not None or args.output is not None:
+            p.error("--settings replaces --scope, --workers and --output")
+        args.scope, args.workers = args.setting_list[0]
+        args.output = args.outputs[0]
+    elif args.scope is None or args.workers is None or args.output is None:
+        p.error("give --scope, --workers and --output, or --settings and --outputs")
+    for scope, workers in args.setting_list:
+        if workers < 0:
+            p.error(f"--settings: {scope}-w{workers}: workers must be >= 0")
     for name in (
         "workers",
         "batch_size",
@@ -150,6 +180,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if value < minimum:
             p.error(f"--{name.replace('_', '-')} must be >= {minimum}")
     return args
+
+
+def parse_settings(text: str) -> list[tuple[str, int]]:
+    """``memory-w0,decode-w2`` -> [("memory", 0), ("decode", 2)]."""
+    settings = []
+    for item in (t.strip() for t in text.split(",")):
+        scope, sep, workers = item.rpartition("-w")
+        if not sep or scope not in SCOPES or not workers.isdigit():
+            raise argparse.ArgumentTypeError(
+                f"bad setting {item!r}: expected <scope>-w<workers> with scope in {SCOPES}"
+            )
+        settings.append((scope, int(workers)))
+    return settings
 
 
 def _bool(text: str) -> bool:
@@ -837,6 +880,26 @@ def load_items(
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if not args.setting_list:
+        measure_setting(args)
+        return 0
+    failed = []
+    for (scope, workers), output in zip(args.setting_list, args.outputs, strict=True):
+        setting = argparse.Namespace(**{**vars(args), "scope": scope, "workers": workers})
+        setting.output = output
+        try:
+            measure_setting(setting)
+        except Exception:  # a harness bug: report it, measure the other settings, fail the job
+            traceback.print_exc()
+            failed.append(f"{scope}-w{workers}")
+    if failed:
+        print(f"{REGIME} | {args.library}: settings failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def measure_setting(args: argparse.Namespace) -> None:
+    """One (scope, workers) setting of the job: every recipe, its baselines, one result file."""
     from tqdm import tqdm
 
     adapter = adapters.get(args.library)
@@ -960,6 +1023,12 @@ def main(argv: list[str] | None = None) -> int:
             "timer_backend": "time.perf_counter",
             "slow_transform_policy": policy.to_dict(),
             "shard": args.shard,
+            # The settings that shared this job's process, in the order they ran; with more than
+            # one, the job's log and benchmark file are matrix.dataloader_library_job(shard).
+            "settings_in_job": [
+                matrix.dataloader_setting(scope, workers)
+                for scope, workers in (args.setting_list or [(args.scope, args.workers)])
+            ],
             "transforms": transforms,
             "recipes": {
                 t: args.pipelines[t].recipe if t in args.pipelines else recipes.recipe_name(t)
@@ -975,7 +1044,6 @@ def main(argv: list[str] | None = None) -> int:
         },
     )
     write_json_atomic(args.output, result_file(metadata, results))
-    return 0
 
 
 def _worker_records(record_dir: Path) -> list[dict[str, Any]]:

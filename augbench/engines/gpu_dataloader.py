@@ -461,7 +461,10 @@ def main(argv: list[str] | None = None) -> int:
     device_name = env.device_name if env.ok else f"{env.verdict}: {env.reason}"
     if env.verdict == "no_device":
         device_name = gpu_recipes.SKIP_NO_CUDA
-    import_error = skeleton.import_failure(adapter)
+    # Without a usable GPU nothing of the library runs: every row is the unavailable row, and
+    # importing the library (torchvision: seconds) would only delay writing it. An import failure
+    # still shows here on a GPU machine, and in the same env's CPU regimes everywhere.
+    import_error = skeleton.import_failure(adapter) if env.ok else None
 
     def precheck(name: str) -> dict[str, Any] | None:
         pipeline = args.pipelines.get(name)

@@ -399,16 +399,69 @@ def cpu_dataloader_num_images():
     return DATALOADER.get("num_images") or config["num_images"]
 
 
+# Every (scope, workers) setting, in the order a job_per: library job measures them.
+DATALOADER_SETTINGS = [
+    matrix.dataloader_setting(scope, workers)
+    for scope in DATALOADER["scopes"]
+    for workers in DATALOADER["workers"]
+]
+
+
 def cpu_dataloader_results(dataset=None):
     return [
-        raw_result(
-            "cpu_dataloader", f"{scope}-w{workers}-{shard}", lib, MACHINE, dataset
-        )
+        raw_result("cpu_dataloader", f"{setting}-{shard}", lib, MACHINE, dataset)
         for lib in matrix.libraries_for("cpu_dataloader", LIBRARIES)
-        for scope in DATALOADER["scopes"]
-        for workers in DATALOADER["workers"]
+        for setting in DATALOADER_SETTINGS
         for shard in DATALOADER_SHARDS
     ]
+
+
+def cpu_dataloader_library_outputs():
+    """Output patterns of a job_per: library job (wildcards machine, dataset, library, shard):
+    one result file per setting, named as the job_per: setting jobs name theirs."""
+    return [raw_result("cpu_dataloader", f"{s}-{{shard}}") for s in DATALOADER_SETTINGS]
+
+
+def cpu_dataloader_library_threads():
+    """The main process plus the most workers any of the job's settings starts."""
+    return max(DATALOADER["workers"]) + 1
+
+
+# The cpu_dataloader rule's shell (workflow/rules/cpu_dataloader.smk), shared by its two forms.
+CPU_DATALOADER_ARGS = (
+    " --shard {wildcards.shard} --transforms {params.transforms:q}"
+    " --num-images {params.num_images}"
+    " --machine {wildcards.machine} --batch-size {params.batch_size}"
+    " --batches-per-run {params.batches_per_run} --num-runs {params.num_runs}"
+    " --prefetch-factor {params.prefetch_factor}"
+    " --persistent-workers {params.persistent_workers}"
+    " --cap-workers-at-cores {params.cap_workers} --batch-timeout {params.batch_timeout}"
+    " --baseline-runs {params.baseline_runs} --policy {params.policy:q}"
+)
+CPU_DATALOADER_PREFIX = (
+    "{params.thread_env} PYTHONPATH={params.root:q} {params.provision}"
+    " --lock {input.lock:q} --archive {input.archive:q} --manifest {input.manifest:q}"
+    " -- -m augbench.engines.cpu_dataloader --library {wildcards.library}"
+)
+
+
+def cpu_dataloader_params():
+    return dict(
+        provision=provision_command,
+        root=workflow.basedir,
+        thread_env=DATALOADER_THREADS.shell_prefix(),
+        transforms=cpu_dataloader_transforms,
+        num_images=cpu_dataloader_num_images(),
+        batch_size=DATALOADER["batch_size"],
+        batches_per_run=DATALOADER["batches_per_run"],
+        num_runs=DATALOADER["num_runs"],
+        prefetch_factor=DATALOADER["prefetch_factor"],
+        persistent_workers=DATALOADER["persistent_workers"],
+        cap_workers=DATALOADER["cap_workers_at_cores"],
+        batch_timeout=DATALOADER["batch_timeout_s"],
+        baseline_runs=DATALOADER["baseline_runs"],
+        policy=json.dumps(SLOW_POLICY.to_dict()),
+    )
 
 
 # -- GPU regimes: gpu_dataloader and dali ------------------------------------------------------
@@ -649,15 +702,16 @@ def final_targets():
 
 
 def after_timed_jobs(wildcards=None):
-    """Every timed job's output (benchmark results and the lazy-output diagnostic) as ancient()
-    inputs of the untimed jobs that could otherwise start while a measurement still runs
-    (aggregate, lazy_outputs_table): they wait for the last timed job instead of sharing its
-    cores. ancient(): a rewritten file never re-runs them by itself; their own inputs do.
+    """Every timed job's output (benchmark results, the user pipelines' jobs and the lazy-output
+    diagnostic) as ancient() inputs of the untimed jobs that could otherwise start while a
+    measurement still runs (aggregate, lazy_outputs_table, pipeline_tables): they wait for the
+    last timed job instead of sharing its cores. ancient(): a rewritten file never re-runs them
+    by itself; their own inputs do.
     """
     # Every dataset's files, as aggregate's and lazy_outputs_table's own inputs are: switching
     # datasets back and forth leaves the input sets unchanged, so nothing re-runs.
     lazy = lazy_outputs_inputs() if LAZY_ENABLED else []
-    return ancient([*aggregate_inputs(), *lazy])
+    return ancient([*aggregate_inputs(), *lazy, *pipeline_table_inputs()])
 
 
 def aggregate_inputs(wildcards=None):

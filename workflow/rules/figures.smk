@@ -26,6 +26,8 @@ rule draw_figures:
         "logs/{root}/draw_figures.log",
     benchmark:
         "benchmarks/analysis/{root}/draw_figures.tsv"
+    # Figure families are drawn in parallel processes (lowered to --cores where it is larger).
+    threads: 2
     conda:
         "../../envs/driver.yaml"
     script:

@@ -214,10 +214,13 @@ use rule pipeline_dali as pipeline_dali_cpu with:
 rule pipeline_tables:
     input:
         results=pipeline_table_inputs,
+        after_timed=after_timed_jobs,
     output:
         **pipeline_tables(),
     log:
         "logs/pipeline_tables.log",
+    benchmark:
+        "benchmarks/analysis/pipeline_tables.tsv"
     localrule: True
     conda:
         "../../envs/driver.yaml"
@@ -243,6 +246,8 @@ rule pipeline_figure:
         caption="results/analysis/pipeline_breakdown.caption.txt",
     log:
         "logs/pipeline_figure.log",
+    benchmark:
+        "benchmarks/analysis/pipeline_figure.tsv"
     localrule: True
     conda:
         "../../envs/driver.yaml"

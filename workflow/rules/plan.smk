@@ -13,6 +13,7 @@ def print_plan():
                 job.rule.name,
                 dict(job.wildcards.items()),
                 str(job.output[0]) if job.output else "",
+                tuple(str(out) for out in job.output),
             )
             for job in workflow.dag.needrun_jobs()
         ]

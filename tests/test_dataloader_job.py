@@ -1,0 +1,55 @@
+"""The cpu_dataloader engine's command line for a job that measures several settings in one
+process (config cpu_dataloader.job_per: library): settings and outputs pair up in order, and a
+malformed request is a clear error before anything is measured."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from augbench import matrix
+from augbench.engines import cpu_dataloader
+
+COMMON = ["--library", "pillow", "--transforms", "HorizontalFlip", "--manifest", "m.json",
+          "--num-images", "4", "--machine", "m"]  # fmt: skip
+
+
+def test_settings_pair_with_outputs_in_order() -> None:
+    args = cpu_dataloader.parse_args(
+        [*COMMON, "--settings", "memory-w0,decode-w2", "--outputs", "a.json", "b.json"]
+    )
+    assert args.setting_list == [("memory", 0), ("decode", 2)]
+    assert args.outputs == [Path("a.json"), Path("b.json")]
+    # The first setting doubles as the single-setting arguments (checks, labels).
+    assert (args.scope, args.workers, args.output) == ("memory", 0, Path("a.json"))
+    assert [matrix.dataloader_setting(s, w) for s, w in args.setting_list] == [
+        "memory-w0",
+        "decode-w2",
+    ]
+
+
+def test_a_single_setting_job_is_unchanged() -> None:
+    args = cpu_dataloader.parse_args(
+        [*COMMON, "--scope", "decode", "--workers", "1", "--output", "o.json"]
+    )
+    assert args.setting_list == [] and (args.scope, args.workers) == ("decode", 1)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--settings", "memory-w0,decode-w2", "--outputs", "a.json"],  # one output short
+        ["--settings", "memory-w0", "--outputs", "a.json", "--scope", "memory"],  # both forms
+        ["--scope", "memory", "--output", "o.json"],  # no workers
+    ],
+)
+def test_malformed_requests_are_usage_errors(extra: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        cpu_dataloader.parse_args([*COMMON, *extra])
+
+
+@pytest.mark.parametrize("text", ["gpu-w0", "memory-2", "memory-wx", "decode"])
+def test_a_bad_setting_name_says_what_is_expected(text: str) -> None:
+    with pytest.raises(Exception, match="expected <scope>-w<workers>"):
+        cpu_dataloader.parse_settings(text)
