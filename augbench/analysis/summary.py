@@ -163,6 +163,15 @@ def markdown(
             *lazy_outputs.flag_lines(lazy),
             "",
         ]
+    else:
+        lines += [
+            "## Rows dominated by materialization (lazy-output diagnostic)",
+            "",
+            "Not run here (config `lazy_outputs.enabled: false`, as in the default preset): the "
+            "smoke and paper presets run it; `--config \"lazy_outputs={'enabled': True}\"` adds "
+            "it to this run.",
+            "",
+        ]
     return "\n".join(lines)
 
 
