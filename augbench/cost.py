@@ -119,9 +119,10 @@ class KindModel:
     # reaches the target), so a plan expects that share of its own maximum.
     process_share: float = 1.0
 
-    def job_seconds(self, transforms: list[str], images: float) -> float:
+    def job_seconds(self, transforms: list[str], images: float, share: int = 1) -> float:
         typical = statistics.median(self.per_image_s.values())
-        return self.overhead_s + sum(images * self.per_image_s.get(t, typical) for t in transforms)
+        work = sum(images * self.per_image_s.get(t, typical) for t in transforms)
+        return self.overhead_s / share + work
 
 
 def _benchmark_seconds(tsv: Path) -> float | None:
@@ -172,9 +173,10 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
         seconds = _benchmark_seconds(bench)
         if seconds is None:
             continue
-        # A job's time beyond its measured work, shared equally by the result files it wrote.
-        overhead = max(seconds - sum(work for _, work in members), 0.0) / len(members)
-        for key, _ in members:
+        # A job's time beyond the measured work of every result file it wrote: one process's
+        # start, imports and set-up (a job_per: library job pays them once for its settings).
+        overhead = max(seconds - sum(work for _, work in members), 0.0)
+        for key in {key for key, _ in members}:
             overheads[key].append(overhead)
     models: dict[tuple[str, str], KindModel] = {}
     for key in set(per_image) | set(overheads):
@@ -237,6 +239,9 @@ class Job:
     kind: str
     library: str = ""
     transforms: tuple[str, ...] = ()
+    # One result file of a job that writes ``share`` of them in one process (cpu_dataloader with
+    # job_per: library): it carries its own work and 1/share of the job's per-process overhead.
+    share: int = 1
 
 
 def job_from_result_path(path: str, transforms_by_shard: dict[str, dict[str, list[str]]]) -> Job:
@@ -289,11 +294,12 @@ def seconds_per_job(
             seconds[job], basis[job] = model.overhead_s + work, "measured"
             continue
         if model is not None and model.per_image_s:
-            seconds[job], basis[job] = model.job_seconds(list(job.transforms), images), "measured"
+            seconds[job] = model.job_seconds(list(job.transforms), images, job.share)
+            basis[job] = "measured"
             continue
         rate = assumed.get(job.kind, {}).get(job.library)
         if rate:
-            overhead = model.overhead_s if model is not None else 0.0
+            overhead = model.overhead_s / job.share if model is not None else 0.0
             seconds[job] = overhead + len(job.transforms) * images / rate
             basis[job] = "assumed"
         else:

@@ -12,6 +12,7 @@ up; aggregation and figures run last.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +44,11 @@ def cost_parts(job: Planned, shards: dict[str, dict[str, list[str]]]) -> list[co
     model costs each file: its work plus its share of the job's overhead); empty for rules
     without a model (targets like all)."""
     if job.rule in ("micro", "cpu_dataloader", "gpu_dataloader", "dali", "dali_cpu"):
-        return [cost.job_from_result_path(out, shards) for out in (job.outputs or (job.output,))]
+        outputs = job.outputs or (job.output,)
+        return [
+            dataclasses.replace(cost.job_from_result_path(out, shards), share=len(outputs))
+            for out in outputs
+        ]
     single = cost_job(job, shards)
     return [single] if single is not None else []
 

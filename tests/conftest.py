@@ -22,6 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups off the items
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Keep what shares expensive state on one pytest-xdist worker (``--dist loadgroup``, see
     pyproject.toml): every test of the session's smoke run (they read and change its one working

@@ -203,7 +203,7 @@ def _snakemake(workdir: Path, *args: str):
 
 def test_a_job_per_library_shares_its_overhead_among_its_settings(tmp_path: Path) -> None:
     """cpu_dataloader.job_per: library: one job (one benchmark file) writes a result file per
-    setting; the job's time beyond the measured work is split equally among them."""
+    setting; the job's time beyond the measured work of them all is one per-process overhead."""
     dl = {"images_per_run": 12, "num_runs": 2, "baseline_runs": 1, "shard": "s000",
           "settings_in_job": ["memory-w0", "decode-w0"]}  # fmt: skip
     ok = {"HorizontalFlip": {"status": "ok", "median_throughput": 48.0}}  # 48 images: 1 s
@@ -215,7 +215,17 @@ def test_a_job_per_library_shares_its_overhead_among_its_settings(tmp_path: Path
     bench.parent.mkdir(parents=True)
     bench.write_text("s\th:m:s\n8.0\t0:00:08\n")  # 2 s of work, 6 s of overhead
     model = cost.learn(tmp_path)[("cpu_dataloader", "pillow")]
-    assert model.overhead_s == pytest.approx(3.0)
+    assert model.overhead_s == pytest.approx(6.0)  # one process's overhead, paid once
+    # Planned again as one job of two files: each file carries half the overhead; planned as
+    # two jobs of their own (job_per: setting, a cloud sweep), each pays all of it.
+    config = {"cpu_dataloader": {"batch_size": 12, "batches_per_run": 1, "num_runs": 2,
+                                 "baseline_runs": 1}}  # fmt: skip
+    grouped = cost.Job("cpu_dataloader", "pillow", ("HorizontalFlip",), share=2)
+    alone = cost.Job("cpu_dataloader", "pillow", ("HorizontalFlip",))
+    seconds, _ = cost.seconds_per_job(
+        [grouped, alone], {("cpu_dataloader", "pillow"): model}, config
+    )
+    assert seconds[grouped] == pytest.approx(3.0 + 1.0) and seconds[alone] == pytest.approx(7.0)
 
 
 def test_pipeline_jobs_are_modelled_by_their_wall_time(tmp_path: Path) -> None:

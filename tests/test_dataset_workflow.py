@@ -17,6 +17,8 @@ LOCAL_ENVS = f"envs={{'manager': 'uv', 'dir': '{REPO / '.venvs'}'}}"
 CONFIG = (
     "preset=smoke", "machine=ds-test", LOCAL_ENVS, "libraries=[pillow,albumentationsx]",
     "regimes=[micro]", "transforms=[HorizontalFlip]",
+    # Datasets are what is tested: no pipelines, no lazy-output diagnostic (jobs of their own).
+    "pipelines=[]", "lazy_outputs={'enabled': False}",
 )  # fmt: skip
 
 

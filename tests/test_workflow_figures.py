@@ -114,7 +114,7 @@ def test_compare_two_result_folders_lists_changed_rows(
     new = tmp_path / "raw"
     shutil.copytree(base, new)
     # A second run where albumentationsx's ColorJitter became 30% slower.
-    path = next(new.glob("smoke-test/*/micro/albumentationsx/s001.json"))  # <machine>/<dataset>/
+    path = next(new.glob("smoke-test/*/micro/albumentationsx/s000.json"))  # <machine>/<dataset>/
     payload = json.loads(path.read_text())
     row = payload["results"]["ColorJitter"]
     row["throughputs"] = [t * 0.7 for t in row["throughputs"]]

@@ -112,7 +112,7 @@ def test_rerun_does_no_work(smoke_run: WorkflowRun) -> None:
 
 def test_deleting_one_shard_reruns_only_that_shard(smoke_run: WorkflowRun) -> None:
     raw = smoke_run.raw("micro")
-    victim = raw / "pillow" / "s001.json"
+    victim = raw / "pillow" / "s000.json"
     others = {p: p.stat().st_mtime_ns for p in raw.rglob("*.json") if p != victim}
     victim.unlink()
     dry = smoke_run.snakemake("-n", "--quiet", "rules", *SMOKE_CONFIG)
@@ -264,10 +264,16 @@ def test_plan_is_printed_before_the_first_job(smoke_run: WorkflowRun) -> None:
         name, count = line.split()[:2]
         phases[name] = int(count)
     micro_files = list(smoke_run.raw("micro").rglob("*.json"))
-    assert phases["micro"] == len(micro_files) == 8  # 4 libraries x 2 shards of the smoke set
+    assert phases["micro"] == len(micro_files) == 4  # 4 libraries x 1 shard of the smoke set
     assert phases["setup"] >= 5  # an env per library, the default archive, staging
     for regime in ("cpu_dataloader", "gpu_dataloader", "dali", "dali_cpu", "lazy_outputs"):
         assert phases[regime] > 0, regime
-    assert phases["analysis"] == 5
+    # One job per library measures every cpu_dataloader setting (smoke: job_per: library).
+    assert phases["cpu_dataloader"] == 4
+    # The pipelines' jobs have their own phases and a time model (the reference timings).
+    for kind in ("pipeline_breakdown", "pipeline_dataloader"):
+        assert phases[kind] == 4, kind
+    # aggregate, figures, speedup report, summary, lazy-output table, pipeline tables and figure
+    assert phases["analysis"] == 7
     eta = next(line for line in lines if "ETA ~" in line)
     assert "time model:" in eta

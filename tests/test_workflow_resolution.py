@@ -13,7 +13,10 @@ from conftest import SMOKE_CONFIG, run_snakemake
 pytestmark = pytest.mark.workflow
 
 # The smoke config (later --config entries win), one cheap library, micro only.
-CONFIG = (*SMOKE_CONFIG, "libraries=[pillow]", "regimes=[micro]")
+CONFIG = (
+    *SMOKE_CONFIG, "libraries=[pillow]", "regimes=[micro]",
+    "pipelines=[]", "lazy_outputs={'enabled': False}",
+)  # fmt: skip
 
 
 @pytest.fixture(scope="module")

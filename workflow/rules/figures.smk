@@ -9,8 +9,8 @@ wildcard_constraints:
     root=r"results(/plots/[A-Za-z0-9][A-Za-z0-9_.-]*)?",
 
 
-# One job draws every family: the imports cost more than the drawing. The report lists each PNG
-# with its own caption ({figure} comes from the pattern).
+# One job draws every family (processes forked after the imports, which cost more than the
+# drawing). The report lists each PNG with its own caption ({figure} comes from the pattern).
 rule draw_figures:
     input:
         table=tidy_table,
@@ -26,10 +26,10 @@ rule draw_figures:
         "logs/{root}/draw_figures.log",
     benchmark:
         "benchmarks/analysis/{root}/draw_figures.tsv"
-    # Figure families are drawn in parallel processes (lowered to --cores where it is larger).
-    threads: 2
     conda:
         "../../envs/driver.yaml"
+    # Figure families are drawn in parallel processes (lowered to --cores where it is larger).
+    threads: 2
     script:
         "../scripts/draw_figures.py"
 
