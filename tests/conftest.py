@@ -5,6 +5,8 @@ first use: uv hardlinks from its cache, so later runs spend seconds)."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import json
 import os
 import shutil
 import signal
@@ -22,23 +24,24 @@ REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups off the items
+# Tests run on pytest-xdist workers (pyproject.toml: -n auto --dist loadscope: each module's
+# tests on one worker, so a module-scoped workflow run is made once). The session's smoke run is
+# shared by every worker through a file lock (``smoke_run``); the module of the first smoke test
+# is scheduled first, so one worker starts that run while the others take the modules that do
+# not need it, and the rest of the smoke modules come last, when the run is there.
+SMOKE_FIRST = "tests/test_workflow_micro.py"
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Keep what shares expensive state on one pytest-xdist worker (``--dist loadgroup``, see
-    pyproject.toml): every test of the session's smoke run (they read and change its one working
-    directory, in order), and the tests of a module-scoped fixture (a workflow of its own); the
-    rest spreads over the workers. Without xdist the marks do nothing."""
-    for item in items:
-        names = getattr(item, "fixturenames", ())
-        if "smoke_run" in names:
-            group = "smoke-run"
-        else:
-            defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-            shared = any(d[-1].scope in ("module", "package") for d in defs.values() if d)
-            if not shared:
-                continue
-            group = item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+    def module(item: pytest.Item) -> str:
+        return item.nodeid.split("::")[0]
+
+    needs_smoke = {module(i) for i in items if "smoke_run" in getattr(i, "fixturenames", ())}
+    rank = {
+        module(i): 0 if module(i) == SMOKE_FIRST else 2 if module(i) in needs_smoke else 1
+        for i in items
+    }
+    items.sort(key=lambda item: rank[module(item)])  # stable: collection order within a rank
 
 
 @dataclass
@@ -97,11 +100,22 @@ SMOKE_CONFIG = (
 
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> WorkflowRun:
-    """The one full smoke run of the session (every library and regime). Tests read its outputs
-    and may add to it; a test that must change what is there works on ``copy_of`` it."""
-    workdir = tmp_path_factory.mktemp("smoke")
-    proc = run_snakemake(workdir, "--cores", "2", *SMOKE_CONFIG)
-    return WorkflowRun(workdir, "smoke-test", proc.returncode, proc.stdout + proc.stderr)
+    """The one full smoke run of the test session (every library and regime), shared by all
+    pytest-xdist workers: the first to need it runs it under a file lock, the others wait for
+    it and read what it left. Tests only read it (dry runs included); a test that changes or
+    adds to a working directory works on ``copy_of`` it."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    workdir, done = shared / "smoke-run", shared / "smoke-run.json"
+    with (shared / "smoke-run.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            workdir.mkdir(exist_ok=True)
+            proc = run_snakemake(workdir, "--cores", "2", *SMOKE_CONFIG, check=False)
+            result = {"returncode": proc.returncode, "output": proc.stdout + proc.stderr}
+            done.write_text(json.dumps(result))
+    result = json.loads(done.read_text())
+    return WorkflowRun(workdir, "smoke-test", result["returncode"], result["output"])
 
 
 def copy_of(run: WorkflowRun, dest: Path) -> WorkflowRun:

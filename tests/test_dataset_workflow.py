@@ -17,14 +17,14 @@ LOCAL_ENVS = f"envs={{'manager': 'uv', 'dir': '{REPO / '.venvs'}'}}"
 CONFIG = (
     "preset=smoke", "machine=ds-test", LOCAL_ENVS, "libraries=[pillow,albumentationsx]",
     "regimes=[micro]", "transforms=[HorizontalFlip]",
-    # Datasets are what is tested: no pipelines, no lazy-output diagnostic (jobs of their own).
-    "pipelines=[]", "lazy_outputs={'enabled': False}",
 )  # fmt: skip
+# Datasets are what is tested: no pipelines, no lazy-output diagnostic (jobs of their own).
+WITHOUT_DIAGNOSTICS = ("--configfile", str(REPO / "tests/fixtures/without-diagnostics.yaml"))
 
 
 def _run(workdir: Path, archive: Path, *extra: str, check: bool = True):
     return run_snakemake(
-        workdir, "--cores", "2", *extra, "--config", *CONFIG,
+        workdir, "--cores", "2", *extra, *WITHOUT_DIAGNOSTICS, "--config", *CONFIG,
         f"dataset={{'archive': '{archive}'}}", check=check,
     )  # fmt: skip
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, SMOKE_CONFIG, WorkflowRun
+from conftest import REPO, SMOKE_CONFIG, WorkflowRun, copy_of
 
 from augbench.analysis.figures import NAMES
 
@@ -58,20 +58,26 @@ def test_every_figure_is_written_with_its_caption(smoke_run: WorkflowRun) -> Non
     assert len(diag) == (tidy["status"] == "ok").sum()  # one diagnostics row per ok row
 
 
-def test_until_figures_regenerates_only_aggregates_and_figures(smoke_run: WorkflowRun) -> None:
-    work = smoke_run.workdir
+def test_until_figures_regenerates_only_aggregates_and_figures(
+    smoke_run: WorkflowRun, tmp_path: Path
+) -> None:
+    run = copy_of(smoke_run, tmp_path / "run")  # the shared run stays as it is for other tests
+    work = run.workdir
     raw = {p: p.stat().st_mtime_ns for p in (work / "results/raw").rglob("*.json")}
     shutil.rmtree(work / "results/figures")
     (work / "results/tables/all_results.csv").unlink()
-    assert _rules_in_dry_run(smoke_run, ["--until", "figures"], *SMOKE_CONFIG) == DOWNSTREAM
-    smoke_run.snakemake("--cores", "2", "--until", "figures", *SMOKE_CONFIG)
+    assert _rules_in_dry_run(run, ["--until", "figures"], *SMOKE_CONFIG) == DOWNSTREAM
+    run.snakemake("--cores", "2", "--until", "figures", *SMOKE_CONFIG)
     assert (work / "results/figures/winners_by_regime.png").exists()
     assert {p: p.stat().st_mtime_ns for p in raw} == raw
 
 
-def test_report_renders_with_figures_captions_and_speedup_tables(smoke_run: WorkflowRun) -> None:
-    report = smoke_run.workdir / "report.html"
-    smoke_run.snakemake("--report", str(report), *SMOKE_CONFIG)
+def test_report_renders_with_figures_captions_and_speedup_tables(
+    smoke_run: WorkflowRun, tmp_path: Path
+) -> None:
+    run = copy_of(smoke_run, tmp_path / "run")
+    report = run.workdir / "report.html"
+    run.snakemake("--report", str(report), *SMOKE_CONFIG)
     text = report.read_text()
     assert "winners_by_regime.png" in text and "throughput_micro.png" in text
     assert "Transforms won per library, by regime. Regimes: micro, cpu_dataloader" in text
@@ -79,15 +85,16 @@ def test_report_renders_with_figures_captions_and_speedup_tables(smoke_run: Work
 
 
 def test_plots_from_existing_and_external_results_runs_no_benchmark(
-    smoke_run: WorkflowRun,
+    smoke_run: WorkflowRun, tmp_path: Path
 ) -> None:
+    run = copy_of(smoke_run, tmp_path / "run")
     external = FIXTURES / "external-results"
     config = (*SMOKE_CONFIG, f"plot_from={{'mixed': ['{external}', 'results/raw']}}")
-    assert _rules_in_dry_run(smoke_run, ["plots"], *config) == {
+    assert _rules_in_dry_run(run, ["plots"], *config) == {
         "collect_results", "draw_figures", "speedup_report", "summary", "plots",
     }  # fmt: skip
-    smoke_run.snakemake("--cores", "2", "plots", *config)
-    root = smoke_run.workdir / "results/plots/mixed"
+    run.snakemake("--cores", "2", "plots", *config)
+    root = run.workdir / "results/plots/mixed"
     table = pd.read_csv(root / "tables/all_results.csv")
     assert set(table["machine"]) == {"smoke-test", "external-darwin-arm64-arm-16cpu"}
     assert (root / "figures/throughput_micro.png").exists()
@@ -97,7 +104,7 @@ def test_plots_from_existing_and_external_results_runs_no_benchmark(
     )
     # A missing source is a clear error naming it.
     bad = (*SMOKE_CONFIG, "plot_from={'gone': ['no/such/folder']}")
-    proc = smoke_run.snakemake("-n", "plots", *bad, check=False)
+    proc = run.snakemake("-n", "plots", *bad, check=False)
     assert proc.returncode != 0
     assert "no/such/folder" in proc.stdout + proc.stderr
 

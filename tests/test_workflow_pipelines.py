@@ -10,11 +10,12 @@ consistently, not for its value (smoke passes are a few images on a shared machi
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, SMOKE_CONFIG, WorkflowRun
+from conftest import REPO, SMOKE_CONFIG, WorkflowRun, copy_of
 
 from augbench import matrix
 from augbench.config import resolve
@@ -201,12 +202,13 @@ def test_speedup_table_per_pipeline_is_labelled_by_regime(smoke_run: WorkflowRun
             assert group["is_fastest"].sum() == 1
 
 
-def test_breakdown_figure_is_in_the_report(smoke_run: WorkflowRun) -> None:
-    analysis = smoke_run.workdir / "results/analysis"
+def test_breakdown_figure_is_in_the_report(smoke_run: WorkflowRun, tmp_path: Path) -> None:
+    run = copy_of(smoke_run, tmp_path / "run")  # --report writes beside the shared run's files
+    analysis = run.workdir / "results/analysis"
     assert (analysis / "pipeline_breakdown.png").stat().st_size > 1000
     caption = (analysis / "pipeline_breakdown.caption.txt").read_text()
     assert "Regime: micro, one thread" in caption and "imagenet_train" in caption
-    report = smoke_run.workdir / "pipelines-report.html"
-    smoke_run.snakemake("--report", str(report), *SMOKE_CONFIG)
+    report = run.workdir / "pipelines-report.html"
+    run.snakemake("--report", str(report), *SMOKE_CONFIG)
     text = report.read_text()
     assert "pipeline_breakdown.png" in text and "Per-step cost of each pipeline" in text

@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import SMOKE_CONFIG, run_snakemake
+from conftest import REPO, SMOKE_CONFIG, run_snakemake
 
 pytestmark = pytest.mark.workflow
 
 # The smoke config (later --config entries win), one cheap library, micro only.
+# Resolutions are what is tested: no pipelines, no lazy-output diagnostic (jobs of their own).
 CONFIG = (
+    "--configfile", str(REPO / "tests/fixtures/without-diagnostics.yaml"),
     *SMOKE_CONFIG, "libraries=[pillow]", "regimes=[micro]",
-    "pipelines=[]", "lazy_outputs={'enabled': False}",
 )  # fmt: skip
 
 

@@ -168,8 +168,8 @@ def markdown(
             "## Rows dominated by materialization (lazy-output diagnostic)",
             "",
             "Not run here (config `lazy_outputs.enabled: false`, as in the default preset): the "
-            "smoke and paper presets run it; `--config \"lazy_outputs={'enabled': True}\"` adds "
-            "it to this run.",
+            "smoke and paper presets run it; a config file with `lazy_outputs: {enabled: true}` "
+            "(`--configfile`) adds it to this run.",
             "",
         ]
     return "\n".join(lines)
