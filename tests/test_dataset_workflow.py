@@ -20,11 +20,18 @@ CONFIG = (
 )  # fmt: skip
 # Datasets are what is tested: no pipelines, no lazy-output diagnostic (jobs of their own).
 WITHOUT_DIAGNOSTICS = ("--configfile", str(REPO / "tests/fixtures/without-diagnostics.yaml"))
+# What the test reads (the figures are tested on the session's smoke run).
+TARGETS = (
+    "results/tables/all_results.csv",
+    "results/tables/speedups_micro.csv",
+    "results/tables/coverage.csv",
+    "results/analysis/summary.md",
+)
 
 
 def _run(workdir: Path, archive: Path, *extra: str, check: bool = True):
     return run_snakemake(
-        workdir, "--cores", "2", *extra, *WITHOUT_DIAGNOSTICS, "--config", *CONFIG,
+        workdir, "--cores", "2", *extra, *TARGETS, *WITHOUT_DIAGNOSTICS, "--config", *CONFIG,
         f"dataset={{'archive': '{archive}'}}", check=check,
     )  # fmt: skip
 
