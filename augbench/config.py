@@ -39,6 +39,7 @@ def schema(basedir: Path) -> dict[str, Any]:
     props["libraries"]["items"]["enum"] = list(matrix.LIBRARIES)
     props["regimes"]["items"]["enum"] = list(matrix.REGIMES)
     props["resolution_regimes"]["items"]["enum"] = list(matrix.REGIMES)
+    props["cpu_dataloader"]["properties"]["job_per"]["enum"] = list(matrix.DATALOADER_JOB_PER)
     props["transforms"]["oneOf"][1]["items"]["enum"] = catalog.names()
     return doc
 

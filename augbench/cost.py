@@ -165,8 +165,7 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
                 if row_images is not None:
                     shares[key].append(row["pyperf_processes"] / max(params["processes"], 1))
         bench = run_dir / "benchmarks" / path.relative_to(raw).with_suffix(".tsv")
-        shared_by = params.get("settings_in_job") or []
-        if len(shared_by) > 1:  # a job_per: library job: one benchmark file for its settings
+        if params.get("settings_in_job"):  # a job_per: library job: one benchmark file for all
             bench = bench.with_name(f"{matrix.dataloader_library_job(params['shard'])}.tsv")
         jobs[bench].append((key, work))
     for bench, members in jobs.items():

@@ -40,29 +40,20 @@ class Planned:
 
 
 def cost_parts(job: Planned, shards: dict[str, dict[str, list[str]]]) -> list[cost.Job]:
-    """The cost model's jobs that make up one planned job: one per result file it writes (the
-    model costs each file: its work plus its share of the job's overhead); empty for rules
-    without a model (targets like all)."""
-    if job.rule in ("micro", "cpu_dataloader", "gpu_dataloader", "dali", "dali_cpu"):
+    """The cost model's jobs that make up one planned job: a benchmark job is one per result
+    file it writes (the model costs each file: its work plus its share of the job's overhead);
+    any other job is itself; empty for rules without a model (targets like all)."""
+    if job.rule in cost.BENCH_KINDS:
         outputs = job.outputs or (job.output,)
         return [
             dataclasses.replace(cost.job_from_result_path(out, shards), share=len(outputs))
             for out in outputs
         ]
-    single = cost_job(job, shards)
-    return [single] if single is not None else []
-
-
-def cost_job(job: Planned, shards: dict[str, dict[str, list[str]]]) -> cost.Job | None:
-    """The cost model's view of a planned job (its first result file); None for rules without
-    one (targets like all)."""
-    if job.rule in ("micro", "cpu_dataloader", "gpu_dataloader", "dali", "dali_cpu"):
-        return cost.job_from_result_path(job.output, shards)
     if job.rule == "build_env" or job.rule in cost.DIAGNOSTIC_KINDS:
-        return cost.Job(job.rule, job.wildcards.get("library", ""))
+        return [cost.Job(job.rule, job.wildcards.get("library", ""))]
     if job.rule in cost.SETUP_KINDS or job.rule in ANALYSIS_RULES:
-        return cost.Job(job.rule)
-    return None
+        return [cost.Job(job.rule)]
+    return []
 
 
 def phase_of(kind: str) -> str:

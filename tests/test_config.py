@@ -48,6 +48,10 @@ def test_user_values_override_the_preset() -> None:
         ({"dataset": {"archive": "x.zip"}}, "dataset.archive: 'x.zip' does not match"),
         ({"num_images": 0}, "num_images: 0 is less than the minimum of 1"),
         ({"typo_key": 1}, "'typo_key' was unexpected"),
+        (
+            {"cpu_dataloader": {"job_per": "node"}},
+            "cpu_dataloader.job_per: 'node' is not one of ['setting', 'library']",
+        ),
     ],
 )
 def test_bad_values_are_named_with_allowed_ones(override: dict, needle: str) -> None:

@@ -248,3 +248,18 @@ def test_pipeline_jobs_are_modelled_by_their_wall_time(tmp_path: Path) -> None:
     assert seconds[cost.Job("pipeline_breakdown", "pillow")] == 6.0
     assert seconds[cost.Job("pipeline_breakdown", "kornia")] is None
     assert basis[cost.Job("pipeline_breakdown", "kornia")].startswith("none")
+
+
+def test_a_job_per_library_job_of_one_setting_is_found_by_its_job_name(tmp_path: Path) -> None:
+    """A --settings job names its benchmark file after the job even when it measured a single
+    setting (job_per: library with one scope and one worker count)."""
+    dl = {"images_per_run": 12, "num_runs": 2, "baseline_runs": 1, "shard": "s000",
+          "settings_in_job": ["decode-w2"]}  # fmt: skip
+    ok = {"HorizontalFlip": {"status": "ok", "median_throughput": 48.0}}  # 48 images: 1 s
+    raw = tmp_path / "results/raw/laptop/cpu_dataloader/pillow/decode-w2-s000.json"
+    raw.parent.mkdir(parents=True)
+    raw.write_text(json.dumps({"metadata": {"benchmark_params": dl}, "results": ok}))
+    bench = tmp_path / "benchmarks/laptop/cpu_dataloader/pillow/all-settings-s000.tsv"
+    bench.parent.mkdir(parents=True)
+    bench.write_text("s\th:m:s\n5.0\t0:00:05\n")
+    assert cost.learn(tmp_path)[("cpu_dataloader", "pillow")].overhead_s == pytest.approx(4.0)

@@ -163,9 +163,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.output = args.outputs[0]
     elif args.scope is None or args.workers is None or args.output is None:
         p.error("give --scope, --workers and --output, or --settings and --outputs")
-    for scope, workers in args.setting_list:
-        if workers < 0:
-            p.error(f"--settings: {scope}-w{workers}: workers must be >= 0")
     for name in (
         "workers",
         "batch_size",
@@ -1023,12 +1020,10 @@ def measure_setting(args: argparse.Namespace) -> None:
             "timer_backend": "time.perf_counter",
             "slow_transform_policy": policy.to_dict(),
             "shard": args.shard,
-            # The settings that shared this job's process, in the order they ran; with more than
-            # one, the job's log and benchmark file are matrix.dataloader_library_job(shard).
-            "settings_in_job": [
-                matrix.dataloader_setting(scope, workers)
-                for scope, workers in (args.setting_list or [(args.scope, args.workers)])
-            ],
+            # A --settings job (job_per: library): the settings its one process measured, in
+            # order; its log and benchmark file are matrix.dataloader_library_job(shard). Empty
+            # for a job of one setting, named after its result file.
+            "settings_in_job": [matrix.dataloader_setting(s, w) for s, w in args.setting_list],
             "transforms": transforms,
             "recipes": {
                 t: args.pipelines[t].recipe if t in args.pipelines else recipes.recipe_name(t)

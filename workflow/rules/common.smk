@@ -556,7 +556,9 @@ def pipeline_dataloader_results():
     if not PIPELINES or "cpu_dataloader" not in REGIMES:
         return []
     return [
-        pipeline_result("cpu_dataloader", f"{scope}-w{workers}", lib, MACHINE)
+        pipeline_result(
+            "cpu_dataloader", matrix.dataloader_setting(scope, workers), lib, MACHINE
+        )
         for lib in matrix.libraries_for("cpu_dataloader", LIBRARIES)
         for scope in PIPELINE_RUNS["dataloader_scopes"]
         for workers in PIPELINE_RUNS["dataloader_workers"]
