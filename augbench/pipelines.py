@@ -43,9 +43,11 @@ from typing import Any
 from augbench import catalog
 
 TARGETS: tuple[str, ...] = ("mask", "bboxes", "keypoints")
-# The one target this harness passes through the libraries' own APIs, per library. Other
-# libraries with such a pipeline get a `skipped` row saying so (not timed without the target).
-DRIVEN_TARGETS: dict[str, frozenset[str]] = {"albumentationsx": frozenset({"mask"})}
+# Which targets each library's adapter passes through its own API is ``Adapter.driven_targets``
+# (AlbumentationsX and Kornia: the mask, in the CPU regimes). A library with a pipeline whose
+# target it is not driven for gets a `skipped` row saying so (never timed without the target).
+# No GPU path carries a target yet:
+GPU_DRIVEN_TARGETS: frozenset[str] = frozenset()
 DIAGNOSTIC_STEPS: dict[str, dict[str, float]] = {"Sleep": {"ms": 5.0}}
 TAIL_STEP, TENSOR_STEP = "Normalize", "ToTensor"
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -265,18 +267,32 @@ def from_json(text: str) -> dict[str, Pipeline]:
 
 
 # -- per-library support and builders (library environment) ---------------------------------
+def driven_targets_by_library() -> dict[str, list[str]]:
+    """Libraries whose adapter drives at least one target (CPU regimes), for messages."""
+    from augbench import adapters
+
+    driven = {name: sorted(adapters.get(name).driven_targets) for name in adapters.names()}
+    return {name: targets for name, targets in driven.items() if targets}
+
+
 def support_problem(
     adapter: Any,
     pipeline: Pipeline,
     step_reason: Callable[[str], str | None] | None = None,
+    driven: frozenset[str] | None = None,
+    where: str = "",
 ) -> tuple[str, str, dict[str, Any]] | None:
     """(status, reason, fields) when the library cannot run the pipeline as defined, else None.
     The first step the library lacks is named; a target this harness does not drive for the
     library gives a `skipped` row (the pipeline is never timed without its targets).
     ``step_reason(name)`` says why a step does not run (None: it runs); by default the adapter's
-    CPU mapping decides, the GPU regimes pass :func:`gpu_step_reason`."""
+    CPU mapping decides, the GPU regimes pass :func:`gpu_step_reason`. ``driven`` is the targets
+    the regime passes through the library (default: the adapter's, in the CPU regimes); ``where``
+    names a regime that drives fewer (the GPU ones)."""
     if step_reason is None:
         step_reason = _cpu_step_reason(adapter)
+    if driven is None:
+        driven = frozenset(getattr(adapter, "driven_targets", frozenset()))
     for index, step in enumerate(pipeline.steps):
         if step.name in (TAIL_STEP, TENSOR_STEP):
             continue
@@ -287,13 +303,17 @@ def support_problem(
                 f"step {index + 1} {step.name}: {reason}",
                 {"unsupported_step": step.name, "unsupported_step_index": index},
             )
-    undriven = [t for t in pipeline.targets if t not in DRIVEN_TARGETS.get(adapter.name, ())]
+    undriven = [t for t in pipeline.targets if t not in driven]
     if undriven:
+        if where:
+            scope = f"{where} carry no target yet"
+        else:
+            listed = ", ".join(f"{lib}: {t}" for lib, t in driven_targets_by_library().items())
+            scope = f"driven in the CPU regimes: {listed}"
         return (
             "skipped",
             f"step 1 {pipeline.steps[0].name}: augbench does not pass the {undriven[0]} target "
-            f"through {adapter.name}'s API yet (driven: "
-            f"{', '.join(f'{lib}: {sorted(t)}' for lib, t in DRIVEN_TARGETS.items())})",
+            f"through {adapter.name}'s API {'here' if where else 'yet'} ({scope})",
             {"unsupported_step": pipeline.steps[0].name, "unsupported_target": undriven[0]},
         )
     return None
@@ -325,7 +345,9 @@ def gpu_step_reason(adapter: Any) -> Callable[[str], str | None]:
 def gpu_support_problem(adapter: Any, pipeline: Pipeline) -> tuple[str, str, dict[str, Any]] | None:
     """:func:`support_problem` for the GPU regimes. Besides missing steps and targets: the GPU
     regimes check a float32 batch, so a pipeline not ending in ``Normalize`` is an ``error``."""
-    problem = support_problem(adapter, pipeline, gpu_step_reason(adapter))
+    problem = support_problem(
+        adapter, pipeline, gpu_step_reason(adapter), GPU_DRIVEN_TARGETS, "augbench's GPU regimes"
+    )
     if problem is None and not pipeline.ends_in_tensor:
         last = pipeline.steps[-1].name
         return (
@@ -399,25 +421,20 @@ def build_unit(adapter: Any, steps: list[Step]) -> Callable[[Any], Any]:
 
 
 class MaskUnit:
-    """One unit applied to ``{"image", "mask"}`` through the library's own call API
-    (AlbumentationsX: ``transform(image=..., mask=...)``), so geometry moves the mask with the
-    image; steps without a mask meaning (Normalize, Sleep) pass the mask through."""
+    """One unit applied to ``{"image", "mask"}`` through the library's own joint call
+    (``Adapter.with_mask``: AlbumentationsX ``transform(image=..., mask=...)``, Kornia
+    ``AugmentationSequential(..., data_keys=["input", "mask"])``), so geometry moves the mask
+    with the image; steps without a mask meaning (Normalize, Sleep) pass the mask through."""
 
-    def __init__(self, fn: Callable[[Any], Any]) -> None:
+    def __init__(self, adapter: Any, fn: Callable[[Any], Any]) -> None:
         self.fn = fn
-        self.library_transform = getattr(fn, "albumentations_transform", None)
+        self.joint = adapter.with_mask(fn)
 
     def __call__(self, sample: dict[str, Any]) -> dict[str, Any]:
-        if self.library_transform is not None:
-            return dict(self.library_transform(image=sample["image"], mask=sample["mask"]))
+        if self.joint is not None:
+            image, mask = self.joint(sample["image"], sample["mask"])
+            return {"image": image, "mask": mask}
         return {"image": self.fn(sample["image"]), "mask": sample["mask"]}
-
-
-def synthetic_mask(adapter: Any, image: Any) -> Any:
-    """A uint8 HxWx1 label map derived from the image (first channel above 127): the dataset has
-    no masks, and a derived one has the image's size and real structure. It keeps a channel
-    axis: AlbumentationsX 2.5.1 (albucore warp_affine) raises IndexError warping a 2-D mask."""
-    return (adapter.to_array(image)[..., :1] > 127).astype("uint8")
 
 
 def build_units(adapter: Any, pipeline: Pipeline) -> list[tuple[str, Callable[[Any], Any]]]:
@@ -425,7 +442,7 @@ def build_units(adapter: Any, pipeline: Pipeline) -> list[tuple[str, Callable[[A
     ``{"image", "mask"}`` samples."""
     units = [(label, build_unit(adapter, steps)) for label, steps in pipeline.units()]
     if "mask" in pipeline.targets:
-        units = [(label, MaskUnit(fn)) for label, fn in units]
+        units = [(label, MaskUnit(adapter, fn)) for label, fn in units]
     return units
 
 
@@ -439,7 +456,7 @@ def materialize(adapter: Any, output: Any, source: Any) -> Any:
 def prepare(adapter: Any, pipeline: Pipeline, image: Any) -> Any:
     """The input of the first step: the image, or the image with its targets."""
     if "mask" in pipeline.targets:
-        return {"image": image, "mask": synthetic_mask(adapter, image)}
+        return {"image": image, "mask": adapter.make_mask(image)}
     return image
 
 
@@ -485,8 +502,9 @@ def scaled_policy(policy: Any, pipeline: Pipeline) -> Any:
     return replace(policy, max_seconds_per_item=policy.max_seconds_per_item * steps)
 
 
-def row_fields(pipeline: Pipeline, adapter: Any | None = None) -> dict[str, Any]:
-    """What every row of a pipeline carries, whatever its status or regime."""
+def row_fields(pipeline: Pipeline, adapter: Any | None = None, gpu: bool = False) -> dict[str, Any]:
+    """What every row of a pipeline carries, whatever its status or regime (``gpu``: a GPU
+    regime's row, where no target is driven)."""
     fields: dict[str, Any] = {
         "pipeline": pipeline.name,
         "transform": pipeline.name,
@@ -498,4 +516,7 @@ def row_fields(pipeline: Pipeline, adapter: Any | None = None) -> dict[str, Any]
     }
     if adapter is not None:
         fields["recipe_calls"] = mapping_calls(adapter, pipeline)
+        driven = GPU_DRIVEN_TARGETS if gpu else adapter.driven_targets
+        if "mask" in pipeline.targets and "mask" in driven:
+            fields["mask_call"] = adapter.mask_call
     return fields

@@ -10,6 +10,7 @@ every mapping declared ``multichannel`` runs on the 9-channel image and keeps 9 
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 from functools import cache
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from augbench import adapters, catalog
+from augbench import adapters, catalog, pipelines
 
 pytestmark = pytest.mark.envs
 
@@ -68,6 +69,33 @@ NATIVE_DTYPE = {
 }
 
 
+# Pipelines with a mask target (augbench.pipelines, Adapter.with_mask), run by the libraries that
+# drive the mask on a binary image whose mask is the image itself: after a geometric step the
+# mask must still cover the same pixels as the image (bilinear image edges vs nearest mask
+# edges aside); after any other step it must be unchanged. Intensity steps come after the
+# geometric ones (a colour jitter may push white below the threshold the check reads). The
+# blobs are left-right asymmetric, so a mask left behind by a flip disagrees with the image.
+MASK_CASES: list[tuple[str, list[Any]]] = [
+    ("seg", [{"LongestMaxSize": {"max_size": 400}}, {"PadIfNeeded": {"size": [416, 416]}},
+             "Affine", "Normalize", "ToTensor"]),
+    ("mixed", ["HorizontalFlip", "Rotate", "RandomResizedCrop", "ColorJitter", "GaussianBlur",
+               "Normalize"]),
+]  # fmt: skip
+GEOMETRIC_STEPS = {
+    "LongestMaxSize", "PadIfNeeded", "Affine", "HorizontalFlip", "Rotate", "RandomResizedCrop"
+}  # fmt: skip
+MASK_LIBRARIES = [lib for lib in LIBRARIES if "mask" in adapters.get(lib).driven_targets]
+
+
+def blobs_image() -> np.ndarray:
+    """White shapes on black (uint8 HxWx3): a rectangle at the top-left and a disk right of it."""
+    image = np.zeros((H, W, 3), np.uint8)
+    image[30:150, 20:140] = 255
+    rows, cols = np.ogrid[:H, :W]
+    image[(rows - 170) ** 2 + (cols - 250) ** 2 <= 40**2] = 255
+    return image
+
+
 def base_image() -> np.ndarray:
     from skimage import data
 
@@ -111,7 +139,7 @@ def library_python(library: str) -> Path:
 @cache
 def probe(library: str, workdir: Path) -> tuple[dict[str, dict[str, Any]], Path]:
     out = workdir / library
-    images = {"rect": base_image(), "square": base_image()[:, :H]}
+    images = {"rect": base_image(), "square": base_image()[:, :H], "blobs": blobs_image()}
     paths = {}
     for key, array in images.items():
         paths[key] = workdir / f"{key}.npy"
@@ -123,6 +151,11 @@ def probe(library: str, workdir: Path) -> tuple[dict[str, dict[str, Any]], Path]
                 "library": library,
                 "images": {k: str(p) for k, p in paths.items()},
                 "cases": _cases(library),
+                "mask_cases": [
+                    {"id": f"mask-{case_id}", "steps": steps, "image": "blobs", "seed": 3}
+                    for case_id, steps in MASK_CASES
+                    if library in MASK_LIBRARIES
+                ],
             }
         )
     )
@@ -259,3 +292,38 @@ def test_deterministic_settings_agree_across_libraries(
             f"{name}: {lib} vs {reference_lib}: max |diff| {diff.max():.1f} > {tolerance} "
             f"(mean {diff.mean():.3f})"
         )
+
+
+@pytest.mark.parametrize("library", MASK_LIBRARIES)
+@pytest.mark.parametrize("case_id", [c[0] for c in MASK_CASES])
+def test_the_mask_moves_with_the_image_through_the_librarys_own_api(
+    library: str, case_id: str, probes
+) -> None:
+    record = _ok(probes[library][f"mask-{case_id}"])
+    steps = record["steps"]
+    pipe = pipelines.parse({"name": "m", "targets": ["mask"], "steps": dict(MASK_CASES)[case_id]})
+    expected = ["input", *(label for label, _ in pipe.units())]
+    assert [s["label"] for s in steps] == expected
+    half = 0.5 if library == "kornia" else 127.5
+
+    def arrays(step: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+        stem = Path(record["dir"]) / step["stem"]
+        return np.load(f"{stem}_image.npy"), np.load(f"{stem}_mask.npy")
+
+    image, mask = arrays(steps[0])
+    assert np.array_equal(image[..., 0] > half, mask[..., 0] > 0)  # the mask is the image
+    for previous, step in itertools.pairwise(steps):
+        image, mask = arrays(step)
+        _, before = arrays(previous)
+        name = step["label"].split("+")[0]
+        assert mask.shape[2] == 1 and set(np.unique(mask)) <= {0, 1}, (step, np.unique(mask))
+        if name not in GEOMETRIC_STEPS:
+            assert np.array_equal(mask, before), f"{library} {name} changed the mask"
+            continue
+        assert step["joint_call"], step
+        assert mask.shape[:2] == image.shape[:2], (name, mask.shape, image.shape)
+        agreement = np.mean((image[..., 0] > half) == (mask[..., 0] > 0))
+        assert agreement >= 0.97, f"{library} {name}: mask and image agree on {agreement:.3f}"
+        if name == "HorizontalFlip":  # exact, and a mask left in place would disagree
+            assert agreement == 1.0
+            assert np.mean((image[..., 0] > half) == (before[..., 0] > 0)) < 0.9

@@ -112,7 +112,6 @@ def _shipped(name: str) -> pipelines.Pipeline:
         ("pillow", "imagenet_train", "unsupported", "ColorJitter"),
         ("torchvision", "highres_segmentation", "unsupported", "PadIfNeeded"),
         ("pillow", "highres_segmentation", "unsupported", "PadIfNeeded"),
-        ("kornia", "highres_segmentation", "skipped", "LongestMaxSize"),
         ("pillow", "train_heavy", "unsupported", "ColorJitter"),
     ],
 )
@@ -125,10 +124,32 @@ def test_a_library_lacking_a_step_or_target_names_it(
     assert step in problem[1] and problem[2]["unsupported_step"] == step
 
 
+def test_an_undriven_target_is_a_skipped_row_naming_it_and_who_drives_it() -> None:
+    flip = pipelines.parse(
+        {"name": "flip_seg", "targets": ["mask"], "steps": ["HorizontalFlip", "Normalize"]}
+    )
+    for library in ("torchvision", "pillow"):  # every step maps; the mask is not driven
+        status, reason, fields = pipelines.support_problem(adapters.get(library), flip)  # type: ignore[misc]
+        assert status == "skipped" and fields["unsupported_target"] == "mask"
+        assert "albumentationsx: ['mask'], kornia: ['mask']" in reason, reason
+    for library in ("albumentationsx", "kornia"):
+        assert pipelines.support_problem(adapters.get(library), flip) is None
+        assert "mask" in pipelines.row_fields(flip, adapters.get(library))["mask_call"]
+    # No GPU path carries a target: the GPU regimes skip it, naming the mask.
+    status, reason, _ = pipelines.gpu_support_problem(adapters.get("kornia"), flip)  # type: ignore[misc]
+    assert status == "skipped" and "GPU regimes carry no target" in reason
+    assert "mask_call" not in pipelines.row_fields(flip, adapters.get("kornia"), gpu=True)
+    boxes = pipelines.parse({"name": "boxes", "targets": ["bboxes"], "steps": ["HorizontalFlip"]})
+    status, reason, _ = pipelines.support_problem(adapters.get("albumentationsx"), boxes)  # type: ignore[misc]
+    assert status == "skipped" and "bboxes" in reason
+
+
 def test_supported_pipelines_have_no_problem_and_record_calls() -> None:
     albx = adapters.get("albumentationsx")
     for name in SHIPPED:
         assert pipelines.support_problem(albx, _shipped(name)) is None
+    seg = _shipped("highres_segmentation")
+    assert pipelines.support_problem(adapters.get("kornia"), seg) is None  # the mask, driven
     calls = pipelines.mapping_calls(albx, _shipped("imagenet_train"))
     assert calls[-2] == albx.recipe_tail_call and calls[-1] == "(part of Normalize)"
 

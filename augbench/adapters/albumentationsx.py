@@ -63,6 +63,26 @@ class AlbumentationsXAdapter(Adapter):
     def from_array(self, array: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(array)
 
+    # -- mask target (pipelines) ---------------------------------------------------------------
+    driven_targets = frozenset({"mask"})
+    mask_call = "transform(image=image, mask=mask) (mask: uint8 HxWx1)"
+
+    def make_mask(self, image: np.ndarray) -> np.ndarray:
+        # Keeps a channel axis: AlbumentationsX 2.5.1 (albucore warp_affine) raises IndexError
+        # warping a 2-D mask.
+        return (image[..., :1] > 127).astype(np.uint8)
+
+    def with_mask(self, transform: Transform) -> Any:
+        own = getattr(transform, "albumentations_transform", None)
+        if own is None:  # the recipe tail: no mask meaning
+            return None
+
+        def apply(image: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            out = own(image=image, mask=mask)
+            return out["image"], out["mask"]
+
+        return apply
+
     def _mappings(self) -> dict[str, Mapping]:
         linear = "cv2.INTER_LINEAR"
         const = "cv2.BORDER_CONSTANT"

@@ -123,6 +123,25 @@ class Adapter:
         stops."""
         return layout.materialize(output, source)
 
+    # -- targets (pipelines with a mask) -------------------------------------------------------
+    # Targets this harness passes through the library's own call API (augbench.pipelines reads
+    # this; a pipeline with another target gets a `skipped` row for the library).
+    driven_targets: frozenset[str] = frozenset()
+    # Human-readable form of how a mask travels with the image, recorded with pipeline rows.
+    mask_call: str = ""
+
+    def make_mask(self, image: Any) -> Any:
+        """The library's mask for a native image: a binary label map (first channel above 127),
+        in the form the library's own mask API takes. The dataset has no masks; a derived one has
+        the image's size and real structure."""
+        raise NotImplementedError(f"augbench does not drive masks through {self.name}")
+
+    def with_mask(self, transform: Transform) -> Callable[[Any, Any], tuple[Any, Any]] | None:
+        """``transform`` applied to (image, mask) through the library's own API, so geometry
+        moves the mask with the image; None where the callable has no mask meaning (the recipe
+        tail, a plain filter function): the mask then passes through unchanged."""
+        return None
+
     # -- provenance ----------------------------------------------------------------------------
     def versions(self) -> dict[str, str]:
         out: dict[str, str] = {}

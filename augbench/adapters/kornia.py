@@ -54,6 +54,36 @@ class KorniaAdapter(Adapter):
         chw = torch.from_numpy(np.ascontiguousarray(array)).permute(2, 0, 1)
         return chw.float().div_(255.0)[None]
 
+    # -- mask target (pipelines) ---------------------------------------------------------------
+    driven_targets = frozenset({"mask"})
+    mask_call = (
+        "K.AugmentationSequential(step, data_keys=['input', 'mask'])(image, mask) "
+        "(mask: float32 1x1xHxW in {0, 1})"
+    )
+
+    def make_mask(self, image: Any) -> Any:
+        # v / 255 > 0.5 exactly where the 8-bit value v > 127: the same map as AlbumentationsX's.
+        return (image[:, :1] > 0.5).float()
+
+    def with_mask(self, transform: Transform) -> Any:
+        """Kornia's own joint API: one ``AugmentationSequential`` per step (the breakdown times
+        steps one by one), which applies the step's geometry to the mask with nearest
+        resampling and leaves it alone for intensity steps. Plain functions (the recipe tail,
+        ``unsharp_mask``) have no mask meaning."""
+        import torch
+
+        if not isinstance(transform, torch.nn.Module):
+            return None
+        import kornia.augmentation as K
+
+        joint = K.AugmentationSequential(transform, data_keys=["input", "mask"])
+
+        def apply(image: Any, mask: Any) -> tuple[Any, Any]:
+            out_image, out_mask = joint(image, mask)
+            return out_image, out_mask
+
+        return apply
+
     def _mappings(self) -> dict[str, Mapping]:
         mappings = {
             "Resize": Mapping(

@@ -432,7 +432,7 @@ def pipeline_fields(
         "device": device_name,
         "decoder": DECODER if args.scope == "decode" else f"{DECODER}, before the clock",
         **env.row_fields(),
-        **pipelines.row_fields(pipeline, adapter),
+        **pipelines.row_fields(pipeline, adapter, gpu=True),
         # Each randomness mode is its own comparison group, as for single transforms: a
         # batch-shared row is never ranked against a per-sample one.
         "variant": f"{pipelines.VARIANT}-{args.randomness}",

@@ -7,7 +7,10 @@ request file, writes one ``<id>_<call>.npy`` per output (HWC, the native dtype a
 
 Request: {"library": str, "images": {key: path to an HWC uint8 .npy}, "cases": [{"id",
 "transform", "image" (a key), "params" (overrides of the canonical ones), "channels" (3 or 9),
-"calls", "seed"}]}.
+"calls", "seed"}], "mask_cases": [{"id", "steps" (a pipeline's steps), "image" (a key),
+"seed"}]}. A mask case runs the steps as a pipeline with a mask target (augbench.pipelines, the
+library's own joint API) and saves, per step, ``<id>_<step>_image.npy`` and
+``<id>_<step>_mask.npy`` (HWC; step -1 is the input).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from augbench import adapters, catalog
+from augbench import adapters, catalog, pipelines
 
 
 def native_to_hwc(output: Any) -> tuple[np.ndarray, str, list[int]]:
@@ -96,6 +99,39 @@ def run_case(
     return record
 
 
+def run_mask_case(
+    adapter: adapters.Adapter, base: np.ndarray, case: dict[str, Any], out: Path
+) -> dict[str, Any]:
+    record: dict[str, Any] = {"id": case["id"], "steps": []}
+    try:
+        pipeline = pipelines.parse(
+            {"name": f"mask_{case['id']}", "targets": ["mask"], "steps": case["steps"]}
+        )
+        seed_everything(case.get("seed", 0))
+        units = pipelines.build_units(adapter, pipeline)
+        for _, unit in units:
+            own = getattr(unit.fn, "albumentations_transform", None)
+            if own is not None:
+                own.set_random_seed(case.get("seed", 0))
+        image = adapter.from_array(base)
+        sample = pipelines.prepare(adapter, pipeline, image)
+        for index, (label, unit) in enumerate([("input", None), *units]):
+            if unit is not None:
+                sample = pipelines.materialize(adapter, unit(sample), sample)
+            stem = f"{case['id']}_{index - 1}"
+            np.save(out / f"{stem}_image.npy", native_to_hwc(sample["image"])[0])
+            mask, dtype, shape = native_to_hwc(sample["mask"])
+            np.save(out / f"{stem}_mask.npy", mask)
+            record["steps"].append(
+                {"label": label, "stem": stem, "mask_dtype": dtype, "mask_shape": shape,
+                 "joint_call": unit is not None and unit.joint is not None}
+            )  # fmt: skip
+    except Exception as exc:
+        record["error"] = f"{type(exc).__name__}: {exc}"
+        record["traceback"] = traceback.format_exc()[-2000:]
+    return record
+
+
 def main() -> int:
     request = json.loads(Path(sys.argv[1]).read_text())
     out = Path(sys.argv[2])
@@ -105,6 +141,10 @@ def main() -> int:
     images = {key: np.load(path) for key, path in request["images"].items()}
     report = [
         run_case(adapter, images[case.get("image", "rect")], case, out) for case in request["cases"]
+    ]
+    report += [
+        run_mask_case(adapter, images[case.get("image", "rect")], case, out)
+        for case in request.get("mask_cases", [])
     ]
     (out / "report.json").write_text(json.dumps(report, indent=1))
     return 0
