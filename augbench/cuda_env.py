@@ -241,13 +241,44 @@ def detect(
     )
 
 
-def detect_torch() -> CudaEnv:
-    import torch
+def torch_build_info(package: Path | None = None) -> tuple[str, str | None] | None:
+    """(torch version, ``torch.version.cuda``) read from ``version.py`` of the installed torch
+    (or of the ``package`` folder) without importing torch (seconds on a small machine); None
+    where that file is not there or not in the form torch writes (the caller imports torch)."""
+    if package is None:
+        import importlib.util
 
+        spec = importlib.util.find_spec("torch")
+        if spec is None or not spec.origin:
+            return None
+        package = Path(spec.origin).parent
+    try:
+        text = (package / "version.py").read_text()
+    except OSError:
+        return None
+    version = re.search(r"^__version__\s*=\s*'([^']+)'", text, re.M)
+    cuda = re.search(r"^cuda\s*(?::[^=]*)?=\s*(?:'([^']+)'|None)\s*$", text, re.M)
+    if version is None or cuda is None:
+        return None
+    return version.group(1), cuda.group(1)
+
+
+def detect_torch() -> CudaEnv:
+    """The verdict for a torch env. Without an NVIDIA driver no probe runs, so torch is not
+    imported at all (its CUDA build is read from its files): a GPU job on a CPU-only machine
+    writes its `skipped` rows in a fraction of a second instead of after a torch import."""
+    driver = find_driver()
+    build = torch_build_info() if driver[0] is None else None
+    if build is None:
+        import torch
+
+        build = torch.__version__, torch.version.cuda
+    version, cuda = build
     return detect(
-        torch.version.cuda,
+        cuda,
         torch_probe,
-        runtime_source=f"torch {torch.__version__.split('+')[0]}, torch.version.cuda",
+        runtime_source=f"torch {version.split('+')[0]}, torch.version.cuda",
+        driver=driver,
     )
 
 

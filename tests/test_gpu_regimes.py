@@ -386,6 +386,22 @@ def test_detect_runs_the_probe_only_with_a_driver_and_keeps_its_error() -> None:
     assert env.verdict == "no_device"
 
 
+def test_torch_build_is_read_from_its_version_file_without_importing_torch(tmp_path: Path) -> None:
+    def write(text: str) -> Path:
+        folder = tmp_path / str(len(list(tmp_path.iterdir())))
+        folder.mkdir()
+        (folder / "version.py").write_text(text)
+        return folder
+
+    cuda = write("__version__ = '2.13.0+cu130'\ncuda: Optional[str] = '13.0'\nhip = None\n")
+    assert cuda_env.torch_build_info(cuda) == ("2.13.0+cu130", "13.0")
+    cpu = write("__version__ = '2.13.0+cpu'\ncuda: Optional[str] = None\n")
+    assert cuda_env.torch_build_info(cpu) == ("2.13.0+cpu", None)
+    # Anything else (no file, another form): None, and detect_torch imports torch instead.
+    assert cuda_env.torch_build_info(write("cuda = get_cuda()\n")) is None
+    assert cuda_env.torch_build_info(tmp_path / "missing") is None
+
+
 def test_gpu_required_fails_with_driver_runtime_and_advice() -> None:
     env = cuda_env.classify("535.104.05", "13.0", device_count=1, runtime_source="torch 2.13.0")
     cuda_env.require(env, "optional", "job")  # optional: rows say it, the job goes on

@@ -453,11 +453,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     transforms, policy, plan, files = job.transforms, job.policy, job.plan, job.files
 
-    import torch
-
-    thread_settings = {"policy": GPU_REGIME_THREADS.to_dict(), **GPU_REGIME_THREADS.apply_runtime()}
-    env = cuda_env.detect_torch()
+    env = cuda_env.detect_torch()  # imports torch only where a driver is there to probe
     cuda_env.require(env, args.gpu, f"{REGIME} job ({args.library}, {args.scope})")
+    if env.verdict != "no_device":
+        import torch  # noqa: F401  (loaded before the thread policy is applied to it)
+    thread_settings = {"policy": GPU_REGIME_THREADS.to_dict(), **GPU_REGIME_THREADS.apply_runtime()}
     device_name = env.device_name if env.ok else f"{env.verdict}: {env.reason}"
     if env.verdict == "no_device":
         device_name = gpu_recipes.SKIP_NO_CUDA
@@ -547,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
             "variant": args.randomness,
             "device": device_name,
             "cuda_available": env.ok,
-            "torch_cuda_version": torch.version.cuda,
+            "torch_cuda_version": env.cuda_runtime,
             "cuda_env": env.to_dict(),
         },
     )
