@@ -46,8 +46,9 @@ TARGETS: tuple[str, ...] = ("mask", "bboxes", "keypoints")
 # Which targets each library's adapter passes through its own API is ``Adapter.driven_targets``
 # (AlbumentationsX and Kornia: the mask, in the CPU regimes). A library with a pipeline whose
 # target it is not driven for gets a `skipped` row saying so (never timed without the target).
-# No GPU path carries a target yet:
-GPU_DRIVEN_TARGETS: frozenset[str] = frozenset()
+# In the GPU regimes, Kornia carries the mask (its own AugmentationSequential on the device
+# batches); no other GPU path carries a target yet.
+GPU_DRIVEN_TARGETS: dict[str, frozenset[str]] = {"kornia": frozenset({"mask"})}
 DIAGNOSTIC_STEPS: dict[str, dict[str, float]] = {"Sleep": {"ms": 5.0}}
 TAIL_STEP, TENSOR_STEP = "Normalize", "ToTensor"
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -306,7 +307,8 @@ def support_problem(
     undriven = [t for t in pipeline.targets if t not in driven]
     if undriven:
         if where:
-            scope = f"{where} carry no target yet"
+            listed = ", ".join(f"{lib}: {sorted(t)}" for lib, t in GPU_DRIVEN_TARGETS.items())
+            scope = f"{where} carry targets only for {listed}"
         else:
             listed = ", ".join(f"{lib}: {t}" for lib, t in driven_targets_by_library().items())
             scope = f"driven in the CPU regimes: {listed}"
@@ -346,7 +348,11 @@ def gpu_support_problem(adapter: Any, pipeline: Pipeline) -> tuple[str, str, dic
     """:func:`support_problem` for the GPU regimes. Besides missing steps and targets: the GPU
     regimes check a float32 batch, so a pipeline not ending in ``Normalize`` is an ``error``."""
     problem = support_problem(
-        adapter, pipeline, gpu_step_reason(adapter), GPU_DRIVEN_TARGETS, "augbench's GPU regimes"
+        adapter,
+        pipeline,
+        gpu_step_reason(adapter),
+        GPU_DRIVEN_TARGETS.get(adapter.name, frozenset()),
+        "augbench's GPU regimes",
     )
     if problem is None and not pipeline.ends_in_tensor:
         last = pipeline.steps[-1].name
@@ -516,7 +522,9 @@ def row_fields(pipeline: Pipeline, adapter: Any | None = None, gpu: bool = False
     }
     if adapter is not None:
         fields["recipe_calls"] = mapping_calls(adapter, pipeline)
-        driven = GPU_DRIVEN_TARGETS if gpu else adapter.driven_targets
+        driven = adapter.driven_targets
+        if gpu:
+            driven = GPU_DRIVEN_TARGETS.get(adapter.name, frozenset())
         if "mask" in pipeline.targets and "mask" in driven:
             fields["mask_call"] = adapter.mask_call
     return fields

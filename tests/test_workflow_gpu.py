@@ -535,18 +535,58 @@ def test_every_shipped_pipeline_runs_its_gpu_chain_on_cpu_tensors_or_names_the_s
                         policy=policy, device="cpu", pipeline=pipe))
                 out[f"{{scope}}:{{name}}"] = {{k: row.get(k) for k in (
                     "status", "reason", "output_shape", "output_dtype", "gpu_ops",
-                    "worker_crop")}}
+                    "worker_crop", "mask_output_shape")}}
         print(json.dumps(out))
         """,
     )
     for key, row in result.items():
         name = key.split(":", 1)[1]
-        if name == "highres_segmentation":  # torchvision: no PadIfNeeded; Kornia: the mask
-            assert row["status"] in ("unsupported", "skipped"), row
-            assert ("PadIfNeeded" if library == "torchvision" else "mask") in row["reason"]
+        if name == "highres_segmentation" and library == "torchvision":  # no PadIfNeeded
+            assert row["status"] == "unsupported" and "PadIfNeeded" in row["reason"], row
+            continue
+        if name == "highres_segmentation":  # Kornia carries the mask through its own API
+            assert row["status"] == "ok", (key, row["reason"])
+            assert row["output_shape"] == [2, 3, 1024, 1024], key
+            assert row["mask_output_shape"] == [2, 1, 1024, 1024], key
+            assert "AugmentationSequential" in row["gpu_ops"], row["gpu_ops"]
             continue
         assert row["status"] == "ok", (key, row["reason"])
         assert row["output_shape"] == [2, 3, 224, 224] and row["output_dtype"] == "float32", key
         assert row["worker_crop"] == [256, 256], key  # cut for the first step, RandomResizedCrop
     ops = result["memory:imagenet_train"]["gpu_ops"]
     assert "ColorJitter" in ops and "Normalize" in ops, ops
+
+
+def test_kornia_moves_the_mask_with_the_images_on_device_batches() -> None:
+    """The GPU engine's own chain for a pipeline with a mask (build_pipeline_apply, on CPU
+    tensors): white blobs on black whose mask is the image itself; after a flip and an affine
+    warp the mask still covers the white pixels (bilinear vs nearest edges aside), and the mask
+    left unmoved would not (negative control)."""
+    result = run_in_env(
+        "kornia",
+        """
+        import json, torch
+        from augbench import pipelines
+        from augbench.engines import gpu_dataloader as g
+        pipe = pipelines.parse({"name": "seg", "targets": ["mask"],
+                                "steps": ["HorizontalFlip", "Affine", "Normalize"]})
+        images = torch.zeros(3, 3, 96, 128, dtype=torch.uint8)
+        images[:, :, 10:60, 8:50] = 255  # a block at the left: a flip moves it
+        masks = torch.stack([g.crop_mask(image) for image in images])
+        apply, ops = g.build_pipeline_apply("kornia", pipe, "per-sample", torch.device("cpu"))
+        torch.manual_seed(0)
+        out, out_mask = apply((images.clone(), masks.clone()))
+        # Normalize's image of a white pixel is (1 - mean) / std, of black -mean / std.
+        white = out[:, 0] > (0.5 - 0.485) / 0.229
+        moved = (white == (out_mask[:, 0] > 0.5)).float().mean().item()
+        unmoved = (white == (masks[:, 0] > 0)).float().mean().item()
+        print(json.dumps({"moved": moved, "unmoved": unmoved, "ops": ops,
+                          "shapes": [list(out.shape), list(out_mask.shape)],
+                          "values": sorted(out_mask.unique().tolist())}))
+        """,
+    )
+    assert result["shapes"] == [[3, 3, 96, 128], [3, 1, 96, 128]]
+    assert set(result["values"]) <= {0.0, 1.0}
+    assert result["moved"] >= 0.97, result
+    assert result["unmoved"] < 0.9, result
+    assert "AugmentationSequential" in result["ops"]

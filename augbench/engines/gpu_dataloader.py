@@ -117,13 +117,23 @@ def random_crop(image: Any, crop_hw: tuple[int, int], name: str) -> Any:
     return image[:, top : top + ch, left : left + cw].contiguous()
 
 
-class CropDataset:
-    """Map-style dataset: (read + decode | preloaded image) -> fixed-size uint8 CHW crop."""
+def crop_mask(crop: Any) -> Any:
+    """The mask of a pipeline with a mask target: a uint8 1xHxW label map of the crop (first
+    channel above 127, the CPU regimes' map); the dataset has no masks."""
+    return (crop[:1] > 127).to(crop.dtype)
 
-    def __init__(self, files: list[Path], crop_hw: tuple[int, int], scope: str) -> None:
+
+class CropDataset:
+    """Map-style dataset: (read + decode | preloaded image) -> fixed-size uint8 CHW crop, or
+    (crop, its mask) with ``with_mask`` (made in the worker, inside the timed window)."""
+
+    def __init__(
+        self, files: list[Path], crop_hw: tuple[int, int], scope: str, with_mask: bool = False
+    ) -> None:
         self.files = [str(f) for f in files]
         self.crop_hw = crop_hw
         self.scope = scope
+        self.with_mask = with_mask
         # Scope memory: decoded once here, before the workers fork (they share the pages).
         self.images = [decode(f) for f in self.files] if scope == "memory" else None
 
@@ -132,7 +142,8 @@ class CropDataset:
 
     def __getitem__(self, index: int) -> Any:
         image = self.images[index] if self.images is not None else decode(self.files[index])
-        return random_crop(image, self.crop_hw, self.files[index])
+        crop = random_crop(image, self.crop_hw, self.files[index])
+        return (crop, crop_mask(crop)) if self.with_mask else crop
 
 
 def worker_init(_worker_id: int) -> None:
@@ -258,6 +269,8 @@ def build_pipeline_apply(
 
         normalize_k = K.Normalize(mean=torch.tensor(mean), std=torch.tensor(std)).to(device)
         modules = [t.to(device) if isinstance(t, torch.nn.Module) else t for t in built]
+        if "mask" in pipeline.targets:
+            return kornia_mask_apply(adapter, modules, normalize_k, calls)
 
         def apply_kornia(batch: Any) -> Any:
             x = batch.float().div_(255.0)
@@ -269,10 +282,40 @@ def build_pipeline_apply(
     raise ValueError(f"{library} is not part of the {REGIME} regime")
 
 
+def kornia_mask_apply(
+    adapter: adapters.Adapter, modules: list[Any], normalize: Any, calls: str
+) -> tuple[Callable[[Any], Any], str]:
+    """A Kornia pipeline with a mask target on device batches: each step through Kornia's own
+    joint call (``Adapter.with_mask``: ``AugmentationSequential(step, data_keys=["input",
+    "mask"])``, as in the CPU regimes), the mask a float32 Bx1xHxW batch; returns (normalized
+    images, masks). Steps without a mask meaning (plain functions) leave the mask alone."""
+    steps = [(module, adapter.with_mask(module)) for module in modules]
+
+    def apply(batch: Any) -> Any:
+        images, masks = batch
+        x, m = images.float().div_(255.0), masks.float()
+        for module, joint in steps:
+            if joint is None:
+                x = module(x)
+            else:
+                x, m = joint(x, m)
+        return normalize(x), m
+
+    return apply, (
+        f"(batch/255, mask) -> {calls} (each K.AugmentationSequential(step, "
+        "data_keys=['input', 'mask']), same_on_batch=False) -> K.Normalize on the images"
+    )
+
+
 def resident_batches(
-    files: list[Path], crop_hw: tuple[int, int], plan: StreamPlan, device: Any
+    files: list[Path],
+    crop_hw: tuple[int, int],
+    plan: StreamPlan,
+    device: Any,
+    with_mask: bool = False,
 ) -> list[Any]:
-    """Scope ``memory``: one repetition's uint8 crop batches, already on ``device``.
+    """Scope ``memory``: one repetition's uint8 crop batches, already on ``device`` (with
+    ``with_mask``: (crops, masks) pairs).
 
     Every selected image is decoded and cropped once (uniform random position); the batches cycle
     through them in order, so one repetition covers each image once, like the decode scope.
@@ -282,9 +325,14 @@ def resident_batches(
     crops = [random_crop(decode(str(f)), crop_hw, str(f)) for f in files]
     n = plan.batches_per_rep * plan.batch_size
     ring = [crops[i % len(crops)] for i in range(n)]
-    batches = [
-        torch.stack(ring[i : i + plan.batch_size]).to(device) for i in range(0, n, plan.batch_size)
-    ]
+    batches: list[Any] = []
+    for i in range(0, n, plan.batch_size):
+        images = torch.stack(ring[i : i + plan.batch_size])
+        if with_mask:
+            masks = torch.stack([crop_mask(crop) for crop in ring[i : i + plan.batch_size]])
+            batches.append((images.to(device), masks.to(device)))
+        else:
+            batches.append(images.to(device))
     if device.type == "cuda":
         torch.cuda.synchronize(device)  # resident before any clock starts
     return batches
@@ -331,8 +379,10 @@ def measure_transform(
     else:
         apply, description = apply_override, "injected"
     last: list[Any] = [None]
+    last_mask: list[Any] = [None]
+    with_mask = pipeline is not None and "mask" in pipeline.targets
     if scope == "memory":
-        ring = resident_batches(files, crop_hw, plan, dev)
+        ring = resident_batches(files, crop_hw, plan, dev, with_mask)
         position = [0]
 
         def next_batch() -> Any:
@@ -341,17 +391,27 @@ def measure_transform(
             return batch
 
     else:
-        loader = make_loader(CropDataset(files, crop_hw, scope), plan, workers, pin_memory=cuda)
+        dataset = CropDataset(files, crop_hw, scope, with_mask)
+        loader = make_loader(dataset, plan, workers, pin_memory=cuda)
         batches = iter(loader)
 
         def next_batch() -> Any:
-            return next(batches).to(dev, non_blocking=True)
+            batch = next(batches)
+            if isinstance(batch, list | tuple):  # (images, masks): collated as a list
+                return tuple(part.to(dev, non_blocking=True) for part in batch)
+            return batch.to(dev, non_blocking=True)
 
     def step() -> int:
         # The one materialization rule of every regime (augbench.layout): a copy only where the
-        # output is a view of the batch or not dense, never a relayout.
+        # output is a view of the batch or not dense, never a relayout. A mask target's output
+        # is materialized the same way, against the mask batch.
         batch = next_batch()
-        out = layout.materialize(apply(batch), batch)
+        if with_mask:
+            images, masks = apply(batch)
+            out = layout.materialize(images, batch[0])
+            last_mask[0] = layout.materialize(masks, batch[1])
+        else:
+            out = layout.materialize(apply(batch), batch)
         last[0] = out
         return int(out.shape[0])
 
@@ -400,6 +460,15 @@ def measure_transform(
         device=out.device.type,
         expected_device=dev.type,
     )
+    if with_mask:
+        mask = last_mask[0]
+        mask_shape = list(mask.shape)
+        details["mask_output_shape"] = mask_shape
+        if mask_shape != [plan.batch_size, 1, *expected_hw] or mask.device.type != dev.type:
+            problems.append(
+                f"mask output is {mask_shape} on {mask.device.type}, expected "
+                f"{[plan.batch_size, 1, *expected_hw]} on {dev.type}"
+            )
     return skeleton.stream_row(
         result,
         plan,
