@@ -1,6 +1,6 @@
 """Write the reference time model the plan's ETA starts from (workflow/resources/time_model.json).
 
-    uv run python workflow/scripts/time_model.py RUN_DIR [RUN_DIR ...] --machine "2-core VM"
+    uv run python workflow/scripts/time_model.py RUN_DIR [RUN ...] --machine "2-core VM" [--update]
 
 Learns per-job models from finished runs (each a working directory with results/raw and
 benchmarks/, as `snakemake --cores 8` leaves it) with augbench.cost.learn, the model of the cloud
@@ -26,8 +26,16 @@ def main() -> int:
     p.add_argument("runs", nargs="+", type=Path)
     p.add_argument("--machine", required=True, help="what the runs ran on, e.g. '2-core VM'")
     p.add_argument("--output", type=Path, default=ROOT / "workflow/resources/time_model.json")
+    p.add_argument(
+        "--update",
+        action="store_true",
+        help="keep the output file's models of job kinds the runs do not have (e.g. the smoke "
+        "and paper presets' lazy-output diagnostic, off in the default run)",
+    )
     args = p.parse_args()
     models = {}
+    if args.update and args.output.exists():
+        models, _ = plan.load_models(args.output, Path("/nonexistent"))
     for run in args.runs:
         learned = cost.learn(run)
         if not learned:
