@@ -44,11 +44,9 @@ from augbench import catalog
 
 TARGETS: tuple[str, ...] = ("mask", "bboxes", "keypoints")
 # Which targets each library's adapter passes through its own API is ``Adapter.driven_targets``
-# (AlbumentationsX and Kornia: the mask, in the CPU regimes). A library with a pipeline whose
-# target it is not driven for gets a `skipped` row saying so (never timed without the target).
-# In the GPU regimes, Kornia carries the mask (its own AugmentationSequential on the device
-# batches); no other GPU path carries a target yet.
-GPU_DRIVEN_TARGETS: dict[str, frozenset[str]] = {"kornia": frozenset({"mask"})}
+# (CPU regimes: AlbumentationsX and Kornia, the mask) and ``Adapter.gpu_driven_targets`` (GPU
+# regimes: Kornia, the mask). A library with a pipeline whose target it does not drive in the
+# regime gets a `skipped` row saying so (never timed without the target).
 DIAGNOSTIC_STEPS: dict[str, dict[str, float]] = {"Sleep": {"ms": 5.0}}
 TAIL_STEP, TENSOR_STEP = "Normalize", "ToTensor"
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -268,32 +266,33 @@ def from_json(text: str) -> dict[str, Pipeline]:
 
 
 # -- per-library support and builders (library environment) ---------------------------------
-def driven_targets_by_library() -> dict[str, list[str]]:
-    """Libraries whose adapter drives at least one target (CPU regimes), for messages."""
+def driven_targets(adapter: Any, gpu: bool = False) -> frozenset[str]:
+    """The targets the library's adapter passes through its own API in the CPU or GPU regimes."""
+    return frozenset(adapter.gpu_driven_targets if gpu else adapter.driven_targets)
+
+
+def driven_targets_by_library(gpu: bool = False) -> str:
+    """``lib: [targets]`` of every library that drives one in the CPU or GPU regimes (messages)."""
     from augbench import adapters
 
-    driven = {name: sorted(adapters.get(name).driven_targets) for name in adapters.names()}
-    return {name: targets for name, targets in driven.items() if targets}
+    driven = {name: sorted(driven_targets(adapters.get(name), gpu)) for name in adapters.names()}
+    return ", ".join(f"{name}: {targets}" for name, targets in driven.items() if targets)
 
 
 def support_problem(
     adapter: Any,
     pipeline: Pipeline,
     step_reason: Callable[[str], str | None] | None = None,
-    driven: frozenset[str] | None = None,
-    where: str = "",
+    gpu: bool = False,
 ) -> tuple[str, str, dict[str, Any]] | None:
     """(status, reason, fields) when the library cannot run the pipeline as defined, else None.
     The first step the library lacks is named; a target this harness does not drive for the
-    library gives a `skipped` row (the pipeline is never timed without its targets).
-    ``step_reason(name)`` says why a step does not run (None: it runs); by default the adapter's
-    CPU mapping decides, the GPU regimes pass :func:`gpu_step_reason`. ``driven`` is the targets
-    the regime passes through the library (default: the adapter's, in the CPU regimes); ``where``
-    names a regime that drives fewer (the GPU ones)."""
+    library in the regime (``gpu``: the GPU regimes) gives a `skipped` row (the pipeline is never
+    timed without its targets). ``step_reason(name)`` says why a step does not run (None: it
+    runs); by default the adapter's CPU mapping decides, the GPU regimes pass
+    :func:`gpu_step_reason`."""
     if step_reason is None:
         step_reason = _cpu_step_reason(adapter)
-    if driven is None:
-        driven = frozenset(getattr(adapter, "driven_targets", frozenset()))
     for index, step in enumerate(pipeline.steps):
         if step.name in (TAIL_STEP, TENSOR_STEP):
             continue
@@ -304,18 +303,17 @@ def support_problem(
                 f"step {index + 1} {step.name}: {reason}",
                 {"unsupported_step": step.name, "unsupported_step_index": index},
             )
-    undriven = [t for t in pipeline.targets if t not in driven]
+    undriven = [t for t in pipeline.targets if t not in driven_targets(adapter, gpu)]
     if undriven:
-        if where:
-            listed = ", ".join(f"{lib}: {sorted(t)}" for lib, t in GPU_DRIVEN_TARGETS.items())
-            scope = f"{where} carry targets only for {listed}"
+        listed = driven_targets_by_library(gpu)
+        if gpu:
+            scope = f"here (augbench's GPU regimes carry targets only for {listed})"
         else:
-            listed = ", ".join(f"{lib}: {t}" for lib, t in driven_targets_by_library().items())
-            scope = f"driven in the CPU regimes: {listed}"
+            scope = f"yet (driven in the CPU regimes: {listed})"
         return (
             "skipped",
             f"step 1 {pipeline.steps[0].name}: augbench does not pass the {undriven[0]} target "
-            f"through {adapter.name}'s API {'here' if where else 'yet'} ({scope})",
+            f"through {adapter.name}'s API {scope}",
             {"unsupported_step": pipeline.steps[0].name, "unsupported_target": undriven[0]},
         )
     return None
@@ -347,13 +345,7 @@ def gpu_step_reason(adapter: Any) -> Callable[[str], str | None]:
 def gpu_support_problem(adapter: Any, pipeline: Pipeline) -> tuple[str, str, dict[str, Any]] | None:
     """:func:`support_problem` for the GPU regimes. Besides missing steps and targets: the GPU
     regimes check a float32 batch, so a pipeline not ending in ``Normalize`` is an ``error``."""
-    problem = support_problem(
-        adapter,
-        pipeline,
-        gpu_step_reason(adapter),
-        GPU_DRIVEN_TARGETS.get(adapter.name, frozenset()),
-        "augbench's GPU regimes",
-    )
+    problem = support_problem(adapter, pipeline, gpu_step_reason(adapter), gpu=True)
     if problem is None and not pipeline.ends_in_tensor:
         last = pipeline.steps[-1].name
         return (
@@ -522,9 +514,6 @@ def row_fields(pipeline: Pipeline, adapter: Any | None = None, gpu: bool = False
     }
     if adapter is not None:
         fields["recipe_calls"] = mapping_calls(adapter, pipeline)
-        driven = adapter.driven_targets
-        if gpu:
-            driven = GPU_DRIVEN_TARGETS.get(adapter.name, frozenset())
-        if "mask" in pipeline.targets and "mask" in driven:
+        if "mask" in pipeline.targets and "mask" in driven_targets(adapter, gpu):
             fields["mask_call"] = adapter.mask_call
     return fields

@@ -127,6 +127,8 @@ class Adapter:
     # Targets this harness passes through the library's own call API (augbench.pipelines reads
     # this; a pipeline with another target gets a `skipped` row for the library).
     driven_targets: frozenset[str] = frozenset()
+    # The same in the GPU regimes (gpu_dataloader), where the engine carries targets to the device.
+    gpu_driven_targets: frozenset[str] = frozenset()
     # Human-readable form of how a mask travels with the image, recorded with pipeline rows.
     mask_call: str = ""
 

@@ -56,6 +56,7 @@ class KorniaAdapter(Adapter):
 
     # -- mask target (pipelines) ---------------------------------------------------------------
     driven_targets = frozenset({"mask"})
+    gpu_driven_targets = frozenset({"mask"})  # engines/gpu_dataloader.py: same joint call
     mask_call = (
         "K.AugmentationSequential(step, data_keys=['input', 'mask'])(image, mask) "
         "(mask: float32 1x1xHxW in {0, 1})"
@@ -76,13 +77,8 @@ class KorniaAdapter(Adapter):
             return None
         import kornia.augmentation as K
 
-        joint = K.AugmentationSequential(transform, data_keys=["input", "mask"])
-
-        def apply(image: Any, mask: Any) -> tuple[Any, Any]:
-            out_image, out_mask = joint(image, mask)
-            return out_image, out_mask
-
-        return apply
+        # Called as joint(image, mask), it returns [image, mask].
+        return K.AugmentationSequential(transform, data_keys=["input", "mask"])
 
     def _mappings(self) -> dict[str, Mapping]:
         mappings = {

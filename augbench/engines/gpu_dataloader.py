@@ -286,20 +286,17 @@ def kornia_mask_apply(
     adapter: adapters.Adapter, modules: list[Any], normalize: Any, calls: str
 ) -> tuple[Callable[[Any], Any], str]:
     """A Kornia pipeline with a mask target on device batches: each step through Kornia's own
-    joint call (``Adapter.with_mask``: ``AugmentationSequential(step, data_keys=["input",
-    "mask"])``, as in the CPU regimes), the mask a float32 Bx1xHxW batch; returns (normalized
-    images, masks). Steps without a mask meaning (plain functions) leave the mask alone."""
-    steps = [(module, adapter.with_mask(module)) for module in modules]
+    joint call, the CPU regimes' units (``pipelines.MaskUnit``: ``Adapter.with_mask``, i.e.
+    ``AugmentationSequential(step, data_keys=["input", "mask"])``), the mask a float32 Bx1xHxW
+    batch; returns (normalized images, masks). Plain functions leave the mask alone."""
+    units = [pipelines.MaskUnit(adapter, module) for module in modules]
 
     def apply(batch: Any) -> Any:
         images, masks = batch
-        x, m = images.float().div_(255.0), masks.float()
-        for module, joint in steps:
-            if joint is None:
-                x = module(x)
-            else:
-                x, m = joint(x, m)
-        return normalize(x), m
+        sample = {"image": images.float().div_(255.0), "mask": masks.float()}
+        for unit in units:
+            sample = unit(sample)
+        return normalize(sample["image"]), sample["mask"]
 
     return apply, (
         f"(batch/255, mask) -> {calls} (each K.AugmentationSequential(step, "
