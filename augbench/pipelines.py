@@ -502,7 +502,7 @@ def scaled_policy(policy: Any, pipeline: Pipeline) -> Any:
 
 def row_fields(pipeline: Pipeline, adapter: Any | None = None, gpu: bool = False) -> dict[str, Any]:
     """What every row of a pipeline carries, whatever its status or regime (``gpu``: a GPU
-    regime's row, where no target is driven)."""
+    regime's row, which records ``mask_call`` only where the GPU path carries the mask)."""
     fields: dict[str, Any] = {
         "pipeline": pipeline.name,
         "transform": pipeline.name,

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from augbench.adapters.base import Adapter, Mapping, Transform
+from augbench.adapters.base import MASK_THRESHOLD, Adapter, Mapping, Transform
 
 
 def _albx(factory: str, **kwargs: Any) -> Transform:
@@ -70,7 +70,7 @@ class AlbumentationsXAdapter(Adapter):
     def make_mask(self, image: np.ndarray) -> np.ndarray:
         # Keeps a channel axis: AlbumentationsX 2.5.1 (albucore warp_affine) raises IndexError
         # warping a 2-D mask.
-        return (image[..., :1] > 127).astype(np.uint8)
+        return (image[..., :1] > MASK_THRESHOLD).astype(np.uint8)
 
     def with_mask(self, transform: Transform) -> Any:
         own = getattr(transform, "albumentations_transform", None)

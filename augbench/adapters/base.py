@@ -17,6 +17,10 @@ import numpy as np
 from augbench import layout
 
 Transform = Callable[[Any], Any]
+# A pipeline's mask target is derived from its image (the dataset has none): pixels whose first
+# channel (8-bit) is above this value. Every adapter's ``make_mask`` and the GPU engine's workers
+# use it, so every library gets the same label map.
+MASK_THRESHOLD = 127
 
 
 class Unsupported(Exception):
@@ -133,15 +137,16 @@ class Adapter:
     mask_call: str = ""
 
     def make_mask(self, image: Any) -> Any:
-        """The library's mask for a native image: a binary label map (first channel above 127),
-        in the form the library's own mask API takes. The dataset has no masks; a derived one has
-        the image's size and real structure."""
+        """The library's mask for a native image: a binary label map (first channel above
+        ``MASK_THRESHOLD``), in the form the library's own mask API takes. The dataset has no
+        masks; a derived one has the image's size and real structure."""
         raise NotImplementedError(f"augbench does not drive masks through {self.name}")
 
-    def with_mask(self, transform: Transform) -> Callable[[Any, Any], tuple[Any, Any]] | None:
-        """``transform`` applied to (image, mask) through the library's own API, so geometry
-        moves the mask with the image; None where the callable has no mask meaning (the recipe
-        tail, a plain filter function): the mask then passes through unchanged."""
+    def with_mask(self, transform: Transform) -> Callable[[Any, Any], Any] | None:
+        """``transform`` applied to (image, mask) through the library's own API, returning the
+        pair (a tuple or a list), so geometry moves the mask with the image; None where the
+        callable has no mask meaning (the recipe tail, a plain filter function): the mask then
+        passes through unchanged."""
         return None
 
     # -- provenance ----------------------------------------------------------------------------

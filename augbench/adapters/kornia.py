@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from augbench.adapters.base import Adapter, Mapping, Transform
+from augbench.adapters.base import MASK_THRESHOLD, Adapter, Mapping, Transform
 
 
 def _k(factory: str, *args: Any, **kwargs: Any) -> Transform:
@@ -63,8 +63,9 @@ class KorniaAdapter(Adapter):
     )
 
     def make_mask(self, image: Any) -> Any:
-        # v / 255 > 0.5 exactly where the 8-bit value v > 127: the same map as AlbumentationsX's.
-        return (image[:, :1] > 0.5).float()
+        # Pixels are v / 255 for 8-bit values v: v > MASK_THRESHOLD exactly where v / 255 is above
+        # (MASK_THRESHOLD + 0.5) / 255, the same map as the other libraries'.
+        return (image[:, :1] > (MASK_THRESHOLD + 0.5) / 255.0).float()
 
     def with_mask(self, transform: Transform) -> Any:
         """Kornia's own joint API: one ``AugmentationSequential`` per step (the breakdown times

@@ -46,6 +46,7 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 from augbench import adapters, catalog, cuda_env, gpu_recipes, layout, pipelines  # noqa: E402
+from augbench.adapters.base import MASK_THRESHOLD  # noqa: E402
 from augbench.engines import skeleton  # noqa: E402
 from augbench.engines.common import job_metadata  # noqa: E402
 from augbench.engines.streaming import StreamPlan, run_stream  # noqa: E402
@@ -119,8 +120,8 @@ def random_crop(image: Any, crop_hw: tuple[int, int], name: str) -> Any:
 
 def crop_mask(crop: Any) -> Any:
     """The mask of a pipeline with a mask target: a uint8 1xHxW label map of the crop (first
-    channel above 127, the CPU regimes' map); the dataset has no masks."""
-    return (crop[:1] > 127).to(crop.dtype)
+    channel above ``MASK_THRESHOLD``, the CPU regimes' map); the dataset has no masks."""
+    return (crop[:1] > MASK_THRESHOLD).to(crop.dtype)
 
 
 class CropDataset:
@@ -324,9 +325,10 @@ def resident_batches(
     ring = [crops[i % len(crops)] for i in range(n)]
     batches: list[Any] = []
     for i in range(0, n, plan.batch_size):
-        images = torch.stack(ring[i : i + plan.batch_size])
+        chunk = ring[i : i + plan.batch_size]
+        images = torch.stack(chunk)
         if with_mask:
-            masks = torch.stack([crop_mask(crop) for crop in ring[i : i + plan.batch_size]])
+            masks = torch.stack([crop_mask(crop) for crop in chunk])
             batches.append((images.to(device), masks.to(device)))
         else:
             batches.append(images.to(device))
@@ -394,7 +396,7 @@ def measure_transform(
 
         def next_batch() -> Any:
             batch = next(batches)
-            if isinstance(batch, list | tuple):  # (images, masks): collated as a list
+            if with_mask:  # (images, masks), collated as a list
                 return tuple(part.to(dev, non_blocking=True) for part in batch)
             return batch.to(dev, non_blocking=True)
 
