@@ -1,6 +1,11 @@
 # Image-augmentation throughput benchmark. See README.md; design in docs/architecture.md.
 from pathlib import Path
 
+from snakemake.utils import min_version
+
+# 9.19: workflow/profiles/default/profile.yaml is read automatically (docs/architecture.md).
+min_version("9.19")
+
 
 # Resolved against the repository, so --directory runs elsewhere still find it.
 configfile: str(Path(workflow.basedir) / "config" / "config.yaml")

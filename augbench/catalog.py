@@ -6,7 +6,7 @@ it directly, i.e. their adapter (``augbench.adapters.<library>``) declares a map
 library's own operation. Adapters convert units and may draw the canonical random parameters
 (Pillow has no random API), but never implement an operation themselves; a library without a
 direct implementation is an ``unsupported`` row. Mappings and mismatch notes are rendered into
-``docs/transforms.md`` (``workflow/scripts/render_transforms_doc.py``).
+``docs/transforms.md`` (``tools/maintenance/render_transforms_doc.py``).
 
 Scenarios: ``channels=3`` is the RGB paper set; ``channels=9`` stacks the RGB image three times
 along the channel axis and has its own eligible set (mappings declared ``multichannel``,

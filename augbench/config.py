@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from augbench import catalog, matrix
+from augbench import catalog, matrix, regimes
 
 PRESETS_DIR = Path("config") / "presets"
 SCHEMA_PATH = Path("workflow") / "schemas" / "config.schema.yaml"
@@ -37,8 +37,8 @@ def schema(basedir: Path) -> dict[str, Any]:
     doc = yaml.safe_load((Path(basedir) / SCHEMA_PATH).read_text())
     props = doc["properties"]
     props["libraries"]["items"]["enum"] = list(matrix.LIBRARIES)
-    props["regimes"]["items"]["enum"] = list(matrix.REGIMES)
-    props["resolution_regimes"]["items"]["enum"] = list(matrix.REGIMES)
+    props["regimes"]["items"]["enum"] = list(regimes.NAMES)
+    props["resolution_regimes"]["items"]["enum"] = list(regimes.NAMES)
     props["cpu_dataloader"]["properties"]["job_per"]["enum"] = list(matrix.DATALOADER_JOB_PER)
     props["transforms"]["oneOf"][1]["items"]["enum"] = catalog.names()
     return doc

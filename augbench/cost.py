@@ -1,9 +1,9 @@
 """Time and cost of a sweep, from the per-job times of a finished (smaller) local run.
 
 One per-job time model, reused for the cloud estimate (rule `cost`, docs/cloud.md) and meant for a
-local ETA before a run: ``seconds = jobs per kind x seconds per job``, where a job *kind* is a rule
-(micro, cpu_dataloader, gpu_dataloader, dali, dali_cpu, and the setup rules build_env,
-build_default_archive, stage_dataset).
+local ETA before a run: ``seconds = jobs per kind x seconds per job``, where a job *kind* is a rule:
+a timed job kind declared in augbench/regimes.py (its ``cost`` says how it is priced), a setup
+rule (``regimes.SETUP_RULES``) or an analysis rule (``regimes.ANALYSIS_RULES``).
 
 Per benchmark job, learned per (kind, library) from the local run's result files and the matching
 Snakemake benchmark files (``benchmarks/<machine>/<regime>/<library>/<job>.tsv``, the job's wall
@@ -34,61 +34,45 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from augbench import matrix
+from augbench import matrix, regimes
 from augbench.policy import MICRO_MIN_VALUE_SECONDS
 
-BENCH_KINDS = ("micro", "cpu_dataloader", "gpu_dataloader", "dali", "dali_cpu")
-SETUP_KINDS = ("build_env", "build_default_archive", "stage_dataset", "resize_dataset")
-# Jobs that are neither setup nor result rows but run on a benchmark machine: the kind and the
-# regime whose placement (config cloud.regimes) they use. Modelled by their whole-job wall time.
-# Modelled by their whole-job wall time per library: a fixed amount of work each (the lazy-output
-# diagnostic; the user pipelines of docs/pipelines.md, one job per library and setting).
-DIAGNOSTIC_KINDS = {
-    "lazy_outputs": "micro",
-    "pipeline_breakdown": "micro",
-    "pipeline_dataloader": "cpu_dataloader",
-    "pipeline_gpu_dataloader": "gpu_dataloader",
-    "pipeline_dali": "dali",
-    "pipeline_dali_cpu": "dali_cpu",
-}
-# Where each whole-job kind's benchmark files lie below benchmarks/<machine>/<dataset key>/, and
-# whether the library is the file's stem (lazy_outputs/<library>.tsv) or its folder.
-WHOLE_JOB_BENCHMARKS = {
-    "lazy_outputs": ("lazy_outputs/*.tsv", "stem"),
-    "pipeline_breakdown": ("pipelines/micro/*/*.tsv", "folder"),
-    "pipeline_dataloader": ("pipelines/cpu_dataloader/*/*.tsv", "folder"),
-    "pipeline_gpu_dataloader": ("pipelines/gpu_dataloader/*/*.tsv", "folder"),
-    "pipeline_dali": ("pipelines/dali/*/dali-gpu.tsv", "folder"),
-    "pipeline_dali_cpu": ("pipelines/dali/*/dali-cpu.tsv", "folder"),
-}
+# Rule names come from the declarations (augbench/regimes.py): a new job kind is priced, or
+# reported as unpriced, without any change here.
+SETUP_KINDS = regimes.SETUP_RULES
+ANALYSIS_KINDS = regimes.ANALYSIS_RULES
 # Without a local timing, a setup job is assumed to take this long (seconds; printed as assumed).
 ASSUMED_SETUP_S = 60.0
-# Tables, figures and report pieces after the benchmarks (the local ETA, augbench.plan; the cloud
-# estimate runs them on the driver and leaves them out). Timed by their benchmark files
-# benchmarks/analysis/.../<rule>.tsv; without one, assumed.
-ANALYSIS_KINDS = (
-    "aggregate",
-    "draw_figures",
-    "speedup_report",
-    "summary",
-    "lazy_outputs_table",
-    "pipeline_tables",
-    "pipeline_figure",
-)
+# Tables, figures and report pieces after the benchmarks: the local ETA counts them (timed by their
+# benchmark files benchmarks/analysis/.../<rule>.tsv; without one, assumed); the cloud estimate runs
+# them on the driver and leaves them out.
 ASSUMED_ANALYSIS_S = 15.0
 
 
+def bench_kinds() -> tuple[str, ...]:
+    """Rules priced per transform from their result rows (they write benchmark rows)."""
+    return tuple(k.rule for k in regimes.kinds() if k.cost != "whole_job")
+
+
+def whole_job_kinds() -> tuple[str, ...]:
+    """Rules priced by their measured wall time per library (a fixed amount of work each: the
+    lazy-output diagnostic, the user pipelines' jobs)."""
+    return tuple(k.rule for k in regimes.kinds() if k.cost == "whole_job")
+
+
 def kind_of(regime: str, stem: str) -> str:
-    """The rule behind a result file: DALI's CPU-backend variant is its own rule (dali_cpu)."""
-    return "dali_cpu" if regime == "dali" and stem.startswith("dali-cpu") else regime
+    """The rule behind a result file (e.g. DALI's CPU-backend variant is its own rule)."""
+    kind = regimes.result_kind(regime, stem)
+    return kind.rule if kind is not None else regime
 
 
 def images_per_transform(kind: str, params: dict[str, Any]) -> float:
-    """Images one transform processes in one job (timed runs, warm-ups, baselines); for micro,
-    at most (every pyperf process the block allows, one pass over the images per value)."""
-    if kind == "micro":
+    """Images one transform processes in one job (timed runs, warm-ups, baselines); for a pyperf
+    kind, at most (every pyperf process the block allows, one pass over the images per value)."""
+    model = regimes.KINDS[kind].cost
+    if model == "pyperf":
         return params["num_images"] * params["processes"] * (params["values"] + params["warmups"])
-    if kind == "cpu_dataloader":
+    if model == "dataloader":
         runs = params["num_runs"] + params.get("baseline_runs", 1) + 1  # + the warm-up epoch
         return params["images_per_run"] * runs
     return params["num_images"] * (params["values"] + params["warmups"])  # GPU and DALI streams
@@ -96,15 +80,12 @@ def images_per_transform(kind: str, params: dict[str, Any]) -> float:
 
 def target_params(kind: str, config: dict[str, Any]) -> dict[str, Any]:
     """The parameters a job of ``kind`` runs with under ``config`` (same keys as the results)."""
-    if kind == "micro":
-        return {
-            **config["micro"],
-            "num_images": config["micro"].get("num_images") or config["num_images"],
-        }
-    if kind == "cpu_dataloader":
-        dl = config["cpu_dataloader"]
-        return {**dl, "images_per_run": dl["batch_size"] * dl["batches_per_run"]}
-    block = config["gpu_dataloader" if kind == "gpu_dataloader" else "dali"]
+    declared = regimes.KINDS[kind]
+    block = config[declared.config_block]
+    if declared.cost == "pyperf":
+        return {**block, "num_images": block.get("num_images") or config["num_images"]}
+    if declared.cost == "dataloader":
+        return {**block, "images_per_run": block["batch_size"] * block["batches_per_run"]}
     return {**block, "num_images": config["num_images"]}
 
 
@@ -152,6 +133,8 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
             payload = json.loads(path.read_text())
             params = payload["metadata"]["benchmark_params"]
             kind = kind_of(regime, path.stem)
+            if kind not in bench_kinds():
+                continue  # not a result of this workflow's regimes
             images = images_per_transform(kind, params)
         except (OSError, ValueError, KeyError, TypeError):
             continue  # not a result of this workflow's regimes
@@ -160,7 +143,8 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
         for transform, row in payload["results"].items():
             if row.get("status") == "ok" and row.get("median_throughput"):
                 per_image[key][transform].append(1.0 / row["median_throughput"])
-                row_images = micro_row_images(row, params) if kind == "micro" else None
+                pyperf = regimes.KINDS[kind].cost == "pyperf"
+                row_images = micro_row_images(row, params) if pyperf else None
                 work += (row_images or images) / row["median_throughput"]
                 if row_images is not None:
                     shares[key].append(row["pyperf_processes"] / max(params["processes"], 1))
@@ -200,9 +184,10 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
         ]
         if times:
             models[(kind, "")] = KindModel({}, statistics.median(times))
-    for kind, (pattern, library_from) in WHOLE_JOB_BENCHMARKS.items():
+    for kind in whole_job_kinds():
+        pattern, library_from = regimes.benchmark_glob(regimes.KINDS[kind])
         whole: dict[str, list[float]] = defaultdict(list)
-        for tsv in sorted(run_dir.glob(f"benchmarks/**/{pattern}")):
+        for tsv in sorted(run_dir.glob(f"benchmarks/{pattern}")):
             if (s := _benchmark_seconds(tsv)) is not None:
                 whole[tsv.stem if library_from == "stem" else tsv.parent.name].append(s)
         for library, times in whole.items():
@@ -244,12 +229,16 @@ class Job:
 
 
 def job_from_result_path(path: str, transforms_by_shard: dict[str, dict[str, list[str]]]) -> Job:
-    """The planned job behind one result path of the workflow (common.smk *_results())."""
-    parts = Path(path).parts
-    regime, library, stem = parts[-3], parts[-2], Path(path).stem
-    kind = kind_of(regime, stem)
-    shard = re.split(r"[-_]", stem)[-1]
-    return Job(kind, library, tuple(transforms_by_shard[regime][shard]))
+    """The planned job behind one result path of the workflow (augbench.sweep), its transforms
+    from the shard wildcard."""
+    found = regimes.kind_of_result(path)
+    if found is None:
+        raise ValueError(f"not a result path of any declared job kind: {path}")
+    kind, wildcards = found
+    shard = wildcards.get("shard", "")
+    shard_transforms = transforms_by_shard.get(kind.regime, {})
+    transforms = shard_transforms.get(shard) or shard_transforms.get(re.split(r"[-_]", shard)[-1])
+    return Job(kind.rule, wildcards["library"], tuple(transforms or ()))
 
 
 def seconds_per_job(
@@ -280,15 +269,19 @@ def seconds_per_job(
             else:
                 seconds[job], basis[job] = model.overhead_s, "measured"
             continue
-        if job.kind in DIAGNOSTIC_KINDS:  # a fixed, small image count: its measured wall time
+        if job.kind in whole_job_kinds():  # a fixed amount of work: its measured wall time
             model = models.get((job.kind, job.library))
             seconds[job] = model.overhead_s if model is not None else None
             basis[job] = "measured" if model is not None else f"none: no local {job.kind} job"
             continue
+        if job.kind not in regimes.KINDS:
+            seconds[job], basis[job] = None, f"none: {job.kind} is not a declared job kind"
+            continue
         params = target_params(job.kind, config)
         images = images_per_transform(job.kind, params)
         model = models.get((job.kind, job.library))
-        if model is not None and model.per_image_s and job.kind == "micro":
+        pyperf = regimes.KINDS[job.kind].cost == "pyperf"
+        if model is not None and model.per_image_s and pyperf:
             work = sum(micro_transform_seconds(model, t, params) for t in job.transforms)
             seconds[job], basis[job] = model.overhead_s + work, "measured"
             continue
@@ -351,7 +344,8 @@ def estimate(
     seconds, basis = seconds_per_job(jobs, models, config, image_scale)
     groups: dict[tuple[str, str], list[Job]] = defaultdict(list)
     for job in jobs:
-        placement = cloud.get("regimes", {}).get(DIAGNOSTIC_KINDS.get(job.kind, job.kind))
+        declared = regimes.KINDS.get(job.kind)
+        placement = cloud.get("regimes", {}).get(declared.placement) if declared else None
         groups[(job.kind, placement["machine_type"] if placement else default_machine)].append(job)
     rows = []
     for (kind, machine), members in groups.items():
@@ -365,7 +359,7 @@ def estimate(
             Row(kind, machine, len(members), kind in preemptible, factor, "; ".join(bases), vm,
                 on_demand.get(machine), spot.get(machine))
         )  # fmt: skip
-    order = {k: i for i, k in enumerate(SETUP_KINDS + BENCH_KINDS + tuple(DIAGNOSTIC_KINDS))}
+    order = {k: i for i, k in enumerate(SETUP_KINDS + bench_kinds() + whole_job_kinds())}
     return sorted(rows, key=lambda r: (order.get(r.kind, 99), r.machine_type))
 
 
@@ -392,13 +386,14 @@ def write_tsv(rows: list[Row], path: Path) -> None:
 
 def report(rows: list[Row], planned: list[str], concurrent: int, sources: dict[str, str]) -> str:
     """The table, then a total only when every planned kind has a model and a price."""
-    head = (f"{'kind':<22}{'machine':<16}{'jobs':>6}{'speed x':>8}{'VM h':>9}"
+    width = max([22, *(len(r.kind) + 2 for r in rows)])  # the longest rule name, then a gap
+    head = (f"{'kind':<{width}}{'machine':<16}{'jobs':>6}{'speed x':>8}{'VM h':>9}"
             f"{'USD on-demand':>15}{'USD Spot':>13}  basis")  # fmt: skip
     lines = [head]
     for r in rows:
         spot = _fmt(r.usd(True)) if r.preemptible else "(on-demand)"
         lines.append(
-            f"{r.kind:<22}{r.machine_type:<16}{r.jobs:>6}{r.speed_factor:>8.2f}"
+            f"{r.kind:<{width}}{r.machine_type:<16}{r.jobs:>6}{r.speed_factor:>8.2f}"
             f"{_fmt(r.vm_hours):>9}{_fmt(r.usd(False)):>15}{spot:>13}  {r.basis}"
         )
     modelled = {r.kind for r in rows}

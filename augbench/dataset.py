@@ -230,6 +230,19 @@ def gcs_identity(url: str, name: str) -> DatasetIdentity:
     return DatasetIdentity(name, _sha256_text(f"{blob.crc32c} {blob.generation}"), "gcs-crc32c")
 
 
+def dataset_name(dataset: dict[str, Any]) -> str:
+    """The configured name, else the archive's file name without its suffix, else the embedded
+    default's ``default-<images>``."""
+    if dataset.get("name"):
+        return str(dataset["name"])
+    if dataset.get("archive"):
+        stem = Path(dataset["archive"]).name
+        for suffix in (".tar.gz", ".tgz", ".tar"):
+            if stem.endswith(suffix):
+                return stem[: -len(suffix)]
+    return f"default-{dataset['default_images']}"
+
+
 def identity(dataset: dict[str, Any], name: str, cache: Path | None = None) -> DatasetIdentity:
     """Identity of the configured dataset (config ``dataset`` block)."""
     archive = dataset.get("archive")

@@ -1,9 +1,9 @@
 """Side-by-side measuring scripts that re-run themselves inside each library's venv.
 
-``workflow/scripts/decode_floor.py`` and ``workflow/scripts/loader_transport.py`` are started with
+``tools/experiments/decode_floor.py`` and ``tools/experiments/loader_transport.py`` are started with
 the driver env's Python; for every library they run again as ``<venvs>/<library>/bin/python
 <script> --inner <library> ...`` under the DataLoader thread policy, and the inner run prints its
-rows as one JSON line last.
+rows as one JSON line last. ``drive`` is such a script's ``main`` once its arguments are parsed.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,3 +66,22 @@ def write_rows(rows: list[dict[str, Any]], output: Path) -> Any:
     output.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(output, index=False)
     return table
+
+
+def drive(
+    script: Path,
+    args: argparse.Namespace,
+    inner: Callable[[argparse.Namespace], int],
+    forwarded: list[str],
+    show: Callable[[Any], None],
+) -> int:
+    """The inner run when ``--inner`` names a library; else the driver: ``script`` in every
+    library's venv, the rows written to ``--output``, ``show`` printing the table, and a last line
+    naming the recipe and the file."""
+    if args.inner:
+        return inner(args)
+    rows = run_per_library(script, args, forwarded)
+    table = write_rows(rows, args.output)
+    show(table)
+    print(f"recipe: {rows[0]['recipe']}; written to {args.output}")
+    return 0

@@ -1,20 +1,9 @@
-"""The one source of truth for which libraries run in which regime."""
+"""Libraries, input layouts, row statuses and the DataLoader job naming. Which libraries a regime
+measures is declared with the regime (augbench/regimes.py)."""
 
 from __future__ import annotations
 
 LIBRARIES: tuple[str, ...] = ("albumentationsx", "torchvision", "kornia", "pillow", "dali")
-
-REGIMES: tuple[str, ...] = ("micro", "cpu_dataloader", "gpu_dataloader", "dali")
-
-# Which libraries a regime can measure. A configured library outside its regime's set is simply
-# not part of that regime (it is not a row); a library inside the set that lacks a transform is an
-# explicit `unsupported` row.
-REGIME_LIBRARIES: dict[str, tuple[str, ...]] = {
-    "micro": ("albumentationsx", "torchvision", "kornia", "pillow"),
-    "cpu_dataloader": ("albumentationsx", "torchvision", "kornia", "pillow"),
-    "gpu_dataloader": ("torchvision", "kornia"),
-    "dali": ("dali",),
-}
 
 # Input memory layouts of the micro regime (docs/methodology.md). `native` (what the library's
 # own decoder returns) is every library's default; `contiguous` (a row-major copy) is a variant
@@ -28,16 +17,7 @@ def layouts_for(library: str, configured: list[str]) -> list[str]:
     return [lay for lay in configured if lay == "native" or library in LAYOUT_VARIANT_LIBRARIES]
 
 
-# Regimes whose jobs are timed and therefore must never overlap on one machine.
-TIMED_REGIMES: tuple[str, ...] = REGIMES
-
 STATUSES: tuple[str, ...] = ("ok", "early_stopped", "unsupported", "skipped", "error")
-
-
-def libraries_for(regime: str, configured: list[str]) -> list[str]:
-    """Configured libraries that take part in ``regime``, in configured order."""
-    allowed = REGIME_LIBRARIES[regime]
-    return [lib for lib in configured if lib in allowed]
 
 
 # How the cpu_dataloader regime's (scope, workers) settings map to jobs (config

@@ -18,13 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from augbench import cost
+from augbench import cost, regimes
 
 # Rules that are neither benchmarks nor setup: tables, figures, report pieces.
-ANALYSIS_RULES = cost.ANALYSIS_KINDS
-# Rules that time something (one at a time, by the bench_slot resource).
-TIMED_KINDS = (*cost.BENCH_KINDS, *cost.DIAGNOSTIC_KINDS)
-PHASES = ("setup", *TIMED_KINDS, "analysis")
+ANALYSIS_RULES = regimes.ANALYSIS_RULES
+
+
+def phase_names() -> tuple[str, ...]:
+    """Setup, then every timed rule (one at a time, by the bench_slot resource: the ones that
+    write result rows first), then analysis."""
+    return ("setup", *cost.bench_kinds(), *cost.whole_job_kinds(), "analysis")
 
 
 @dataclass(frozen=True)
@@ -43,13 +46,13 @@ def cost_parts(job: Planned, shards: dict[str, dict[str, list[str]]]) -> list[co
     """The cost model's jobs that make up one planned job: a benchmark job is one per result
     file it writes (the model costs each file: its work plus its share of the job's overhead);
     any other job is itself; empty for rules without a model (targets like all)."""
-    if job.rule in cost.BENCH_KINDS:
+    if job.rule in cost.bench_kinds():
         outputs = job.outputs or (job.output,)
         return [
             dataclasses.replace(cost.job_from_result_path(out, shards), share=len(outputs))
             for out in outputs
         ]
-    if job.rule == "build_env" or job.rule in cost.DIAGNOSTIC_KINDS:
+    if job.rule == "build_env" or job.rule in cost.whole_job_kinds():
         return [cost.Job(job.rule, job.wildcards.get("library", ""))]
     if job.rule in cost.SETUP_KINDS or job.rule in ANALYSIS_RULES:
         return [cost.Job(job.rule)]
@@ -59,7 +62,7 @@ def cost_parts(job: Planned, shards: dict[str, dict[str, list[str]]]) -> list[co
 def phase_of(kind: str) -> str:
     if kind in cost.SETUP_KINDS:
         return "setup"
-    return kind if kind in TIMED_KINDS else "analysis"
+    return kind if kind in regimes.KINDS else "analysis"
 
 
 def load_models(reference: Path | None, run_dir: Path) -> tuple[dict[Any, cost.KindModel], str]:
@@ -111,7 +114,7 @@ def phases(
     """Jobs and wall seconds per phase, in the order they run."""
     parts = {i: cost_parts(p, shards) for i, p in enumerate(planned)}
     seconds, basis = cost.seconds_per_job([j for js in parts.values() for j in js], models, config)
-    out = {name: Phase(name) for name in PHASES}
+    out = {name: Phase(name) for name in phase_names()}
     # Rules the model does not know (added later, e.g. other engines): counted, never dropped.
     for i, p in enumerate(planned):
         if p.output and not parts[i]:

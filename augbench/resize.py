@@ -141,3 +141,20 @@ def build_derived(
     tmp.write_text(json.dumps(manifest, indent=1) + "\n")
     tmp.replace(path)
     return manifest
+
+
+def configured_datasets(
+    config: dict[str, Any], cache: Path
+) -> tuple[DatasetIdentity, dict[str, tuple[DatasetIdentity, ResizeSpec]]]:
+    """The staged dataset's identity (name + short content hash, known while the job graph is
+    built: augbench.dataset.identity; raises DatasetError for a missing archive or object) and
+    {derived key: (identity, spec)}, one per configured resolution, in config order."""
+    from augbench.dataset import dataset_name, identity
+
+    base = identity(config["dataset"], dataset_name(config["dataset"]), cache=cache)
+    derived = {}
+    for resolution in config.get("resolutions") or []:
+        spec = ResizeSpec(int(resolution))
+        found = derived_identity(base, spec)
+        derived[found.key] = (found, spec)
+    return base, derived

@@ -4,7 +4,7 @@
     python container/build_envs.py --prefix /tmp/x --libraries pillow   # a quick check
 
 - ``<prefix>/driver``: Snakemake 9.27.1 with the pinned executor and storage plugins, from
-  ``envs/driver.txt`` (the driver's lock, exported from uv.lock by workflow/scripts/lock_envs.py).
+  ``envs/driver.txt`` (the driver's lock, exported from uv.lock by tools/maintenance/lock_envs.py).
   The image puts its ``bin`` first on PATH: the plugin's job command runs ``python -m snakemake``.
 - ``<prefix>/venvs/<library>``: one venv per benchmarked library from ``envs/<library>.txt``.
 

@@ -14,9 +14,10 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,6 +58,16 @@ class WorkflowRun:
     def raw(self, regime: str) -> Path:
         """results/raw/<machine>/<dataset key>/<regime> of this run's one dataset."""
         return raw_dir(self.workdir, self.machine, regime)
+
+    @property
+    def manifest(self) -> Path:
+        """The manifest of the dataset this run staged (its only one)."""
+        return next((self.workdir / "results/data").glob("*/manifest.json"))
+
+
+def env_python(library: str) -> Path:
+    """The interpreter of a library's env (.venvs/<library>, built by the workflow)."""
+    return REPO / ".venvs" / library / "bin" / "python"
 
 
 def raw_dir(workdir: Path, machine: str, regime: str) -> Path:
@@ -125,6 +136,85 @@ def copy_of(run: WorkflowRun, dest: Path) -> WorkflowRun:
         raise AssertionError(f"the shared run failed:\n{run.output[-5000:]}")
     shutil.copytree(run.workdir, dest, symlinks=True)
     return WorkflowRun(dest, run.machine, run.returncode, run.output)
+
+
+def smoke_settings(libraries: Iterable[str], regimes: list[str], **extra: Any) -> dict[str, Any]:
+    """The resolved config of a smoke run of ``libraries`` in ``regimes`` on the tests' machine
+    name, with the preset's generated dataset and default envs: what the workflow tests expect."""
+    from augbench.config import resolve
+
+    config = {
+        "preset": "smoke",
+        "machine": "smoke-test",
+        "dataset": {"archive": None},
+        "libraries": list(libraries),
+        "regimes": regimes,
+        "envs": {},
+        **extra,
+    }
+    return resolve(config, REPO)
+
+
+def run_engine(python: Path | str, module: str, *args: str, output: Path) -> dict:
+    """Run ``python -m augbench.engines.<module> *args`` as machine ``t``, writing ``output``,
+    with the repository on PYTHONPATH (a failed run raises); return the JSON document written."""
+    subprocess.run(
+        [str(python), "-m", f"augbench.engines.{module}", *args,
+         "--machine", "t", "--output", str(output)],
+        check=True, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
+    )  # fmt: skip
+    return json.loads(output.read_text())
+
+
+def assert_every_row(rows: dict[str, dict], status: str, reason: str) -> None:
+    """Every row of an engine's ``results`` has ``status``, with ``reason`` in its reason."""
+    assert {r["status"] for r in rows.values()} == {status}
+    assert all(reason in r["reason"] for r in rows.values()), rows
+
+
+def undersized_manifest(folder: Path) -> Path:
+    """A dataset manifest of four 160x120 JPEGs in ``folder``/images: smaller than the 224 crops,
+    so a crop recipe raises on them while the others are measured."""
+    from PIL import Image
+
+    images = folder / "images"
+    images.mkdir()
+    files = []
+    for i in range(4):
+        Image.new("RGB", (160, 120), (i * 40, 80, 200)).save(images / f"{i}.jpg")
+        files.append({"path": f"{i}.jpg", "bytes": 1, "width": 160, "height": 120})
+    manifest = folder / "manifest.json"
+    manifest.write_text(
+        json.dumps(
+            {
+                "name": "tiny",
+                "source": "test",
+                "archive_sha256": "0" * 64,
+                "file_count": 4,
+                "total_bytes": 4,
+                "images_dir": "images",
+                "files": files,
+            }
+        )
+    )
+    return manifest
+
+
+def check_crop_larger_than_the_images(
+    folder: Path, engine: str, failing: str, measured: str, *args: str
+) -> None:
+    """Run torchvision through ``engine`` on the undersized images (``undersized_manifest`` in
+    ``folder``): the ``failing`` transform's crop raises, so its row is an error with the
+    library's message, and ``measured`` is still measured."""
+    rows = run_engine(
+        env_python("torchvision"), engine, "--library", "torchvision",
+        "--transforms", f"{failing},{measured}", "--manifest", str(undersized_manifest(folder)),
+        "--num-images", "4", *args,
+        output=folder / "out.json",
+    )["results"]  # fmt: skip
+    assert rows[failing]["status"] == "error"
+    assert "crop size" in rows[failing]["reason"].lower()
+    assert rows[measured]["status"] == "ok"
 
 
 # -- GCS: a real GCS-compatible server on loopback (gcp-storage-emulator) -----------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from augbench import adapters, catalog, matrix
+from augbench import adapters, catalog, regimes
 
 
 def test_catalog_has_the_issue_minimum_of_common_transforms() -> None:
@@ -40,7 +40,7 @@ def test_adapter_maps_only_catalog_transforms_with_a_readable_call(library: str)
 
 
 def test_every_micro_library_has_an_adapter() -> None:
-    assert set(matrix.REGIME_LIBRARIES["micro"]) <= set(adapters.names())
+    assert set(regimes.REGIME_LIBRARIES["micro"]) <= set(adapters.names())
 
 
 def test_every_transform_is_supported_by_at_least_two_libraries() -> None:

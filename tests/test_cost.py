@@ -129,7 +129,7 @@ def test_seconds_per_job_scale_the_measured_work_and_keep_the_overheads(tmp_path
 
 def test_estimate_applies_speed_factor_vm_start_and_both_prices(tmp_path: Path) -> None:
     models = cost.learn(_local_run(tmp_path))
-    rows = cost.estimate(JOBS, models, CONFIG, "e2-standard-2", set(cost.BENCH_KINDS), 60.0)
+    rows = cost.estimate(JOBS, models, CONFIG, "e2-standard-2", set(cost.bench_kinds()), 60.0)
     by_kind = {(r.kind, r.machine_type): r for r in rows}
     micro = by_kind[("micro", "c3-standard-4")]
     assert micro.jobs == 2 and micro.speed_factor == 2.0
@@ -180,7 +180,7 @@ def test_cost_target_estimates_the_paper_sweep_without_running_it(tmp_path: Path
     kinds = {r["kind"] for r in rows}
     assert {"micro", "cpu_dataloader", "gpu_dataloader", "dali", "dali_cpu"} <= kinds
     assert {"build_env", "stage_dataset", "build_default_archive"} <= kinds
-    bench = [r for r in rows if r["kind"] in cost.BENCH_KINDS]
+    bench = [r for r in rows if r["kind"] in cost.bench_kinds()]
     assert all(r["preemptible"] == "True" for r in bench)  # from the profile's preemptible-rules
     priced = [r for r in rows if r["vm_hours"] != "n/a"]
     assert {r["kind"] for r in priced} >= {"gpu_dataloader", "dali", "dali_cpu", "build_env"}

@@ -53,3 +53,34 @@ def test_malformed_requests_are_usage_errors(extra: list[str]) -> None:
 def test_a_bad_setting_name_says_what_is_expected(text: str) -> None:
     with pytest.raises(Exception, match="expected <scope>-w<workers>"):
         cpu_dataloader.parse_settings(text)
+
+
+# Each engine's own required flags; the shared ones (augbench.engines.cli) are added below.
+ENGINE_ARGS = {
+    "micro": ["--library", "pillow", "--transforms", "HorizontalFlip"],
+    "cpu_dataloader": ["--library", "pillow", "--transforms", "HorizontalFlip",
+                       "--scope", "memory", "--workers", "0"],
+    "gpu_dataloader": ["--library", "torchvision", "--transforms", "HorizontalFlip",
+                       "--scope", "memory", "--workers", "0", "--batch-size", "8",
+                       "--randomness", "per-sample"],
+    "dali": ["--variant", "dali-cpu", "--transforms", "HorizontalFlip", "--batch-size", "8",
+             "--num-threads", "1"],
+    "pipeline_breakdown": ["--library", "pillow", "--pipelines", "{}"],
+    "lazy_outputs": ["--library", "pillow", "--transforms", "HorizontalFlip"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINE_ARGS))
+def test_every_engine_takes_the_shared_flags_and_what_provision_appends(engine: str) -> None:
+    import importlib
+
+    module = importlib.import_module(f"augbench.engines.{engine}")
+    argv = [*ENGINE_ARGS[engine], "--num-images", "4", "--machine", "m", "--output", "o.json"]
+    # augbench.provision appends the staged manifest and the node's env marker to every engine.
+    args = module.parse_args([*argv, "--manifest", "staged.json", "--env-marker", "env.json"])
+    assert (args.manifest, args.env_marker) == (Path("staged.json"), Path("env.json"))
+    assert (args.num_images, args.machine, args.output) == (4, "m", Path("o.json"))
+    if engine != "lazy_outputs":  # a diagnostic: no slow-transform policy
+        assert args.policy == "{}"
+    if engine not in ("lazy_outputs", "pipeline_breakdown"):
+        assert args.shard == ""

@@ -219,7 +219,7 @@ def test_checks_script_renders_every_row_and_the_cheapest_recipes_composition() 
     import importlib.util
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "workflow/scripts/dataloader_checks.py"
+    script = Path(__file__).resolve().parents[1] / "tools/reports/dataloader_checks.py"
     spec = importlib.util.spec_from_file_location("dataloader_checks", script)
     assert spec is not None and spec.loader is not None
     checks = importlib.util.module_from_spec(spec)

@@ -14,7 +14,8 @@ from augbench.analysis.figures import coverage as coverage_fig
 from augbench.analysis.figures import cpu_gpu, scaling, style
 from augbench.analysis.figures import winners as winners_fig
 from augbench.analysis.tidy import COLUMNS
-from augbench.matrix import LIBRARIES, REGIMES
+from augbench.matrix import LIBRARIES
+from augbench.regimes import NAMES as REGIMES
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -468,3 +468,31 @@ def test_an_output_on_the_wrong_device_or_of_the_wrong_shape_is_an_error_row() -
     assert ok["status"] == "ok" and ok["output_device"] == "cuda:0" and ok["num_images"] == 4
     stopped = StreamResult([], [], 0, {}, early_stop_reason="slow")
     assert skeleton.stream_row(stopped, plan, {}, problems)["status"] == "early_stopped"
+
+
+def test_the_row_log_reports_each_row_once_and_keeps_step_rows_after_their_pipeline(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from augbench.results import non_ok_row, ok_row
+
+    log = skeleton.RowLog("micro | pillow")
+    whole = ok_row([100.0, 110.0], [0.1, 0.09], warmup_iterations=1)
+    log.add("p", whole, more={"p": whole, "p · 0 Crop": ok_row([5.0], [1.0], warmup_iterations=1)})
+    rows = skeleton.each_row(["x"], lambda name: non_ok_row("unsupported", "no x"), log)
+    assert list(rows) == ["p", "p · 0 Crop", "x"]
+    assert capsys.readouterr().err.splitlines() == [
+        "micro | pillow | p: ok 105.0 img/s",
+        "micro | pillow | x: unsupported (no x)",
+    ]
+    quiet = skeleton.RowLog(None)  # a diagnostic's rows carry no throughput: no status lines
+    quiet.add("y", {"status": "ok"})
+    assert capsys.readouterr().err == "" and quiet.rows == {"y": {"status": "ok"}}
+
+
+def test_a_failure_at_a_stage_is_an_error_row_naming_the_stage() -> None:
+    try:
+        raise ValueError("bad size")
+    except ValueError as exc:
+        row = skeleton.stage_error_row("preflight", exc, pipeline="p")
+    assert row["status"] == "error" and row["reason"] == "preflight: ValueError: bad size"
+    assert row["pipeline"] == "p" and "raise ValueError" in row["traceback"]

@@ -6,21 +6,17 @@ import math
 
 import pandas as pd
 import pytest
+from synthetic import row
 
 from augbench.analysis import speedups
 
 
 def frame(rows: list[tuple[str, str, str, float | None, float | None]]) -> pd.DataFrame:
-    records = []
-    for transform, library, status, median, std in rows:
-        records.append(
-            dict(
-                machine="m",
-                regime="micro",
-                scope="memory",
-                workers=-1,
-                batch_size=-1,
-                variant="",
+    """Tidy micro rows of one group from (transform, library, status, median, std); a row that
+    is not ok has the reason "why <status>"."""
+    return pd.DataFrame(
+        [
+            row(
                 transform=transform,
                 library=library,
                 status=status,
@@ -28,8 +24,9 @@ def frame(rows: list[tuple[str, str, str, float | None, float | None]]) -> pd.Da
                 median_throughput=median,
                 std_throughput=std,
             )
-        )
-    return pd.DataFrame(records)
+            for transform, library, status, median, std in rows
+        ]
+    )
 
 
 def test_speedup_is_against_the_fastest_other_ok_library() -> None:

@@ -13,7 +13,8 @@ REPO = Path(__file__).resolve().parents[1]
 def test_committed_doc_is_up_to_date() -> None:
     committed = (REPO / DOC_PATH).read_text()
     assert committed == render(), (
-        "docs/transforms.md is stale: run `uv run python workflow/scripts/render_transforms_doc.py`"
+        "docs/transforms.md is stale: "
+        "run `uv run python tools/maintenance/render_transforms_doc.py`"
     )
 
 

@@ -11,24 +11,23 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, SMOKE_CONFIG, WorkflowRun, run_snakemake
+from conftest import (
+    REPO,
+    SMOKE_CONFIG,
+    WorkflowRun,
+    assert_every_row,
+    check_crop_larger_than_the_images,
+    env_python,
+    run_engine,
+    run_snakemake,
+    smoke_settings,
+)
 
-from augbench import matrix, recipes
-from augbench.config import resolve
+from augbench import matrix, recipes, regimes
 
 pytestmark = pytest.mark.workflow
 
-SMOKE = resolve(
-    {
-        "preset": "smoke",
-        "machine": "smoke-test",
-        "dataset": {"archive": None},
-        "libraries": list(matrix.REGIME_LIBRARIES["cpu_dataloader"]),
-        "regimes": ["micro", "cpu_dataloader"],
-        "envs": {},
-    },
-    REPO,
-)
+SMOKE = smoke_settings(regimes.REGIME_LIBRARIES["cpu_dataloader"], ["micro", "cpu_dataloader"])
 DL = SMOKE["cpu_dataloader"]
 DECODERS = {
     "albumentationsx": "cv2.imread",
@@ -153,65 +152,24 @@ def test_rerun_does_no_work(smoke_run: WorkflowRun) -> None:
 
 
 def test_worker_count_above_the_cores_is_a_visible_skipped_row(smoke_run: WorkflowRun) -> None:
-    manifest = next((smoke_run.workdir / "results/data").glob("*/manifest.json"))
-    out = smoke_run.workdir / "over-cap.json"
-    python = REPO / ".venvs" / "pillow" / "bin" / "python"
-    subprocess.run(
-        [
-            str(python), "-m", "augbench.engines.cpu_dataloader", "--library", "pillow",
-            "--scope", "memory", "--workers", str(os.cpu_count() + 1),
-            "--transforms", "HorizontalFlip,CenterCrop224", "--manifest", str(manifest),
-            "--num-images", "4", "--output", str(out), "--machine", "t",
-        ],
-        check=True, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
-    )  # fmt: skip
-    rows = json.loads(out.read_text())["results"]
-    assert {r["status"] for r in rows.values()} == {"skipped"}
-    assert all("usable cores" in r["reason"] for r in rows.values())
+    rows = run_engine(
+        env_python("pillow"), "cpu_dataloader", "--library", "pillow",
+        "--scope", "memory", "--workers", str(os.cpu_count() + 1),
+        "--transforms", "HorizontalFlip,CenterCrop224", "--manifest", str(smoke_run.manifest),
+        "--num-images", "4", output=smoke_run.workdir / "over-cap.json",
+    )["results"]  # fmt: skip
+    assert_every_row(rows, "skipped", "usable cores")
     assert rows["CenterCrop224"]["recipe"] == "CenterCrop224 + Normalize + ToTensor"
 
 
 def test_failing_recipe_keeps_the_other_rows(smoke_run: WorkflowRun, tmp_path) -> None:
     """Images smaller than the 224 crop make RandomCrop224 raise: that recipe is an error row
     with the library's message, the resize-crop recipe is measured."""
-    from PIL import Image
-
-    images = tmp_path / "images"
-    images.mkdir()
-    files = []
-    for i in range(4):
-        Image.new("RGB", (160, 120), (i * 40, 80, 200)).save(images / f"{i}.jpg")
-        files.append({"path": f"{i}.jpg", "bytes": 1, "width": 160, "height": 120})
-    manifest = tmp_path / "manifest.json"
-    manifest.write_text(
-        json.dumps(
-            {
-                "name": "tiny",
-                "source": "test",
-                "archive_sha256": "0" * 64,
-                "file_count": 4,
-                "total_bytes": 4,
-                "images_dir": "images",
-                "files": files,
-            }
-        )
-    )
-    out = tmp_path / "out.json"
-    python = REPO / ".venvs" / "torchvision" / "bin" / "python"
-    subprocess.run(
-        [
-            str(python), "-m", "augbench.engines.cpu_dataloader", "--library", "torchvision",
-            "--scope", "decode", "--workers", "1",
-            "--transforms", "HorizontalFlip,RandomResizedCrop", "--manifest", str(manifest),
-            "--num-images", "4", "--output", str(out), "--machine", "t",
-            "--batch-size", "2", "--batches-per-run", "2", "--num-runs", "1",
-        ],
-        check=True, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
+    check_crop_larger_than_the_images(
+        tmp_path, "cpu_dataloader", "HorizontalFlip", "RandomResizedCrop",
+        "--scope", "decode", "--workers", "1",
+        "--batch-size", "2", "--batches-per-run", "2", "--num-runs", "1",
     )  # fmt: skip
-    rows = json.loads(out.read_text())["results"]
-    assert rows["HorizontalFlip"]["status"] == "error"
-    assert "crop size" in rows["HorizontalFlip"]["reason"].lower()
-    assert rows["RandomResizedCrop"]["status"] == "ok"
 
 
 def test_baseline_columns_on_every_row(smoke_run: WorkflowRun) -> None:
@@ -270,7 +228,7 @@ def torchvision_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run_snakemake(
         workdir, "--cores", "1", "results/envs/torchvision.json", *SMOKE_CONFIG
     )  # fmt: skip
-    return REPO / ".venvs" / "torchvision" / "bin" / "python"
+    return env_python("torchvision")
 
 
 @pytest.mark.slow

@@ -110,7 +110,7 @@ def test_plots_from_existing_and_external_results_runs_no_benchmark(
 
 
 def _compare(*args: str) -> subprocess.CompletedProcess[str]:
-    script = REPO / "workflow/scripts/compare_results.py"
+    script = REPO / "tools/reports/compare_results.py"
     return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True)
 
 

@@ -23,29 +23,30 @@ from typing import Any
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, SMOKE_CONFIG, WorkflowRun, run_snakemake
+from conftest import (
+    REPO,
+    SMOKE_CONFIG,
+    WorkflowRun,
+    env_python,
+    run_engine,
+    run_snakemake,
+    smoke_settings,
+)
 
 from augbench import catalog, gpu_recipes
 from augbench.config import resolve
 
 pytestmark = pytest.mark.workflow
 
-SMOKE = resolve(
-    {
-        "preset": "smoke",
-        "machine": "smoke-test",
-        "dataset": {"archive": None},
-        "libraries": ["albumentationsx", "torchvision", "kornia", "pillow", "dali"],
-        "regimes": ["micro", "cpu_dataloader", "gpu_dataloader", "dali"],
-        "envs": {},
-    },
-    REPO,
+SMOKE = smoke_settings(
+    ["albumentationsx", "torchvision", "kornia", "pillow", "dali"],
+    ["micro", "cpu_dataloader", "gpu_dataloader", "dali"],
 )
 
 
 def run_in_env(library: str, code: str) -> Any:
     """Run ``code`` with a library env's interpreter; it prints one JSON document last."""
-    python = REPO / ".venvs" / library / "bin" / "python"
+    python = env_python(library)
     proc = subprocess.run(
         [str(python), "-c", textwrap.dedent(code)],
         capture_output=True,
@@ -73,10 +74,6 @@ def raw_rows(run: WorkflowRun, regime: str) -> list[tuple[Path, dict[str, Any], 
         for name, row in payload["results"].items():
             out.append((path, payload["metadata"], name, row))
     return out
-
-
-def manifest(run: WorkflowRun) -> Path:
-    return next((run.workdir / "results/data").glob("*/manifest.json"))
 
 
 # -- the smoke run ------------------------------------------------------------------------------
@@ -212,7 +209,7 @@ def test_workers_collate_fixed_size_uint8_crops(smoke_run: WorkflowRun) -> None:
         from augbench.engines.streaming import StreamPlan
         from augbench.policy import SlowTransformPolicy
 
-        files = media.select_files(Path({str(manifest(smoke_run))!r}), 6)
+        files = media.select_files(Path({str(smoke_run.manifest)!r}), 6)
         plan = StreamPlan.for_images(6, 3, warmup_reps=0, reps=1, policy=SlowTransformPolicy())
         out = {{}}
         for scope, crop in (("decode", (224, 224)), ("memory", (256, 256))):
@@ -265,6 +262,14 @@ def jpeg_files(folder: Path, n: int = 4) -> list[str]:
     return paths
 
 
+# The libraries and randomness modes the engine_on_cpu tests run: the GPU DataLoader libraries
+# (torchvision in both modes, kornia per sample).
+ENGINE_ON_CPU_CASES = pytest.mark.parametrize(
+    ("library", "randomness"),
+    [("torchvision", "per-sample"), ("torchvision", "batch-shared"), ("kornia", "per-sample")],
+)
+
+
 def engine_on_cpu(library: str, files: list[str]) -> str:
     """Code run in a library env: the GPU DataLoader engine, a 2-image plan, the policy off
     (indented as the callers' code, which run_in_env dedents together)."""
@@ -284,10 +289,7 @@ def engine_on_cpu(library: str, files: list[str]) -> str:
         """
 
 
-@pytest.mark.parametrize(
-    ("library", "randomness"),
-    [("torchvision", "per-sample"), ("torchvision", "batch-shared"), ("kornia", "per-sample")],
-)
+@ENGINE_ON_CPU_CASES
 def test_every_paper_gpu_recipe_runs_on_cpu_tensors_or_is_unsupported_with_a_reason(
     tmp_path: Path, library: str, randomness: str
 ) -> None:
@@ -416,19 +418,13 @@ def test_gpu_required_fails_the_gpu_job_without_cuda(tmp_path: Path) -> None:
 def test_dali_cpu_engine_records_unsupported_and_measures_the_rest(
     smoke_run: WorkflowRun, tmp_path: Path
 ) -> None:
-    out = tmp_path / "dali.json"
-    python = REPO / ".venvs" / "dali" / "bin" / "python"
-    subprocess.run(
-        [
-            str(python), "-m", "augbench.engines.dali", "--variant", "dali-cpu",
-            "--transforms", "Affine,Posterize,RandomResizedCrop,Grayscale",
-            "--manifest", str(manifest(smoke_run)), "--num-images", "4", "--batch-size", "2",
-            "--num-threads", "1", "--values", "1", "--warmups", "0", "--machine", "t",
-            "--output", str(out),
-        ],
-        check=True, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
-    )  # fmt: skip
-    rows = json.loads(out.read_text())["results"]
+    rows = run_engine(
+        env_python("dali"), "dali", "--variant", "dali-cpu",
+        "--transforms", "Affine,Posterize,RandomResizedCrop,Grayscale",
+        "--manifest", str(smoke_run.manifest), "--num-images", "4", "--batch-size", "2",
+        "--num-threads", "1", "--values", "1", "--warmups", "0",
+        output=tmp_path / "dali.json",
+    )["results"]  # fmt: skip
     assert rows["Posterize"]["status"] == "unsupported"
     assert "posterize" in rows["Posterize"]["reason"]
     for name in ("Affine", "RandomResizedCrop", "Grayscale"):
@@ -470,7 +466,7 @@ def test_cuda_sleep_kernel_in_the_gpu_step_is_inside_the_measured_time(
 
         policy = SlowTransformPolicy(enabled=False)
         plan = StreamPlan.for_images(6, 3, warmup_reps=1, reps=3, policy=policy)
-        files = media.select_files(Path({str(manifest(smoke_run))!r}), 6)
+        files = media.select_files(Path({str(smoke_run.manifest)!r}), 6)
         rows = {{}}
         for synchronize in (True, False):  # False: the negative control
             rows[str(synchronize)] = g.measure_transform(
@@ -494,10 +490,7 @@ def test_cuda_sleep_kernel_in_the_gpu_step_is_inside_the_measured_time(
     assert min(control["times"]) < 0.5 * floor, (control["times"], floor)
 
 
-@pytest.mark.parametrize(
-    ("library", "randomness"),
-    [("torchvision", "per-sample"), ("torchvision", "batch-shared"), ("kornia", "per-sample")],
-)
+@ENGINE_ON_CPU_CASES
 def test_every_shipped_pipeline_runs_its_gpu_chain_on_cpu_tensors_or_names_the_step(
     tmp_path: Path, library: str, randomness: str
 ) -> None:

@@ -3,31 +3,28 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, SMOKE_CONFIG, WorkflowRun, copy_of, run_snakemake
+from conftest import (
+    SMOKE_CONFIG,
+    WorkflowRun,
+    assert_every_row,
+    check_crop_larger_than_the_images,
+    copy_of,
+    env_python,
+    run_engine,
+    run_snakemake,
+    smoke_settings,
+)
 
-from augbench import matrix
-from augbench.config import resolve
+from augbench import matrix, regimes
 
 pytestmark = pytest.mark.workflow
 
-SMOKE = resolve(
-    {
-        "preset": "smoke",
-        "machine": "smoke-test",
-        "dataset": {"archive": None},
-        "libraries": list(matrix.REGIME_LIBRARIES["micro"]),
-        "regimes": ["micro"],
-        "envs": {},
-    },
-    REPO,
-)
+SMOKE = smoke_settings(regimes.REGIME_LIBRARIES["micro"], ["micro"])
 STATUSES = set(matrix.STATUSES)
 
 
@@ -160,78 +157,33 @@ def test_corrupt_archive_stops_staging_with_the_member_named(tmp_path: Path) -> 
 def test_failing_transform_keeps_the_other_rows(smoke_run: WorkflowRun, tmp_path: Path) -> None:
     """Images smaller than the crop make torchvision's RandomCrop raise; the flip is still
     measured and the error row keeps the library's message."""
-    from PIL import Image
-
-    images = tmp_path / "images"
-    images.mkdir()
-    files = []
-    for i in range(4):
-        Image.new("RGB", (160, 120), (i * 40, 80, 200)).save(images / f"{i}.jpg")
-        files.append({"path": f"{i}.jpg", "bytes": 1, "width": 160, "height": 120})
-    manifest = tmp_path / "manifest.json"
-    manifest.write_text(
-        json.dumps(
-            {
-                "name": "tiny",
-                "source": "test",
-                "archive_sha256": "0" * 64,
-                "file_count": 4,
-                "total_bytes": 4,
-                "images_dir": "images",
-                "files": files,
-            }
-        )
-    )
-    python = REPO / ".venvs" / "torchvision" / "bin" / "python"
-    out = tmp_path / "out.json"
-    subprocess.run(
-        [
-            str(python), "-m", "augbench.engines.micro", "--library", "torchvision",
-            "--transforms", "RandomCrop224,HorizontalFlip", "--manifest", str(manifest),
-            "--num-images", "4", "--output", str(out), "--machine", "t",
-            "--processes", "1", "--values", "1", "--warmups", "0",
-        ],
-        check=True, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
+    check_crop_larger_than_the_images(
+        tmp_path, "micro", "RandomCrop224", "HorizontalFlip",
+        "--processes", "1", "--values", "1", "--warmups", "0",
     )  # fmt: skip
-    rows = json.loads(out.read_text())["results"]
-    assert rows["RandomCrop224"]["status"] == "error"
-    assert "crop size" in rows["RandomCrop224"]["reason"].lower()
-    assert rows["HorizontalFlip"]["status"] == "ok"
 
 
 def test_library_that_fails_to_import_gives_error_rows(smoke_run: WorkflowRun) -> None:
     """The driver's interpreter has no kornia: every row is an error naming the import."""
-    manifest = next((smoke_run.workdir / "results/data").glob("*/manifest.json"))
-    out = smoke_run.workdir / "import-failure.json"
-    subprocess.run(
-        [
-            sys.executable, "-m", "augbench.engines.micro", "--library", "kornia",
-            "--transforms", "HorizontalFlip,Rotate", "--manifest", str(manifest),
-            "--num-images", "2", "--output", str(out), "--machine", "t",
-        ],
-        check=True, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
-    )  # fmt: skip
-    rows = json.loads(out.read_text())["results"]
-    assert {r["status"] for r in rows.values()} == {"error"}
-    assert all("No module named 'kornia'" in r["reason"] for r in rows.values())
+    rows = run_engine(
+        sys.executable, "micro", "--library", "kornia",
+        "--transforms", "HorizontalFlip,Rotate", "--manifest", str(smoke_run.manifest),
+        "--num-images", "2", output=smoke_run.workdir / "import-failure.json",
+    )["results"]  # fmt: skip
+    assert_every_row(rows, "error", "No module named 'kornia'")
 
 
 def test_rows_repeat_until_the_ci_target_or_the_process_limit(smoke_run: WorkflowRun) -> None:
     """One pyperf worker per round times every transform; a row gets another round only while
     its relative CI is above the target, between min_processes and processes rounds."""
-    manifest = next((smoke_run.workdir / "results/data").glob("*/manifest.json"))
-    out = smoke_run.workdir / "stopping.json"
-    python = REPO / ".venvs" / "pillow" / "bin" / "python"
-    subprocess.run(
-        [
-            str(python), "-m", "augbench.engines.micro", "--library", "pillow",
-            "--transforms", "HorizontalFlip,Grayscale,ColorJitter", "--manifest", str(manifest),
-            "--num-images", "4", "--output", str(out), "--machine", "t",
-            "--processes", "3", "--min-processes", "2", "--values", "2", "--warmups", "1",
-        ],
-        check=True, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
+    payload = run_engine(
+        env_python("pillow"), "micro", "--library", "pillow",
+        "--transforms", "HorizontalFlip,Grayscale,ColorJitter",
+        "--manifest", str(smoke_run.manifest),
+        "--num-images", "4",
+        "--processes", "3", "--min-processes", "2", "--values", "2", "--warmups", "1",
+        output=smoke_run.workdir / "stopping.json",
     )  # fmt: skip
-    payload = json.loads(out.read_text())
     params = payload["metadata"]["benchmark_params"]
     assert (params["processes"], params["min_processes"]) == (3, 2)
     assert params["relative_ci_target"] == 0.05

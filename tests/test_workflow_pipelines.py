@@ -15,32 +15,24 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, SMOKE_CONFIG, WorkflowRun, copy_of
+from conftest import REPO, SMOKE_CONFIG, WorkflowRun, copy_of, smoke_settings
 
-from augbench import matrix
-from augbench.config import resolve
+from augbench import matrix, regimes
 from augbench.cuda_env import SKIP_NO_CUDA
 from augbench.policy import PIPELINE_STEP_SUM_TOLERANCE
 
 pytestmark = pytest.mark.workflow
 
-SMOKE = resolve(
-    {
-        "preset": "smoke",
-        "machine": "smoke-test",
-        "dataset": {"archive": None},
-        "libraries": list(matrix.LIBRARIES),
-        "regimes": ["micro", "cpu_dataloader", "gpu_dataloader", "dali"],
-        "envs": {},
-        # The workflow reads config/config.yaml first: its `pipelines` list is the shipped one.
-        "pipelines": yaml.safe_load((REPO / "config/config.yaml").read_text())["pipelines"],
-    },
-    REPO,
+SMOKE = smoke_settings(
+    matrix.LIBRARIES,
+    ["micro", "cpu_dataloader", "gpu_dataloader", "dali"],
+    # The workflow reads config/config.yaml first: its `pipelines` list is the shipped one.
+    pipelines=yaml.safe_load((REPO / "config/config.yaml").read_text())["pipelines"],
 )
 PIPELINES = [p["name"] for p in SMOKE["pipeline_definitions"]]
 RUNS = SMOKE["pipeline_runs"]
-CPU_LIBRARIES = matrix.libraries_for("micro", list(matrix.LIBRARIES))
-GPU_LIBRARIES = matrix.libraries_for("gpu_dataloader", list(matrix.LIBRARIES))
+CPU_LIBRARIES = regimes.libraries_for("micro", list(matrix.LIBRARIES))
+GPU_LIBRARIES = regimes.libraries_for("gpu_dataloader", list(matrix.LIBRARIES))
 
 
 def _results(run: WorkflowRun) -> pd.DataFrame:

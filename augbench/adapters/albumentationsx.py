@@ -14,7 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from augbench.adapters.base import MASK_THRESHOLD, Adapter, Mapping, Transform
+from augbench.adapters.base import (
+    MASK_THRESHOLD,
+    Adapter,
+    Mapping,
+    Transform,
+    photometric_ranges,
+)
 
 
 def _albx(factory: str, **kwargs: Any) -> Transform:
@@ -468,12 +474,7 @@ def _paper_set_mappings() -> dict[str, Mapping]:
             "A.PhotoMetricDistort(brightness_range=(0.875, 1.125), contrast_range=(0.5, 1.5), "
             "saturation_range=(0.5, 1.5), hue_range=(-0.05, 0.05), distort_p=0.5)",
             lambda p: _albx(
-                "PhotoMetricDistort",
-                brightness_range=tuple(p["brightness"]),
-                contrast_range=tuple(p["contrast"]),
-                saturation_range=tuple(p["saturation"]),
-                hue_range=tuple(p["hue"]),
-                distort_p=p["step_p"],
+                "PhotoMetricDistort", **photometric_ranges(p, "_range"), distort_p=p["step_p"]
             ),
         ),
         "Hue": Mapping(

@@ -169,6 +169,16 @@ class Adapter:
         raise NotImplementedError
 
 
+# The steps of PhotoMetricDistort, each with a canonical factor range (catalog parameters).
+PHOTOMETRIC_STEPS: tuple[str, ...] = ("brightness", "contrast", "saturation", "hue")
+
+
+def photometric_ranges(params: dict[str, Any], suffix: str = "") -> dict[str, tuple[float, ...]]:
+    """PhotoMetricDistort's step ranges as keyword arguments ``<step><suffix>`` (torchvision
+    takes the bare step names, AlbumentationsX ``<step>_range``), each range a tuple."""
+    return {f"{step}{suffix}": tuple(params[step]) for step in PHOTOMETRIC_STEPS}
+
+
 def uniform(rng_range: tuple[float, float]) -> float:
     import random
 

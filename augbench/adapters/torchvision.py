@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from augbench.adapters.base import Adapter, Mapping, Transform
+from augbench.adapters.base import Adapter, Mapping, Transform, photometric_ranges
 
 
 def _tv(factory: str, *args: Any, **kwargs: Any) -> Transform:
@@ -28,6 +28,12 @@ def _bilinear() -> Any:
     import torchvision.transforms.v2 as T
 
     return T.InterpolationMode.BILINEAR
+
+
+def _warp(factory: str, *args: Any, **kwargs: Any) -> Transform:
+    """A geometric v2 transform that resamples bilinearly and fills with 0 (the catalog's
+    interpolation and fill)."""
+    return _tv(factory, *args, interpolation=_bilinear(), fill=0, **kwargs)
 
 
 class TorchvisionAdapter(Adapter):
@@ -92,19 +98,17 @@ class TorchvisionAdapter(Adapter):
             ),
             "Rotate": Mapping(
                 f"v2.RandomRotation(45, interpolation={bl}, fill=0)",
-                lambda p: _tv("RandomRotation", p["degrees"], interpolation=_bilinear(), fill=0),
+                lambda p: _warp("RandomRotation", p["degrees"]),
             ),
             "Affine": Mapping(
                 "v2.RandomAffine(25, translate=(0.1, 0.1), scale=(0.8, 1.2), shear=(-10, 10), "
                 f"interpolation={bl}, fill=0)",
-                lambda p: _tv(
+                lambda p: _warp(
                     "RandomAffine",
                     p["degrees"],
                     translate=(p["translate"], p["translate"]),
                     scale=tuple(p["scale"]),
                     shear=(-p["shear"], p["shear"]),
-                    interpolation=_bilinear(),
-                    fill=0,
                 ),
             ),
             "GaussianBlur": Mapping(
@@ -237,33 +241,15 @@ def _paper_set_mappings() -> dict[str, Mapping]:
         ),
         "Shear": Mapping(
             f"v2.RandomAffine(0, shear=(-20, 20), interpolation={bl}, fill=0)",
-            lambda p: _tv(
-                "RandomAffine",
-                0,
-                shear=(-p["shear"], p["shear"]),
-                interpolation=_bilinear(),
-                fill=0,
-            ),
+            lambda p: _warp("RandomAffine", 0, shear=(-p["shear"], p["shear"])),
         ),
         "Perspective": Mapping(
             f"v2.RandomPerspective(distortion_scale=0.5, p=1, interpolation={bl}, fill=0)",
-            lambda p: _tv(
-                "RandomPerspective",
-                distortion_scale=p["distortion_scale"],
-                p=1.0,
-                interpolation=_bilinear(),
-                fill=0,
-            ),
+            lambda p: _warp("RandomPerspective", distortion_scale=p["distortion_scale"], p=1.0),
         ),
         "Elastic": Mapping(
             f"v2.ElasticTransform(alpha=50, sigma=5, interpolation={bl}, fill=0)",
-            lambda p: _tv(
-                "ElasticTransform",
-                alpha=p["alpha"],
-                sigma=p["sigma"],
-                interpolation=_bilinear(),
-                fill=0,
-            ),
+            lambda p: _warp("ElasticTransform", alpha=p["alpha"], sigma=p["sigma"]),
         ),
         "Erasing": Mapping(
             "v2.RandomErasing(p=1, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0)",
@@ -278,14 +264,7 @@ def _paper_set_mappings() -> dict[str, Mapping]:
         "PhotoMetricDistort": Mapping(
             "v2.RandomPhotometricDistort(brightness=(0.875, 1.125), contrast=(0.5, 1.5), "
             "saturation=(0.5, 1.5), hue=(-0.05, 0.05), p=0.5)",
-            lambda p: _tv(
-                "RandomPhotometricDistort",
-                brightness=tuple(p["brightness"]),
-                contrast=tuple(p["contrast"]),
-                saturation=tuple(p["saturation"]),
-                hue=tuple(p["hue"]),
-                p=p["step_p"],
-            ),
+            lambda p: _tv("RandomPhotometricDistort", **photometric_ranges(p), p=p["step_p"]),
             note="p is the probability of each step; the transform itself always runs.",
         ),
         "Hue": Mapping("v2.ColorJitter(hue=0.1)", lambda p: _tv("ColorJitter", hue=p["hue"])),

@@ -20,13 +20,16 @@ import math
 
 import pandas as pd
 
+from augbench import regimes
 from augbench.analysis.speedups import speedup_interval
 from augbench.gpu_recipes import IDENTITY
 
-GPU_REGIMES: tuple[str, ...] = ("gpu_dataloader", "dali")
+# The regimes declared as GPU regimes (augbench/regimes.py).
+GPU_REGIMES: tuple[str, ...] = regimes.gpu_regimes()
 CPU_REFERENCE_LIBRARY = "albumentationsx"
 
-RATIO_COLUMNS: tuple[str, ...] = (
+# Which measurement a row is: the first columns of both tables.
+MEASUREMENT_COLUMNS: tuple[str, ...] = (
     "machine",
     "regime",
     "library",
@@ -35,6 +38,10 @@ RATIO_COLUMNS: tuple[str, ...] = (
     "workers",
     "batch_size",
     "transform",
+)
+
+RATIO_COLUMNS: tuple[str, ...] = (
+    *MEASUREMENT_COLUMNS,
     "recipe",
     "timed",
     "device",
@@ -53,14 +60,7 @@ RATIO_COLUMNS: tuple[str, ...] = (
 )
 
 MEMORY_COLUMNS: tuple[str, ...] = (
-    "machine",
-    "regime",
-    "library",
-    "variant",
-    "scope",
-    "workers",
-    "batch_size",
-    "transform",
+    *MEASUREMENT_COLUMNS,
     "device",
     "status",
     "reason",

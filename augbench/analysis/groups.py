@@ -16,7 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from augbench.analysis.tidy import GROUP_COLUMNS
-from augbench.matrix import LIBRARIES, REGIMES, STATUSES
+from augbench.matrix import LIBRARIES, STATUSES
+from augbench.regimes import NAMES as REGIME_NAMES
 
 
 def library_order(libraries: list[str] | set[str] | pd.Series) -> list[str]:
@@ -28,7 +29,7 @@ def library_order(libraries: list[str] | set[str] | pd.Series) -> list[str]:
 
 def regime_order(regimes: list[str] | set[str] | pd.Series) -> list[str]:
     present = {str(r) for r in regimes}
-    known = [r for r in REGIMES if r in present]
+    known = [r for r in REGIME_NAMES if r in present]
     return known + sorted(present - set(known))
 
 

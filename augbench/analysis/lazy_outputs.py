@@ -134,7 +134,7 @@ def markdown(frame: pd.DataFrame) -> str:
         "# Lazy outputs (diagnostic)",
         "",
         "Written by the workflow's `lazy_outputs` rules from a run on the machine(s) named "
-        "below (not by workflow/scripts/render_transforms_doc.py: these are measurements). Native "
+        "below (not by tools/maintenance/render_transforms_doc.py: these are measurements). Native "
         "inputs, one thread; the call and its materialization timed separately per image over "
         "a few passes: diagnostic numbers, not result rows. "
         "`call` is the library call alone; `call + materialize` is the micro regime's timed scope "

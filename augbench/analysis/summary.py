@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pandas as pd
 
@@ -23,6 +24,42 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return lines
+
+
+def _rows_table(
+    rows: pd.DataFrame,
+    fields: dict[str, str],
+    header: list[str],
+    cells: Callable[[pd.Series], list[str]],
+) -> list[str]:
+    """A table of ``rows``: first their ``fields`` (header -> field) as text, then the columns
+    ``header`` filled by ``cells(row)``."""
+    return _table(
+        [*fields, *header],
+        [[*(str(r[f]) for f in fields.values()), *cells(r)] for _, r in rows.iterrows()],
+    )
+
+
+# How the row lists name a result row: header -> field (diagnostics' tables).
+ROW_NAME = {
+    "machine": "machine",
+    "setting": "group",
+    "library": "library",
+    "transform": "transform",
+}
+
+
+def _row_list(
+    heading: str,
+    rows: pd.DataFrame,
+    header: list[str],
+    cells: Callable[[pd.Series], list[str]],
+    none: str,
+) -> list[str]:
+    """A section listing ``rows`` (named by ``ROW_NAME``, then ``header`` filled by
+    ``cells(row)``), or saying ``none`` where there are none."""
+    table = _rows_table(rows, ROW_NAME, header, cells) if len(rows) else [none]
+    return [f"## {heading}", "", *table, ""]
 
 
 def _dataset_lines(frame: pd.DataFrame) -> list[str]:
@@ -92,66 +129,38 @@ def markdown(
         top = win[win["winner"] != ""].nlargest(gaps, "gap")
         if len(top):
             lines += [f"Largest gaps (winner over runner-up, top {len(top)}):", ""]
-            lines += _table(
-                ["transform", "winner", "img/s", "runner-up", "img/s", "gap"],
-                [
-                    [
-                        str(r["transform"]),
-                        str(r["winner"]),
-                        _fmt(r["winner_throughput"]),
-                        str(r["runner_up"]),
-                        _fmt(r["runner_up_throughput"]),
-                        f"{r['gap']:.2f}x",
-                    ]
-                    for _, r in top.iterrows()
+            lines += _rows_table(
+                top,
+                {"transform": "transform", "winner": "winner"},
+                ["img/s", "runner-up", "img/s", "gap"],
+                lambda r: [
+                    _fmt(r["winner_throughput"]),
+                    str(r["runner_up"]),
+                    _fmt(r["runner_up_throughput"]),
+                    f"{r['gap']:.2f}x",
                 ],
             )
             lines.append("")
     flagged = diagnose(frame)
     flagged = flagged[flagged["flagged"]]
-    lines += ["## Unstable rows", ""]
-    if len(flagged):
-        lines += _table(
-            ["machine", "setting", "library", "transform", "median img/s", "why"],
-            [
-                [
-                    r["machine"],
-                    r["group"],
-                    r["library"],
-                    r["transform"],
-                    _fmt(r["median_throughput"]),
-                    r["detail"],
-                ]
-                for _, r in flagged.iterrows()
-            ],
-        )
-    else:
-        lines.append("None: every ok row is within the variance and warm-up limits.")
-    lines.append("")
+    lines += _row_list(
+        "Unstable rows",
+        flagged,
+        ["median img/s", "why"],
+        lambda r: [_fmt(r["median_throughput"]), r["detail"]],
+        "None: every ok row is within the variance and warm-up limits.",
+    )
     lines += _baseline_section(frame)
     if pipeline_rows is not None:  # user pipelines' breakdowns: do their steps sum up?
         lines += pipelines.summary_lines(pipeline_rows)
     lines += precision_section(frame)
-    early = slow_rows(frame, slowest=0)
-    lines += ["## Early-stopped rows", ""]
-    if len(early):
-        lines += _table(
-            ["machine", "setting", "library", "transform", "preflight img/s", "reason"],
-            [
-                [
-                    r["machine"],
-                    r["group"],
-                    r["library"],
-                    r["transform"],
-                    _fmt(r["throughput"], 1),
-                    str(r["reason"]),
-                ]
-                for _, r in early.iterrows()
-            ],
-        )
-    else:
-        lines.append("None.")
-    lines.append("")
+    lines += _row_list(
+        "Early-stopped rows",
+        slow_rows(frame, slowest=0),
+        ["preflight img/s", "reason"],
+        lambda r: [_fmt(r["throughput"], 1), str(r["reason"])],
+        "None.",
+    )
     if lazy is not None:
         lines += [
             "## Rows dominated by materialization (lazy-output diagnostic)",
@@ -190,21 +199,12 @@ def _baseline_section(frame: pd.DataFrame) -> list[str]:
     ]
     flagged = baseline_exceptions(frame)
     if len(flagged):
-        lines += _table(
-            ["machine", "scope", "workers", "library", "transform", "check", "value", "goal"],
-            [
-                [
-                    str(r["machine"]),
-                    str(r["scope"]),
-                    str(r["workers"]),
-                    str(r["library"]),
-                    str(r["transform"]),
-                    str(r["check"]),
-                    f"{r['value']:.2f}",
-                    str(r["goal"]),
-                ]
-                for _, r in flagged.iterrows()
-            ],
+        named = ("machine", "scope", "workers", "library", "transform", "check")
+        lines += _rows_table(
+            flagged,
+            {field: field for field in named},
+            ["value", "goal"],
+            lambda r: [f"{r['value']:.2f}", str(r["goal"])],
         )
     else:
         lines.append("None: every measured row passes.")

@@ -10,8 +10,9 @@ from typing import Any
 
 import pandas as pd
 
+from augbench import regimes
 from augbench.analysis.dataloader import add_baselines
-from augbench.matrix import LIBRARIES, REGIMES, STATUSES
+from augbench.matrix import LIBRARIES, STATUSES
 
 # Columns every tidy table has, in this order; extra keys found in rows are appended after them.
 COLUMNS: tuple[str, ...] = (
@@ -99,13 +100,14 @@ def _infer_library(meta: dict[str, Any], path: Path) -> str:
 def _infer_regime(meta: dict[str, Any], path: Path) -> str:
     if meta.get("regime"):
         return str(meta["regime"])
-    if meta.get("mode") in REGIMES:  # other tools write the regime as "mode"
+    if meta.get("mode") in regimes.NAMES:  # other tools write the regime as "mode"
         return str(meta["mode"])
     # The file name, or a folder named exactly after the regime: a substring of the whole path
     # would take e.g. a checkout in ".../wt-dali/" for DALI results.
     name = path.name.lower()
     folders = {part.lower() for part in path.parts[:-1]}
-    for regime in ("cpu_dataloader", "gpu_dataloader", "dali", "micro"):
+    # Longest names first: one regime's name may contain another's.
+    for regime in sorted(regimes.NAMES, key=len, reverse=True):
         if regime in name or regime in folders:
             return regime
     return "micro"
@@ -178,7 +180,7 @@ def _scenario_columns(meta: dict[str, Any], params: dict[str, Any]) -> dict[str,
     variant = str(meta.get("variant") or "")
     if not variant:
         parts = [scenario] if scenario else []
-        if mode and mode not in REGIMES:
+        if mode and mode not in regimes.NAMES:
             parts.append(mode)
         if int(channels) != 3:
             parts.append(f"channels{int(channels)}")

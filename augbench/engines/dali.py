@@ -45,8 +45,7 @@ from typing import Any  # noqa: E402
 
 from augbench import catalog, cuda_env, gpu_recipes, pipelines  # noqa: E402
 from augbench.adapters.dali import DaliAdapter, DaliContext  # noqa: E402
-from augbench.engines import skeleton  # noqa: E402
-from augbench.engines.common import job_metadata  # noqa: E402
+from augbench.engines import cli, skeleton  # noqa: E402
 from augbench.engines.streaming import StreamPlan, StreamResult, run_stream  # noqa: E402
 from augbench.policy import SlowTransformPolicy  # noqa: E402
 
@@ -62,33 +61,19 @@ VARIANTS: dict[str, str] = {
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__)
+    p = cli.engine_parser(
+        __doc__,
+        library=False,  # the library is DALI; the variant names its backend
+        values=True,
+        warmups=True,
+        pipelines_run="that pipeline's steps in the DALI pipeline",
+        gpu="required: a dali-gpu job fails when CUDA is not usable instead of writing rows",
+    )
     p.add_argument("--variant", required=True, choices=sorted(VARIANTS))
-    p.add_argument("--transforms", required=True, help="comma-separated catalog names")
-    p.add_argument("--manifest", required=True, type=Path)
-    p.add_argument("--num-images", required=True, type=int)
     p.add_argument("--batch-size", required=True, type=int)
     p.add_argument("--num-threads", required=True, type=int, help="DALI CPU threads")
     p.add_argument("--prefetch-queue-depth", type=int, default=2)
     p.add_argument("--device-id", type=int, default=0, help="CUDA device of dali-gpu")
-    p.add_argument("--values", type=int, default=3, help="measured repetitions")
-    p.add_argument("--warmups", type=int, default=1, help="untimed repetitions before them")
-    p.add_argument("--policy", default="{}", help="SlowTransformPolicy fields as JSON")
-    p.add_argument("--machine", required=True)
-    p.add_argument("--shard", default="")
-    p.add_argument(
-        "--pipelines", type=pipelines.from_json, default={},
-        help="user pipelines as JSON (augbench.pipelines); a name of --transforms that is one of "
-        "them runs that pipeline's steps in the DALI pipeline",
-    )  # fmt: skip
-    p.add_argument("--output", required=True, type=Path)
-    p.add_argument("--env-marker", type=Path, default=None)
-    p.add_argument(
-        "--gpu",
-        choices=cuda_env.GPU_MODES,
-        default="optional",
-        help="required: a dali-gpu job fails when CUDA is not usable instead of writing rows",
-    )
     return p.parse_args(argv)
 
 
@@ -308,15 +293,8 @@ def measure_transform(
         device=last["kind"],
         expected_device=f"TensorList{kind}",
     )
-    return skeleton.stream_row(
-        result,
-        plan,
-        details,
-        problems,
-        output_shape=shape,
-        output_dtype="float32",
-        output_device=last["kind"],
-    )
+    output = {"output_shape": shape, "output_dtype": "float32", "output_device": last["kind"]}
+    return skeleton.stream_row(result, plan, details, problems, **output)
 
 
 def pipeline_description(transform: str, variant: str) -> str:
@@ -387,10 +365,10 @@ NORMALIZE_CALL = "fn.crop_mirror_normalize(dtype=FLOAT, output_layout='CHW', mea
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     adapter = DaliAdapter()
-    job = skeleton.job_inputs(
+    inputs = skeleton.job_inputs(
         args, lambda name: None if name in args.pipelines else gpu_recipes.check_name(name)
     )
-    transforms, policy, plan, files = job.transforms, job.policy, job.plan, job.files
+    transforms, policy, plan, files = inputs.transforms, inputs.policy, inputs.plan, inputs.files
     gpu = args.variant == "dali-gpu"
     import_error = skeleton.import_failure(adapter)
     env: cuda_env.CudaEnv | None = None
@@ -402,20 +380,41 @@ def main(argv: list[str] | None = None) -> int:
         if env.verdict == "no_device":
             device_name = gpu_recipes.SKIP_NO_CUDA
     thread_settings = {
-        "policy": GPU_REGIME_THREADS.to_dict(),
-        "environment": GPU_REGIME_THREADS.environment(),
+        **skeleton.thread_record(GPU_REGIME_THREADS),
         "dali_num_threads": args.num_threads,
     }
 
-    def precheck(name: str) -> dict[str, Any] | None:
-        pipeline = args.pipelines.get(name)
-        # One row naming the first step (or target) DALI lacks: never composed.
-        problem = pipelines.gpu_problem_row(adapter, pipeline, import_error)
-        return problem or skeleton.precheck_row(
-            import_error=import_error,
-            unsupported=None if pipeline else gpu_recipes.unsupported_reason(adapter, name),
-            unavailable=None if env is None or env.ok else env.unavailable_row(),
-        )
+    unavailable = None if env is None or env.ok else env.unavailable_row()
+    precheck = skeleton.recipe_precheck(adapter, args.pipelines, import_error, unavailable)
+    env_fields = env.row_fields() if env is not None else {}
+    job_fields = {  # every single-transform row's, after its mapping and recipe
+        "scope": "decode",
+        "timed": gpu_recipes.SCOPE_TIMED["decode"].replace(
+            "DataLoader workers, collation, pinned host-to-device copy", "the DALI pipeline"
+        ),
+        "workers": args.num_threads,
+        "batch_size": args.batch_size,
+        "variant": args.variant,
+        "randomness": "per-sample",
+        "device": device_name,
+        "decoder": f"fn.decoders.image(device={VARIANTS[args.variant]!r})",
+        **env_fields,
+    }
+    own = {
+        "batch_size": args.batch_size,
+        "workers": args.num_threads,
+        "num_threads": args.num_threads,
+        "prefetch_queue_depth": args.prefetch_queue_depth,
+        "device_id": args.device_id if gpu else None,
+    }
+    timing = {"timer": f"time.perf_counter around Pipeline.run() calls; {SYNC_METHOD}"}
+    params = skeleton.stream_params(args, inputs, own, timing)
+    extra = {
+        "variant": args.variant,
+        "device": device_name,
+        "cuda_available": bool(env and env.ok),
+        **({"cuda_env": env.to_dict()} if env is not None else {}),
+    }
 
     def kwargs(name: str) -> dict[str, Any]:
         return dict(
@@ -432,68 +431,12 @@ def main(argv: list[str] | None = None) -> int:
 
     def fields(name: str) -> dict[str, Any]:
         if name in args.pipelines:
-            row = pipeline_fields(args, args.pipelines[name], device_name)
-            return {**row, **(env.row_fields() if env is not None else {})}
-        identity = name == gpu_recipes.IDENTITY
-        return {
-            "mapping": "identity (no transform)" if identity else adapter.mapping_call(name),
-            "recipe": gpu_recipes.recipe(name),
-            "scope": "decode",
-            "timed": gpu_recipes.SCOPE_TIMED["decode"].replace(
-                "DataLoader workers, collation, pinned host-to-device copy", "the DALI pipeline"
-            ),
-            "workers": args.num_threads,
-            "batch_size": args.batch_size,
-            "variant": args.variant,
-            "randomness": "per-sample",
-            "device": device_name,
-            "decoder": f"fn.decoders.image(device={VARIANTS[args.variant]!r})",
-            **(env.row_fields() if env is not None else {}),
-        }
+            return {**pipeline_fields(args, args.pipelines[name], device_name), **env_fields}
+        return {**skeleton.recipe_fields(adapter, name), **job_fields}
 
-    rows = skeleton.run_rows(
-        transforms,
-        label=f"{REGIME} | {args.variant}",
-        precheck=precheck,
-        measure=measure_transform,
-        kwargs=kwargs,
-        fields=fields,
-    )
-    metadata = job_metadata(
-        adapter=adapter,
-        regime=REGIME,
-        scope="decode",
-        machine=args.machine,
-        manifest=args.manifest,
-        num_images=args.num_images,
-        benchmark_params={
-            "num_images": args.num_images,
-            "batch_size": args.batch_size,
-            "workers": args.num_threads,
-            "num_threads": args.num_threads,
-            "prefetch_queue_depth": args.prefetch_queue_depth,
-            "device_id": args.device_id if gpu else None,
-            "values": args.values,
-            "warmups": args.warmups,
-            "stream_plan": plan.to_dict(),
-            "timer": f"time.perf_counter around Pipeline.run() calls; {SYNC_METHOD}",
-            "isolation": "each measured recipe in its own spawned process",
-            "slow_transform_policy": policy.to_dict(),
-            "shard": args.shard,
-            "transforms": transforms,
-            "gpu": args.gpu,
-        },
-        thread_settings=thread_settings,
-        env_marker=args.env_marker,
-        extra={
-            "variant": args.variant,
-            "device": device_name,
-            "cuda_available": bool(env and env.ok),
-            **({"cuda_env": env.to_dict()} if env is not None else {}),
-        },
-    )
-    skeleton.write_result(args.output, metadata, rows)
-    return 0
+    job = skeleton.Job(args, adapter, REGIME, "decode", f"{REGIME} | {args.variant}")
+    rows = job.run_rows(transforms, precheck, measure_transform, kwargs, fields)
+    return job.finish(rows, thread_settings, params, extra)
 
 
 if __name__ == "__main__":

@@ -47,8 +47,7 @@ from typing import Any  # noqa: E402
 
 from augbench import adapters, catalog, cuda_env, gpu_recipes, layout, pipelines  # noqa: E402
 from augbench.adapters.base import MASK_THRESHOLD  # noqa: E402
-from augbench.engines import skeleton  # noqa: E402
-from augbench.engines.common import job_metadata  # noqa: E402
+from augbench.engines import cli, skeleton  # noqa: E402
 from augbench.engines.streaming import StreamPlan, run_stream  # noqa: E402
 from augbench.policy import SlowTransformPolicy  # noqa: E402
 
@@ -59,34 +58,19 @@ DECODER = "torchvision.io.decode_image(read_file(path), RGB) in DataLoader worke
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--library", required=True, choices=sorted(LIBRARY_RANDOMNESS))
-    p.add_argument("--transforms", required=True, help="comma-separated catalog names")
-    p.add_argument("--manifest", required=True, type=Path)
-    p.add_argument("--num-images", required=True, type=int)
+    p = cli.engine_parser(
+        __doc__,
+        library=sorted(LIBRARY_RANDOMNESS),
+        values=True,
+        warmups=True,
+        pipelines_run="that pipeline's steps on the device",
+        gpu="required: fail the job when CUDA is not usable instead of writing skipped rows",
+    )
     p.add_argument("--scope", required=True, choices=["decode", "memory"])
     p.add_argument("--workers", required=True, type=int)
     p.add_argument("--batch-size", required=True, type=int)
     p.add_argument("--randomness", required=True, choices=gpu_recipes.RANDOMNESS)
     p.add_argument("--worker-crop", type=int, default=256, help="input size for crop transforms")
-    p.add_argument("--values", type=int, default=3, help="measured repetitions")
-    p.add_argument("--warmups", type=int, default=1, help="untimed repetitions before them")
-    p.add_argument("--policy", default="{}", help="SlowTransformPolicy fields as JSON")
-    p.add_argument("--machine", required=True)
-    p.add_argument("--shard", default="")
-    p.add_argument(
-        "--pipelines", type=pipelines.from_json, default={},
-        help="user pipelines as JSON (augbench.pipelines); a name of --transforms that is one of "
-        "them runs that pipeline's steps on the device",
-    )  # fmt: skip
-    p.add_argument("--output", required=True, type=Path)
-    p.add_argument("--env-marker", type=Path, default=None)
-    p.add_argument(
-        "--gpu",
-        choices=cuda_env.GPU_MODES,
-        default="optional",
-        help="required: fail the job when CUDA is not usable instead of writing skipped rows",
-    )
     args = p.parse_args(argv)
     if args.scope == "memory" and args.workers != 0:
         p.error("--scope memory times batches already on the device: it uses no workers, pass 0")
@@ -468,15 +452,8 @@ def measure_transform(
                 f"mask output is {mask_shape} on {mask.device.type}, expected "
                 f"{[plan.batch_size, 1, *expected_hw]} on {dev.type}"
             )
-    return skeleton.stream_row(
-        result,
-        plan,
-        details,
-        problems,
-        output_shape=shape,
-        output_dtype=dtype,
-        output_device=str(out.device),
-    )
+    output = {"output_shape": shape, "output_dtype": dtype, "output_device": str(out.device)}
+    return skeleton.stream_row(result, plan, details, problems, **output)
 
 
 def pipeline_fields(
@@ -516,10 +493,10 @@ def pipeline_fields(
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     adapter = adapters.get(args.library)
-    job = skeleton.job_inputs(
+    inputs = skeleton.job_inputs(
         args, lambda name: None if name in args.pipelines else gpu_recipes.check_name(name)
     )
-    transforms, policy, plan, files = job.transforms, job.policy, job.plan, job.files
+    transforms, policy, plan, files = inputs.transforms, inputs.policy, inputs.plan, inputs.files
 
     env = cuda_env.detect_torch()  # imports torch only where a driver is there to probe
     cuda_env.require(env, args.gpu, f"{REGIME} job ({args.library}, {args.scope})")
@@ -533,16 +510,37 @@ def main(argv: list[str] | None = None) -> int:
     # importing the library (torchvision: seconds) would only delay writing it. An import failure
     # still shows here on a GPU machine, and in the same env's CPU regimes everywhere.
     import_error = skeleton.import_failure(adapter) if env.ok else None
-
-    def precheck(name: str) -> dict[str, Any] | None:
-        pipeline = args.pipelines.get(name)
-        # One row naming the first step (or target) the GPU path lacks: never composed.
-        problem = pipelines.gpu_problem_row(adapter, pipeline, import_error)
-        return problem or skeleton.precheck_row(
-            import_error=import_error,
-            unsupported=None if pipeline else gpu_recipes.unsupported_reason(adapter, name),
-            unavailable=None if env.ok else env.unavailable_row(),
-        )
+    unavailable = None if env.ok else env.unavailable_row()
+    precheck = skeleton.recipe_precheck(adapter, args.pipelines, import_error, unavailable)
+    job_fields = {  # every single-transform row's, after its mapping and recipe
+        "scope": args.scope,
+        "timed": gpu_recipes.SCOPE_TIMED[args.scope],
+        "workers": args.workers,
+        "batch_size": args.batch_size,
+        "variant": args.randomness,
+        "randomness": args.randomness,
+        "device": device_name,
+        "decoder": DECODER if args.scope == "decode" else f"{DECODER}, before the clock",
+        **env.row_fields(),
+    }
+    own = {
+        "workers": args.workers,
+        "batch_size": args.batch_size,
+        "randomness": args.randomness,
+        "worker_crop_for_crop_transforms": args.worker_crop,
+    }
+    timing = {
+        "timed": gpu_recipes.SCOPE_TIMED[args.scope],
+        "timer": "time.perf_counter, torch.cuda.synchronize() before every stop",
+    }
+    params = skeleton.stream_params(args, inputs, own, timing)
+    extra = {
+        "variant": args.randomness,
+        "device": device_name,
+        "cuda_available": env.ok,
+        "torch_cuda_version": env.cuda_runtime,
+        "cuda_env": env.to_dict(),
+    }
 
     def kwargs(name: str) -> dict[str, Any]:
         return dict(
@@ -562,65 +560,12 @@ def main(argv: list[str] | None = None) -> int:
     def fields(name: str) -> dict[str, Any]:
         if name in args.pipelines:
             return pipeline_fields(args, adapter, args.pipelines[name], device_name, env)
-        identity = name == gpu_recipes.IDENTITY
-        return {
-            "mapping": "identity (no transform)" if identity else adapter.mapping_call(name),
-            "recipe": gpu_recipes.recipe(name),
-            "scope": args.scope,
-            "timed": gpu_recipes.SCOPE_TIMED[args.scope],
-            "workers": args.workers,
-            "batch_size": args.batch_size,
-            "variant": args.randomness,
-            "randomness": args.randomness,
-            "device": device_name,
-            "decoder": DECODER if args.scope == "decode" else f"{DECODER}, before the clock",
-            **env.row_fields(),
-        }
+        return {**skeleton.recipe_fields(adapter, name), **job_fields}
 
-    rows = skeleton.run_rows(
-        transforms,
-        label=f"{REGIME} | {args.library} | {args.scope} | {args.randomness}",
-        precheck=precheck,
-        measure=measure_transform,
-        kwargs=kwargs,
-        fields=fields,
-    )
-    metadata = job_metadata(
-        adapter=adapter,
-        regime=REGIME,
-        scope=args.scope,
-        machine=args.machine,
-        manifest=args.manifest,
-        num_images=args.num_images,
-        benchmark_params={
-            "num_images": args.num_images,
-            "workers": args.workers,
-            "batch_size": args.batch_size,
-            "randomness": args.randomness,
-            "worker_crop_for_crop_transforms": args.worker_crop,
-            "values": args.values,
-            "warmups": args.warmups,
-            "stream_plan": plan.to_dict(),
-            "timed": gpu_recipes.SCOPE_TIMED[args.scope],
-            "timer": "time.perf_counter, torch.cuda.synchronize() before every stop",
-            "isolation": "each measured recipe in its own spawned process",
-            "slow_transform_policy": policy.to_dict(),
-            "shard": args.shard,
-            "transforms": transforms,
-            "gpu": args.gpu,
-        },
-        thread_settings=thread_settings,
-        env_marker=args.env_marker,
-        extra={
-            "variant": args.randomness,
-            "device": device_name,
-            "cuda_available": env.ok,
-            "torch_cuda_version": env.cuda_runtime,
-            "cuda_env": env.to_dict(),
-        },
-    )
-    skeleton.write_result(args.output, metadata, rows)
-    return 0
+    label = f"{REGIME} | {args.library} | {args.scope} | {args.randomness}"
+    job = skeleton.Job(args, adapter, REGIME, args.scope, label)
+    rows = job.run_rows(transforms, precheck, measure_transform, kwargs, fields)
+    return job.finish(rows, thread_settings, params, extra)
 
 
 if __name__ == "__main__":

@@ -25,22 +25,16 @@ from augbench.policy import MICRO_THREADS
 MICRO_THREADS.apply_environment()  # before numpy/torch/cv2 load (also set by the rule's shell)
 
 from augbench import adapters, catalog, layout, media  # noqa: E402
-from augbench.results import system_info, write_json_atomic  # noqa: E402
+from augbench.engines import cli, skeleton  # noqa: E402
+from augbench.results import system_info  # noqa: E402
 
 # A row is flagged when materialization is over this share of call + materialize.
 MATERIALIZE_SHARE_FLAG = 0.5
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--library", required=True)
-    p.add_argument("--transforms", required=True, help="comma-separated catalog names")
-    p.add_argument("--manifest", required=True, type=Path)
-    p.add_argument("--num-images", type=int, default=10)
+    p = cli.engine_parser(__doc__, shard=False, policy=False, num_images=10)
     p.add_argument("--repeats", type=int, default=3, help="timed passes (after one warm-up)")
-    p.add_argument("--machine", required=True)
-    p.add_argument("--output", required=True, type=Path)
-    p.add_argument("--env-marker", type=Path, default=None)  # passed by augbench.provision
     return p.parse_args(argv)
 
 
@@ -100,8 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     from tqdm import tqdm
 
     adapter = adapters.get(args.library)
-    transforms = [t for t in args.transforms.split(",") if t]
-    rows: dict[str, dict[str, Any]] = {}
+    transforms = cli.transform_names(args)  # unchecked: a name it cannot probe is a row's reason
     start = time.perf_counter()
     adapter.import_library()
     thread_settings = MICRO_THREADS.apply_runtime()
@@ -110,39 +103,37 @@ def main(argv: list[str] | None = None) -> int:
         files = media.select_files(args.manifest, args.num_images)
         media.build_cache(adapter, files, cache)
         images = media.load_cache(adapter, cache)
-    bar = tqdm(transforms, desc=f"lazy outputs | {args.library}", unit="transform")
-    for name in bar:
-        bar.set_postfix_str(name)
+
+    def row_of(name: str) -> dict[str, Any]:
         if not adapter.supports(name):
-            rows[name] = {"status": "unsupported", "reason": adapter.unsupported_reason(name)}
-            continue
+            return {"status": "unsupported", "reason": adapter.unsupported_reason(name)}
         try:
-            rows[name] = probe(adapter, name, images, args.repeats)
+            return probe(adapter, name, images, args.repeats)
         except Exception as exc:  # one failing transform never loses the other rows
-            rows[name] = {
+            return {
                 "status": "error",
                 "reason": f"{type(exc).__name__}: {exc}",
                 "traceback": traceback.format_exc()[-2000:],
             }
-    payload = {
-        "metadata": {
-            "kind": "lazy_outputs diagnostic (not a benchmark result)",
-            "machine": args.machine,
-            "library": args.library,
-            "library_versions": adapter.versions(),
-            "system_info": system_info(),
-            "thread_settings": thread_settings,
-            "input_layout": "native",
-            "decoder": adapter.decoder,
-            "num_images": len(images),
-            "repeats": args.repeats,
-            "materialize_share_flag": MATERIALIZE_SHARE_FLAG,
-            "seconds": time.perf_counter() - start,
-        },
-        "results": rows,
+
+    # A diagnostic's rows carry no throughput: the bar names each one, no status lines.
+    bar = tqdm(transforms, desc=f"lazy outputs | {args.library}", unit="transform")
+    rows = skeleton.each_row(bar, row_of, skeleton.RowLog(None, bar))
+    metadata = {
+        "kind": "lazy_outputs diagnostic (not a benchmark result)",
+        "machine": args.machine,
+        "library": args.library,
+        "library_versions": adapter.versions(),
+        "system_info": system_info(),
+        "thread_settings": thread_settings,
+        "input_layout": "native",
+        "decoder": adapter.decoder,
+        "num_images": len(images),
+        "repeats": args.repeats,
+        "materialize_share_flag": MATERIALIZE_SHARE_FLAG,
+        "seconds": time.perf_counter() - start,
     }
-    write_json_atomic(args.output, payload)
-    return 0
+    return skeleton.write_result(args.output, metadata, rows, versioned=False)
 
 
 if __name__ == "__main__":

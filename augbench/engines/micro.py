@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from augbench import adapters, catalog
-from augbench.engines.common import job_metadata
-from augbench.policy import MICRO_THREADS, RELATIVE_CI_TARGET, SlowTransformPolicy
-from augbench.results import non_ok_row, ok_row, result_file, status_line, write_json_atomic
+from augbench.engines import cli, skeleton
+from augbench.policy import MICRO_THREADS, RELATIVE_CI_TARGET
+from augbench.results import non_ok_row, ok_row
 from augbench.stopping import StoppingRule, relative_ci
 
 WORKER = Path(__file__).with_name("micro_worker.py")
@@ -35,11 +35,8 @@ DECODE_SUFFIX = ".decode.json"  # beside the media cache: what decoding it took 
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--library", required=True)
-    p.add_argument("--transforms", required=True, help="comma-separated catalog names")
-    p.add_argument("--manifest", required=True, type=Path)
-    p.add_argument("--num-images", required=True, type=int)
+    # --values and --warmups are per pyperf worker process (one process per round).
+    p = cli.engine_parser(__doc__, values=True, warmups=True)
     p.add_argument(
         "--channels", type=int, default=3, choices=catalog.CHANNEL_SCENARIOS,
         help="9 stacks each RGB image to 9 channels (the 9-channel scenario)",
@@ -48,19 +45,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--layout", default="native", choices=["native", "contiguous"],
         help="input memory layout: the decoder's own (native) or a row-major copy (contiguous)",
     )  # fmt: skip
-    p.add_argument("--output", required=True, type=Path)
-    p.add_argument("--machine", required=True)
-    p.add_argument("--shard", default="")
     p.add_argument(
         "--processes", type=int, default=3,
         help="most pyperf worker processes per transform (rounds); fewer once the CI target holds",
     )  # fmt: skip
     p.add_argument("--min-processes", type=int, default=1)
-    p.add_argument("--values", type=int, default=3)
-    p.add_argument("--warmups", type=int, default=1)
-    p.add_argument("--policy", default="{}", help="SlowTransformPolicy fields as JSON")
     p.add_argument("--transform-timeout", type=float, default=1800.0)
-    p.add_argument("--env-marker", type=Path, default=None)
     return p.parse_args(argv)
 
 
@@ -256,20 +246,17 @@ def main(argv: list[str] | None = None) -> int:
     from tqdm import tqdm
 
     adapter = adapters.get(args.library)
-    transforms = [t for t in args.transforms.split(",") if t]
-    for name in transforms:
-        catalog.get(name)  # unknown names fail the job loudly, before any measuring
-    policy = SlowTransformPolicy(**json.loads(args.policy))
+    transforms = cli.transform_names(args, catalog.get)
+    policy = cli.slow_policy(args)
     policy_json = json.dumps(policy.to_dict())
 
-    results: dict[str, dict[str, Any]] = {}
     decode_info: dict[str, Any] = {}
     # What every measuring process is started with; the worker adds what it then applied to
     # OpenCV/PyTorch after importing them.
-    thread_settings: dict[str, Any] = {
-        "policy": MICRO_THREADS.to_dict(),
-        "environment": MICRO_THREADS.environment(),
-    }
+    thread_settings: dict[str, Any] = skeleton.thread_record(MICRO_THREADS)
+    bar = tqdm(total=len(transforms), desc=f"micro | {args.library} | {args.shard}", unit="row")
+    job = skeleton.Job(args, adapter, "micro", "memory", f"micro | {args.library}")
+    log = job.row_log(bar)
 
     def channel_support(name: str) -> bool:
         mapping = adapter.mappings.get(name)
@@ -279,12 +266,10 @@ def main(argv: list[str] | None = None) -> int:
         row.setdefault("mapping", adapter.mapping_call(name))
         if "thread_settings" in row:
             thread_settings.update(row.pop("thread_settings"))
-        results[name] = row
         bar.update(1)
         bar.set_postfix_str(name)
-        tqdm.write(status_line(f"micro | {args.library}", name, row), file=sys.stderr)
+        log.add(name, row)
 
-    bar = tqdm(total=len(transforms), desc=f"micro | {args.library} | {args.shard}", unit="row")
     measurable = []
     for name in transforms:
         if not adapter.supports(name):
@@ -306,17 +291,10 @@ def main(argv: list[str] | None = None) -> int:
         if cache.with_suffix(DECODE_SUFFIX).exists():
             decode_info = json.loads(cache.with_suffix(DECODE_SUFFIX).read_text())
     bar.close()
-    results = {name: results[name] for name in transforms}  # the configured order
-
-    metadata = job_metadata(
-        adapter=adapter,
-        regime="micro",
-        scope="memory",
-        machine=args.machine,
-        manifest=args.manifest,
-        num_images=args.num_images,
-        benchmark_params={
-            "num_images": args.num_images,
+    return job.finish(
+        {name: log.rows[name] for name in transforms},  # the configured order
+        thread_settings,
+        params={
             "processes": args.processes,
             "min_processes": args.min_processes,
             "relative_ci_target": RELATIVE_CI_TARGET,
@@ -330,8 +308,6 @@ def main(argv: list[str] | None = None) -> int:
             "layout": args.layout,
             "transforms": transforms,
         },
-        thread_settings=thread_settings,
-        env_marker=args.env_marker,
         extra={
             "decode": decode_info,
             "channels": args.channels,
@@ -341,8 +317,6 @@ def main(argv: list[str] | None = None) -> int:
             **({"variant": variant} if (variant := micro_variant(args)) else {}),
         },
     )
-    write_json_atomic(args.output, result_file(metadata, results))
-    return 0
 
 
 if __name__ == "__main__":

@@ -32,10 +32,10 @@ import argparse  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
 import time  # noqa: E402
-import traceback  # noqa: E402
 from typing import Any  # noqa: E402
 
 from augbench import adapters, catalog, layout, media  # noqa: E402
+from augbench.engines import preflight, skeleton  # noqa: E402
 from augbench.engines.micro import DECODE_SUFFIX, INFO_SUFFIX, PYPERF_SUFFIX  # noqa: E402
 from augbench.policy import SlowTransformPolicy  # noqa: E402
 from augbench.results import non_ok_row, write_json_atomic  # noqa: E402
@@ -91,15 +91,6 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _error_row(stage: str, exc: BaseException) -> dict[str, Any]:
-    tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
-    return non_ok_row(
-        "error",
-        f"{stage}: {type(exc).__name__}: {exc}",
-        traceback="".join(tb)[-4000:],
-    )
-
-
 def measure(
     runner: Any,
     name: str,
@@ -119,20 +110,15 @@ def measure(
     except adapters.Unsupported as exc:
         return non_ok_row("unsupported", str(exc))
     except Exception as exc:
-        return _error_row("setup", exc)
+        return skeleton.stage_error_row("setup", exc)
     materialize = adapter.materialize
     info: dict[str, Any] = {}
     if policy is not None:
         try:
             items, seconds, verdict, layouts = _preflight(transform, materialize, images, policy)
         except Exception as exc:
-            return _error_row("preflight", exc)
-        info = {
-            "preflight_items": items,
-            "preflight_seconds": seconds,
-            "preflight_throughput": items / seconds if seconds > 0 else None,
-            **layouts,
-        }
+            return skeleton.stage_error_row("preflight", exc)
+        info = {**preflight.fields(items, seconds), **layouts}
         if verdict is not None:
             return {**non_ok_row("early_stopped", verdict), **info}
         loops = passes_per_value(seconds / max(items, 1), len(images))
@@ -151,7 +137,7 @@ def measure(
     try:
         bench = runner.bench_time_func(f"{adapter.name}:{name}", time_func, inner_loops=len(images))
     except Exception as exc:
-        return _error_row("measurement", exc)
+        return skeleton.stage_error_row("measurement", exc)
     if bench is None:  # pragma: no cover - worker mode always returns the benchmark
         raise RuntimeError("pyperf returned no benchmark in worker mode")
     bench.dump(str(out / f"{name}{PYPERF_SUFFIX}"), replace=True)
@@ -206,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         images = media.load_cache(adapter, args.cache, args.layout)
     except Exception as exc:  # e.g. the library does not import: every row says why
         for name in names:
-            write_json_atomic(out / f"{name}{INFO_SUFFIX}", _error_row("setup", exc))
+            write_json_atomic(out / f"{name}{INFO_SUFFIX}", skeleton.stage_error_row("setup", exc))
         return 0
 
     import pyperf

@@ -28,28 +28,18 @@ from augbench.policy import MICRO_THREADS
 MICRO_THREADS.apply_environment()  # before numpy, torch or cv2 is imported
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import resource  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-import traceback  # noqa: E402
 from collections.abc import Callable, Sequence  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
-from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 from augbench import adapters, media, pipelines  # noqa: E402
-from augbench.engines.common import job_metadata  # noqa: E402
-from augbench.engines.cpu_dataloader import preflight  # noqa: E402
+from augbench.engines import cli, preflight, skeleton  # noqa: E402
 from augbench.policy import PIPELINE_STEP_SUM_TOLERANCE, SlowTransformPolicy  # noqa: E402
-from augbench.results import (  # noqa: E402
-    non_ok_row,
-    ok_row,
-    result_file,
-    status_line,
-    write_json_atomic,
-)
+from augbench.results import non_ok_row, ok_row  # noqa: E402
 from augbench.stopping import StoppingRule, passes_per_value  # noqa: E402
 
 Unit = tuple[str, Callable[[Any], Any]]
@@ -57,18 +47,10 @@ Materialize = Callable[[Any, Any], Any]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--library", required=True)
+    p = cli.engine_parser(__doc__, transforms=False, shard=False, warmups=True)
     p.add_argument("--pipelines", required=True, help="resolved pipelines as JSON")
-    p.add_argument("--manifest", required=True, type=Path)
-    p.add_argument("--num-images", required=True, type=int)
-    p.add_argument("--output", required=True, type=Path)
-    p.add_argument("--machine", required=True)
     p.add_argument("--min-values", type=int, default=3)
     p.add_argument("--max-values", type=int, default=10)
-    p.add_argument("--warmups", type=int, default=1)
-    p.add_argument("--policy", default="{}", help="SlowTransformPolicy fields as JSON")
-    p.add_argument("--env-marker", type=Path, default=None)
     return p.parse_args(argv)
 
 
@@ -199,7 +181,7 @@ def measure(
 
 class WholeSamples:
     """The whole pipeline on input ``i``, indexable like a dataset: the shared preflight
-    (``cpu_dataloader.preflight``: one untimed sample, then up to ``preflight_items`` timed)."""
+    (``preflight.per_sample``: one untimed sample, then up to ``preflight_items`` timed)."""
 
     def __init__(self, units: Sequence[Unit], inputs: Sequence[Any], materialize: Materialize):
         self.units, self.inputs, self.materialize = units, inputs, materialize
@@ -270,16 +252,16 @@ def run_pipeline(
         units = pipelines.build_units(adapter, pipeline)
         inputs = [pipelines.prepare(adapter, pipeline, image) for image in images]
     except Exception as exc:
-        return {pipeline.name: _error_row("setup", exc, fields)}
+        return {pipeline.name: skeleton.stage_error_row("setup", exc, **fields)}
 
     def materialize(out: Any, src: Any) -> Any:
         return pipelines.materialize(adapter, out, src)
 
     try:
         samples = WholeSamples(units, inputs, materialize)
-        pre = preflight(samples, pipelines.scaled_policy(policy, pipeline))  # type: ignore[arg-type]
+        pre = preflight.per_sample(samples, pipelines.scaled_policy(policy, pipeline))
     except Exception as exc:
-        return {pipeline.name: _error_row("preflight", exc, fields)}
+        return {pipeline.name: skeleton.stage_error_row("preflight", exc, **fields)}
     verdict = pre.pop("verdict")
     if verdict is not None:
         return {pipeline.name: non_ok_row("early_stopped", verdict, **pre, **fields)}
@@ -299,13 +281,8 @@ def run_pipeline(
             passes=passes,
         )
     except Exception as exc:
-        return {pipeline.name: _error_row("measurement", exc, fields)}
+        return {pipeline.name: skeleton.stage_error_row("measurement", exc, **fields)}
     return breakdown_rows(pipeline, result, {**fields, **pre})
-
-
-def _error_row(stage: str, exc: BaseException, fields: dict[str, Any]) -> dict[str, Any]:
-    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]
-    return non_ok_row("error", f"{stage}: {type(exc).__name__}: {exc}", traceback=tb, **fields)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -314,12 +291,8 @@ def main(argv: list[str] | None = None) -> int:
 
     adapter = adapters.get(args.library)
     chosen = list(pipelines.from_json(args.pipelines).values())
-    policy = SlowTransformPolicy(**json.loads(args.policy))
-    thread_settings: dict[str, Any] = {
-        "policy": MICRO_THREADS.to_dict(),
-        "environment": MICRO_THREADS.environment(),
-    }
-    results: dict[str, dict[str, Any]] = {}
+    policy = cli.slow_policy(args)
+    thread_settings = skeleton.thread_record(MICRO_THREADS)
     images: list[Any] = []
     setup_error: str | None = None
     decode_info: dict[str, Any] = {}
@@ -335,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
 
     label = f"pipeline breakdown | {args.library}"
     bar = tqdm(chosen, desc=label, unit="pipeline")
+    job = skeleton.Job(args, adapter, "micro", "memory", label)
+    log = job.row_log(bar)
     for pipeline in bar:
         bar.set_postfix_str(pipeline.name)
         if setup_error is not None:
@@ -343,18 +318,13 @@ def main(argv: list[str] | None = None) -> int:
             }
         else:
             rows = run_pipeline(adapter, pipeline, images, args, policy, bar)
-        results.update(rows)
-        tqdm.write(status_line(label, pipeline.name, rows[pipeline.name]), file=sys.stderr)
+        # The whole pipeline's row is reported; its step rows follow it in the file.
+        log.add(pipeline.name, rows[pipeline.name], more=rows)
 
-    metadata = job_metadata(
-        adapter=adapter,
-        regime="micro",
-        scope="memory",
-        machine=args.machine,
-        manifest=args.manifest,
-        num_images=args.num_images,
-        benchmark_params={
-            "num_images": args.num_images,
+    return job.finish(
+        log.rows,
+        thread_settings,
+        params={
             "min_values": args.min_values,
             "max_values": args.max_values,
             "warmups": args.warmups,
@@ -364,12 +334,8 @@ def main(argv: list[str] | None = None) -> int:
             "pipelines": [p.to_dict() for p in chosen],
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         },
-        thread_settings=thread_settings,
-        env_marker=args.env_marker,
         extra={"decode": decode_info, "layout": "native", "engine": "pipeline_breakdown"},
     )
-    write_json_atomic(args.output, result_file(metadata, results))
-    return 0
 
 
 if __name__ == "__main__":

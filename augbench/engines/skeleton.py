@@ -1,8 +1,22 @@
-"""The skeleton every batch-pipeline engine shares (gpu_dataloader and dali; cpu_dataloader can
-adopt it): rows decided without measuring, one measured recipe per fresh process, the status
-line, and the result file.
+"""The skeleton every engine shares: set-up -> preflight -> warm-up -> timed window -> row ->
+finish. A timing or row fix made here lands in every engine.
 
-An engine supplies three things:
+* set-up: the command line (augbench.engines.cli), the job's names and slow-transform policy
+  (:func:`job_inputs` for the batch-pipeline engines), :func:`import_failure` and
+  :func:`precheck_row` for rows decided without measuring, and the :class:`Job` (label, regime,
+  scope, library) that its status lines and its result file name;
+* preflight: augbench.engines.preflight (the same fields in every engine's rows; per sample in
+  cpu_dataloader and pipeline_breakdown); warm-up and timed window: augbench.engines.streaming
+  for the batch streams of the GPU regimes, while cpu_dataloader's interleaved epochs
+  (augbench.engines.dataloader.timing) and micro's pyperf workers keep their own windows;
+* rows: :class:`RowLog` holds the job's rows and prints each one's status line the moment it is
+  final; :func:`each_row` is the row loop; :func:`stage_error_row` is the row of a failure at a
+  named stage;
+* finish: :meth:`Job.finish` writes the result file atomically with the job's metadata and
+  returns the job's exit status (:func:`write_result` for a diagnostic's file,
+  :func:`exit_status` for a job that measures several settings).
+
+The batch-pipeline engines (gpu_dataloader and dali) supply three things to :func:`run_rows`:
 
 * ``precheck(name) -> row | None``: the row of a recipe that is not measured here (import
   failure, ``unsupported``, ``skipped``/``error`` because CUDA is not usable), else None;
@@ -21,20 +35,23 @@ dies without writing its row becomes an ``error`` row naming its exit code or si
 
 from __future__ import annotations
 
+import argparse
 import json
 import multiprocessing
 import signal
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from augbench import adapters, media
+from augbench import adapters, gpu_recipes, media, pipelines
+from augbench.engines import cli
+from augbench.engines.common import job_metadata
 from augbench.engines.streaming import StreamPlan, StreamResult
-from augbench.policy import SlowTransformPolicy
+from augbench.policy import SlowTransformPolicy, ThreadPolicy
 from augbench.results import non_ok_row, ok_row, result_file, status_line, write_json_atomic
 
 Row = dict[str, Any]
@@ -56,14 +73,32 @@ def job_inputs(args: Any, check_name: Callable[[str], None]) -> JobInputs:
     ``num_images``, ``batch_size``, ``warmups``, ``values``): the recipe names (each checked, so
     unknown names fail the job before any measuring), the slow-transform policy, the stream plan
     and the selected image files."""
-    names = [t for t in args.transforms.split(",") if t]
-    for name in names:
-        check_name(name)
-    slow = SlowTransformPolicy(**json.loads(args.policy))
+    names = cli.transform_names(args, check_name)
+    slow = cli.slow_policy(args)
     plan = StreamPlan.for_images(
         args.num_images, args.batch_size, warmup_reps=args.warmups, reps=args.values, policy=slow
     )
     return JobInputs(names, slow, plan, media.select_files(args.manifest, args.num_images))
+
+
+def stream_params(
+    args: Any, inputs: JobInputs, own: dict[str, Any], timing: dict[str, Any]
+) -> dict[str, Any]:
+    """A batch-pipeline job's ``benchmark_params`` (after ``num_images``): the engine's ``own``
+    settings, the repetitions and the stream plan, what is timed and how (``timing``), then what
+    every such job states (isolation, policy, shard, transforms, GPU mode)."""
+    return {
+        **own,
+        "values": args.values,
+        "warmups": args.warmups,
+        "stream_plan": inputs.plan.to_dict(),
+        **timing,
+        "isolation": "each measured recipe in its own spawned process",
+        "slow_transform_policy": inputs.policy.to_dict(),
+        "shard": args.shard,
+        "transforms": inputs.transforms,
+        "gpu": args.gpu,
+    }
 
 
 def import_failure(adapter: adapters.Adapter) -> str | None:
@@ -91,6 +126,36 @@ def precheck_row(
     if unavailable is not None:
         return non_ok_row(*unavailable)
     return None
+
+
+def recipe_precheck(
+    adapter: adapters.Adapter,
+    user_pipelines: dict[str, pipelines.Pipeline],
+    import_error: str | None,
+    unavailable: tuple[str, str] | None,
+) -> Callable[[str], Row | None]:
+    """The GPU regimes' ``precheck``: a user pipeline whose step (or target) the GPU path lacks
+    is one row naming it, never composed; otherwise :func:`precheck_row`."""
+
+    def precheck(name: str) -> Row | None:
+        pipeline = user_pipelines.get(name)
+        problem = pipelines.gpu_problem_row(adapter, pipeline, import_error)
+        return problem or precheck_row(
+            import_error=import_error,
+            unsupported=None if pipeline else gpu_recipes.unsupported_reason(adapter, name),
+            unavailable=unavailable,
+        )
+
+    return precheck
+
+
+def recipe_fields(adapter: adapters.Adapter, name: str) -> dict[str, Any]:
+    """The first fields of a GPU regime's single-transform row: the mapping and the recipe."""
+    identity = name == gpu_recipes.IDENTITY
+    return {
+        "mapping": "identity (no transform)" if identity else adapter.mapping_call(name),
+        "recipe": gpu_recipes.recipe(name),
+    }
 
 
 def output_problems(
@@ -134,10 +199,21 @@ def stream_row(
     )
 
 
+def traceback_tail(exc: BaseException) -> str:
+    """The end of ``exc``'s traceback, as much as a row keeps."""
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]
+
+
+def stage_error_row(stage: str, exc: BaseException, **extra: Any) -> Row:
+    """The ``error`` row of a failure at a named stage (setup, preflight, measurement): the
+    stage and the library's message, and the traceback's end."""
+    message = f"{stage}: {type(exc).__name__}: {exc}"
+    return non_ok_row("error", message, traceback=traceback_tail(exc), **extra)
+
+
 def error_row(exc: BaseException) -> Row:
-    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     message = f"{type(exc).__name__}: {exc}"
-    row = non_ok_row("error", message, traceback=tb[-4000:])
+    row = non_ok_row("error", message, traceback=traceback_tail(exc))
     if any(marker in message for marker in CUDA_ERROR_MARKERS):
         # The CUDA context of the process that raised this is unusable from here on; only the
         # process isolation keeps the following recipes measurable.
@@ -193,6 +269,40 @@ def measure_isolated(measure: Callable[..., Row], kwargs: dict[str, Any]) -> Row
     return row
 
 
+class RowLog:
+    """The job's rows by name, in the order they became final, each reported by one status line
+    on stderr at that moment (through ``bar``'s writer where the job shows a tqdm bar, so the
+    line does not tear it; ``label`` None: no status lines, for a diagnostic's rows)."""
+
+    def __init__(self, label: str | None, bar: Any = None) -> None:
+        self.label = label
+        self.bar = bar
+        self.rows: dict[str, Row] = {}
+
+    def add(self, name: str, row: Row, *, more: dict[str, Row] | None = None) -> None:
+        """Keep ``row`` under ``name`` and report it; ``more``: rows that belong to it (a
+        pipeline's step rows), kept after it and not reported."""
+        self.rows[name] = row
+        if more:
+            self.rows.update(more)
+        if self.label is None:
+            return
+        line = status_line(self.label, name, row)
+        if self.bar is None:
+            print(line, file=sys.stderr, flush=True)
+        else:
+            self.bar.write(line, file=sys.stderr)
+
+
+def each_row(names: Iterable[str], row_of: Callable[[str], Row], log: RowLog) -> dict[str, Row]:
+    """The row loop: each name's row in turn, the bar (if any) naming the row being measured."""
+    for name in names:
+        if log.bar is not None:
+            log.bar.set_postfix_str(name)
+        log.add(name, row_of(name))
+    return log.rows
+
+
 def run_rows(
     transforms: list[str],
     *,
@@ -204,17 +314,97 @@ def run_rows(
     isolate: bool = True,
 ) -> dict[str, Row]:
     """Every recipe's row, in order, each printed as one status line when done."""
-    rows: dict[str, Row] = {}
-    for name in transforms:
+
+    def row_of(name: str) -> Row:
         row = precheck(name)
         if row is None:
             args = kwargs(name)
             row = measure_isolated(measure, args) if isolate else measure_row(measure, args)
         row.update(fields(name))
-        rows[name] = row
-        print(status_line(label, name, row), file=sys.stderr, flush=True)
-    return rows
+        return row
+
+    return each_row(transforms, row_of, RowLog(label))
 
 
-def write_result(output: Path, metadata: dict[str, Any], rows: dict[str, Row]) -> None:
-    write_json_atomic(output, result_file(metadata, rows))
+def thread_record(policy: ThreadPolicy) -> dict[str, Any]:
+    """The thread policy a job runs under and the variables it exported (before any import)."""
+    return {"policy": policy.to_dict(), "environment": policy.environment()}
+
+
+def write_result(
+    output: Path, metadata: dict[str, Any], rows: dict[str, Row], *, versioned: bool = True
+) -> int:
+    """The result file, written atomically (a killed job leaves none that looks complete), and
+    the exit status of a job that wrote it. ``versioned`` False: the metadata as given, without
+    the result schema's version (the lazy-outputs diagnostic is not a result file)."""
+    payload = result_file(metadata, rows) if versioned else {"metadata": metadata, "results": rows}
+    write_json_atomic(output, payload)
+    return 0
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a job is, decided at its set-up: the label of its status lines, and the regime, scope
+    and library its result file records (with the shared flags of ``args``: machine, manifest,
+    number of images, output, env marker). Every engine ends through :meth:`finish`."""
+
+    args: argparse.Namespace
+    adapter: adapters.Adapter
+    regime: str
+    scope: str
+    label: str
+
+    def row_log(self, bar: Any = None) -> RowLog:
+        return RowLog(self.label, bar)
+
+    def run_rows(
+        self,
+        transforms: list[str],
+        precheck: Callable[[str], Row | None],
+        measure: Callable[..., Row],
+        kwargs: Callable[[str], dict[str, Any]],
+        fields: Callable[[str], dict[str, Any]],
+    ) -> dict[str, Row]:
+        """:func:`run_rows`, each measured recipe in its own process."""
+        return run_rows(
+            transforms,
+            label=self.label,
+            precheck=precheck,
+            measure=measure,
+            kwargs=kwargs,
+            fields=fields,
+        )
+
+    def finish(
+        self,
+        rows: dict[str, Row],
+        thread_settings: dict[str, Any],
+        params: dict[str, Any],
+        extra: dict[str, Any] | None = None,
+    ) -> int:
+        """The end of every job: its metadata (augbench.engines.common.job_metadata; ``params``
+        follow ``num_images`` in ``benchmark_params``), the result file written atomically to
+        ``--output``, and the job's exit status."""
+        args = self.args
+        metadata = job_metadata(
+            adapter=self.adapter,
+            regime=self.regime,
+            scope=self.scope,
+            machine=args.machine,
+            manifest=args.manifest,
+            num_images=args.num_images,
+            benchmark_params={"num_images": args.num_images, **params},
+            thread_settings=thread_settings,
+            env_marker=args.env_marker,
+            extra=extra,
+        )
+        return write_result(args.output, metadata, rows)
+
+
+def exit_status(label: str, failed: list[str]) -> int:
+    """A job that measures several settings in turn: 0 when every one wrote its file, else 1
+    after one line naming those that failed (each one's traceback is printed already)."""
+    if not failed:
+        return 0
+    print(f"{label}: settings failed: {', '.join(failed)}", file=sys.stderr)
+    return 1

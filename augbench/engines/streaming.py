@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from augbench.engines import preflight
 from augbench.policy import SlowTransformPolicy
 
 
@@ -94,14 +95,10 @@ def run_stream(
     sync()
     seconds = time.perf_counter() - start
     progress(plan.preflight_batches)
-    preflight = {
-        "preflight_items": items,
-        "preflight_seconds": seconds,
-        "preflight_throughput": items / seconds if seconds > 0 else None,
-    }
+    fields = preflight.fields(items, seconds)
     verdict = policy.verdict(items, seconds)
     if verdict is not None:
-        return StreamResult([], [], 0, preflight, early_stop_reason=verdict)
+        return StreamResult([], [], 0, fields, early_stop_reason=verdict)
 
     for _ in range(plan.warmup_reps * plan.batches_per_rep):
         step()
@@ -121,4 +118,4 @@ def run_stream(
     # between repetitions would be idle time in which the producers could fill their queues ahead
     # of the next clock start.
     progress((plan.warmup_reps + plan.reps) * plan.batches_per_rep)
-    return StreamResult(throughputs, times, images, preflight)
+    return StreamResult(throughputs, times, images, fields)

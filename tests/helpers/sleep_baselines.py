@@ -97,7 +97,7 @@ def main() -> int:
             scope="memory",
         )
         recipe = engine.Recipe([Sleep()], cheap_tail)
-        dataset = engine.RecipeDataset(images, engine._identity, recipe, label="sleep")
+        dataset = engine.RecipeDataset(images, engine.identity, recipe, label="sleep")
         bare = UserDataset(images, [*recipe.steps, recipe.tail], length=len(images))
         cores = engine.usable_cores()
         with tempfile.TemporaryDirectory() as tmp:
@@ -105,7 +105,7 @@ def main() -> int:
             # The engine's per-job baselines: memory scope with a sleeping tail (transport), and
             # decode scope with a sleeping decoder (decode floor; its transport = the decode).
             memory, _ = engine.measure_baselines(
-                args, SleepyTailAdapter(), images, engine._identity, cores, Path(tmp), _Bar()
+                args, SleepyTailAdapter(), images, engine.identity, cores, Path(tmp), _Bar()
             )
             decode_args = argparse.Namespace(**{**vars(args), "scope": "decode"})
             paths = [f"{i}.jpg" for i in range(8)]
@@ -119,7 +119,7 @@ def main() -> int:
                 decoded = engine.RecipeDataset(paths, SleepyDecode(images[0]), recipe, "sleep")
                 composed = engine.measure_loader(
                     decode_args, decoded, Path(tmp), _Bar(), None, 4,
-                    memory=engine.RecipeDataset(companions.images, engine._identity, recipe),
+                    memory=engine.RecipeDataset(companions.images, engine.identity, recipe),
                     floor=companions.floor,
                 )  # fmt: skip
             finally:

@@ -11,7 +11,7 @@ rule aggregate:
         results=aggregate_inputs,
         after_timed=after_timed_jobs,
     output:
-        **table_outputs(),
+        **SWEEP.table_outputs(),
     log:
         "logs/aggregate.log",
     benchmark:
@@ -20,7 +20,7 @@ rule aggregate:
         "../../envs/driver.yaml"
     params:
         regimes=REGIMES,
-        throughput_targets=DATALOADER["required_throughput"],
+        throughput_targets=config["cpu_dataloader"]["required_throughput"],
         starvation=config["starvation"],
     script:
         "../scripts/aggregate.py"

@@ -2,36 +2,31 @@
 # cpu_dataloader.job_per picks the jobs: one per library x scope x worker count x shard of recipes
 # ("setting": cloud sweeps), or one per library x shard measuring every setting in turn in one
 # process ("library": local runs; the library is imported once). Same result files either way.
+# Jobs, flags and placement: augbench/regimes.py (kind "cpu_dataloader").
 
-if DATALOADER["job_per"] == "setting":
+if not SWEEP.dataloader_job_per_library:
 
     rule cpu_dataloader:
         input:
             unpack(benchmark_env_inputs),
             manifest=DATASET_MANIFEST,
         output:
-            result=raw_result("cpu_dataloader", "{scope}-w{workers}-{shard}"),
+            result=timed_result("cpu_dataloader"),
         log:
-            job_log("cpu_dataloader", "{scope}-w{workers}-{shard}"),
+            timed_log("cpu_dataloader"),
         benchmark:
-            job_benchmark("cpu_dataloader", "{scope}-w{workers}-{shard}")
+            timed_benchmark("cpu_dataloader")
         wildcard_constraints:
-            scope="memory|decode",
-            workers=r"\d+",
+            **timed_constraints("cpu_dataloader"),
         conda:
             "../../envs/{library}.yaml"
-        # The main process plus its workers; Snakemake lowers this to --cores where it is larger.
-        threads: lambda wildcards: int(wildcards.workers) + 1
+        threads: timed_threads("cpu_dataloader")
         resources:
-            **cloud_resources("cpu_dataloader"),
-            bench_slot=1,
+            **timed_resources("cpu_dataloader"),
         params:
-            **cpu_dataloader_params(),
+            **timed_params("cpu_dataloader"),
         shell:
-            CPU_DATALOADER_PREFIX
-            + " --scope {wildcards.scope} --workers {wildcards.workers}"
-            + CPU_DATALOADER_ARGS
-            + " --output {output.result:q} 2>&1 | tee {log:q}"
+            TIMED_SHELL
 
 else:
 
@@ -40,25 +35,22 @@ else:
             unpack(benchmark_env_inputs),
             manifest=DATASET_MANIFEST,
         output:
-            cpu_dataloader_library_outputs(),
+            [
+                timed_result("cpu_dataloader", **setting)
+                for setting in SWEEP.dataloader_settings
+            ],
         log:
-            job_log("cpu_dataloader", matrix.dataloader_library_job("{shard}")),
+            timed_log("cpu_dataloader", matrix.dataloader_library_job("{shard}")),
         benchmark:
-            job_benchmark("cpu_dataloader", matrix.dataloader_library_job("{shard}"))
+            timed_benchmark("cpu_dataloader", matrix.dataloader_library_job("{shard}"))
         wildcard_constraints:
             shard=r"s\d+",
         conda:
             "../../envs/{library}.yaml"
-        # The main process plus the most workers a setting starts (lowered to --cores).
-        threads: cpu_dataloader_library_threads()
+        threads: timed_threads("cpu_dataloader")
         resources:
-            **cloud_resources("cpu_dataloader"),
-            bench_slot=1,
+            **timed_resources("cpu_dataloader"),
         params:
-            **cpu_dataloader_params(),
-            settings=",".join(DATALOADER_SETTINGS),
+            **timed_params("cpu_dataloader", output_flag="--outputs"),
         shell:
-            CPU_DATALOADER_PREFIX
-            + " --settings {params.settings}"
-            + CPU_DATALOADER_ARGS
-            + " --outputs {output:q} 2>&1 | tee {log:q}"
+            TIMED_SHELL

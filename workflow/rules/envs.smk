@@ -13,7 +13,7 @@ rule build_env:
     conda:
         "../../envs/{library}.yaml"
     params:
-        manager=ENV_MANAGER,
+        manager=config["envs"]["manager"],
         venv=lambda wildcards: venv_dir(wildcards.library),
         python=config["envs"].get("python") or sys.executable,
     script:

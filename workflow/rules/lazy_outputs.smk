@@ -6,33 +6,22 @@
 rule lazy_outputs:
     input:
         unpack(benchmark_env_inputs),
-        manifest=MANIFEST,
+        manifest=DATASET_MANIFEST,
     output:
-        result=f"results/analysis/lazy_outputs/{{machine}}/{DATASET}/{{library}}.json",
+        result=timed_result("lazy_outputs"),
     log:
-        f"logs/{{machine}}/{DATASET}/lazy_outputs/{{library}}.log",
+        timed_log("lazy_outputs"),
     benchmark:
-        f"benchmarks/{{machine}}/{DATASET}/lazy_outputs/{{library}}.tsv"
+        timed_benchmark("lazy_outputs")
     conda:
         "../../envs/{library}.yaml"
-    threads: 1
+    threads: timed_threads("lazy_outputs")
     resources:
-        **cloud_resources("micro"),
-        bench_slot=1,
+        **timed_resources("lazy_outputs"),
     params:
-        provision=provision_command,
-        root=workflow.basedir,
-        thread_env=MICRO_THREADS.shell_prefix(),
-        transforms=",".join(TRANSFORMS),
-        num_images=lazy_outputs_num_images(),
-        repeats=LAZY["repeats"],
+        **timed_params("lazy_outputs"),
     shell:
-        "{params.thread_env} PYTHONPATH={params.root:q} {params.provision}"
-        " --lock {input.lock:q} --archive {input.archive:q} --manifest {input.manifest:q}"
-        " -- -m augbench.engines.lazy_outputs --library {wildcards.library}"
-        " --transforms {params.transforms:q} --num-images {params.num_images}"
-        " --repeats {params.repeats} --machine {wildcards.machine}"
-        " --output {output.result:q} 2>&1 | tee {log:q}"
+        TIMED_SHELL
 
 
 rule lazy_outputs_table:

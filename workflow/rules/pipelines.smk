@@ -1,6 +1,7 @@
 # User pipelines (augbench/pipelines.py, docs/pipelines.md): the per-step breakdown (micro
-# regime, one thread), each pipeline as the recipe of the cpu_dataloader regime, and their tables
-# and figure. Input functions are in common.smk (PIPELINES, pipeline_*_results).
+# regime, one thread), each pipeline as the recipe of the DataLoader, GPU DataLoader and DALI
+# regimes, and their tables and figure. Jobs, flags and placement: augbench/regimes.py (the
+# kinds of role "pipelines").
 
 
 rule pipeline_breakdown:
@@ -8,38 +9,20 @@ rule pipeline_breakdown:
         unpack(benchmark_env_inputs),
         manifest=DATASET_MANIFEST,
     output:
-        result=pipeline_result("micro", "breakdown"),
+        result=timed_result("pipeline_breakdown"),
     log:
-        job_log("pipelines/micro", "breakdown"),
+        timed_log("pipeline_breakdown"),
     benchmark:
-        job_benchmark("pipelines/micro", "breakdown")
+        timed_benchmark("pipeline_breakdown")
     conda:
         "../../envs/{library}.yaml"
-    threads: 1
+    threads: timed_threads("pipeline_breakdown")
     resources:
-        **cloud_resources("micro"),
-        bench_slot=1,
+        **timed_resources("pipeline_breakdown"),
     params:
-        provision=provision_command,
-        root=workflow.basedir,
-        thread_env=MICRO_THREADS.shell_prefix(),
-        pipelines=pipelines_json(),
-        num_images=min(PIPELINE_RUNS["breakdown_images"], config["num_images"]),
-        min_values=PIPELINE_RUNS["breakdown_min_values"],
-        max_values=max(
-            PIPELINE_RUNS["breakdown_min_values"],
-            PIPELINE_RUNS["breakdown_max_values"],
-        ),
-        warmups=PIPELINE_RUNS["breakdown_warmups"],
-        policy=json.dumps(SLOW_POLICY.to_dict()),
+        **timed_params("pipeline_breakdown"),
     shell:
-        "{params.thread_env} PYTHONPATH={params.root:q} {params.provision}"
-        " --lock {input.lock:q} --archive {input.archive:q} --manifest {input.manifest:q}"
-        " -- -m augbench.engines.pipeline_breakdown --library {wildcards.library}"
-        " --pipelines {params.pipelines:q} --num-images {params.num_images}"
-        " --machine {wildcards.machine} --min-values {params.min_values}"
-        " --max-values {params.max_values} --warmups {params.warmups}"
-        " --policy {params.policy:q} --output {output.result:q} 2>&1 | tee {log:q}"
+        TIMED_SHELL
 
 
 rule pipeline_dataloader:
@@ -47,104 +30,48 @@ rule pipeline_dataloader:
         unpack(benchmark_env_inputs),
         manifest=DATASET_MANIFEST,
     output:
-        result=pipeline_result("cpu_dataloader", "{scope}-w{workers}"),
+        result=timed_result("pipeline_dataloader"),
     log:
-        job_log("pipelines/cpu_dataloader", "{scope}-w{workers}"),
+        timed_log("pipeline_dataloader"),
     benchmark:
-        job_benchmark("pipelines/cpu_dataloader", "{scope}-w{workers}")
+        timed_benchmark("pipeline_dataloader")
     wildcard_constraints:
-        scope="memory|decode",
-        workers=r"\d+",
+        **timed_constraints("pipeline_dataloader"),
     conda:
         "../../envs/{library}.yaml"
-    threads: lambda wildcards: int(wildcards.workers) + 1
+    threads: timed_threads("pipeline_dataloader")
     resources:
-        **cloud_resources("cpu_dataloader"),
-        bench_slot=1,
+        **timed_resources("pipeline_dataloader"),
     params:
-        provision=provision_command,
-        root=workflow.basedir,
-        thread_env=DATALOADER_THREADS.shell_prefix(),
-        transforms=",".join(PIPELINE_NAMES),
-        pipelines=pipelines_json(),
-        num_images=cpu_dataloader_num_images(),
-        batch_size=DATALOADER["batch_size"],
-        batches_per_run=PIPELINE_RUNS["dataloader_batches_per_run"],
-        num_runs=PIPELINE_RUNS["dataloader_num_runs"],
-        prefetch_factor=DATALOADER["prefetch_factor"],
-        persistent_workers=DATALOADER["persistent_workers"],
-        cap_workers=DATALOADER["cap_workers_at_cores"],
-        batch_timeout=DATALOADER["batch_timeout_s"],
-        baseline_runs=PIPELINE_RUNS["dataloader_baseline_runs"],
-        policy=json.dumps(SLOW_POLICY.to_dict()),
+        **timed_params("pipeline_dataloader"),
     shell:
-        "{params.thread_env} PYTHONPATH={params.root:q} {params.provision}"
-        " --lock {input.lock:q} --archive {input.archive:q} --manifest {input.manifest:q}"
-        " -- -m augbench.engines.cpu_dataloader"
-        " --library {wildcards.library} --scope {wildcards.scope} --workers {wildcards.workers}"
-        " --shard pipelines --transforms {params.transforms:q}"
-        " --pipelines {params.pipelines:q} --num-images {params.num_images}"
-        " --machine {wildcards.machine} --batch-size {params.batch_size}"
-        " --batches-per-run {params.batches_per_run} --num-runs {params.num_runs}"
-        " --prefetch-factor {params.prefetch_factor}"
-        " --persistent-workers {params.persistent_workers}"
-        " --cap-workers-at-cores {params.cap_workers} --batch-timeout {params.batch_timeout}"
-        " --baseline-runs {params.baseline_runs}"
-        " --policy {params.policy:q} --output {output.result:q}"
-        " 2>&1 | tee {log:q}"
+        TIMED_SHELL
 
 
 # Each pipeline through the GPU DataLoader engine: workers cut a fixed-size uint8 crop (sized
 # for a first crop step, else the base crop), the pipeline's steps and Normalize run on CUDA.
 # Without a CUDA device the rows are `skipped` (config gpu=optional) or the job fails (required).
-# `_` before the randomness mode: its values contain `-` (as in gpu_dataloader.smk).
 rule pipeline_gpu_dataloader:
     input:
         unpack(benchmark_env_inputs),
         manifest=DATASET_MANIFEST,
     output:
-        result=pipeline_result("gpu_dataloader", "{scope}-w{workers}_{randomness}"),
+        result=timed_result("pipeline_gpu_dataloader"),
     log:
-        job_log("pipelines/gpu_dataloader", "{scope}-w{workers}_{randomness}"),
+        timed_log("pipeline_gpu_dataloader"),
     benchmark:
-        job_benchmark("pipelines/gpu_dataloader", "{scope}-w{workers}_{randomness}")
+        timed_benchmark("pipeline_gpu_dataloader")
     wildcard_constraints:
-        library="|".join(matrix.REGIME_LIBRARIES["gpu_dataloader"]),
-        scope="decode|memory",
-        workers=r"\d+",
-        randomness="|".join(gpu_recipes.RANDOMNESS),
+        **timed_constraints("pipeline_gpu_dataloader"),
     conda:
         "../../envs/{library}.yaml"
-    threads: lambda wildcards: int(wildcards.workers) + 1
+    threads: timed_threads("pipeline_gpu_dataloader")
     resources:
-        **cloud_resources("gpu_dataloader"),
-        bench_slot=1,
-        gpu=1,
+        **timed_resources("pipeline_gpu_dataloader"),
     params:
-        provision=provision_command,
-        root=workflow.basedir,
-        transforms=",".join(PIPELINE_NAMES),
-        pipelines=pipelines_json(),
-        num_images=config["num_images"],
-        batch_size=GPU_DL["batch_size"],
-        worker_crop=GPU_DL["worker_crop"],
-        values=GPU_DL["values"],
-        warmups=GPU_DL["warmups"],
-        policy=json.dumps(SLOW_POLICY.to_dict()),
-        gpu=GPU_MODE,
+        **timed_params("pipeline_gpu_dataloader"),
     shell:
-        "PYTHONPATH={params.root:q} {params.provision}"
-        " --lock {input.lock:q} --archive {input.archive:q} --manifest {input.manifest:q}"
-        " -- -m augbench.engines.gpu_dataloader"
-        " --library {wildcards.library} --shard pipelines"
-        " --transforms {params.transforms:q} --pipelines {params.pipelines:q}"
-        " --manifest {input.manifest:q}"
-        " --num-images {params.num_images} --machine {wildcards.machine}"
-        " --scope {wildcards.scope} --workers {wildcards.workers}"
-        " --randomness {wildcards.randomness} --batch-size {params.batch_size}"
-        " --worker-crop {params.worker_crop} --values {params.values} --warmups {params.warmups}"
-        " --policy {params.policy:q} --gpu {params.gpu} --output {output.result:q}"
-        " 2>&1 | tee {log:q}"
+        TIMED_SHELL
 
 
 # Each pipeline as one DALI pipeline (reader, decoder, its steps, crop_mirror_normalize). Two
@@ -155,59 +82,35 @@ rule pipeline_dali:
         unpack(benchmark_env_inputs),
         manifest=DATASET_MANIFEST,
     output:
-        result=pipeline_result("dali", "dali-gpu"),
+        result=timed_result("pipeline_dali"),
     log:
-        job_log("pipelines/dali", "dali-gpu"),
+        timed_log("pipeline_dali"),
     benchmark:
-        job_benchmark("pipelines/dali", "dali-gpu")
+        timed_benchmark("pipeline_dali")
     wildcard_constraints:
-        library="dali",
+        **timed_constraints("pipeline_dali"),
     conda:
         "../../envs/dali.yaml"
-    threads: DALI["num_threads"] + 1
+    threads: timed_threads("pipeline_dali")
     resources:
-        **cloud_resources("dali"),
-        bench_slot=1,
-        gpu=1,
+        **timed_resources("pipeline_dali"),
     params:
-        # From the output, so pipeline_dali_cpu (below) changes only output and placement.
-        variant=lambda wildcards, output: Path(output.result).stem,
-        provision=provision_command,
-        root=workflow.basedir,
-        transforms=",".join(PIPELINE_NAMES),
-        pipelines=pipelines_json(),
-        num_images=config["num_images"],
-        batch_size=DALI["batch_size"],
-        num_threads=DALI["num_threads"],
-        prefetch=DALI["prefetch_queue_depth"],
-        device_id=DALI["device_id"],
-        values=DALI["values"],
-        warmups=DALI["warmups"],
-        policy=json.dumps(SLOW_POLICY.to_dict()),
-        gpu=GPU_MODE,
+        **timed_params("pipeline_dali"),
     shell:
-        "PYTHONPATH={params.root:q} {params.provision}"
-        " --lock {input.lock:q} --archive {input.archive:q} --manifest {input.manifest:q}"
-        " -- -m augbench.engines.dali --variant {params.variant}"
-        " --shard pipelines --transforms {params.transforms:q}"
-        " --pipelines {params.pipelines:q} --num-images {params.num_images}"
-        " --machine {wildcards.machine} --batch-size {params.batch_size}"
-        " --num-threads {params.num_threads} --prefetch-queue-depth {params.prefetch}"
-        " --device-id {params.device_id} --values {params.values} --warmups {params.warmups}"
-        " --policy {params.policy:q} --gpu {params.gpu} --output {output.result:q}"
-        " 2>&1 | tee {log:q}"
+        TIMED_SHELL
 
 
 use rule pipeline_dali as pipeline_dali_cpu with:
     output:
-        result=pipeline_result("dali", "dali-cpu"),
+        result=timed_result("pipeline_dali_cpu"),
     log:
-        job_log("pipelines/dali", "dali-cpu"),
+        timed_log("pipeline_dali_cpu"),
     benchmark:
-        job_benchmark("pipelines/dali", "dali-cpu")
+        timed_benchmark("pipeline_dali_cpu")
     resources:
-        **cloud_resources("dali_cpu"),
-        bench_slot=1,
+        **timed_resources("pipeline_dali_cpu"),
+    params:
+        **timed_params("pipeline_dali_cpu"),
 
 
 # Tables from the pipelines' raw results: the per-step rows never enter all_results.csv.
@@ -216,7 +119,7 @@ rule pipeline_tables:
         results=pipeline_table_inputs,
         after_timed=after_timed_jobs,
     output:
-        **pipeline_tables(),
+        **SWEEP.pipeline_tables(),
     log:
         "logs/pipeline_tables.log",
     benchmark:
@@ -226,7 +129,7 @@ rule pipeline_tables:
         "../../envs/driver.yaml"
     params:
         pipelines=PIPELINE_NAMES,
-        throughput_targets=DATALOADER["required_throughput"],
+        throughput_targets=config["cpu_dataloader"]["required_throughput"],
         starvation=config["starvation"],
     script:
         "../scripts/pipeline_tables.py"

@@ -22,7 +22,7 @@ def print_plan():
             Path("."),
         )
         cores = workflow.resource_settings.cores or 1
-        found = plan.phases(planned, regime_shards(), models, config, cores)
+        found = plan.phases(planned, SWEEP.shards_by_regime(), models, config, cores)
         lines = plan.plan_lines(found, source)
     except Exception as exc:  # noqa: BLE001
         lines = [f"augbench plan: not available ({type(exc).__name__}: {exc})"]

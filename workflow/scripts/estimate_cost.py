@@ -32,12 +32,8 @@ def main() -> str:
     plan, config = sm.params.plan, sm.params.config
     run_dir = Path(sm.params.run_dir)
     models = cost.learn(run_dir)
-    jobs = [cost.job_from_result_path(p, plan["shards"]) for p in plan["results"]]
-    jobs += [cost.Job("build_env", lib) for lib in plan["libraries"]]
-    jobs += [cost.Job("stage_dataset")]
-    jobs += [cost.Job("lazy_outputs", lib) for lib in plan["lazy_outputs"]]
-    if plan["default_archive"]:
-        jobs += [cost.Job("build_default_archive")]
+    # Every job of the sweep (augbench.sweep.Sweep.cost_jobs: the same job list the rules run).
+    jobs = plan["jobs"]
     local = local_images(run_dir)
     target = config["dataset"].get("default_images") or config["num_images"]
     scale = target / local if local else 1.0
@@ -47,10 +43,7 @@ def main() -> str:
         cloud["vm_start_s"], scale,
     )  # fmt: skip
     cost.write_tsv(rows, Path(sm.output.estimate))
-    planned = ["build_env", "stage_dataset", *plan["regimes"]]
-    planned += ["lazy_outputs"] if plan["lazy_outputs"] else []
-    if "dali" in plan["regimes"]:
-        planned += ["dali_cpu"] if "dali-cpu" in config["dali"].get("variants", []) else []
+    planned = plan["planned"]
     sources = {
         "measured in": f"{run_dir.resolve()} ({len(models)} job models)",
         "on-demand prices": cloud.get("price_source", "unspecified"),

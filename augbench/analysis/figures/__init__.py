@@ -7,18 +7,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from augbench.matrix import REGIMES
+from augbench import regimes
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from augbench.analysis.figures.style import Drawn
 
+# Per-regime families come from the regime declarations (augbench/regimes.py).
 NAMES: tuple[str, ...] = (
     "winners_by_regime",
-    *(f"throughput_{r}" for r in REGIMES),
+    *(f"throughput_{r.name}" for r in regimes.ALL if "throughput" in r.figures),
     "coverage",
-    *(f"stability_{r}" for r in REGIMES),
+    *(f"stability_{r.name}" for r in regimes.ALL if "stability" in r.figures),
     "cpu_vs_gpu",
     "throughput_vs_memory",
     "worker_scaling",
@@ -50,6 +51,6 @@ def draw(name: str, frame: pd.DataFrame) -> Drawn:
     if name in fixed:
         return fixed[name](frame)
     for prefix, module in (("throughput_", throughput), ("stability_", stability)):
-        if name.startswith(prefix) and name[len(prefix) :] in REGIMES:
+        if name.startswith(prefix) and name[len(prefix) :] in regimes.NAMES:
             return module.draw(frame, regime=name[len(prefix) :])
     raise KeyError(f"unknown figure {name!r}; known: {list(NAMES)}")

@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from augbench import regimes
 from augbench.analysis.figures.style import (
     Drawn,
     caption,
@@ -24,7 +25,8 @@ from augbench.analysis.figures.style import (
 from augbench.analysis.groups import library_order, normalized
 
 TITLE = "GPU throughput relative to AlbumentationsX on CPU (DataLoader)"
-GPU_REGIMES = ("gpu_dataloader", "dali")
+# The regimes declared as GPU regimes (augbench/regimes.py).
+GPU_REGIMES = regimes.gpu_regimes()
 CPU_REGIME = "cpu_dataloader"
 CPU_REFERENCE = "albumentationsx"
 

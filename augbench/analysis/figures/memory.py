@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import math
-
-import matplotlib.pyplot as plt
 import pandas as pd
 
 from augbench.analysis.figures.style import (
     Drawn,
+    LibraryPanelGrid,
     caption,
     empty_figure,
     library_color,
-    library_legend_handles,
-    log_axis,
-    throughput_label,
-    use_log_scale,
 )
 from augbench.analysis.groups import iter_groups
 
@@ -50,12 +44,9 @@ def draw(frame: pd.DataFrame) -> Drawn:
             panels.append((group, ok, col))
     if not panels:
         return empty_figure(TITLE, "no ok rows with peak memory in these results", f"{TITLE}.")
-    ncols = min(3, len(panels))
-    nrows = math.ceil(len(panels) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols + 1.6, 3.2 * nrows), squeeze=False)
     all_y = pd.concat([ok["median_throughput"] for _, ok, _ in panels])
-    log = use_log_scale(all_y)
-    for ax, (group, ok, col) in zip(axes.flat, panels, strict=False):
+    grid = LibraryPanelGrid(len(panels), panel_width=3.6, throughputs=all_y)
+    for ax, (group, ok, col) in zip(grid.axes, panels, strict=True):
         mem = pd.to_numeric(ok[col], errors="coerce")
         for lib, rows in ok.groupby("library"):
             ax.plot(
@@ -66,22 +57,11 @@ def draw(frame: pd.DataFrame) -> Drawn:
                 ms=5,
                 alpha=0.85,
             )
-        if log:
-            log_axis(ax, "y")
+        grid.throughput_axis(ax)
         ax.set_xlabel(LABELS[col])
-        ax.set_ylabel(throughput_label("median throughput", log))
         ax.set_title(group.label, loc="left", fontsize=9)
-    for ax in list(axes.flat)[len(panels) :]:
-        ax.set_axis_off()
     libraries = pd.concat([ok["library"] for _, ok, _ in panels])
-    fig.legend(
-        handles=library_legend_handles(list(libraries)),
-        loc="center left",
-        bbox_to_anchor=(1.0, 0.5),
-        frameon=False,
-    )
-    fig.suptitle(TITLE, x=0.02, ha="left", fontsize=11)
-    fig.tight_layout()
+    fig = grid.finish(list(libraries), TITLE)
     rows_all = pd.concat([ok for _, ok, _ in panels])
     rows = (
         "ok rows with a recorded peak memory, one dot per transform; gpu_dataloader uses the "

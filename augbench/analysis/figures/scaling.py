@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import math
-
-import matplotlib.pyplot as plt
 import pandas as pd
 
 from augbench.analysis.figures.style import (
     Drawn,
+    LibraryPanelGrid,
     caption,
     empty_figure,
     library_color,
-    library_legend_handles,
-    log_axis,
-    throughput_label,
-    use_log_scale,
 )
 from augbench.analysis.groups import library_order, normalized
 from augbench.policy import BARE_LOOP_MIN_RATIO, TRANSPORT_BOUND_FRACTION
@@ -92,12 +86,9 @@ def draw(frame: pd.DataFrame) -> Drawn:
             f"{TITLE}.",
         )
     panels = list(table.groupby(list(PANEL_KEYS), sort=True))
-    ncols = min(3, len(panels))
-    nrows = math.ceil(len(panels) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.8 * ncols + 1.6, 3.2 * nrows), squeeze=False)
-    log = use_log_scale(table["median_throughput"])
+    grid = LibraryPanelGrid(len(panels), panel_width=3.8, throughputs=table["median_throughput"])
     data = _with_baselines(normalized(frame))
-    for ax, (key, rows) in zip(axes.flat, panels, strict=False):
+    for ax, (key, rows) in zip(grid.axes, panels, strict=True):
         k = dict(zip(PANEL_KEYS, key, strict=True))
         mask = pd.Series(True, index=data.index)
         for col, value in k.items():
@@ -137,11 +128,9 @@ def draw(frame: pd.DataFrame) -> Drawn:
                 ms=5,
                 label=f"{lib} ({int(mine['transforms'].iloc[0])} transforms)",
             )
-        if log:
-            log_axis(ax, "y")
+        grid.throughput_axis(ax)
         ax.set_xticks(sorted(per_transform["workers"].unique()))
         ax.set_xlabel("DataLoader workers")
-        ax.set_ylabel(throughput_label("median throughput", log))
         title = f"{k['machine']}: {k['regime']} · {k['scope']}"
         if k["batch_size"] >= 0:
             title += f" · batch {k['batch_size']}"
@@ -149,16 +138,7 @@ def draw(frame: pd.DataFrame) -> Drawn:
             title += f" · {k['variant']}"
         ax.set_title(title, loc="left", fontsize=9)
         ax.legend(loc="best", frameon=False, fontsize=7)
-    for ax in list(axes.flat)[len(panels) :]:
-        ax.set_axis_off()
-    fig.legend(
-        handles=library_legend_handles(list(table["library"])),
-        loc="center left",
-        bbox_to_anchor=(1.0, 0.5),
-        frameon=False,
-    )
-    fig.suptitle(TITLE, x=0.02, ha="left", fontsize=11)
-    fig.tight_layout()
+    fig = grid.finish(list(table["library"]), TITLE)
     used = data[(data["workers"] >= 0)]
     rows = (
         "ok rows only; thick lines are the median over the transforms that are ok at every "

@@ -3,7 +3,6 @@ the median and the coefficient of variation (rows above the policy threshold fla
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
@@ -12,7 +11,10 @@ from augbench.analysis.figures.style import (
     Drawn,
     caption,
     empty_figure,
+    finish_legend_above,
     library_color,
+    margin_note,
+    stacked_panels,
     status_counts_text,
 )
 from augbench.analysis.groups import iter_groups, library_order, runs
@@ -50,17 +52,10 @@ def draw(frame: pd.DataFrame, regime: str) -> Drawn:
         return empty_figure(title(regime), message, f"{title(regime)}.")
     panels = [(g, _rows(g.rows)) for g in groups]
     heights = [0.7 + 0.26 * len(r) for _, r in panels]
-    fig, axes = plt.subplots(
-        len(panels),
-        1,
-        figsize=(8.5, sum(heights) + 0.8),
-        sharex=True,
-        squeeze=False,
-        gridspec_kw={"height_ratios": heights},
-    )
+    fig, axes = stacked_panels(heights, pad=0.8)
     rng = np.random.default_rng(0)  # fixed jitter: the same figure for the same data
     limit = 0.0
-    for ax, (group, rows) in zip(axes[:, 0], panels, strict=True):
+    for ax, (group, rows) in zip(axes, panels, strict=True):
         labels = []
         for i, (transform, lib, values, cv) in enumerate(rows):
             y = len(rows) - 1 - i
@@ -75,25 +70,15 @@ def draw(frame: pd.DataFrame, regime: str) -> Drawn:
             ax.plot(rel, y + jitter, "o", color=color, ms=3.5, alpha=0.85)
             unstable = cv > CV_UNSTABLE_THRESHOLD
             note = f"{median:,.0f} img/s, CV {cv:.1%}" + ("  UNSTABLE" if unstable else "")
-            ax.annotate(
-                note,
-                xy=(1.0, y),
-                xycoords=("axes fraction", "data"),
-                xytext=(6, 0),
-                textcoords="offset points",
-                va="center",
-                fontsize=7,
-                color="#B22222" if unstable else "#555555",
-                annotation_clip=False,
-            )
+            margin_note(ax, y, note, "#B22222" if unstable else "#555555")
             labels.append(f"{transform} · {lib}")
         ax.set_yticks(range(len(rows) - 1, -1, -1), labels)
         ax.set_ylim(-0.7, len(rows) - 0.3)
         ax.grid(axis="y", visible=False)
         ax.set_title(group.label, loc="left", fontsize=9)
     limit = max(limit * 1.15, 5.0)
-    axes[-1, 0].set_xlim(-limit, limit)
-    axes[-1, 0].set_xlabel("run throughput relative to the row's median (%)")
+    axes[-1].set_xlim(-limit, limit)
+    axes[-1].set_xlabel("run throughput relative to the row's median (%)")
     libraries = library_order(pd.concat([g.rows for g in groups])["library"])
     handles = [
         Line2D([], [], marker="o", ls="", ms=4, color=library_color(lib), label=f"{lib} run")
@@ -103,15 +88,7 @@ def draw(frame: pd.DataFrame, regime: str) -> Drawn:
         Line2D([], [], color="#888888", lw=5, alpha=0.35, label="IQR"),
         Line2D([], [], color="black", lw=1.2, label="median"),
     ]
-    fig.legend(
-        handles=handles,
-        loc="upper center",
-        ncols=len(handles),
-        frameon=False,
-        bbox_to_anchor=(0.5, 1.0),
-    )
-    fig.suptitle(title(regime), x=0.02, ha="left", y=1.04, fontsize=11)
-    fig.tight_layout()
+    finish_legend_above(fig, handles, title(regime))
     rows_all = pd.concat([g.rows for g in groups])
     rows = (
         "ok rows only (other statuses have no repeated runs; see the coverage figure); every "

@@ -115,6 +115,85 @@ def library_legend_handles(libraries: list[str]) -> list:
     ]
 
 
+# -- layouts -----------------------------------------------------------------------------------
+def stacked_panels(heights: list[float], pad: float) -> tuple[Figure, list]:
+    """Full-width panels, one per entry of ``heights`` (its height ratio, and inches), stacked on
+    one shared x axis; ``pad`` inches more for the legend and title above them."""
+    fig, axes = plt.subplots(
+        len(heights),
+        1,
+        figsize=(8.5, sum(heights) + pad),
+        sharex=True,
+        squeeze=False,
+        gridspec_kw={"height_ratios": heights},
+    )
+    return fig, list(axes[:, 0])
+
+
+def margin_note(ax, y: float, text: str, color: str) -> None:
+    """Small text in the right margin of a panel, level with its data row ``y``."""
+    ax.annotate(
+        text,
+        xy=(1.0, y),
+        xycoords=("axes fraction", "data"),
+        xytext=(6, 0),
+        textcoords="offset points",
+        va="center",
+        fontsize=7,
+        color=color,
+        annotation_clip=False,
+    )
+
+
+def finish_legend_above(fig: Figure, handles: list, title: str) -> None:
+    """The legend in one row above stacked panels, the title above it, then the layout."""
+    fig.legend(
+        handles=handles,
+        loc="upper center",
+        ncols=len(handles),
+        frameon=False,
+        bbox_to_anchor=(0.5, 1.0),
+    )
+    fig.suptitle(title, x=0.02, ha="left", y=1.04, fontsize=11)
+    fig.tight_layout()
+
+
+class LibraryPanelGrid:
+    """Panels of median throughput (y) per library (in its color), at most three a row, with the
+    library legend at the right; the y axes are log-scaled where ``throughputs``, every value the
+    panels show, span a wide range. The grid's spare cells are blank."""
+
+    def __init__(self, count: int, panel_width: float, throughputs: pd.Series) -> None:
+        ncols = min(3, count)
+        nrows = math.ceil(count / ncols)
+        self.figure, grid = plt.subplots(
+            nrows, ncols, figsize=(panel_width * ncols + 1.6, 3.2 * nrows), squeeze=False
+        )
+        cells = list(grid.flat)
+        for ax in cells[count:]:
+            ax.set_axis_off()
+        self.axes = cells[:count]  # the panels, in reading order
+        self.log = use_log_scale(throughputs)
+
+    def throughput_axis(self, ax) -> None:
+        """A panel's y axis: median throughput, log-scaled (and labelled so) where the grid is."""
+        if self.log:
+            log_axis(ax, "y")
+        ax.set_ylabel(throughput_label("median throughput", self.log))
+
+    def finish(self, libraries: list[str], title: str) -> Figure:
+        """The legend of ``libraries`` at the right, the title above, then the layout."""
+        self.figure.legend(
+            handles=library_legend_handles(libraries),
+            loc="center left",
+            bbox_to_anchor=(1.0, 0.5),
+            frameon=False,
+        )
+        self.figure.suptitle(title, x=0.02, ha="left", fontsize=11)
+        self.figure.tight_layout()
+        return self.figure
+
+
 # -- captions ----------------------------------------------------------------------------------
 def _list(values: list[str], limit: int = 8) -> str:
     if len(values) <= limit:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 
-import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.lines import Line2D
 
@@ -13,8 +12,11 @@ from augbench.analysis.figures.style import (
     Drawn,
     caption,
     empty_figure,
+    finish_legend_above,
     library_color,
     log_axis,
+    margin_note,
+    stacked_panels,
     throughput_label,
     use_log_scale,
 )
@@ -52,17 +54,10 @@ def draw(frame: pd.DataFrame, regime: str) -> Drawn:
     log = use_log_scale(values)
     libraries = library_order(rows_all["library"])
     heights = [0.8 + 0.32 * g.rows["transform"].nunique() for g in groups]
-    fig, axes = plt.subplots(
-        len(groups),
-        1,
-        figsize=(8.5, sum(heights) + 0.6),
-        sharex=True,
-        squeeze=False,
-        gridspec_kw={"height_ratios": heights},
-    )
+    fig, axes = stacked_panels(heights, pad=0.6)
     # The first library in matrix order sits highest within its transform's row.
     offsets = {lib: ((len(libraries) - 1) / 2 - i) * 0.12 for i, lib in enumerate(libraries)}
-    for ax, group in zip(axes[:, 0], groups, strict=True):
+    for ax, group in zip(axes, groups, strict=True):
         order = _sorted_transforms(group.rows)
         ypos = {t: len(order) - 1 - i for i, t in enumerate(order)}
         missing: dict[str, list[str]] = {}
@@ -84,19 +79,9 @@ def draw(frame: pd.DataFrame, regime: str) -> Drawn:
         for sep in range(len(order) - 1):
             ax.axhline(sep + 0.5, color="#EEEEEE", lw=0.8, zorder=0)
         for t, notes in missing.items():
-            ax.annotate(
-                "; ".join(notes),
-                xy=(1.0, ypos[t]),
-                xycoords=("axes fraction", "data"),
-                xytext=(6, 0),
-                textcoords="offset points",
-                va="center",
-                fontsize=7,
-                color="#666666",
-                annotation_clip=False,
-            )
+            margin_note(ax, ypos[t], "; ".join(notes), "#666666")
         ax.set_title(group.label, loc="left", fontsize=9)
-    axis = axes[-1, 0]
+    axis = axes[-1]
     if log:
         log_axis(axis, "x")
     elif len(values):
@@ -116,15 +101,7 @@ def draw(frame: pd.DataFrame, regime: str) -> Drawn:
             label="early-stopped (preflight img/s)",
         )
     )
-    fig.legend(
-        handles=handles,
-        loc="upper center",
-        ncols=len(handles),
-        frameon=False,
-        bbox_to_anchor=(0.5, 1.0),
-    )
-    fig.suptitle(title(regime), x=0.02, ha="left", y=1.04, fontsize=11)
-    fig.tight_layout()
+    finish_legend_above(fig, handles, title(regime))
     rows = (
         "filled dots are ok rows (median of every repeated run); open dots are early-stopped "
         "rows at their preflight throughput; unsupported, skipped and error rows are not "

@@ -21,7 +21,7 @@ and, in the main process, what one batch's collate costs per image:
 Not part of the workflow DAG; run it from the repository root once the envs and the dataset
 exist (docs/cpu_dataloader.md shows a run):
 
-    uv run python workflow/scripts/loader_transport.py \\
+    uv run python tools/experiments/loader_transport.py \\
         --manifest results/data/default-300/manifest.json
 
 It re-runs itself in each library's venv (``.venvs/<library>``) and writes a CSV (``--output``).
@@ -40,7 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from augbench.library_runs import add_arguments, run_per_library, write_rows
+from augbench.library_runs import add_arguments, drive
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -157,13 +157,7 @@ def inner(args: argparse.Namespace) -> int:
 
 
 # -- driver ------------------------------------------------------------------------------------
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.inner:
-        return inner(args)
-    forwarded = ["--transform", args.transform, "--rounds", str(args.rounds)]
-    rows = run_per_library(Path(__file__), args, forwarded)
-    table = write_rows(rows, args.output)
+def show(table: Any) -> None:
     table["setting"] = [
         m if w is None or math.isnan(w) else f"{m} w{int(w)}"
         for m, w in zip(table["measurement"], table["workers"], strict=True)
@@ -172,8 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     shown = table.pivot(index="setting", columns="library", values="us_per_image").loc[order]
     print("microseconds per image (1e6 / median img/s); lower is faster")
     print(shown.to_string(float_format=lambda v: f"{v:.0f}"))
-    print(f"recipe: {rows[0]['recipe']}; written to {args.output}")
-    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    forwarded = ["--transform", args.transform, "--rounds", str(args.rounds)]
+    return drive(Path(__file__), args, inner, forwarded, show)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Render the cpu_dataloader baseline checks of one run as markdown (docs/cpu_dataloader.md).
 
-    uv run python workflow/scripts/dataloader_checks.py results/tables/all_results.csv \\
+    uv run python tools/reports/dataloader_checks.py results/tables/all_results.csv \\
         --note "quiet machine" > checks.md
 
 Reads a run's tidy table and prints, for every cpu_dataloader row (library x scope x workers x

@@ -15,7 +15,7 @@ IPC. This script measures both on this machine, one worker count after the other
 Both sides decode the same files in the same order with one thread per process. Not part of the
 workflow DAG; run it from the repository root once the envs and the dataset exist:
 
-    uv run python workflow/scripts/decode_floor.py \
+    uv run python tools/experiments/decode_floor.py \
         --manifest results/data/default-300/manifest.json --workers 0 1 2
 
 It re-runs itself in each library's venv (``.venvs/<library>``) and writes a CSV (``--output``).
@@ -28,10 +28,11 @@ import json
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from augbench.library_runs import add_arguments, run_per_library, write_rows
+from augbench.library_runs import add_arguments, drive
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -102,17 +103,16 @@ def inner(args: argparse.Namespace) -> int:
 
 
 # -- driver ------------------------------------------------------------------------------------
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.inner:
-        return inner(args)
-    forwarded = ["--transform", args.transform, "--num-runs", str(args.num_runs)]
-    rows = run_per_library(Path(__file__), args, [*forwarded, "--workers", *map(str, args.workers)])
-    table = write_rows(rows, args.output)
+def show(table: Any) -> None:
     shown = table[["library", "workers", "floor_img_s", "dataloader_img_s", "ratio"]]
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
-    print(f"recipe: {rows[0]['recipe']}; written to {args.output}")
-    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    forwarded = ["--transform", args.transform, "--num-runs", str(args.num_runs)]
+    forwarded += ["--workers", *map(str, args.workers)]
+    return drive(Path(__file__), args, inner, forwarded, show)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Write docs/transforms.md from the catalog and the adapters (run after changing either).
 
-uv run python workflow/scripts/render_transforms_doc.py
+uv run python tools/maintenance/render_transforms_doc.py
 """
 
 import sys

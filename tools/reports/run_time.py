@@ -1,6 +1,6 @@
 """Wall time of a finished run by phase, from its Snakemake benchmark files (docs/run_time.md).
 
-    uv run python workflow/scripts/run_time.py RUN_DIR
+    uv run python tools/reports/run_time.py RUN_DIR
 
 Phases: setup (env builds, default archive, staging: they run in parallel, so the longest job and
 the sum are both printed), each timed regime and the lazy-output diagnostic (one job at a time:

@@ -1,6 +1,6 @@
 """Does the micro harness add overhead to what it times? Workflow vs a bare loop, side by side.
 
-    uv run python workflow/scripts/harness_overhead.py --library albumentationsx \
+    uv run python tools/experiments/harness_overhead.py --library albumentationsx \
         --transforms HorizontalFlip,GaussianBlur,Affine \
         --manifest results/data/default-300/manifest.json
 

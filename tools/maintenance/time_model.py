@@ -1,6 +1,6 @@
 """Write the reference time model the plan's ETA starts from (workflow/resources/time_model.json).
 
-    uv run python workflow/scripts/time_model.py RUN_DIR [RUN ...] --machine "2-core VM" [--update]
+    uv run python tools/maintenance/time_model.py RUN_DIR [RUN ...] --machine "2-core VM" [--update]
 
 Learns per-job models from finished runs (each a working directory with results/raw and
 benchmarks/, as `snakemake --cores 8` leaves it) with augbench.cost.learn, the model of the cloud

@@ -1,6 +1,6 @@
 """How much of a tensor library's micro throughput is its input's memory layout?
 
-    uv run python workflow/scripts/layout_effect.py --libraries torchvision,kornia \
+    uv run python tools/experiments/layout_effect.py --libraries torchvision,kornia \
         --manifest results/data/default-300/manifest.json --num-images 100 \
         --json-out layout_effect.json --markdown-out layout_effect.md
 

@@ -1,6 +1,6 @@
 """Regression comparison of two result sets, row by row.
 
-    python workflow/scripts/compare_results.py BASE NEW [--threshold 0.10]
+    python tools/reports/compare_results.py BASE NEW [--threshold 0.10]
         [--fail-on-regression] [--cross-machine] [--output rows.csv] [--markdown rows.md]
 
 BASE and NEW are each a tidy table (all_results.csv), a result JSON file or a folder of them

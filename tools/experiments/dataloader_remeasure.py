@@ -1,7 +1,7 @@
 """Re-measure the cpu_dataloader rows a run flagged, with more paired rounds
 (docs/cpu_dataloader.md).
 
-    uv run python workflow/scripts/dataloader_remeasure.py RUN_DIR --rounds 10 > remeasured.md
+    uv run python tools/experiments/dataloader_remeasure.py RUN_DIR --rounds 10 > remeasured.md
 
 A default run pairs each regime epoch with 2 bare-loop epochs (``baseline_runs``), so one
 interrupted epoch moves a row's regime / bare ratio by 10-20 % on a small shared machine. This

@@ -1,0 +1,195 @@
+"""One cpu_dataloader job: each (scope, workers) setting's rows, baselines and result file,
+the settings of a ``--settings`` job in turn."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from augbench import adapters, catalog, matrix, recipes
+from augbench.engines import cli, skeleton
+from augbench.engines.dataloader.baselines import (
+    BASELINE_FIELDS,
+    DecodeCompanions,
+    measure_baselines,
+)
+from augbench.engines.dataloader.plumbing import (
+    identity,
+    load_items,
+    start_method,
+    usable_cores,
+    worker_records,
+)
+from augbench.engines.dataloader.rows import REGIME_VS_BARE_ESTIMATOR, recipe_row_fields, run_recipe
+from augbench.engines.dataloader.settings import REGIME, parse_args
+from augbench.engines.dataloader.timing import TIMING_NOTE, RecipeError
+from augbench.policy import DATALOADER_THREADS, RELATIVE_CI_TARGET, SlowTransformPolicy
+from augbench.results import non_ok_row
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if not args.setting_list:
+        return measure_setting(args)
+    failed = []
+    for (scope, workers), output in zip(args.setting_list, args.outputs, strict=True):
+        setting = argparse.Namespace(
+            **{**vars(args), "scope": scope, "workers": workers, "output": output}
+        )
+        try:
+            measure_setting(setting)
+        except Exception:  # a harness bug: report it, measure the other settings, fail the job
+            traceback.print_exc()
+            failed.append(f"{scope}-w{workers}")
+    return skeleton.exit_status(f"{REGIME} | {args.library}", failed)
+
+
+def measure_setting(args: argparse.Namespace) -> int:
+    """One (scope, workers) setting of the job: every recipe, its baselines, one result file."""
+    from tqdm import tqdm
+
+    adapter = adapters.get(args.library)
+
+    def check(name: str) -> None:
+        if name not in args.pipelines:
+            catalog.get(name)  # unknown names fail the job loudly, before any measuring
+
+    transforms = cli.transform_names(args, check)
+    policy = cli.slow_policy(args)
+    cores = usable_cores()
+    over_cap = args.cap_workers_at_cores and args.workers > cores
+
+    thread_settings: dict[str, Any] = {
+        **skeleton.thread_record(DATALOADER_THREADS),
+        "applied_in": "main process before imports; every worker via worker_init_fn",
+    }
+    load_info: dict[str, Any] = {}
+    setup_error: str | None = None
+    if not over_cap:
+        try:
+            adapter.import_library()
+            import torch  # noqa: F401  (the DataLoader; every library env has it)
+
+            thread_settings["main_process"] = DATALOADER_THREADS.apply_runtime()
+        except Exception as exc:  # the library is broken in this env: every row says so
+            setup_error = f"import failed: {type(exc).__name__}: {exc}"
+
+    label = f"{REGIME} | {args.library} | {args.scope} w{args.workers} | {args.shard}"
+    job = skeleton.Job(args, adapter, REGIME, args.scope, label)
+    with tempfile.TemporaryDirectory(prefix=f"dl-{args.library}-") as tmp:
+        record_dir = Path(tmp)
+        items: list[Any] = []
+        load: Callable[[Any], Any] = identity
+        if not over_cap and setup_error is None:
+            try:
+                items, load, load_info = load_items(args, adapter)
+            except Exception as exc:
+                setup_error = (
+                    f"loading the {args.scope} dataset failed: {type(exc).__name__}: {exc}"
+                )
+        baselines: dict[str, Any] = dict.fromkeys(BASELINE_FIELDS)
+        baselines_meta: dict[str, Any] = {"runs": args.baseline_runs}
+        companions: DecodeCompanions | None = None
+        bar = tqdm(transforms, desc=label, unit="recipe")
+        if not over_cap and setup_error is None:
+            if args.scope == "decode" and args.baseline_runs > 0:
+                # Before any DataLoader: the floor's pool forks a process without loader threads.
+                bar.set_postfix_str("decoding the composition's memory-scope images")
+                try:
+                    companions = DecodeCompanions(args, items, load, cores)
+                    load_info["companion_preload_seconds"] = companions.preload_seconds
+                except Exception as exc:
+                    baselines_meta["decode_companions"] = {
+                        "error": str(RecipeError("decode companions", exc))
+                    }
+            bar.set_postfix_str("baselines")
+            baselines, meta = measure_baselines(args, adapter, items, load, cores, record_dir, bar)
+            baselines_meta.update(meta)
+
+        def row_of(name: str) -> dict[str, Any]:
+            if over_cap:
+                row = non_ok_row(
+                    "skipped",
+                    f"{args.workers} workers > {cores} usable cores on this machine "
+                    "(cpu_dataloader.cap_workers_at_cores)",
+                )
+            elif setup_error is not None:
+                row = non_ok_row("error", setup_error)
+            else:
+                row = run_recipe(
+                    args, adapter, name, items, load, policy, record_dir, bar, companions
+                )
+            row.update(recipe_row_fields(args, adapter, name))
+            row.update(baselines)
+            return row
+
+        rows = skeleton.each_row(bar, row_of, job.row_log(bar))
+        if companions is not None:
+            companions.close()
+        thread_settings["workers"] = worker_records(record_dir)
+
+    return job.finish(
+        rows,
+        thread_settings,
+        params=benchmark_params(args, cores, policy, transforms),
+        extra={
+            "decode": load_info,
+            "recipe_tail": adapter.recipe_tail_call,
+            "baselines": baselines_meta,
+        },
+    )
+
+
+def benchmark_params(
+    args: argparse.Namespace, cores: int, policy: SlowTransformPolicy, transforms: list[str]
+) -> dict[str, Any]:
+    """What a setting's file states about how it was measured (after ``num_images``)."""
+    return {
+        "workers": args.workers,
+        "usable_cores": cores,
+        "cap_workers_at_cores": args.cap_workers_at_cores,
+        "batch_size": args.batch_size,
+        "batches_per_run": args.batches_per_run,
+        "images_per_run": args.batches_per_run * args.batch_size,
+        "num_runs": args.num_runs,
+        "min_runs": min(args.min_runs, args.num_runs),
+        "stopping_rule": "timed epochs stop between min_runs and num_runs once the relative "
+        "95% CI of the row's throughputs, and of its paired regime/bare ratios while the bare "
+        f"loop runs, is <= {RELATIVE_CI_TARGET} (augbench.stopping); baselines take part in "
+        "at most baseline_runs rounds",
+        "warmup_batches": max(1, args.workers),
+        "prefetch_factor": args.prefetch_factor if args.workers else None,
+        "persistent_workers": bool(args.persistent_workers and args.workers),
+        "pin_memory": False,
+        "multiprocessing_start_method": start_method(),
+        "batch_timeout_s": args.batch_timeout if args.workers else None,
+        "collate": "torch.utils.data.default_collate (stack)",
+        "sampler": "sequential, cycling over the selected images",
+        "normalize": {"mean": recipes.IMAGENET_MEAN, "std": recipes.IMAGENET_STD},
+        "timed_window": TIMING_NOTE,
+        "baseline_runs": args.baseline_runs,
+        "bare_loop": "augbench.engines.bare_loop: user Dataset + stock DataLoader, same "
+        "recipe objects, batch size, workers, prefetch, persistence and thread policy; its "
+        "timed epochs alternate with the regime's",
+        "regime_vs_bare": REGIME_VS_BARE_ESTIMATOR,
+        "decode_composition": "decode jobs, per recipe and round: the same recipe on "
+        "pre-decoded images (regime loader settings, same workers) and the decode floor, "
+        "interleaved with the decode epochs (D B M F, F M B D, ...); expected = "
+        "1/(1/floor + 1/memory), ratio = decode / expected, medians over rounds",
+        "timer_backend": "time.perf_counter",
+        "slow_transform_policy": policy.to_dict(),
+        "shard": args.shard,
+        # A --settings job (job_per: library): the settings its one process measured, in
+        # order; its log and benchmark file are matrix.dataloader_library_job(shard). Empty
+        # for a job of one setting, named after its result file.
+        "settings_in_job": [matrix.dataloader_setting(s, w) for s, w in args.setting_list],
+        "transforms": transforms,
+        "recipes": {
+            t: args.pipelines[t].recipe if t in args.pipelines else recipes.recipe_name(t)
+            for t in transforms
+        },
+    }

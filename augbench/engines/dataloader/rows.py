@@ -1,0 +1,179 @@
+"""The cpu_dataloader engine's rows: what every row of a setting carries, one recipe's row
+(preflight, then its epochs interleaved with the baselines'), and the bare-loop and decode
+composition fields computed from the paired rounds."""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from augbench import adapters, pipelines, recipes
+from augbench.engines import preflight, skeleton
+from augbench.engines.dataloader.baselines import DecodeCompanions
+from augbench.engines.dataloader.plumbing import RecipeDataset, build_recipe, identity
+from augbench.engines.dataloader.timing import RecipeError, measure_loader
+from augbench.paired import composition_expectation, paired_ratio
+from augbench.policy import SlowTransformPolicy
+from augbench.results import non_ok_row, ok_row
+
+
+def recipe_row_fields(
+    args: argparse.Namespace, adapter: adapters.Adapter, transform: str
+) -> dict[str, Any]:
+    """What every row of this job carries, whatever its status: the tidy table groups by them."""
+    common = {
+        "scope": args.scope,
+        "workers": args.workers,
+        "batch_size": args.batch_size,
+        "decoder": adapter.decoder,
+        "decode_in_timed_window": args.scope == "decode",
+    }
+    if transform in args.pipelines:  # recipe, its calls, pipeline name, variant "pipeline"
+        return {**common, **pipelines.row_fields(args.pipelines[transform], adapter)}
+    calls = [
+        adapter.mappings[n].call if adapter.supports(n) else None for n in recipes.steps(transform)
+    ]
+    return {
+        "recipe": recipes.recipe_name(transform),
+        "recipe_calls": [*calls, adapter.recipe_tail_call],
+        **common,
+    }
+
+
+def run_recipe(
+    args: argparse.Namespace,
+    adapter: adapters.Adapter,
+    transform: str,
+    items: list[Any],
+    load: Callable[[Any], Any],
+    policy: SlowTransformPolicy,
+    record_dir: Path,
+    bar: Any,
+    companions: DecodeCompanions | None = None,
+) -> dict[str, Any]:
+    """One recipe's row: preflight, then the regime's epochs interleaved with the bare loop's
+    (and, in decode jobs, with the memory-scope companion's and the decode floor's)."""
+    pipeline = args.pipelines.get(transform)
+    problem = pipelines.support_problem(adapter, pipeline) if pipeline else None
+    if problem is not None:
+        return non_ok_row(problem[0], problem[1], **problem[2])
+    missing = [] if pipeline else [n for n in recipes.steps(transform) if not adapter.supports(n)]
+    if missing:
+        return non_ok_row("unsupported", adapter.unsupported_reason(missing[0]))
+    try:
+        recipe = build_recipe(adapter, transform, pipeline)
+    except adapters.Unsupported as exc:
+        return non_ok_row("unsupported", str(exc))
+    except Exception as exc:
+        return skeleton.stage_error_row("setup", exc)
+    dataset = RecipeDataset(items, load, recipe, label=transform)
+    if pipeline is not None:  # its limit is per step (augbench.pipelines.scaled_policy)
+        policy = pipelines.scaled_policy(policy, pipeline)
+    try:
+        pre = preflight.per_sample(dataset, policy)
+    except Exception as exc:
+        return skeleton.stage_error_row("preflight", exc)
+    verdict = pre.pop("verdict")
+    if verdict is not None:
+        return non_ok_row("early_stopped", verdict, **pre)
+    bare = None
+    if args.baseline_runs > 0:
+        from augbench.engines.bare_loop import UserDataset
+
+        bare = UserDataset(
+            items,
+            [*recipe.steps, recipe.tail],
+            length=len(items),
+            load=None if load is identity else load,
+        )
+    memory = None
+    if companions is not None:
+        memory = RecipeDataset(companions.images, identity, recipe, label=transform)
+    try:
+        measured = measure_loader(
+            args,
+            dataset,
+            record_dir,
+            bar,
+            bare,
+            args.baseline_runs,
+            memory=memory,
+            floor=companions.floor if companions is not None else None,
+        )
+    except RecipeError as err:
+        return err.row(**pre)
+    throughputs = measured.pop("throughputs")
+    times = measured.pop("times")
+    bare_runs = measured.pop("bare_throughputs")
+    memory_runs = measured.pop("memory_throughputs")
+    floor_runs = measured.pop("floor_throughputs")
+    return ok_row(
+        throughputs,
+        times,
+        **bare_loop_fields(throughputs, bare_runs),
+        **composition_fields(throughputs, memory_runs, floor_runs, companions),
+        warmup_iterations=1,  # one untimed warm-up epoch
+        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        startup_in_timed_window=bool(args.workers and not args.persistent_workers),
+        **measured,
+        **pre,
+    )
+
+
+REGIME_VS_BARE_ESTIMATOR = (
+    "median over rounds of regime epoch / bare-loop epoch of the same round (order alternating "
+    "R B, B R, ...)"
+)
+
+
+def bare_loop_fields(throughputs: list[float], bare_runs: list[float]) -> dict[str, Any]:
+    """The row's bare-loop columns: ``regime_vs_bare`` is the median of paired epoch ratios."""
+    pairs = paired_ratio(throughputs, bare_runs)
+    return {
+        "bare_loop_throughput": statistics.median(bare_runs) if bare_runs else None,
+        "bare_loop_throughputs": bare_runs,
+        "regime_vs_bare": pairs.median,
+        "regime_vs_bare_ratios": pairs.ratios,
+        "regime_vs_bare_pairs": pairs.pairs,
+        "regime_vs_bare_min": pairs.low,
+        "regime_vs_bare_max": pairs.high,
+        "regime_vs_bare_estimator": REGIME_VS_BARE_ESTIMATOR if pairs.ratios else None,
+    }
+
+
+def composition_fields(
+    throughputs: list[float],
+    memory_runs: list[float],
+    floor_runs: list[float],
+    companions: DecodeCompanions | None,
+) -> dict[str, Any]:
+    """Decode rows: the composition terms measured in this job, round by round.
+
+    Per round i: expected_i = composition_expectation(floor_i, memory_i) and ratio_i =
+    decode epoch i / expected_i; the row reports the medians and the ratios' range.
+    ``decode_composition_source`` says where the terms came from (here: ``same_job``; the
+    analysis falls back to joining another job's memory row for files without them)."""
+    if companions is None or not memory_runs or not floor_runs:
+        return {}
+    expected = [
+        composition_expectation(f, m) for f, m in zip(floor_runs, memory_runs, strict=False)
+    ]
+    pairs = paired_ratio(throughputs, expected)
+    return {
+        "decode_floor_throughput": statistics.median(floor_runs),
+        "decode_floor_throughputs": floor_runs,
+        "decode_floor_processes": companions.processes,
+        "memory_row_throughput": statistics.median(memory_runs),
+        "memory_row_throughputs": memory_runs,
+        "decode_expected_throughput": statistics.median(expected),
+        "decode_composition_ratio": pairs.median,
+        "decode_composition_ratios": pairs.ratios,
+        "decode_composition_pairs": pairs.pairs,
+        "decode_composition_min": pairs.low,
+        "decode_composition_max": pairs.high,
+        "decode_composition_source": "same_job",
+    }

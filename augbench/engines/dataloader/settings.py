@@ -1,0 +1,101 @@
+"""The cpu_dataloader engine's command line: one setting (``--scope``, ``--workers``,
+``--output``) or several measured in turn (``--settings``, ``--outputs``)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import augbench.engines.dataloader as package
+from augbench.engines import cli
+from augbench.policy import DATALOADER_MIN_RUNS
+
+REGIME = "cpu_dataloader"
+SCOPES: tuple[str, ...] = ("memory", "decode")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    # The regime's description (augbench.engines.dataloader) is the --help text.
+    p = cli.engine_parser(
+        package.__doc__,
+        pipelines_run="that pipeline as its recipe",
+        output_required=False,  # --outputs stands instead with --settings
+    )
+    p.add_argument("--scope", choices=SCOPES)
+    p.add_argument("--workers", type=int)
+    p.add_argument(
+        "--settings",
+        default="",
+        help="comma-separated <scope>-w<workers> settings measured in turn (instead of --scope "
+        "and --workers); --outputs gives one result file per setting, in the same order",
+    )
+    p.add_argument("--outputs", nargs="+", type=Path, default=[])
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--batches-per-run", type=int, default=20)
+    p.add_argument(
+        "--num-runs",
+        type=int,
+        default=3,
+        help="most timed epochs per row; fewer once the row is precise enough (stopping rule)",
+    )
+    p.add_argument(
+        "--min-runs",
+        type=int,
+        default=DATALOADER_MIN_RUNS,
+        help="fewest timed epochs (and baseline pairs) before the stopping rule may end a row",
+    )
+    p.add_argument("--prefetch-factor", type=int, default=2)
+    p.add_argument("--persistent-workers", type=cli.as_bool, default=True)
+    p.add_argument("--cap-workers-at-cores", type=cli.as_bool, default=True)
+    p.add_argument("--batch-timeout", type=float, default=300.0)
+    p.add_argument(
+        "--baseline-runs",
+        type=int,
+        default=2,
+        help="most timed epochs of the bare loop, the decode floor and the memory-scope companion "
+        "(per recipe, interleaved) and of the transport baseline (per job); 0 measures none",
+    )
+    args = p.parse_args(argv)
+    try:
+        args.setting_list = parse_settings(args.settings) if args.settings else []
+    except argparse.ArgumentTypeError as exc:
+        p.error(f"--settings: {exc}")
+    if args.setting_list:
+        if len(args.outputs) != len(args.setting_list):
+            p.error(
+                f"--outputs needs one file per setting: {len(args.setting_list)} settings, "
+                f"{len(args.outputs)} outputs"
+            )
+        if args.scope is not None or args.workers is not None or args.output is not None:
+            p.error("--settings replaces --scope, --workers and --output")
+        args.scope, args.workers = args.setting_list[0]
+        args.output = args.outputs[0]
+    elif args.scope is None or args.workers is None or args.output is None:
+        p.error("give --scope, --workers and --output, or --settings and --outputs")
+    for name in (
+        "workers",
+        "batch_size",
+        "batches_per_run",
+        "num_runs",
+        "min_runs",
+        "prefetch_factor",
+        "baseline_runs",
+    ):
+        value = getattr(args, name)
+        minimum = 0 if name in ("workers", "baseline_runs") else 1
+        if value < minimum:
+            p.error(f"--{name.replace('_', '-')} must be >= {minimum}")
+    return args
+
+
+def parse_settings(text: str) -> list[tuple[str, int]]:
+    """``memory-w0,decode-w2`` -> [("memory", 0), ("decode", 2)]."""
+    settings = []
+    for item in (t.strip() for t in text.split(",")):
+        scope, sep, workers = item.rpartition("-w")
+        if not sep or scope not in SCOPES or not workers.isdigit():
+            raise argparse.ArgumentTypeError(
+                f"bad setting {item!r}: expected <scope>-w<workers> with scope in {SCOPES}"
+            )
+        settings.append((scope, int(workers)))
+    return settings

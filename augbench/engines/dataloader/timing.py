@@ -1,0 +1,222 @@
+"""The cpu_dataloader engine's timing: the untimed warm-up epoch, timed epochs of every
+interleaved arm (regime, bare loop, memory-scope companion, decode floor) in alternating order,
+and the stopping rule that ends them."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gc
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from augbench.engines import skeleton
+from augbench.engines.dataloader.plumbing import (
+    EpochSampler,
+    RecipeDataset,
+    process_tree_rss_mb,
+    regime_loader,
+)
+from augbench.paired import paired_ratio
+from augbench.results import non_ok_row
+from augbench.stopping import StoppingRule
+
+if TYPE_CHECKING:
+    from augbench.engines.dataloader.baselines import DecodeFloor
+
+TIMING_NOTE = (
+    "throughput = images / seconds from iter(loader) to the last batch received in the main "
+    "process, per timed epoch; an untimed warm-up epoch of max(1, workers) batches precedes them "
+    "(persistent workers are started there, outside the window); first_batch_s = warm-up "
+    "epoch's iter(loader) -> first batch, including worker start-up"
+)
+
+
+class RecipeError(Exception):
+    """A recipe failed at a named stage; the row keeps the stage and the library's message."""
+
+    def __init__(self, stage: str, exc: BaseException) -> None:
+        super().__init__(f"{stage}: {type(exc).__name__}: {exc}")
+        self.stage = stage
+        self.tb = skeleton.traceback_tail(exc)
+
+    def row(self, **extra: Any) -> dict[str, Any]:
+        """The recipe's ``error`` row: the stage, the library's message, the traceback's end."""
+        return non_ok_row("error", str(self), traceback=self.tb, **extra)
+
+
+def check_batch(batch: Any, batch_size: int) -> dict[str, Any]:
+    """The collated batch is what every recipe must produce: float32 Bx3xHxW."""
+    import torch
+
+    if not isinstance(batch, torch.Tensor) or batch.dtype != torch.float32 or batch.ndim != 4:
+        raise TypeError(
+            f"recipe output collated to {type(batch).__name__} "
+            f"{getattr(batch, 'dtype', '')} {tuple(getattr(batch, 'shape', ()))}; expected a "
+            "float32 Bx3xHxW tensor"
+        )
+    if batch.shape[0] > batch_size or batch.shape[1] != 3:
+        raise ValueError(f"unexpected batch shape {tuple(batch.shape)}")
+    return {"batch_shape": list(batch.shape), "batch_dtype": str(batch.dtype)}
+
+
+def timed_epoch(loader: Any) -> tuple[int, float, float]:
+    """Images, seconds from iter(loader) to the last batch, and the first batch's latency."""
+    images = 0
+    first: float | None = None
+    start = time.perf_counter()
+    for batch in loader:
+        images += batch.shape[0]
+        if first is None:
+            first = time.perf_counter() - start
+    return images, time.perf_counter() - start, first or 0.0
+
+
+def warm_up(loader: Any, batch_size: int, stage: str) -> tuple[float, dict[str, Any]]:
+    """One untimed epoch: its first-batch latency (worker start-up included) and batch check."""
+    try:
+        start = time.perf_counter()
+        iterator = iter(loader)
+        first = next(iterator)
+        first_batch_s = time.perf_counter() - start
+        batch_info = check_batch(first, batch_size)
+        for _ in iterator:
+            pass
+        del iterator, first
+    except Exception as exc:
+        raise RecipeError(stage, exc) from exc
+    return first_batch_s, batch_info
+
+
+ARM_LABELS: dict[str, str] = {
+    "regime": "",
+    "bare": "bare-loop ",
+    "memory": "memory-scope companion ",
+    "floor": "decode-floor ",
+}
+
+
+def measure_loader(
+    args: argparse.Namespace,
+    dataset: RecipeDataset,
+    record_dir: Path,
+    bar: Any,
+    bare: Any = None,
+    bare_runs: int = 0,
+    memory: RecipeDataset | None = None,
+    floor: DecodeFloor | None = None,
+) -> dict[str, Any]:
+    """Warm-up epoch, then timed epochs until the stopping rule ends them; every batch is
+    consumed in the window.
+
+    Companions, each warmed up like the regime's loader and timed in the same rounds, in the
+    order regime, bare, memory, floor and reversed every other round (A B B A ...), so each
+    pair of epochs of one round sees the same machine state:
+
+    - ``bare`` (a ``bare_loop.UserDataset``): a stock DataLoader over the same recipe;
+    - ``memory`` (decode jobs): the same recipe on pre-decoded images through a loader with the
+      regime's own settings (the memory-scope term of the decode composition);
+    - ``floor`` (decode jobs): the epoch's files decoded and nothing else.
+
+    Companions take part in the first ``bare_runs`` rounds. Rounds stop at ``args.num_runs``,
+    or earlier, after at least ``args.min_runs`` (policy.DATALOADER_MIN_RUNS), once the
+    regime's throughputs and its paired ratios to the bare loop are both precise enough
+    (augbench.stopping.StoppingRule).
+    """
+    workers = args.workers
+    images_per_run = args.batches_per_run * args.batch_size
+    warmup_batches = max(1, workers)
+    sampler = EpochSampler(len(dataset), warmup_batches * args.batch_size)
+    loader = regime_loader(args, dataset, sampler, record_dir)
+    bare_loader = memory_loader = None
+    arms: dict[str, Callable[[], tuple[int, float, float]]] = {}
+    try:
+        first_batch_s, batch_info = warm_up(loader, args.batch_size, "warm-up epoch")
+        sampler.n_items = images_per_run
+        arms["regime"] = functools.partial(timed_epoch, loader)
+        if bare is not None and bare_runs > 0:
+            from augbench.engines.bare_loop import user_loader
+
+            bare.length = warmup_batches * args.batch_size
+            bare_loader = user_loader(
+                bare,
+                batch_size=args.batch_size,
+                workers=workers,
+                prefetch_factor=args.prefetch_factor,
+                persistent=args.persistent_workers,
+            )
+            # Its workers start here, as the regime's did.
+            warm_up(bare_loader, args.batch_size, "bare-loop warm-up epoch")
+            bare.length = images_per_run
+            arms["bare"] = functools.partial(timed_epoch, bare_loader)
+        if memory is not None and bare_runs > 0:
+            memory_sampler = EpochSampler(len(memory), warmup_batches * args.batch_size)
+            memory_loader = regime_loader(args, memory, memory_sampler, record_dir)
+            warm_up(memory_loader, args.batch_size, "memory-scope companion warm-up epoch")
+            memory_sampler.n_items = images_per_run
+            arms["memory"] = functools.partial(timed_epoch, memory_loader)
+        if floor is not None and bare_runs > 0:
+            arms["floor"] = floor.epoch
+
+        rule = StoppingRule(min(args.min_runs, args.num_runs), args.num_runs)
+        values: dict[str, list[float]] = {name: [] for name in arms}
+        times: list[float] = []
+        first_batches: list[float] = []
+        run = 0
+        while True:
+            order = list(arms) if run < bare_runs else ["regime"]
+            if run % 2:
+                order.reverse()
+            for which in order:
+                stage = f"{ARM_LABELS[which]}timed epoch {run + 1}"
+                try:
+                    images, elapsed, run_first = arms[which]()
+                except Exception as exc:
+                    raise RecipeError(stage, exc) from exc
+                if images != images_per_run:
+                    raise RecipeError(
+                        stage,
+                        RuntimeError(f"received {images} images, expected {images_per_run}"),
+                    )
+                values[which].append(images / elapsed)
+                if which == "regime":
+                    times.append(elapsed)
+                    first_batches.append(run_first)
+            run += 1
+            bar.set_postfix_str(f"{dataset.label} run {run}: {values['regime'][-1]:.0f}/s")
+            if precise_enough(rule, values, companions_left=run < bare_runs):
+                break
+        total_rss = process_tree_rss_mb()  # persistent workers are still alive here
+    finally:
+        arms.clear()  # the partials hold the loaders
+        del loader, bare_loader, memory_loader  # shuts persistent workers down
+        gc.collect()
+    return {
+        "throughputs": values["regime"],
+        "times": times,
+        "first_batch_s": first_batch_s,
+        "first_batch_s_runs": first_batches,
+        "warmup_batches": warmup_batches,
+        "images_per_run": images_per_run,
+        "total_rss_mb": total_rss,
+        "bare_throughputs": values.get("bare", []),
+        "memory_throughputs": values.get("memory", []),
+        "floor_throughputs": values.get("floor", []),
+        "timed_rounds": run,
+        "stopped_by": "relative_ci" if run < args.num_runs else "num_runs",
+        **batch_info,
+    }
+
+
+def precise_enough(
+    rule: StoppingRule, values: dict[str, list[float]], companions_left: bool
+) -> bool:
+    """The regime's throughputs meet the rule, and (while the bare loop still runs) so do the
+    paired regime / bare ratios the row reports."""
+    if not rule.done(values["regime"]):
+        return False
+    if not companions_left or "bare" not in values:
+        return True
+    return rule.done(paired_ratio(values["regime"], values["bare"]).ratios)

@@ -1,0 +1,185 @@
+"""The regime declarations (augbench/regimes.py) and the job lists they give (augbench/sweep.py),
+without Snakemake: which jobs each preset plans, their flags, and that a regime added by a
+declaration alone reaches the plan and the cost estimate. One test asks Snakemake which rules
+the workflow defines, so that no timed rule exists outside the declarations."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from augbench import cost, plan, regimes, sweep
+from augbench.config import deep_merge, resolve
+
+REPO = Path(__file__).resolve().parents[1]
+EVERYTHING = {
+    "machine": "m",
+    "libraries": ["albumentationsx", "torchvision", "kornia", "pillow", "dali"],
+    "regimes": ["micro", "cpu_dataloader", "gpu_dataloader", "dali"],
+}
+
+
+def config(preset: str, **extra: object) -> dict:
+    base = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    return resolve(deep_merge(base, {"preset": preset, **EVERYTHING, **extra}), REPO)
+
+
+def per_rule(jobs: list[sweep.Job]) -> dict[str, int]:
+    return dict(Counter(job.rule for job in jobs))
+
+
+def test_the_smoke_preset_plans_one_job_per_library_and_setting() -> None:
+    s = sweep.Sweep(config("smoke"), "ds-0123456789ab")
+    assert per_rule(s.jobs()) == {
+        "micro": 4, "lazy_outputs": 4, "pipeline_breakdown": 4,
+        "cpu_dataloader": 4, "pipeline_dataloader": 4,
+        "gpu_dataloader": 6, "pipeline_gpu_dataloader": 6,
+        "dali": 1, "dali_cpu": 1, "pipeline_dali": 1, "pipeline_dali_cpu": 1,
+    }  # fmt: skip
+    micro = next(j for j in s.jobs() if j.rule == "micro" and j.library == "kornia")
+    assert micro.outputs == ("results/raw/m/ds-0123456789ab/micro/kornia/s000.json",)
+    assert micro.transforms == tuple(s.transforms)
+
+
+def test_the_paper_preset_counts_match_the_workflow_plan() -> None:
+    """The counts `snakemake -n` plans for the paper preset (tools/checks/plan_snapshot.py)."""
+    s = sweep.Sweep(config("paper"), "ds-0123456789ab", ("r1", "r2", "r3", "r4"))
+    counts = per_rule(s.jobs())
+    assert counts["micro"] == 420 and counts["cpu_dataloader"] == 480
+    assert counts["gpu_dataloader"] == 135 and counts["dali"] == counts["dali_cpu"] == 15
+    assert counts["pipeline_dataloader"] == 48 and counts["pipeline_gpu_dataloader"] == 9
+    # Resolution datasets get the resolution regimes' single-transform jobs only.
+    derived = [j for j in s.jobs() if j.dataset != s.dataset]
+    assert derived and {j.kind.role for j in derived} == {"results"}
+    assert {j.kind.regime for j in derived} <= set(s.resolution_regimes)
+
+
+def test_job_per_library_writes_the_same_result_files_as_job_per_setting() -> None:
+    by_setting = sweep.Sweep(config("smoke", cpu_dataloader={"job_per": "setting"}), "d")
+    by_library = sweep.Sweep(config("smoke", cpu_dataloader={"job_per": "library"}), "d")
+    files = {s: s.outputs("results") for s in (by_setting, by_library)}
+    assert sorted(files[by_setting]) == sorted(files[by_library])
+    grouped = [j for j in by_library.jobs() if j.rule == "cpu_dataloader"]
+    assert all(len(j.outputs) == len(by_library.dataloader_settings) for j in grouped)
+
+
+@pytest.mark.parametrize("preset", ["smoke", "default", "paper"])
+def test_every_job_has_its_engine_flags_once(preset: str) -> None:
+    s = sweep.Sweep(config(preset), "ds-0123456789ab")
+    for job in s.jobs():
+        wildcards = s_wildcards(s, job)
+        words = sweep.engine_command(s, job.kind, wildcards).split()
+        flags = [w for w in words if w.startswith("--")]
+        assert len(flags) == len(set(flags)), (job.rule, flags)
+        assert "--manifest" not in flags and "--output" not in flags  # launcher's and rule's
+        assert words[:2] == ["-m", job.kind.engine]
+
+
+def s_wildcards(s: sweep.Sweep, job: sweep.Job) -> dict[str, str]:
+    return {"machine": s.machine, "dataset": job.dataset, "library": job.library,
+            **dict(job.wildcards)}  # fmt: skip
+
+
+def test_only_the_gpu_variant_of_dali_gets_gpu_flags() -> None:
+    s = sweep.Sweep(config("smoke"), "d")
+    for job in s.jobs():
+        if job.kind.regime != "dali":
+            continue
+        flags = sweep.engine_command(s, job.kind, s_wildcards(s, job))
+        assert ("--gpu" in flags) == job.kind.gpu and ("--device-id" in flags) == job.kind.gpu
+
+
+def test_every_result_path_maps_back_to_its_kind_and_wildcards() -> None:
+    s = sweep.Sweep(config("default", micro={"layouts": ["native", "contiguous"]}), "d")
+    for job in s.jobs():
+        for path in job.outputs:
+            kind, wildcards = regimes.kind_of_result(path)
+            assert kind.rule == job.rule
+            assert wildcards["library"] == job.library and wildcards["dataset"] == "d"
+
+
+def test_tables_follow_the_configured_regimes() -> None:
+    s = sweep.Sweep(config("smoke", regimes=["micro"]), "d")
+    tables = s.table_outputs()
+    assert "speedups_micro" in tables and "speedups_dali" not in tables
+    assert "gpu_vs_cpu_ratio" not in tables and "worker_scaling_cpu_dataloader" not in tables
+    full = sweep.Sweep(config("smoke"), "d").table_outputs()
+    assert {"gpu_vs_cpu_ratio", "worker_scaling_cpu_dataloader", "speedups_dali"} <= set(full)
+
+
+def test_a_config_naming_an_unknown_or_empty_regime_is_refused() -> None:
+    problems = sweep.check_regimes({"libraries": ["pillow"], "regimes": ["micro", "dali"]})
+    assert len(problems) == 1 and "'dali' measures ['dali']" in problems[0]
+    assert "has no rules" in sweep.check_regimes({"libraries": ["pillow"], "regimes": ["x"]})[0]
+
+
+# -- a new regime, by its declaration alone ----------------------------------------------------
+def _dummy_jobs(s: sweep.Sweep, kind: regimes.JobKind, dataset: str) -> list[sweep.Job]:
+    return [s.job(kind, lib, dataset, {"shard": "s000"}, s.transforms[:2])
+            for lib in s.libraries_of(kind.regime)]  # fmt: skip
+
+
+DUMMY = regimes.Regime(
+    "dummy",
+    ("pillow",),
+    (
+        regimes.JobKind(
+            rule="dummy", regime="dummy", role="results",
+            result="results/raw/{machine}/{dataset}/dummy/{library}/{shard}.json",
+            log="{machine}/{dataset}/dummy/{library}/{shard}", placement="micro",
+            engine="augbench.engines.dummy", cost="stream", jobs=_dummy_jobs,
+            args=lambda s, kind, w: {"library": w["library"], "shard": w["shard"]},
+            threads=lambda s, w: 1, config_block="dali",
+        ),
+    ),
+)  # fmt: skip
+
+
+@pytest.fixture
+def dummy_regime():
+    regimes.register(DUMMY)
+    yield DUMMY
+    regimes.unregister("dummy")
+
+
+def test_a_registered_regime_is_planned_costed_and_tabled(dummy_regime) -> None:
+    cfg = config("smoke", regimes=["micro", "dummy"])
+    s = sweep.Sweep(cfg, "d")
+    jobs = [j for j in s.jobs() if j.rule == "dummy"]
+    assert [j.outputs for j in jobs] == [("results/raw/m/d/dummy/pillow/s000.json",)]
+    assert sweep.engine_command(s, jobs[0].kind, s_wildcards(s, jobs[0])).endswith(
+        "--library pillow --shard s000"
+    )
+    assert "speedups_dummy" in s.table_outputs()
+    # The plan printed before a run: the new rule is a timed phase of its own.
+    planned = [plan.Planned("dummy", s_wildcards(s, j), j.outputs[0]) for j in jobs]
+    phases = plan.phases(planned, s.shards_by_regime(), {}, cfg, cores=2)
+    assert [(p.name, p.jobs, p.unknown) for p in phases] == [("dummy", 1, 1)]
+    # The cost estimate prices its jobs on its placement's machine (here: at an assumed rate).
+    cfg["cloud"]["assumed_img_per_s"]["dummy"] = {"pillow": 100.0}
+    rows = cost.estimate(s.cost_jobs(), {}, cfg, "e2-standard-2", set(), 0.0)
+    dummy = next(r for r in rows if r.kind == "dummy")
+    assert (
+        dummy.jobs == 1 and dummy.machine_type == cfg["cloud"]["regimes"]["micro"]["machine_type"]
+    )
+    assert dummy.basis == "assumed" and dummy.vm_seconds and dummy.vm_seconds > 0
+    assert "dummy" in s.planned_kinds()
+
+
+def test_the_workflow_defines_a_rule_for_every_declared_kind_and_no_other_timed_rule() -> None:
+    listed = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--list-rules", "--config", "machine=m",
+         "libraries=[albumentationsx,torchvision,kornia,pillow,dali]",
+         "regimes=[micro,cpu_dataloader,gpu_dataloader,dali]", "resolutions=[224]"],
+        cwd=REPO, capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    targets = {"all", "figures", "plots", "cost", "collect_results"}
+    untimed = set(regimes.SETUP_RULES) | set(regimes.ANALYSIS_RULES) | targets
+    assert set(listed) - untimed == set(regimes.KINDS)
+    profile = yaml.safe_load((REPO / "profiles" / "googlebatch" / "profile.yaml").read_text())
+    assert set(profile["preemptible-rules"]) == set(regimes.timed_rules())
