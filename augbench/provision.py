@@ -27,10 +27,12 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from augbench.policy import NETWORK_GUARD_ENV_VAR, TELEMETRY_OFF_ENV
 
 LOCK_STAMP = ".augbench-lock.sha256"
 SETUP_ENV_VAR = "AUGBENCH_SETUP"
@@ -179,6 +181,17 @@ def write_marker(path: Path, report: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
+def engine_environment(base: Mapping[str, str], setup: dict[str, Any]) -> dict[str, str]:
+    """The engine's environment: the job's, with library telemetry off (set before the engine's
+    interpreter starts: augbench.policy.TELEMETRY_OFF_ENV), the setup record, and, where a network
+    guard is asked for (augbench/netguard), its start-up hook first on PYTHONPATH."""
+    env = {**base, **TELEMETRY_OFF_ENV, SETUP_ENV_VAR: json.dumps(setup)}
+    if env.get(NETWORK_GUARD_ENV_VAR):
+        guard = str(Path(__file__).resolve().parent / "netguard")
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (guard, env.get("PYTHONPATH")) if p)
+    return env
+
+
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--" not in argv:
@@ -230,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         str(marker),
     ]
     sys.stderr.flush()
-    os.execve(cmd[0], cmd, {**os.environ, SETUP_ENV_VAR: json.dumps(setup)})
+    os.execve(cmd[0], cmd, engine_environment(os.environ, setup))
     return 0  # not reached
 
 

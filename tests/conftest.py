@@ -21,7 +21,10 @@ from typing import Any
 
 import pytest
 
+from augbench.policy import NETWORK_GUARD_ENV_VAR
+
 REPO = Path(__file__).resolve().parents[1]
+NETWORK_GUARD_LOG = "network-guard.jsonl"
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 
@@ -122,7 +125,10 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> WorkflowRun:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
             workdir.mkdir(exist_ok=True)
-            proc = run_snakemake(workdir, "--cores", "2", *SMOKE_CONFIG, check=False)
+            # Every benchmark process of the run records (and refuses) any connection that
+            # would leave the machine (augbench/netguard; tests/test_network.py reads the log).
+            guard = {NETWORK_GUARD_ENV_VAR: str(workdir / NETWORK_GUARD_LOG)}
+            proc = run_snakemake(workdir, "--cores", "2", *SMOKE_CONFIG, check=False, env=guard)
             result = {"returncode": proc.returncode, "output": proc.stdout + proc.stderr}
             done.write_text(json.dumps(result))
     result = json.loads(done.read_text())

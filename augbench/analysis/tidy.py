@@ -45,6 +45,7 @@ COLUMNS: tuple[str, ...] = (
     "randomness",
     "decoder",
     "device",
+    "telemetry",
     "dataset",
     "dataset_name",
     "dataset_sha256",
@@ -111,6 +112,18 @@ def _infer_regime(meta: dict[str, Any], path: Path) -> str:
         if regime in name or regime in folders:
             return regime
     return "micro"
+
+
+def _telemetry(meta: dict[str, Any]) -> str:
+    """Library telemetry in the process that measured the row (augbench.policy.TELEMETRY_OFF_ENV):
+    "off (VAR=1, ...)" where every policy variable was set, "not all off (VAR unset, ...)" where
+    one was not, "" for files that do not record it (other tools, older runs)."""
+    recorded = (meta.get("environment") or {}).get("telemetry")
+    if not isinstance(recorded, dict):
+        return ""
+    state = "off" if all(recorded.values()) else "not all off"
+    pairs = ", ".join(f"{k}={v}" if v else f"{k} unset" for k, v in sorted(recorded.items()))
+    return f"{state} ({pairs})"
 
 
 def _machine_label(meta: dict[str, Any]) -> str:
@@ -236,6 +249,7 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
         # Input memory layout (micro: native | contiguous); empty where a file does not say.
         "layout": meta.get("layout") or "",
         "device": meta.get("device") or "cpu",
+        "telemetry": _telemetry(meta),
     }
     out = []
     for name, row in payload["results"].items():

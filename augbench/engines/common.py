@@ -11,6 +11,7 @@ from typing import Any
 from augbench import cloud
 from augbench.adapters.base import Adapter
 from augbench.media import dataset_metadata
+from augbench.policy import NETWORK_GUARD_ENV_VAR, telemetry_off_environment
 from augbench.results import system_info
 
 
@@ -57,6 +58,10 @@ def job_metadata(
             "cwd": os.getcwd(),
             "env_lock_sha256": marker.get("lock_sha256"),
             "env_manager": marker.get("manager"),
+            # Library telemetry as the process saw it (policy.TELEMETRY_OFF_ENV), and the network
+            # guard's log where one recorded the job's connections (tests, audits).
+            "telemetry": telemetry_off_environment(),
+            "network_guard": os.environ.get(NETWORK_GUARD_ENV_VAR),
             "native_format": adapter.native_format,
             "decoder": adapter.decoder,
         },

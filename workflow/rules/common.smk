@@ -87,8 +87,11 @@ def dataset_archive(wildcards):
 
 def other_datasets(root, pattern):
     """Files this machine measured on other datasets (other keys under <root>/<machine>/): the
-    tables keep them, each row labelled with its dataset, and no rule re-creates them.
-    """
+    tables keep them, each row labelled with its dataset, and no rule re-creates them. None under
+    a default storage provider (a cloud sweep): local files are not in the bucket, so they would
+    be missing inputs, and a sweep's tables hold that sweep."""
+    if workflow.storage_settings.default_storage_provider:
+        return []
     return sweep.other_dataset_files(Path(root), MACHINE, {DATASET, *DERIVED}, pattern)
 
 
