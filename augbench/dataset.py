@@ -14,6 +14,7 @@ import shutil
 import tarfile
 import tempfile
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -276,18 +277,43 @@ class StagedImage:
     format: str
 
 
-# Pillow mode of 8-bit, 3-channel images: the only input every library's own decoder turns into
-# the same RGB array. Grayscale, alpha, palette, CMYK and 16-bit images are decoded differently
-# by the libraries (dropped alpha, replicated gray, CMYK inversion, clipping), so a row would
-# compare different work; they are skipped and counted instead.
+# Images are used as 8-bit RGB, the one input every library's own decoder turns into the same
+# array. Any other mode Pillow reads from a .jpg/.png is converted once at staging, the way users'
+# loaders do (``Image.open(f).convert("RGB")``, torchvision's default loader): alpha dropped (not
+# composited), palette expanded, gray replicated, CMYK by Pillow's formula; 16-bit values are
+# scaled to 8 bits (value >> 8: Pillow's convert clips 16-bit gray at 255 instead, while it reads
+# 16-bit RGB PNGs and OpenCV reads every 16-bit PNG by the high byte). The converted image is
+# written as a PNG (lossless), so every library decodes exactly those pixels. Keys: the mode
+# counted in the manifest's ``converted`` (``RGB;16``/``RGBA;16``: 16-bit PNGs, which Pillow
+# reports as RGB/RGBA).
 ACCEPTED_MODES = ("RGB",)
+CONVERTED_MODES = (
+    "RGBA",
+    "LA",
+    "L",
+    "1",
+    "P",
+    "PA",
+    "CMYK",
+    "I;16",
+    "I;16B",
+    "I;16L",
+    "I",
+    "RGB;16",
+    "RGBA;16",
+)
+SIXTEEN_BIT_GRAY = ("I;16", "I;16B", "I;16L", "I")
 
-# Where every member of an archive goes: used, skipped (counted in the manifest) or an error.
+# Where every member of an archive goes: used, converted, skipped (counted in the manifest) or an
+# error.
 SKIP_NOT_IMAGE = "not an image file (suffix)"
 SKIP_EMPTY = "empty file (0 bytes)"
 SKIP_LINK = "link or special file (never followed)"
 SKIP_DUPLICATE = "duplicate member name (the first copy is used)"
-SKIP_MODE = "not 8-bit RGB"
+SKIP_UNDECODABLE = "not a decodable image"
+SKIP_MODE = "mode not convertible to 8-bit RGB"
+# Undecodable members named in the manifest (``undecodable.first``) and in messages.
+NAMED_UNDECODABLE = 5
 
 
 def _safe_member_path(member: tarfile.TarInfo, archive: Path) -> PurePosixPath:
@@ -301,23 +327,86 @@ def _safe_member_path(member: tarfile.TarInfo, archive: Path) -> PurePosixPath:
     return PurePosixPath(*[part for part in rel.parts if part not in ("", ".")])
 
 
-def _validate_image(path: Path, member_name: str, archive: Path) -> StagedImage:
+class UndecodableImage(Exception):
+    """A member with an image suffix that Pillow cannot decode in full (skipped and named)."""
+
+
+def _source_mode(img: Any, path: Path) -> str:
+    """Pillow's mode, with ``;16`` for 16-bit RGB/RGBA PNGs (Pillow reports those as RGB/RGBA,
+    read by the high byte): the PNG header's bit depth is byte 24 of the file."""
+    mode = str(img.mode)
+    if img.format == "PNG" and mode in ("RGB", "RGBA"):
+        with Path(path).open("rb") as fh:
+            head = fh.read(25)
+        if len(head) == 25 and head[24] == 16:
+            mode += ";16"
+    return mode
+
+
+def _inspect_image(path: Path) -> StagedImage:
+    """Decode ``path`` in full (truncated or corrupt data fails here, not in a benchmark): its
+    size, format and source mode; UndecodableImage with Pillow's reason otherwise."""
+    import warnings
+
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with Image.open(path) as img:
-            fmt = img.format or "unknown"
-            img.load()  # full decode: truncated or corrupt data fails here, not in a benchmark
-            width, height = img.size
-            mode = img.mode
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
-        raise DatasetError(
-            f"{archive}: member {member_name!r} is not a decodable image ({type(exc).__name__}: "
-            f"{exc})"
-        ) from exc
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. Pillow's DecompressionBombWarning, palette notes
+            with Image.open(path) as img:
+                fmt = img.format or "unknown"
+                img.load()
+                width, height = img.size
+                mode = _source_mode(img, path)
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError) as exc:
+        # Pillow names the file it read: the staging folder's copy, not the member.
+        reason = str(exc).replace(f"'{path}'", "").replace(str(path), "").strip()
+        raise UndecodableImage(f"{type(exc).__name__}: {reason}".rstrip(": ")) from exc
     return StagedImage(
         path="", bytes=path.stat().st_size, width=width, height=height, mode=mode, format=fmt
     )
+
+
+def to_rgb8(img: Any) -> Any:
+    """``img`` as 8-bit RGB, the way users' loaders read it: ``img.convert("RGB")`` (alpha
+    dropped, not composited; palette expanded; gray replicated; CMYK by Pillow's formula), except
+    16-bit gray (``I;16*``, ``I``), which is scaled to 8 bits (value >> 8, clipped to 0..65535
+    first) where ``convert`` would clip at 255. 16-bit RGB PNGs already arrive as 8-bit RGB
+    (Pillow keeps the high byte)."""
+    import warnings
+
+    from PIL import Image
+
+    if img.mode in SIXTEEN_BIT_GRAY:
+        values = np.asarray(img).astype(np.int64)
+        gray = (np.clip(values, 0, 65535) >> 8).astype(np.uint8)
+        return Image.fromarray(gray).convert("RGB")  # uint8, 2-D: mode L
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # palette transparency notes: alpha is dropped anyway
+        return img.convert("RGB")
+
+
+def convert_to_rgb_png(source: Path, target: Path) -> None:
+    """Write ``source`` (any mode Pillow reads) to ``target`` as an 8-bit RGB PNG (``to_rgb8``);
+    ``target`` may be ``source``."""
+    from PIL import Image
+
+    with Image.open(source) as img:
+        img.load()
+        rgb = to_rgb8(img)
+    tmp = target.with_name(f".{target.name}.converting")
+    rgb.save(tmp, format="PNG")
+    tmp.replace(target)
+
+
+def _converted_name(rel: PurePosixPath, taken: set[str]) -> PurePosixPath:
+    """Where a converted image goes: a PNG keeps its name; another file becomes ``<stem>.png``,
+    or ``<name>.png`` (``scan.jpg.png``) where that is taken, then ``<name>-2.png``, ..."""
+    if rel.suffix.lower() == ".png":
+        return rel
+    candidates = [rel.with_suffix(".png"), rel.with_name(f"{rel.name}.png")]
+    candidates += [rel.with_name(f"{rel.name}-{i}.png") for i in range(2, len(taken) + 3)]
+    return next(c for c in candidates if c.as_posix() not in taken)
 
 
 def _unwrap(work: Path, staged: list[dict[str, Any]]) -> Path:
@@ -382,14 +471,23 @@ def stage_archive(
     source: str | None = None,
     min_side: int = 224,
     key: str | None = None,
+    asked: Mapping[str, int] | None = None,
+    allow_fewer: bool = False,
+    add_hint: str = "add images to the archive",
 ) -> dict[str, Any]:
     """Extract ``archive`` into ``out_dir``/images, validate every member, write the manifest.
 
-    Every member is used, skipped (listed with its reason and counted in the manifest) or an
-    error (DatasetError naming the archive and member; docs/dataset.md has the table). Members
-    are copied by name into a temporary folder inside ``out_dir`` (never ``tar.extract``, so no
-    link or path can write elsewhere), which is renamed into place at the end; the manifest is
-    written last.
+    Every member is used (8-bit RGB as it is; other modes converted to an 8-bit RGB PNG, counted
+    per source mode), skipped (listed with its reason and counted in the manifest; undecodable
+    images also named) or an error (DatasetError naming the archive and member; docs/dataset.md
+    has the table). Members are copied by name into a temporary folder inside ``out_dir`` (never
+    ``tar.extract``, so no link or path can write elsewhere), which is renamed into place at the
+    end; the manifest is written last.
+
+    ``asked``: the images the configured jobs read, by config key (``Sweep.required_images``).
+    Fewer usable images than the most of them is a DatasetError naming the counts and the keys,
+    unless ``allow_fewer`` (config ``dataset.allow_fewer``): then the manifest records
+    ``allow_fewer`` and ``fewer_than_configured`` and every engine uses all usable images.
     """
     archive = Path(archive)
     out_dir = Path(out_dir)
@@ -411,6 +509,7 @@ def stage_archive(
         staged: list[dict[str, Any]] = []
         skipped: list[dict[str, str]] = []
         seen: set[str] = set()
+        to_rename: list[tuple[dict[str, Any], PurePosixPath]] = []
 
         def skip(member: tarfile.TarInfo, reason: str, detail: str = "") -> None:
             skipped.append({"member": member.name, "reason": reason, "detail": detail})
@@ -443,8 +542,13 @@ def stage_archive(
                 target = work.joinpath(*rel.parts)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 _copy_member(tar, member, target, archive)
-                info = _validate_image(target, member.name, archive)
-                if info.mode not in ACCEPTED_MODES:
+                try:
+                    info = _inspect_image(target)
+                except UndecodableImage as exc:
+                    target.unlink()
+                    skip(member, SKIP_UNDECODABLE, str(exc))
+                    continue
+                if info.mode not in ACCEPTED_MODES + CONVERTED_MODES:
                     target.unlink()
                     skip(member, SKIP_MODE, f"{info.format} mode {info.mode}")
                     continue
@@ -453,13 +557,34 @@ def stage_archive(
                         f"{archive}: member {member.name!r} is {info.width}x{info.height}; "
                         f"every image needs both sides >= {min_side} px for the 224 px crops"
                     )
-                staged.append({**info.__dict__, "path": rel.as_posix()})
+                entry = {**info.__dict__, "path": rel.as_posix()}
+                if info.mode not in ACCEPTED_MODES:
+                    # In place for now (PNG bytes under the member's name): its final name is
+                    # chosen once every member's name is known.
+                    convert_to_rgb_png(target, target)
+                    from_ = {"member": member.name, "mode": info.mode, "format": info.format}
+                    entry.update(
+                        bytes=target.stat().st_size, mode="RGB", format="PNG", converted_from=from_
+                    )
+                    to_rename.append((entry, rel))
+                staged.append(entry)
             _check_complete(tar, archive)
+        taken = {f["path"] for f in staged}
+        for entry, rel in to_rename:
+            new = _converted_name(rel, taken)
+            if new != rel:
+                work.joinpath(*rel.parts).rename(work.joinpath(*new.parts))
+                taken.add(new.as_posix())
+                entry["path"] = new.as_posix()
+        counts = _summary(staged, skipped)
         if not staged:
-            reasons = _count(skipped)
             raise DatasetError(
-                f"dataset archive contains no usable images: {archive}"
-                + (f" (skipped: {reasons})" if reasons else "")
+                f"dataset archive contains no usable images: {archive}" + _skipped_note(counts)
+            )
+        fewer = fewer_than_configured(len(staged), asked)
+        if fewer and not allow_fewer:
+            raise DatasetError(
+                shortfall_message(source or str(archive), counts, fewer, add_hint=add_hint)
             )
         staged.sort(key=lambda f: f["path"])
         root = _unwrap(work, staged)
@@ -485,9 +610,10 @@ def stage_archive(
         "total_bytes": sum(f["bytes"] for f in staged),
         "width": {"min": min(widths), "max": max(widths), "mean": float(np.mean(widths))},
         "height": {"min": min(heights), "max": max(heights), "mean": float(np.mean(heights))},
-        "skipped_count": len(skipped),
-        "skipped_by_reason": _count(skipped),
+        **counts,
         "skipped": skipped,
+        **({"allow_fewer": True} if allow_fewer else {}),
+        **({"fewer_than_configured": fewer} if fewer else {}),
         "files": staged,
     }
     tmp = manifest_path.with_suffix(".json.tmp")
@@ -501,3 +627,102 @@ def _count(skipped: list[dict[str, str]]) -> dict[str, int]:
     for entry in skipped:
         counts[entry["reason"]] = counts.get(entry["reason"], 0) + 1
     return counts
+
+
+def _summary(staged: list[dict[str, Any]], skipped: list[dict[str, str]]) -> dict[str, Any]:
+    """The manifest's counts: skipped members by reason, converted images by source mode, and
+    the undecodable members (count and the first few names)."""
+    converted: dict[str, int] = {}
+    for entry in staged:
+        if "converted_from" in entry:
+            mode = entry["converted_from"]["mode"]
+            converted[mode] = converted.get(mode, 0) + 1
+    bad = [s["member"] for s in skipped if s["reason"] == SKIP_UNDECODABLE]
+    return {
+        "skipped_count": len(skipped),
+        "skipped_by_reason": _count(skipped),
+        "converted_count": sum(converted.values()),
+        "converted": converted,
+        "undecodable": {"count": len(bad), "first": bad[:NAMED_UNDECODABLE]},
+    }
+
+
+def _skipped_note(counts: Mapping[str, Any]) -> str:
+    """`` (2 skipped: 1 not a decodable image, 1 ...; undecodable: a.jpg, b.jpg, ...)``, or ``""``
+    when nothing was skipped: from a manifest or ``_summary``."""
+    total = int(counts.get("skipped_count") or 0)
+    if not total:
+        return ""
+    reasons = ", ".join(f"{n} {reason}" for reason, n in counts["skipped_by_reason"].items())
+    bad = counts.get("undecodable") or {}
+    names = ""
+    if bad.get("count"):
+        more = ", ..." if bad["count"] > len(bad["first"]) else ""
+        names = "; undecodable: " + ", ".join(bad["first"]) + more
+    return f" ({total} skipped: {reasons}{names})"
+
+
+def fewer_than_configured(usable: int, asked: Mapping[str, int] | None) -> dict[str, Any] | None:
+    """``{"configured": the most images a job reads, "usable": usable, "keys": {key: images} of
+    every config key asking for more than usable}``, or None where the dataset has enough."""
+    configured = max((asked or {}).values(), default=0)
+    if usable >= configured:
+        return None
+    keys = {key: int(n) for key, n in (asked or {}).items() if n > usable}
+    return {"configured": int(configured), "usable": int(usable), "keys": keys}
+
+
+def shortfall_message(
+    source: str,
+    counts: Mapping[str, Any],
+    fewer: Mapping[str, Any],
+    add_hint: str = "add images to the archive",
+) -> str:
+    """One line: the dataset, its usable count (and what was skipped), the count the
+    configuration asks for and the keys that ask it, and the three ways out."""
+    usable = int(fewer["usable"])
+    noun = "image" if usable == 1 else "images"
+    keys = fewer.get("keys") or {}
+    asked = ", ".join(f"{key}={n}" for key, n in keys.items())
+    lower = " or ".join(keys) or "num_images"
+    return (
+        f"dataset {source} has {usable} usable {noun}{_skipped_note(counts)}; the configuration "
+        f"asks for {fewer['configured']} ({asked}): {add_hint}, lower {lower} to at most "
+        f"{usable}, or set dataset.allow_fewer: true to run every job on the {usable}"
+    )
+
+
+def check_staged(
+    manifest: Mapping[str, Any],
+    asked: Mapping[str, int],
+    allow_fewer: bool,
+    add_hint: str = "add images to the archive",
+) -> tuple[str | None, str | None]:
+    """An already staged dataset (its manifest) against what the configuration asks now:
+    ``(error, note)``: the shortfall message where it has too few usable images and
+    ``allow_fewer`` is off, else a note where it has too few and allow_fewer is on."""
+    fewer = fewer_than_configured(int(manifest.get("file_count") or 0), asked)
+    if not fewer:
+        return None, None
+    source = str(manifest.get("source") or manifest.get("name") or "?")
+    if not allow_fewer:
+        return shortfall_message(source, manifest, fewer, add_hint=add_hint), None
+    return None, (
+        f"dataset {source} has {fewer['usable']} usable images and the configuration asks for "
+        f"{fewer['configured']}: every job uses the {fewer['usable']} (dataset.allow_fewer)"
+    )
+
+
+def check_staged_file(
+    manifest_path: Path,
+    asked: Mapping[str, int],
+    allow_fewer: bool,
+    add_hint: str = "add images to the archive",
+) -> tuple[str | None, str | None]:
+    """``check_staged`` of the manifest at ``manifest_path``; ``(None, None)`` where there is none
+    yet (or it is unreadable): rule stage_dataset stages and checks it."""
+    try:
+        manifest = json.loads(Path(manifest_path).read_text())
+    except (OSError, ValueError):
+        return None, None
+    return check_staged(manifest, asked, allow_fewer, add_hint=add_hint)

@@ -18,17 +18,36 @@ def read_manifest(manifest_path: Path) -> dict[str, Any]:
     return json.loads(Path(manifest_path).read_text())
 
 
+def allows_fewer(manifest_path: Path, manifest: dict[str, Any] | None = None) -> bool:
+    """Whether the dataset was staged with ``dataset.allow_fewer`` (its manifest says so): jobs
+    then use every usable image where they ask for more. A derived dataset of the resolution
+    sweep (``base_key``) follows its base dataset, read beside it where its manifest does not
+    say."""
+    manifest = read_manifest(manifest_path) if manifest is None else manifest
+    if "allow_fewer" in manifest:
+        return bool(manifest["allow_fewer"])
+    base_key = manifest.get("base_key")
+    if base_key:
+        base = Path(manifest_path).parent.parent / str(base_key) / "manifest.json"
+        if base.is_file():
+            return bool(read_manifest(base).get("allow_fewer"))
+    return False
+
+
 def select_files(manifest_path: Path, num_images: int) -> list[Path]:
-    """The first ``num_images`` files of the staged dataset, in the manifest's sorted order."""
+    """The first ``num_images`` files of the staged dataset, in the manifest's sorted order; all
+    of them where the dataset has fewer and was staged with ``dataset.allow_fewer`` (the job's
+    dataset record says so: ``dataset_metadata``)."""
     manifest = read_manifest(manifest_path)
     root = Path(manifest_path).parent / manifest["images_dir"]
     files = [root / entry["path"] for entry in manifest["files"]]
     if not files:
         raise ValueError(f"dataset manifest {manifest_path} lists no images")
-    if num_images > len(files):
+    if num_images > len(files) and not allows_fewer(manifest_path, manifest):
         raise ValueError(
             f"num_images={num_images} but the staged dataset has only {len(files)} images "
-            f"({manifest_path}); lower num_images or use a larger archive"
+            f"({manifest_path}); lower num_images, use a larger archive or set "
+            "dataset.allow_fewer: true"
         )
     return files[:num_images]
 
@@ -36,6 +55,15 @@ def select_files(manifest_path: Path, num_images: int) -> list[Path]:
 def dataset_metadata(manifest_path: Path, num_images: int) -> dict[str, Any]:
     manifest = read_manifest(manifest_path)
     selected = manifest["files"][:num_images]
+    converted: dict[str, int] = {}
+    for entry in selected:
+        if entry.get("converted_from"):
+            mode = entry["converted_from"]["mode"]
+            converted[mode] = converted.get(mode, 0) + 1
+    fewer = None
+    if num_images > len(selected) and allows_fewer(manifest_path, manifest):
+        # The job asked for more images than the dataset has (dataset.allow_fewer): it used all.
+        fewer = {"configured": num_images, "usable": len(selected), "setting": "allow_fewer"}
     return {
         "name": manifest["name"],
         # name + short content hash (results/raw/<machine>/<key>/...); absent in old manifests
@@ -45,6 +73,10 @@ def dataset_metadata(manifest_path: Path, num_images: int) -> dict[str, Any]:
         "file_count": manifest["file_count"],
         "total_bytes": manifest["total_bytes"],
         "num_images_used": len(selected),
+        # Fewer usable images than the job asked for (dataset.allow_fewer), else None.
+        "fewer_than_configured": fewer,
+        # Images of those used that staging converted to 8-bit RGB, by source mode.
+        "converted": converted,
         "mean_width": float(np.mean([f["width"] for f in selected])) if selected else None,
         "mean_height": float(np.mean([f["height"] for f in selected])) if selected else None,
         # Pixels per image as measured (mean of width x height, not the product of the means).

@@ -118,7 +118,12 @@ def _images_present(manifest: Path, doc: dict[str, Any]) -> bool:
 
 
 # What augbench.resize adds to a derived dataset's manifest; restaging keeps it.
-SWEEP_FIELDS = ("resolution", "resize", "base_key", "base_archive_sha256", "min_side")
+# Fields of the sweep's manifest that a node's own staging keeps: the resolution sweep's, and what
+# dataset.allow_fewer decided (so every node's engines take the same images).
+SWEEP_FIELDS = (
+    "resolution", "resize", "base_key", "base_archive_sha256", "min_side",
+    "allow_fewer", "fewer_than_configured",
+)  # fmt: skip
 
 
 def _keep_sweep_fields(doc: dict[str, Any], staged_manifest: Path) -> None:

@@ -250,6 +250,23 @@ class Sweep:
             resources["nvidia_gpu"] = spec["gpu"]
         return {**resources, "bench_slot": 1, **({"gpu": 1} if kind.gpu else {})}
 
+    def placement_problems(self) -> list[str]:
+        """Every placement that the declared job kinds need and cloud.regimes lacks, one line each
+        (all at once, rather than the first rule's PlanError)."""
+        missing: dict[str, list[str]] = {}
+        for kind in regimes.KINDS.values():
+            try:
+                self.placement(kind)
+            except PlanError:
+                missing.setdefault(kind.placement, []).append(kind.rule)
+        configured = sorted(self.config["cloud"].get("regimes") or {})
+        return [
+            f"config error at cloud.regimes: no placement for {placement!r} (rules "
+            f"{', '.join(rules)}); configured: {configured}; add cloud.regimes.{placement} "
+            "with machine_type, cpus and memory_mb (config/config.yaml has one)"
+            for placement, rules in missing.items()
+        ]
+
     def launcher(self, library: str, python: str) -> str:
         """The command that prepares a job's node and execs its engine (augbench.provision):
         the library's venv and the staged dataset; --lock, --archive, --manifest follow."""
@@ -289,6 +306,44 @@ class Sweep:
             out.append(cost.Job("build_default_archive"))
         out += [cost.Job("resize_dataset") for _ in self.derived]
         return out
+
+    def required_images(self) -> dict[str, int]:
+        """The images the planned jobs read, by the config key that sets each count: ``{key:
+        the most images a job reads because of it}``, e.g. ``{"num_images": 12,
+        "lazy_outputs.num_images": 10}``; empty when no job reads images. The largest value is
+        the most images any configured job uses (rule stage_dataset checks the staged dataset
+        against it). Counts are the engines' own ``--num-images`` flags
+        (augbench/regimes.py ``*_args``); a key is named only where it decides a count: a
+        regime's own count where set (``micro.num_images``, ``cpu_dataloader.num_images``), a
+        cap where it is below ``num_images`` (``lazy_outputs.num_images``,
+        ``pipeline_runs.breakdown_images``), else ``num_images``."""
+        top = int(self.config["num_images"])
+        runs = self.config.get("pipeline_runs") or {}
+        # rule -> (config key, its value, whether it caps num_images rather than replacing it)
+        own: dict[str, tuple[str, Any, bool]] = {
+            "micro": ("micro.num_images", self.config["micro"].get("num_images"), False),
+            "lazy_outputs": ("lazy_outputs.num_images", self.lazy["num_images"], True),
+            "pipeline_breakdown": (
+                "pipeline_runs.breakdown_images",
+                runs.get("breakdown_images"),
+                True,
+            ),
+        }
+        dl_images = self.config["cpu_dataloader"].get("num_images")
+        for rule in ("cpu_dataloader", "pipeline_dataloader"):
+            own[rule] = ("cpu_dataloader.num_images", dl_images, False)
+        asked: dict[str, int] = {}
+        for job in self.jobs():
+            wildcards = {"machine": self.machine, "library": job.library, **dict(job.wildcards)}
+            count = job.kind.args(self, job.kind, wildcards).get("num-images")
+            if count is None:
+                continue
+            key, value, caps = own.get(job.rule, ("num_images", None, False))
+            decides = value is not None and int(value) == int(count)
+            if not decides or (caps and int(count) == top):
+                key = "num_images"
+            asked[key] = max(asked.get(key, 0), int(count))
+        return asked
 
     def planned_kinds(self) -> list[str]:
         """The rules this sweep runs (what the estimate must cover), setup first."""

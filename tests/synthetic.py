@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 
@@ -118,3 +119,15 @@ def multi_regime() -> pd.DataFrame:
     for col in ("median_throughput", "mean_throughput", "std_throughput", "cv_throughput"):
         frame[col] = pd.to_numeric(frame[col])
     return frame
+
+
+def tar_archive(path: Path, members: dict[str, bytes]) -> Path:
+    """A plain tar of ``members`` (name -> bytes) at ``path``, as a user would hand it over."""
+    import tarfile
+
+    from augbench.dataset import add_tar_member
+
+    with tarfile.open(path, "w") as tar:
+        for name, data in members.items():
+            add_tar_member(tar, name, data)
+    return path

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
+from synthetic import tar_archive
 
 from augbench import dataset
 from augbench.dataset import DatasetError, build_default_archive, stage_archive
@@ -18,15 +19,6 @@ def _jpeg(size: tuple[int, int] = (320, 240)) -> bytes:
     buf = io.BytesIO()
     Image.new("RGB", size, (120, 30, 200)).save(buf, format="JPEG")
     return buf.getvalue()
-
-
-def _tar(path: Path, members: dict[str, bytes]) -> Path:
-    with tarfile.open(path, "w") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return path
 
 
 def test_default_archive_is_deterministic_and_imagenet_like(tmp_path: Path) -> None:
@@ -81,16 +73,20 @@ def test_archive_without_images(tmp_path: Path) -> None:
     _assert_nothing_staged(tmp_path / "out")
 
 
-def test_corrupt_member_is_named_and_nothing_is_left_looking_complete(tmp_path: Path) -> None:
+def test_corrupt_member_is_skipped_and_named(tmp_path: Path) -> None:
     good = _jpeg()
-    archive = _tar(tmp_path / "c.tar", {"a.jpg": good, "b_broken.jpg": good[: len(good) // 3]})
-    with pytest.raises(DatasetError, match="b_broken.jpg"):
-        stage_archive(archive, tmp_path / "out", name="d")
-    _assert_nothing_staged(tmp_path / "out")
+    archive = tar_archive(
+        tmp_path / "c.tar", {"a.jpg": good, "b_broken.jpg": good[: len(good) // 3]}
+    )
+    manifest = stage_archive(archive, tmp_path / "out", name="d")
+    assert [f["path"] for f in manifest["files"]] == ["a.jpg"]
+    assert manifest["undecodable"] == {"count": 1, "first": ["b_broken.jpg"]}
+    assert manifest["skipped_by_reason"] == {dataset.SKIP_UNDECODABLE: 1}
+    assert not (tmp_path / "out/images/b_broken.jpg").exists()
 
 
 def test_non_image_member_is_skipped_and_counted(tmp_path: Path) -> None:
-    archive = _tar(tmp_path / "n.tar", {"a.jpg": _jpeg(), "notes.txt": b"hello"})
+    archive = tar_archive(tmp_path / "n.tar", {"a.jpg": _jpeg(), "notes.txt": b"hello"})
     manifest = stage_archive(archive, tmp_path / "out", name="d")
     assert [f["path"] for f in manifest["files"]] == ["a.jpg"]
     assert manifest["skipped"] == [
@@ -100,25 +96,26 @@ def test_non_image_member_is_skipped_and_counted(tmp_path: Path) -> None:
 
 
 def test_image_named_jpg_that_is_not_an_image(tmp_path: Path) -> None:
-    archive = _tar(tmp_path / "f.tar", {"fake.jpg": b"definitely not a jpeg"})
-    with pytest.raises(DatasetError, match="fake.jpg.*not a decodable image"):
+    archive = tar_archive(tmp_path / "f.tar", {"fake.jpg": b"definitely not a jpeg"})
+    with pytest.raises(DatasetError, match="no usable images.*not a decodable image.*fake.jpg"):
         stage_archive(archive, tmp_path / "out", name="d")
+    _assert_nothing_staged(tmp_path / "out")
 
 
 def test_images_too_small_for_the_crops_are_rejected(tmp_path: Path) -> None:
-    archive = _tar(tmp_path / "s.tar", {"tiny.jpg": _jpeg((100, 100))})
+    archive = tar_archive(tmp_path / "s.tar", {"tiny.jpg": _jpeg((100, 100))})
     with pytest.raises(DatasetError, match="tiny.jpg.*100x100"):
         stage_archive(archive, tmp_path / "out", name="d")
 
 
-def test_not_a_tar(tmp_path: Path) -> None:
+def test_not_atar_archive(tmp_path: Path) -> None:
     (tmp_path / "x.tar").write_bytes(b"this is no tar archive at all" * 40)
     with pytest.raises(DatasetError, match="not a readable"):
         stage_archive(tmp_path / "x.tar", tmp_path / "out", name="d")
 
 
 def test_path_traversal_is_refused(tmp_path: Path) -> None:
-    archive = _tar(tmp_path / "t.tar", {"../evil.jpg": _jpeg()})
+    archive = tar_archive(tmp_path / "t.tar", {"../evil.jpg": _jpeg()})
     with pytest.raises(DatasetError, match="unsafe path"):
         stage_archive(archive, tmp_path / "out", name="d")
 
@@ -131,7 +128,7 @@ def _image(mode: str, fmt: str, size: tuple[int, int] = (320, 240)) -> bytes:
     return buf.getvalue()
 
 
-def _links_tar(path: Path) -> Path:
+def _linkstar_archive(path: Path) -> Path:
     """A tar with a symlink pointing outside, a hard link, and one real image."""
     with tarfile.open(path, "w") as tar:
         data = _jpeg()
@@ -171,14 +168,14 @@ def test_truncated_archive_is_a_dataset_error_naming_it(tmp_path: Path) -> None:
 
 
 def test_nested_folders_are_used_with_their_paths(tmp_path: Path) -> None:
-    archive = _tar(tmp_path / "n.tar", {"a/b/c/one.jpg": _jpeg(), "./two.JPEG": _jpeg()})
+    archive = tar_archive(tmp_path / "n.tar", {"a/b/c/one.jpg": _jpeg(), "./two.JPEG": _jpeg()})
     manifest = stage_archive(archive, tmp_path / "out", name="d")
     assert [f["path"] for f in manifest["files"]] == ["a/b/c/one.jpg", "two.JPEG"]
     assert (tmp_path / "out/images/a/b/c/one.jpg").is_file()
     assert manifest["skipped_count"] == 0
 
 
-def test_non_rgb_images_are_skipped_with_their_mode(tmp_path: Path) -> None:
+def test_non_rgb_images_are_converted_and_counted_by_mode(tmp_path: Path) -> None:
     members = {
         "rgb.jpg": _image("RGB", "JPEG"),
         "rgb.png": _image("RGB", "PNG"),
@@ -188,23 +185,24 @@ def test_non_rgb_images_are_skipped_with_their_mode(tmp_path: Path) -> None:
         "deep.png": _image("I;16", "PNG"),
         "palette.png": _image("P", "PNG"),
     }
-    manifest = stage_archive(_tar(tmp_path / "m.tar", members), tmp_path / "out", name="d")
-    assert [f["path"] for f in manifest["files"]] == ["rgb.jpg", "rgb.png"]
-    details = {s["member"]: s["detail"] for s in manifest["skipped"]}
-    assert details == {
-        "gray.jpg": "JPEG mode L",
-        "cmyk.jpg": "JPEG mode CMYK",
-        "alpha.png": "PNG mode RGBA",
-        "deep.png": details["deep.png"],  # Pillow reports 16-bit PNGs as I;16 or I
-        "palette.png": "PNG mode P",
-    }
-    assert details["deep.png"].startswith("PNG mode I")
-    assert manifest["skipped_by_reason"] == {dataset.SKIP_MODE: 5}
-    assert sorted(p.name for p in (tmp_path / "out/images").iterdir()) == ["rgb.jpg", "rgb.png"]
+    manifest = stage_archive(tar_archive(tmp_path / "m.tar", members), tmp_path / "out", name="d")
+    # JPEGs that were not RGB become PNGs (<stem>.png, or <name>.png where that is taken).
+    expected = ["alpha.png", "cmyk.png", "deep.png", "gray.png", "palette.png", "rgb.jpg"]
+    assert [f["path"] for f in manifest["files"]] == [*expected, "rgb.png"]
+    assert {f["mode"] for f in manifest["files"]} == {"RGB"}
+    sources = {f["converted_from"]["member"]: f["converted_from"]["mode"]
+               for f in manifest["files"] if "converted_from" in f}  # fmt: skip
+    assert sources == {
+        "gray.jpg": "L", "cmyk.jpg": "CMYK", "alpha.png": "RGBA", "deep.png": "I;16",
+        "palette.png": "P",
+    }  # fmt: skip
+    assert manifest["converted"] == {"L": 1, "CMYK": 1, "RGBA": 1, "I;16": 1, "P": 1}
+    assert manifest["skipped_count"] == 0
+    assert sorted(p.name for p in (tmp_path / "out/images").iterdir()) == [*expected, "rgb.png"]
 
 
 def test_links_are_skipped_and_nothing_is_written_outside(tmp_path: Path) -> None:
-    archive = _links_tar(tmp_path / "l.tar")
+    archive = _linkstar_archive(tmp_path / "l.tar")
     before = _files_outside(tmp_path, tmp_path / "out")
     manifest = stage_archive(archive, tmp_path / "out", name="d")
     assert [f["path"] for f in manifest["files"]] == ["imgs/real.jpg"]
@@ -218,7 +216,7 @@ def test_links_are_skipped_and_nothing_is_written_outside(tmp_path: Path) -> Non
 
 def test_absolute_member_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
     target = tmp_path / "abs-target.jpg"
-    archive = _tar(tmp_path / "a.tar", {"ok.jpg": _jpeg(), str(target): _jpeg()})
+    archive = tar_archive(tmp_path / "a.tar", {"ok.jpg": _jpeg(), str(target): _jpeg()})
     with pytest.raises(DatasetError, match="unsafe path"):
         stage_archive(archive, tmp_path / "out", name="d")
     assert not target.exists()
@@ -240,15 +238,15 @@ def test_zero_byte_and_duplicate_members_are_skipped(tmp_path: Path) -> None:
 
 
 def test_archive_of_only_unusable_members_says_why(tmp_path: Path) -> None:
-    archive = _tar(tmp_path / "u.tar", {"README": b"hi", "g.jpg": _image("L", "JPEG")})
-    with pytest.raises(DatasetError, match="no usable images.*not an image file.*not 8-bit RGB"):
+    archive = tar_archive(tmp_path / "u.tar", {"README": b"hi", "g.jpg": b"GIF89a broken"})
+    with pytest.raises(DatasetError, match="no usable images.*not an image file.*not a decodable"):
         stage_archive(archive, tmp_path / "out", name="d")
     _assert_nothing_staged(tmp_path / "out")
 
 
 # -- identity: the dataset key of every result path ----------------------------------------
 def test_archive_identity_is_the_sha256_and_is_cached_by_size_and_mtime(tmp_path: Path) -> None:
-    archive = _tar(tmp_path / "set.tar", {"a.jpg": _jpeg()})
+    archive = tar_archive(tmp_path / "set.tar", {"a.jpg": _jpeg()})
     cache = tmp_path / "cache/ids.json"
     first = dataset.archive_identity(archive, "set", cache)
     assert first.digest == dataset.sha256_file(archive) and first.kind == "archive-sha256"
@@ -259,18 +257,18 @@ def test_archive_identity_is_the_sha256_and_is_cached_by_size_and_mtime(tmp_path
     cache.write_text(json.dumps(entry))
     assert dataset.archive_identity(archive, "set", cache).digest == "f" * 64
     # ... and a rewritten archive is hashed again.
-    _tar(archive, {"a.jpg": _jpeg(), "b.jpg": _jpeg((400, 300))})
+    tar_archive(archive, {"a.jpg": _jpeg(), "b.jpg": _jpeg((400, 300))})
     assert dataset.archive_identity(archive, "set", cache).digest == dataset.sha256_file(archive)
 
 
 def test_same_name_different_content_gives_different_keys(tmp_path: Path) -> None:
     a = (
-        _tar(tmp_path / "a/set.tar", {"a.jpg": _jpeg()})
+        tar_archive(tmp_path / "a/set.tar", {"a.jpg": _jpeg()})
         if (tmp_path / "a").mkdir() is None
         else None
     )
     b = (
-        _tar(tmp_path / "b/set.tar", {"a.jpg": _jpeg((400, 300))})
+        tar_archive(tmp_path / "b/set.tar", {"a.jpg": _jpeg((400, 300))})
         if (tmp_path / "b").mkdir() is None
         else None
     )

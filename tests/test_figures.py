@@ -236,3 +236,84 @@ def test_summary_flags_rows_above_the_ci_target_with_counts_per_regime() -> None
         ["torchvision", "HorizontalFlip"],
     ]
     assert "31.0%" in listed[0] and "5%" in listed[0]
+
+
+# -- which families are drawn (figures.plan) -------------------------------------------------------
+def _plan_frames() -> dict[str, pd.DataFrame]:
+    full = multi_regime()
+    # A machine without CUDA (GPU rows skipped) that measured one DataLoader worker count.
+    partial = full[~((full["regime"] == "cpu_dataloader") & (full["workers"] != 2))].copy()
+    gpu_rows = partial["regime"] == "gpu_dataloader"
+    partial.loc[gpu_rows, ["status", "reason"]] = ["skipped", "no CUDA device"]
+    partial.loc[gpu_rows, ["throughputs", "median_throughput"]] = None
+    return {
+        "all regimes": full,
+        "micro only": full[full["regime"] == "micro"],
+        "gpu skipped, one worker count": partial,
+        "no rows": pd.DataFrame(columns=list(COLUMNS)),
+    }
+
+
+@pytest.mark.parametrize("frame_name", list(_plan_frames()))
+def test_plan_draws_exactly_the_families_whose_figure_shows_rows(frame_name: str) -> None:
+    import matplotlib.pyplot as plt
+
+    frame = _plan_frames()[frame_name]
+    drawn, skipped = figures.plan(frame)
+    assert set(drawn) | {name for name, _ in skipped} == set(figures.NAMES)
+    assert all(why for _, why in skipped)
+    for name in figures.NAMES:
+        result = figures.draw(name, frame)
+        assert result.empty == (name not in drawn), (name, result.caption)
+        plt.close(result.figure)
+
+
+def test_plan_says_why_each_family_is_not_drawn() -> None:
+    frames = _plan_frames()
+    why = dict(figures.plan(frames["micro only"]).skipped)
+    assert why["throughput_gpu_dataloader"] == "no gpu_dataloader rows"
+    assert why["cpu_vs_gpu"] == "no gpu_dataloader or dali rows"
+    assert why["worker_scaling"] == "no ok DataLoader rows (cpu_dataloader, gpu_dataloader)"
+    assert "throughput_vs_memory" in figures.plan(frames["micro only"]).drawn  # peak RSS
+    why = dict(figures.plan(frames["gpu skipped, one worker count"]).skipped)
+    assert why["stability_gpu_dataloader"] == (
+        "no ok gpu_dataloader rows with repeated runs (6 skipped)"
+    )
+    assert why["cpu_vs_gpu"].startswith("no ok gpu_dataloader or dali row has an ok")
+    assert why["worker_scaling"].startswith("no DataLoader setting measured ok at two or more")
+    assert set(dict(figures.plan(frames["no rows"]).skipped).values()) == {"no result rows"}
+    assert figures.plan(frames["all regimes"]).skipped == (
+        ("stability_dali", "no ok dali rows with repeated runs (3 skipped)"),
+        ("throughput_vs_resolution", "no ok rows of a resolution sweep (config resolutions)"),
+    )
+
+
+def test_summary_lists_the_figures_not_drawn() -> None:
+    text = summary.markdown(multi_regime().query("regime == 'micro'"))
+    section = text.split("## Figures not drawn", 1)[1]
+    assert "5 of 14 figure families are drawn" in section
+    assert "| cpu_vs_gpu | no gpu_dataloader or dali rows |" in section
+    full = summary.markdown(multi_regime())
+    assert "| stability_dali | no ok dali rows with repeated runs (3 skipped) |" in full
+
+
+def test_cpu_gpu_figure_names_the_machines_of_each_side_per_panel() -> None:
+    frame = multi_regime()
+    cpu = frame["regime"] == "cpu_dataloader"
+    frame.loc[cpu, "machine_actual"] = "cpu-vm"
+    frame.loc[frame["regime"] == "gpu_dataloader", "machine_actual"] = "gpu-vm"
+    second = frame[cpu & (frame["library"] == "albumentationsx")].assign(machine_actual="cpu-vm-2")
+    second["median_throughput"] = second["median_throughput"] * 2
+    table = cpu_gpu.ratios(frame)
+    pairs = zip(table["cpu_machine_actual"], table["gpu_machine_actual"], strict=True)
+    assert set(pairs) == {("cpu-vm", "gpu-vm")}
+    drawn = cpu_gpu.draw(frame)
+    assert "m1: CPU rows from cpu-vm, GPU rows from gpu-vm" in drawn.caption
+    assert len(drawn.figure.axes) == 1
+    both = cpu_gpu.draw(pd.concat([frame, second], ignore_index=True))
+    assert len(both.figure.axes) == 2  # one panel per actual CPU machine, never mixed
+    assert "m1: CPU rows from cpu-vm-2, GPU rows from gpu-vm" in both.caption
+    assert "Under m1 the CPU reference rows come from more than one machine" in both.caption
+    import matplotlib.pyplot as plt
+
+    plt.close("all")

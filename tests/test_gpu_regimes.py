@@ -496,3 +496,70 @@ def test_a_failure_at_a_stage_is_an_error_row_naming_the_stage() -> None:
         row = skeleton.stage_error_row("preflight", exc, pipeline="p")
     assert row["status"] == "error" and row["reason"] == "preflight: ValueError: bad size"
     assert row["pipeline"] == "p" and "raise ValueError" in row["traceback"]
+
+
+# -- ratios in a cloud sweep: one label, CPU and GPU rows from different VMs -----------------------
+def _cloud_rows(cpu_machines: dict[str, float]) -> pd.DataFrame:
+    """Label "gcp": AlbumentationsX cpu_dataloader rows on each actual CPU machine (median per
+    worker count: ``base`` at 1 worker, 2 x ``base`` at 2), torchvision gpu_dataloader rows on
+    a GPU VM, all of dataset "tiny"; plus an ok CPU row of another dataset (never a reference)."""
+    from synthetic import row
+
+    rows = []
+    for actual, base in cpu_machines.items():
+        for workers in (1, 2):
+            for transform in ("HorizontalFlip", "GaussianBlur"):
+                v = base * workers
+                rows.append(
+                    row(regime="cpu_dataloader", library="albumentationsx", transform=transform,
+                        machine="gcp", machine_actual=actual, workers=workers, batch_size=32,
+                        runs=[v, v, v])
+                )  # fmt: skip
+    rows.append(
+        row(regime="cpu_dataloader", library="albumentationsx", transform="HorizontalFlip",
+            machine="gcp", machine_actual="gce-c3-standard-4", workers=4, batch_size=32,
+            dataset="other-resolution", runs=[1.0, 1.0, 1.0])
+    )  # fmt: skip
+    for transform in ("HorizontalFlip", "GaussianBlur"):
+        rows.append(
+            row(regime="gpu_dataloader", library="torchvision", transform=transform,
+                machine="gcp", machine_actual="gce-g2-standard-8", workers=4, batch_size=32,
+                device="cuda", runs=[6000.0, 6000.0, 6000.0])
+        )  # fmt: skip
+    frame = pd.DataFrame(rows)
+    return frame.assign(median_throughput=pd.to_numeric(frame["median_throughput"]))
+
+
+def test_ratio_joins_on_the_label_and_names_the_machine_each_side_ran_on() -> None:
+    table = gpu.gpu_vs_cpu_ratio(_cloud_rows({"gce-n2-standard-16": 1000.0}))
+    assert list(table.columns) == list(gpu.RATIO_COLUMNS)
+    assert len(table) == 2  # one per GPU row: the other dataset's CPU row is no reference
+    for _, r in table.iterrows():
+        assert (r["machine"], r["dataset"]) == ("gcp", "tiny")
+        assert r["gpu_machine_actual"] == "gce-g2-standard-8"
+        assert r["cpu_machine_actual"] == "gce-n2-standard-16"
+        assert r["ratio_status"] == "ok"
+        assert r["ratio"] == pytest.approx(6000.0 / 2000.0)  # the fastest: 2 workers
+        assert r["cpu_reference"] == "albumentationsx cpu_dataloader/memory workers=2"
+        assert r["comparison"].endswith(
+            "same recipe; CPU rows from gce-n2-standard-16, GPU rows from gce-g2-standard-8"
+        )
+
+
+def test_two_actual_cpu_machines_under_one_label_give_one_ratio_each_never_mixed() -> None:
+    frame = _cloud_rows({"gce-n2-standard-16": 1000.0, "gce-c3-standard-8": 1500.0})
+    table = gpu.gpu_vs_cpu_ratio(frame)
+    assert len(table) == 4  # 2 GPU rows x 2 CPU machines
+    flip = table[table["transform"] == "HorizontalFlip"].set_index("cpu_machine_actual")
+    assert flip.loc["gce-n2-standard-16", "ratio"] == pytest.approx(6000.0 / 2000.0)
+    assert flip.loc["gce-c3-standard-8", "ratio"] == pytest.approx(6000.0 / 3000.0)
+    assert set(flip["gpu_machine_actual"]) == {"gce-g2-standard-8"}
+    note = "this label's CPU reference rows come from 2 machines"
+    assert all(note in text and "never mixed" in text for text in flip["comparison"])
+
+
+def test_rows_without_an_actual_machine_fall_back_to_the_label() -> None:
+    frame = _cloud_rows({"gce-n2-standard-16": 1000.0}).assign(machine_actual=None)
+    table = gpu.gpu_vs_cpu_ratio(frame)
+    assert set(table["gpu_machine_actual"]) == set(table["cpu_machine_actual"]) == {"gcp"}
+    assert not table["comparison"].str.contains("CPU rows from").any()

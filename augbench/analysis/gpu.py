@@ -1,13 +1,21 @@
 """Tables fed by the GPU regimes (gpu_dataloader, dali).
 
 * ``gpu_vs_cpu_ratio``: each GPU-regime row's median throughput over AlbumentationsX's on the CPU
-  for the same recipe and the same scope on the same machine: the reference is AlbumentationsX's
-  fastest ok ``cpu_dataloader`` row of that transform and scope (any worker count), named in
-  every row with the scope pair it compares (``comparison``). Nothing else is a reference: a
-  ratio between scopes (a GPU decode row over a CPU memory row) or against ``micro`` (a single
-  transform, no recipe) would compare different work. Every GPU-regime row is kept: where it or
-  the reference is not ok the ratio is empty and ``ratio_status`` says why. The Identity
-  baseline rows have no CPU counterpart.
+  for the same recipe and the same scope under the same machine label and dataset: the reference
+  is AlbumentationsX's fastest ok ``cpu_dataloader`` row of that transform and scope (any worker
+  count), named in every row with the scope pair it compares (``comparison``). Nothing else is a
+  reference: a ratio between scopes (a GPU decode row over a CPU memory row) or against ``micro``
+  (a single transform, no recipe) would compare different work. Every GPU-regime row is kept:
+  where it or the reference is not ok the ratio is empty and ``ratio_status`` says why. The
+  Identity baseline rows have no CPU counterpart.
+
+  The label is what a sweep calls its machine; the VM a row actually ran on is ``machine_actual``
+  (a cloud sweep runs CPU jobs on a CPU VM and GPU jobs on a GPU VM under one label). Each ratio
+  row names both (``gpu_machine_actual``, ``cpu_machine_actual``) and ``comparison`` says "CPU
+  rows from <x>, GPU rows from <y>" where they differ. Where the label's reference rows of a
+  transform and scope come from two or more actual CPU machines, they are never mixed (the
+  fastest of them would pick a machine, not a worker count): the GPU row gets one ratio row per
+  actual CPU machine, each against that machine's fastest row (docs/gpu_regimes.md).
 * ``throughput_vs_memory``: throughput next to GPU memory, one row per GPU-regime measurement.
   torch rows record the caching allocator's peaks (``gpu_peak_allocated_mb``,
   ``gpu_peak_reserved_mb``), DALI rows NVML's process figure (``gpu_nvml_used_mb``, CUDA context
@@ -42,6 +50,11 @@ MEASUREMENT_COLUMNS: tuple[str, ...] = (
 
 RATIO_COLUMNS: tuple[str, ...] = (
     *MEASUREMENT_COLUMNS,
+    # The VMs the two sides ran on (the label where a row does not record one), and the dataset
+    # both come from: a ratio never crosses datasets (nor the resolutions of a sweep).
+    "gpu_machine_actual",
+    "cpu_machine_actual",
+    "dataset",
     "recipe",
     "timed",
     "device",
@@ -75,21 +88,40 @@ MEMORY_COLUMNS: tuple[str, ...] = (
 )
 
 
-def _cpu_reference(
-    tidy: pd.DataFrame, machine: str, transform: str, scope: str
-) -> pd.Series | None:
-    """AlbumentationsX's fastest ok cpu_dataloader row of the same transform and scope."""
-    ok = tidy[
-        (tidy["machine"] == machine)
-        & (tidy["transform"] == transform)
-        & (tidy["library"] == CPU_REFERENCE_LIBRARY)
+def _actual(rows: pd.DataFrame) -> pd.Series:
+    """The machine each row ran on: ``machine_actual``, the label where that is blank."""
+    label = rows["machine"].astype(str)
+    if "machine_actual" not in rows.columns:
+        return label
+    actual = rows["machine_actual"]
+    blank = actual.isna() | (actual.astype(str).str.strip().isin(["", "nan", "None"]))
+    return actual.astype(str).where(~blank, label)
+
+
+def _dataset(rows: pd.DataFrame) -> pd.Series:
+    if "dataset" not in rows.columns:
+        return pd.Series("unknown", index=rows.index)
+    return rows["dataset"].astype(object).where(rows["dataset"].notna(), "unknown").astype(str)
+
+
+def _references(tidy: pd.DataFrame) -> dict[tuple, dict[str, pd.Series]]:
+    """(label, dataset, transform, scope) -> {actual CPU machine: AlbumentationsX's fastest ok
+    cpu_dataloader row of that transform and scope on it}."""
+    cpu = tidy[
+        (tidy["library"] == CPU_REFERENCE_LIBRARY)
         & (tidy["status"] == "ok")
         & (tidy["regime"] == "cpu_dataloader")
-        & (tidy["scope"] == scope)
+        & pd.to_numeric(tidy["median_throughput"], errors="coerce").notna()
     ]
-    if not len(ok):
-        return None
-    return ok.loc[ok["median_throughput"].idxmax()]
+    refs: dict[tuple, dict[str, pd.Series]] = {}
+    if cpu.empty:
+        return refs
+    cpu = cpu.assign(_actual=_actual(cpu), _dataset=_dataset(cpu))
+    keys = ["machine", "_dataset", "transform", "scope", "_actual"]
+    best = pd.to_numeric(cpu["median_throughput"]).groupby([cpu[k] for k in keys]).idxmax()
+    for (machine, dataset, transform, scope, actual), index in sorted(best.items()):
+        refs.setdefault((machine, dataset, transform, scope), {})[actual] = cpu.loc[index]
+    return refs
 
 
 def _describe(ref: pd.Series) -> str:
@@ -99,16 +131,33 @@ def _describe(ref: pd.Series) -> str:
     return text
 
 
-def gpu_vs_cpu_ratio(tidy: pd.DataFrame) -> pd.DataFrame:
+def machines_text(cpu_actual: str, gpu_actual: str) -> str:
+    """Where the two sides of a ratio ran, in words ('' where both ran on one machine)."""
+    if not cpu_actual or cpu_actual == gpu_actual:
+        return ""
+    return f"CPU rows from {cpu_actual}, GPU rows from {gpu_actual}"
+
+
+def gpu_vs_cpu_ratio(tidy: pd.DataFrame, keep: tuple[str, ...] = ()) -> pd.DataFrame:
+    """One row per GPU-regime row and actual CPU machine with a reference (one row where there
+    is none); ``keep``: further tidy columns to carry along (the figure's series labels)."""
     records = []
     gpu_rows = tidy[tidy["regime"].isin(GPU_REGIMES)]
+    refs = _references(tidy)
+    if len(gpu_rows):
+        gpu_rows = gpu_rows.assign(_actual=_actual(gpu_rows), _dataset=_dataset(gpu_rows))
     for _, row in gpu_rows.iterrows():
-        record = {col: row.get(col) for col in RATIO_COLUMNS if col in row.index}
         ok = row["status"] == "ok"
         scope = row["scope"]
-        record.update(
-            comparison=f"{row['regime']} {scope} / {CPU_REFERENCE_LIBRARY} cpu_dataloader "
-            f"{scope}, same recipe",
+        comparison = (
+            f"{row['regime']} {scope} / {CPU_REFERENCE_LIBRARY} cpu_dataloader {scope}, same recipe"
+        )
+        base = {col: row.get(col) for col in (*RATIO_COLUMNS, *keep) if col in row.index}
+        base.update(
+            gpu_machine_actual=row["_actual"],
+            cpu_machine_actual="",
+            dataset=row["_dataset"],
+            comparison=comparison,
             reason=row["reason"] if not ok else "",
             median_throughput=row["median_throughput"] if ok else math.nan,
             std_throughput=row["std_throughput"] if ok else math.nan,
@@ -119,32 +168,47 @@ def gpu_vs_cpu_ratio(tidy: pd.DataFrame) -> pd.DataFrame:
             ratio_low=math.nan,
             ratio_high=math.nan,
         )
-        ref = _cpu_reference(tidy, row["machine"], row["transform"], scope)
-        if ref is not None:
-            record.update(
-                cpu_reference=_describe(ref),
-                cpu_reference_throughput=float(ref["median_throughput"]),
-                cpu_reference_std=float(ref["std_throughput"] or 0.0),
-            )
-        if row["transform"] == IDENTITY:
-            record["ratio_status"] = "N/A: Identity baseline (no CPU counterpart)"
-        elif not ok:
-            record["ratio_status"] = f"N/A: {row['status']}"
-        elif ref is None:
-            record["ratio_status"] = (
-                f"N/A: no ok {CPU_REFERENCE_LIBRARY} cpu_dataloader row of this transform with "
-                f"scope {scope} on this machine"
-            )
-        else:
-            m, s = float(row["median_throughput"]), float(row["std_throughput"] or 0.0)
-            mo, so = record["cpu_reference_throughput"], record["cpu_reference_std"]
-            low, high = speedup_interval(m, s, mo, so)
-            record.update(ratio=m / mo, ratio_low=low, ratio_high=high, ratio_status="ok")
-        records.append(record)
-    frame = pd.DataFrame.from_records(records, columns=list(RATIO_COLUMNS))
-    return frame.sort_values(["machine", "transform", "regime", "library", "variant"]).reset_index(
-        drop=True
-    )
+        found = refs.get((row["machine"], row["_dataset"], row["transform"], scope), {})
+        for cpu_actual, ref in found.items() or [("", None)]:
+            record = dict(base)
+            notes = [machines_text(cpu_actual, row["_actual"])]
+            if len(found) > 1:
+                notes.append(
+                    f"this label's CPU reference rows come from {len(found)} machines "
+                    f"({', '.join(found)}): one ratio per CPU machine, never mixed"
+                )
+            record["comparison"] = "; ".join([comparison, *(n for n in notes if n)])
+            if ref is not None:
+                record.update(
+                    cpu_machine_actual=cpu_actual,
+                    cpu_reference=_describe(ref),
+                    cpu_reference_throughput=float(ref["median_throughput"]),
+                    cpu_reference_std=_std(ref["std_throughput"]),
+                )
+            if row["transform"] == IDENTITY:
+                record["ratio_status"] = "N/A: Identity baseline (no CPU counterpart)"
+            elif not ok:
+                record["ratio_status"] = f"N/A: {row['status']}"
+            elif ref is None:
+                record["ratio_status"] = (
+                    f"N/A: no ok {CPU_REFERENCE_LIBRARY} cpu_dataloader row of this transform "
+                    f"with scope {scope} under this machine label and dataset"
+                )
+            else:
+                m, s = float(row["median_throughput"]), _std(row["std_throughput"])
+                mo, so = record["cpu_reference_throughput"], record["cpu_reference_std"]
+                low, high = speedup_interval(m, s, mo, so)
+                record.update(ratio=m / mo, ratio_low=low, ratio_high=high, ratio_status="ok")
+            records.append(record)
+    columns = [*RATIO_COLUMNS, *(k for k in keep if k not in RATIO_COLUMNS)]
+    frame = pd.DataFrame.from_records(records, columns=columns)
+    order = ["machine", "dataset", "transform", "regime", "library", "variant"]
+    return frame.sort_values([*order, "cpu_machine_actual"]).reset_index(drop=True)
+
+
+def _std(value: object) -> float:
+    number = pd.to_numeric(value, errors="coerce")
+    return 0.0 if pd.isna(number) else float(number)
 
 
 def throughput_vs_memory(tidy: pd.DataFrame) -> pd.DataFrame:

@@ -91,7 +91,7 @@ def markdown(
     where materialization is over half of the measured time are listed with their numbers."""
     lines = [f"# {title}", ""]
     if frame.empty:
-        return "\n".join([*lines, "No result rows.", ""])
+        return "\n".join([*lines, "No result rows (so no figure is drawn).", ""])
     machines = sorted(frame["machine"].astype(str).unique())
     lines += [
         f"{len(frame)} result rows from {len(machines)} machine(s): {', '.join(machines)}. "
@@ -181,7 +181,27 @@ def markdown(
             "(`--configfile`) adds it to this run.",
             "",
         ]
+    lines += figures_section(frame)
     return "\n".join(lines)
+
+
+def figures_section(frame: pd.DataFrame) -> list[str]:
+    """The figure families these rows give nothing to draw, with why (augbench.analysis.figures
+    ``plan``: the same list as the figures folder's skipped.txt)."""
+    from augbench.analysis import figures
+
+    drawn, skipped = figures.plan(frame)
+    lines = ["## Figures not drawn", ""]
+    if not skipped:
+        return [*lines, "None: every figure family has rows to draw.", ""]
+    lines += [
+        f"{len(drawn)} of {len(figures.NAMES)} figure families are drawn; these have no rows to "
+        "show in these results (also in the figures folder's `skipped.txt`):",
+        "",
+        *_table(["figure", "why not"], [[name, why] for name, why in skipped]),
+        "",
+    ]
+    return lines
 
 
 def _baseline_section(frame: pd.DataFrame) -> list[str]:

@@ -51,6 +51,7 @@ COLUMNS: tuple[str, ...] = (
     "dataset_sha256",
     "dataset_images",
     "dataset_bytes",
+    "dataset_note",
     "resolution",
     "megapixels",
     "num_images",
@@ -169,10 +170,20 @@ def _dataset_columns(dataset: dict[str, Any]) -> dict[str, Any]:
         "dataset_sha256": dataset.get("archive_sha256") or dataset.get("sha256") or "",
         "dataset_images": dataset.get("file_count"),
         "dataset_bytes": dataset.get("total_bytes"),
+        # "3 of 12 configured images (dataset.allow_fewer)" where the job had fewer images than
+        # it asked for (augbench.media.dataset_metadata); empty otherwise.
+        "dataset_note": _dataset_note(dataset),
         # Resolution sweep (augbench.resize): the shorter side in px; blank = images as staged.
         "resolution": dataset.get("resolution"),
         "megapixels": _megapixels(dataset),
     }
+
+
+def _dataset_note(dataset: dict[str, Any]) -> str:
+    fewer = dataset.get("fewer_than_configured")
+    if not isinstance(fewer, dict) or fewer.get("configured") is None:
+        return ""
+    return f"{fewer.get('usable')} of {fewer['configured']} configured images (dataset.allow_fewer)"
 
 
 def _megapixels(dataset: dict[str, Any]) -> float | None:
@@ -294,6 +305,19 @@ def find_result_files(roots: list[Path]) -> list[Path]:
         elif root.is_dir():
             files.extend(sorted(p for p in root.rglob("*.json") if not p.name.startswith(".")))
     return files
+
+
+def load_results(paths: list[Path]) -> pd.DataFrame:
+    """:func:`load` for a rule: a result file that cannot be read is the user's to fix (one line,
+    augbench.logs.UserError: no traceback), any other failure stays a bug with its traceback."""
+    from augbench.logs import UserError
+
+    try:
+        return load(paths)
+    except ValueError as exc:
+        if not str(exc).startswith("cannot read result file"):
+            raise
+        raise UserError(f"{exc}; remove or replace that file and run snakemake again") from None
 
 
 def load(paths: list[Path]) -> pd.DataFrame:

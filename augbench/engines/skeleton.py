@@ -75,10 +75,12 @@ def job_inputs(args: Any, check_name: Callable[[str], None]) -> JobInputs:
     and the selected image files."""
     names = cli.transform_names(args, check_name)
     slow = cli.slow_policy(args)
+    # The images the job really has (fewer than asked under dataset.allow_fewer) size the stream.
+    files = media.select_files(args.manifest, args.num_images)
     plan = StreamPlan.for_images(
-        args.num_images, args.batch_size, warmup_reps=args.warmups, reps=args.values, policy=slow
+        len(files), args.batch_size, warmup_reps=args.warmups, reps=args.values, policy=slow
     )
-    return JobInputs(names, slow, plan, media.select_files(args.manifest, args.num_images))
+    return JobInputs(names, slow, plan, files)
 
 
 def stream_params(

@@ -8,16 +8,17 @@ from pathlib import Path
 sys.path.insert(0, workflow.basedir)
 
 from augbench import matrix, regimes, sweep  # noqa: E402
-from augbench.config import ConfigError, resolve  # noqa: E402
-from augbench.dataset import DatasetError  # noqa: E402
+from augbench.config import resolve  # noqa: E402
+from augbench.logs import exit_on_user_error, exit_with  # noqa: E402
 from augbench.resize import configured_datasets  # noqa: E402
 
-try:
+# Errors a user can fix (config, dataset, plan) end the run here, before any job, as one line
+# each ("augbench: config error at <key>: ..."), never as a traceback: exit_with and
+# exit_on_user_error (augbench/logs.py), also inside input and params functions.
+with exit_on_user_error():
     config.update(resolve(config, Path(workflow.basedir)))
-except ConfigError as exc:
-    raise WorkflowError(str(exc)) from None
-for _problem in sweep.check_regimes(config):
-    raise WorkflowError(_problem)
+if _problems := sweep.check_regimes(config):
+    exit_with(*_problems)
 
 MACHINE = config["machine"]
 LIBRARIES = config["libraries"]
@@ -43,17 +44,20 @@ def repo_path(relative):
 # The dataset key (<name>-<12 hex digits>) names the staged folder and every raw result folder:
 # results of two datasets sit side by side, and switching back schedules nothing already measured.
 # DERIVED: the resolution sweep's datasets (docs/resolution.md). A missing archive stops here.
-try:
+with exit_on_user_error():
     DATASET_ID, DERIVED = configured_datasets(
         config, Path(".augbench/dataset-ids.json")
     )
-except DatasetError as exc:
-    raise WorkflowError(str(exc)) from None
 if DATASET_ID.note:
     print(f"augbench: {DATASET_ID.note}", file=sys.stderr)
 DATASET = DATASET_ID.key
 MANIFEST = f"results/data/{DATASET}/manifest.json"
-SWEEP = sweep.Sweep(config, DATASET, tuple(DERIVED))
+with exit_on_user_error():
+    SWEEP = sweep.Sweep(config, DATASET, tuple(DERIVED))
+
+
+if _problems := SWEEP.placement_problems():
+    exit_with(*_problems)
 
 
 def key_pattern(keys):
@@ -152,10 +156,8 @@ def timed_threads(rule):
 
 
 def timed_resources(rule):
-    try:
+    with exit_on_user_error():
         return SWEEP.placement(regimes.KINDS[rule])
-    except sweep.PlanError as exc:
-        raise WorkflowError(str(exc)) from None
 
 
 def timed_params(rule, output_flag="--output"):
@@ -245,8 +247,9 @@ def tidy_table(wildcards):
 
 def plot_from_sources(name):
     if name not in PLOT_FROM:
-        raise WorkflowError(
-            f"config error at plot_from: no entry {name!r}; configured: {sorted(PLOT_FROM)}"
+        exit_with(
+            f"config error at plot_from: no entry {name!r} (results/plots/{name} was asked "
+            f"for); configured: {sorted(PLOT_FROM)}; add plot_from.{name} or ask for one of them"
         )
     return PLOT_FROM[name]
 
@@ -256,10 +259,11 @@ def plot_from_fingerprint(wildcards):
 
     try:
         return fingerprint(plot_from_sources(wildcards.name))
-    except FileNotFoundError as exc:
-        raise WorkflowError(
-            f"config error at plot_from.{wildcards.name}: {exc}"
-        ) from None
+    except OSError as exc:
+        exit_with(
+            f"config error at plot_from.{wildcards.name}: {exc} (relative paths are read "
+            f"from the working directory {Path.cwd()}); fix the path or remove it"
+        )
 
 
 def plot_targets():

@@ -1,4 +1,6 @@
 # The dataset: one archive (local, gs:// or the embedded default), staged once.
+from augbench.dataset import check_staged_file
+from augbench.logs import exit_with
 
 
 rule build_default_archive:
@@ -14,6 +16,28 @@ rule build_default_archive:
         seed=0,
     script:
         "../scripts/build_default_archive.py"
+
+
+# Fewer usable images than the configured jobs read (Sweep.required_images) stop the workflow in
+# one line before any benchmark job: rule stage_dataset checks while it stages, and a dataset
+# staged by an earlier run is checked here, while the job graph is built (a changed image count
+# does not re-stage it). dataset.allow_fewer: every job uses the usable images (docs/dataset.md).
+# A cloud sweep's manifest is in the bucket: staging checks it there.
+if not workflow.storage_settings.default_storage_provider:
+    _error, _note = check_staged_file(
+        Path(MANIFEST),
+        SWEEP.required_images(),
+        allow_fewer=bool(config["dataset"].get("allow_fewer")),
+        add_hint=(
+            "add images to the archive"
+            if config["dataset"].get("archive")
+            else "raise dataset.default_images"
+        ),
+    )
+    if _error:
+        exit_with(_error)
+    if _note:
+        print(f"augbench: {_note}", file=sys.stderr)
 
 
 # Staged under the dataset key (name + content hash): two archives of the same name never share a
@@ -38,6 +62,10 @@ rule stage_dataset:
         expected_sha256=DATASET_ID.digest if DATASET_ID.kind == "archive-sha256" else "",
         source=config["dataset"].get("archive")
         or "embedded default (scikit-image photographs)",
+        # Recorded in the manifest: with it, every engine uses min(asked, usable) images. The
+        # counts the jobs ask for are read from the config by the script (no param: a changed
+        # count must not re-stage the dataset and re-run every job).
+        allow_fewer=bool(config["dataset"].get("allow_fewer")),
     script:
         "../scripts/stage_dataset.py"
 

@@ -11,7 +11,7 @@ from augbench.results import write_table_atomic
 
 with redirect_to_log(snakemake.log[0]):  # noqa: F821
     sm = snakemake  # noqa: F821
-    frame = tidy.load([Path(p) for p in sm.input.results])
+    frame = tidy.load_results([Path(p) for p in sm.input.results])
     write_table_atomic(frame, sm.output.all)
     for regime in sm.params.regimes:
         part = frame[frame["regime"] == regime]

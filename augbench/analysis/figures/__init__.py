@@ -1,11 +1,14 @@
-"""Figure families. Each module draws one family from a tidy table; ``NAMES`` lists every figure
-file the workflow writes, so the set of outputs is fixed whatever the results hold (a figure whose
-rows are absent says so). Importing this package does not import matplotlib: the workflow reads
-``NAMES`` while it builds its job graph."""
+"""Figure families. Each module draws one family from a tidy table; ``NAMES`` lists every family
+the workflow knows. ``plan`` says which of them a table has rows for: the workflow draws only
+those and lists the others, each with why, in the figures folder (``skipped.txt``,
+``skipped.csv``) and in the summary, so a re-plot of a folder of micro results shows micro
+figures, not a dozen figures saying "no rows". Importing this package does not import
+matplotlib: the workflow reads ``NAMES`` while it builds its job graph, the summary calls
+``plan``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from augbench import regimes
 
@@ -25,6 +28,135 @@ NAMES: tuple[str, ...] = (
     "worker_scaling",
     "throughput_vs_resolution",
 )
+
+# The columns a row's peak memory can be in (augbench.analysis.figures.memory).
+MEMORY_COLUMNS: tuple[str, ...] = ("gpu_peak_allocated_mb", "gpu_nvml_used_mb", "peak_rss_mb")
+
+
+class Plan(NamedTuple):
+    """Which families a table gives something to draw (in ``NAMES`` order), and the others with
+    why not."""
+
+    drawn: tuple[str, ...]
+    skipped: tuple[tuple[str, str], ...]
+
+
+def plan(frame: pd.DataFrame) -> Plan:
+    """(drawn, skipped with reason) for a tidy table: a family is drawn exactly when its figure
+    would show rows (``draw`` would not return its "no rows" figure)."""
+    drawn: list[str] = []
+    skipped: list[tuple[str, str]] = []
+    for name in NAMES:
+        why = absent(name, frame)
+        if why:
+            skipped.append((name, why))
+        else:
+            drawn.append(name)
+    return Plan(tuple(drawn), tuple(skipped))
+
+
+def absent(name: str, frame: pd.DataFrame) -> str | None:
+    """Why family ``name`` has nothing to draw from ``frame``; None when it has."""
+    import pandas as pd
+
+    from augbench.analysis.groups import normalized
+
+    if name not in NAMES:
+        raise KeyError(f"unknown figure {name!r}; known: {list(NAMES)}")
+    if frame.empty:
+        return "no result rows"
+    data = normalized(frame)
+    ok = data[data["status"] == "ok"]
+    if name in ("winners_by_regime", "coverage"):
+        return None
+    for prefix in ("throughput_", "stability_"):
+        regime = name[len(prefix) :] if name.startswith(prefix) else ""
+        if regime in regimes.NAMES:
+            return _regime_absent(prefix, regime, data)
+    if name == "cpu_vs_gpu":
+        return _cpu_gpu_absent(data)
+    if name == "throughput_vs_memory":
+        for col in MEMORY_COLUMNS:
+            if col in ok.columns and pd.to_numeric(ok[col], errors="coerce").notna().any():
+                return None
+        return "no ok rows with a peak memory (peak RSS or GPU memory)"
+    if name == "worker_scaling":
+        return _scaling_absent(ok)
+    if name == "throughput_vs_resolution":
+        return _resolution_absent(frame)
+    raise KeyError(f"no rule for figure {name!r}")  # a family added to NAMES without one
+
+
+def _regime_absent(prefix: str, regime: str, data: pd.DataFrame) -> str | None:
+    from augbench.analysis.groups import runs
+
+    rows = data[data["regime"] == regime]
+    if rows.empty:
+        return f"no {regime} rows"
+    if prefix == "throughput_":
+        return None  # non-ok rows are named in the figure
+    ok = rows[rows["status"] == "ok"]
+    if any(runs(row) for _, row in ok.iterrows()):
+        return None
+    return f"no ok {regime} rows with repeated runs ({_status_counts(rows)})"
+
+
+def _cpu_gpu_absent(data: pd.DataFrame) -> str | None:
+    from augbench.analysis import gpu
+
+    names = " or ".join(gpu.GPU_REGIMES)
+    gpu_rows = data[data["regime"].isin(gpu.GPU_REGIMES)]
+    if gpu_rows.empty:
+        return f"no {names} rows"
+    reference = (data["regime"] == "cpu_dataloader") & (
+        data["library"] == gpu.CPU_REFERENCE_LIBRARY
+    )
+    if not reference.any():
+        return f"no {gpu.CPU_REFERENCE_LIBRARY} cpu_dataloader rows (the CPU reference)"
+    table = gpu.gpu_vs_cpu_ratio(data)
+    if (table["ratio_status"] == "ok").any():
+        return None
+    return (
+        f"no ok {names} row has an ok {gpu.CPU_REFERENCE_LIBRARY} cpu_dataloader row of the "
+        f"same machine label, dataset, transform and scope (GPU rows: "
+        f"{_status_counts(gpu_rows)})"
+    )
+
+
+def _scaling_absent(ok: pd.DataFrame) -> str | None:
+    """The worker-scaling figure's own test (figures.scaling.scaling_table): one library and
+    setting measured ok at two or more worker counts, with a transform ok at each of them."""
+    dataloader = ok[ok["workers"] >= 0]
+    if dataloader.empty:
+        return "no ok DataLoader rows (cpu_dataloader, gpu_dataloader)"
+    keys = ["machine", "regime", "scope", "batch_size", "variant", "library"]
+    for _, rows in dataloader.groupby(keys, sort=False):
+        counts = rows["workers"].nunique()
+        if counts >= 2 and (rows.groupby("transform")["workers"].nunique() == counts).any():
+            return None
+    measured = ", ".join(str(w) for w in sorted(dataloader["workers"].unique()))
+    return (
+        "no DataLoader setting measured ok at two or more worker counts "
+        f"(worker counts: {measured})"
+    )
+
+
+def _resolution_absent(frame: pd.DataFrame) -> str | None:
+    from augbench.analysis.resolution import swept_rows
+
+    data = swept_rows(frame)
+    ok = data[(data["status"] == "ok") & (data["median_throughput"] > 0) & (data["_mp"] > 0)]
+    if ok.empty:
+        return "no ok rows of a resolution sweep (config resolutions)"
+    if ok["_res"].nunique() < 2:
+        found = ", ".join(f"{int(r)} px" for r in sorted(ok["_res"].unique()))
+        return f"a resolution sweep needs two or more resolutions (ok rows at {found} only)"
+    return None
+
+
+def _status_counts(rows: pd.DataFrame) -> str:
+    counts = rows["status"].astype(str).value_counts()
+    return ", ".join(f"{n} {status}" for status, n in counts.items())
 
 
 def draw(name: str, frame: pd.DataFrame) -> Drawn:

@@ -1,10 +1,13 @@
 """CPU vs GPU: per transform, a GPU row's median throughput over the best AlbumentationsX
-cpu_dataloader median of the same recipe and the same scope on the same machine, with a
+cpu_dataloader median of the same recipe and the same scope under the same machine label, with a
 reference line at 1.0.
 
 This is the one figure that puts two regimes side by side, so the ratio is its explicit subject;
 each series names its scope (a memory-scope GPU row is only ever divided by a memory-scope CPU
-row, a decode row by a decode row) and the caption says which rows form the denominator.
+row, a decode row by a decode row) and the caption says which rows form the denominator. The
+pairs are those of ``augbench.analysis.gpu.gpu_vs_cpu_ratio``: one panel per machine label and
+pairing of actual machines (a cloud sweep's CPU rows come from a CPU VM, its GPU rows from a GPU
+VM under the same label), named in the panel title and the caption.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from augbench import regimes
+from augbench.analysis import gpu
 from augbench.analysis.figures.style import (
     Drawn,
     caption,
@@ -31,20 +35,26 @@ CPU_REGIME = "cpu_dataloader"
 CPU_REFERENCE = "albumentationsx"
 
 
+RATIO_COLUMNS = [
+    "machine",
+    "cpu_machine_actual",
+    "gpu_machine_actual",
+    "series",
+    "library",
+    "transform",
+    "ratio",
+]
+
+
 def ratios(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per ok GPU row with an ok CPU reference: machine, series, transform, ratio."""
+    """One row per ok GPU row and ok CPU reference (gpu.gpu_vs_cpu_ratio): machine label, the
+    actual machine of each side, series, transform, ratio."""
     if frame.empty:
-        return pd.DataFrame(columns=["machine", "series", "library", "transform", "ratio"])
-    data = normalized(frame)
-    ok = data[(data["status"] == "ok") & data["median_throughput"].notna()]
-    cpu = ok[(ok["regime"] == CPU_REGIME) & (ok["library"] == CPU_REFERENCE)]
-    reference = cpu.groupby(["machine", "transform", "scope"])["median_throughput"].max()
-    gpu = ok[ok["regime"].isin(GPU_REGIMES)]
+        return pd.DataFrame(columns=RATIO_COLUMNS)
+    table = gpu.gpu_vs_cpu_ratio(normalized(frame), keep=("randomness",))
+    table = table[(table["ratio_status"] == "ok") & table["ratio"].notna()]
     records = []
-    for _, row in gpu.iterrows():
-        key = (row["machine"], row["transform"], row["scope"])
-        if key not in reference.index:
-            continue
+    for _, row in table.iterrows():
         series = f"{row['library']} {row['scope']}"
         extra = [str(row["variant"])] if row["variant"] else []
         if isinstance(row.get("randomness"), str) and row["randomness"]:
@@ -54,15 +64,46 @@ def ratios(frame: pd.DataFrame) -> pd.DataFrame:
         records.append(
             {
                 "machine": row["machine"],
+                "cpu_machine_actual": row["cpu_machine_actual"],
+                "gpu_machine_actual": row["gpu_machine_actual"],
                 "series": series,
                 "library": row["library"],
                 "transform": row["transform"],
-                "ratio": float(row["median_throughput"]) / float(reference[key]),
+                "ratio": float(row["ratio"]),
             }
         )
-    return pd.DataFrame.from_records(
-        records, columns=["machine", "series", "library", "transform", "ratio"]
-    )
+    return pd.DataFrame.from_records(records, columns=RATIO_COLUMNS)
+
+
+def pairings(table: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """(label, actual CPU machine, actual GPU machine) of every panel, in order."""
+    keys = table[["machine", "cpu_machine_actual", "gpu_machine_actual"]].drop_duplicates()
+    return [tuple(k) for k in keys.sort_values(list(keys.columns)).itertuples(index=False)]
+
+
+def machines_caption(table: pd.DataFrame) -> str:
+    """Which actual machines each panel's two sides ran on, in words."""
+    parts = []
+    for label, cpu, gpu_actual in pairings(table):
+        where = gpu.machines_text(cpu, gpu_actual)
+        parts.append(f"{label}: {where}" if where else f"{label}: CPU and GPU rows from {cpu}")
+    labels = table["machine"].unique()
+    several = [
+        m for m in labels if table.loc[table["machine"] == m, "cpu_machine_actual"].nunique() > 1
+    ]
+    text = "Machines (one panel each): " + "; ".join(parts) + "."
+    if several:
+        text += (
+            f" Under {', '.join(sorted(several))} the CPU reference rows come from more than one "
+            "machine: each is its own panel, never mixed."
+        )
+    return text
+
+
+def _series_counts(table: pd.DataFrame, panels: list[tuple[str, str, str]]) -> list[int]:
+    keys = ["machine", "cpu_machine_actual", "gpu_machine_actual"]
+    counts = table.groupby(keys)["series"].nunique()
+    return [int(counts.loc[panel]) for panel in panels]
 
 
 def draw(frame: pd.DataFrame) -> Drawn:
@@ -76,14 +117,21 @@ def draw(frame: pd.DataFrame) -> Drawn:
             "row of the same scope"
         )
         return empty_figure(TITLE, message, f"{TITLE}.")
-    machines = sorted(table["machine"].unique())
+    panels = pairings(table)
     fig, axes = plt.subplots(
-        1, len(machines), figsize=(3.2 + 2.0 * table["series"].nunique(), 4.2), squeeze=False
+        1,
+        len(panels),
+        figsize=(3.2 + 2.0 * sum(_series_counts(table, panels)), 4.2),
+        squeeze=False,
     )
     rng = np.random.default_rng(0)
     log = use_log_scale(table["ratio"])
-    for ax, machine in zip(axes[0], machines, strict=True):
-        part = table[table["machine"] == machine]
+    for ax, (machine, cpu_actual, gpu_actual) in zip(axes[0], panels, strict=True):
+        part = table[
+            (table["machine"] == machine)
+            & (table["cpu_machine_actual"] == cpu_actual)
+            & (table["gpu_machine_actual"] == gpu_actual)
+        ]
         lib_rank = {lib: i for i, lib in enumerate(library_order(part["library"]))}
         series = sorted(
             part["series"].unique(),
@@ -115,7 +163,8 @@ def draw(frame: pd.DataFrame) -> Drawn:
         ax.set_ylabel(
             "GPU / AlbumentationsX CPU median throughput" + (" (log scale)" if log else "")
         )
-        ax.set_title(machine, loc="left", fontsize=9)
+        where = gpu.machines_text(cpu_actual, gpu_actual)
+        ax.set_title(machine + (f"\n{where}" if where else ""), loc="left", fontsize=9)
         ax.grid(axis="x", visible=False)
     fig.suptitle(TITLE, x=0.02, ha="left", fontsize=11)
     fig.tight_layout()
@@ -128,11 +177,13 @@ def draw(frame: pd.DataFrame) -> Drawn:
     rows = (
         "ok rows only; each dot is one transform; the denominator is the fastest AlbumentationsX "
         "cpu_dataloader worker count of the same recipe and the same scope (memory / memory, "
-        "decode / decode) on the same machine; transforms without both rows are left out."
+        "decode / decode) under the same machine label and dataset; transforms without both "
+        "rows are left out. " + machines_caption(table)
     )
     metric = "ratio of median throughputs, GPU row / AlbumentationsX cpu_dataloader"
     regimes = (
         "Regimes: GPU rows (gpu_dataloader, dali) divided by cpu_dataloader rows of the same "
-        "machine, scope and recipe, an explicit cross-regime ratio; a series is library + scope."
+        "machine label, scope and recipe, an explicit cross-regime ratio; a series is library + "
+        "scope."
     )
     return Drawn(fig, caption(TITLE, used, metric=metric, rows=rows, regimes=regimes))

@@ -77,6 +77,8 @@ class Drawn:
 
     figure: Figure
     caption: str
+    # True for the figure that only says its rows are absent (``empty_figure``).
+    empty: bool = False
 
 
 def save(drawn: Drawn, png: Path, pdf: Path, caption: Path) -> None:
@@ -94,7 +96,7 @@ def empty_figure(title: str, message: str, caption: str) -> Drawn:
     ax.set_axis_off()
     ax.set_title(title, loc="left")
     ax.text(0.5, 0.45, message, ha="center", va="center", fontsize=11, color="#444444")
-    return Drawn(fig, f"{caption} {message[0].upper()}{message[1:]}.")
+    return Drawn(fig, f"{caption} {message[0].upper()}{message[1:]}.", empty=True)
 
 
 def use_log_scale(values: pd.Series | list[float]) -> bool:
