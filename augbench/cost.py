@@ -27,7 +27,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import re
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -235,10 +234,8 @@ def job_from_result_path(path: str, transforms_by_shard: dict[str, dict[str, lis
     if found is None:
         raise ValueError(f"not a result path of any declared job kind: {path}")
     kind, wildcards = found
-    shard = wildcards.get("shard", "")
-    shard_transforms = transforms_by_shard.get(kind.regime, {})
-    transforms = shard_transforms.get(shard) or shard_transforms.get(re.split(r"[-_]", shard)[-1])
-    return Job(kind.rule, wildcards["library"], tuple(transforms or ()))
+    transforms = transforms_by_shard.get(kind.regime, {}).get(wildcards.get("shard", ""), [])
+    return Job(kind.rule, wildcards["library"], tuple(transforms))
 
 
 def seconds_per_job(

@@ -80,6 +80,10 @@ class JobKind:
     constraints: Mapping[str, str] = field(default_factory=dict)
     # The config block holding the kind's measuring parameters (cost model: target_params).
     config_block: str = ""
+    # The config key (dotted) that sets how many images a job reads (its --num-images): replacing
+    # the top-level num_images where set, or, with images_cap, capping it. Sweep.num_images_for.
+    images_key: str = "num_images"
+    images_cap: bool = False
 
     def log_file(self, folder: str, suffix: str, name: str | None = None) -> str:
         """``<folder>/<log pattern>.<suffix>`` (logs/*.log, benchmarks/*.tsv); ``name`` replaces
@@ -148,7 +152,7 @@ def micro_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
         "transforms": s.micro_shards[w["shard"].removeprefix(_layout_prefix(layout))],
         "channels": s.config["channels"],
         "layout": layout,
-        "num-images": s.micro_num_images,
+        "num-images": s.num_images_for(kind),
         "machine": w["machine"],
         "processes": micro["processes"],
         "min-processes": micro["min_processes"],
@@ -179,12 +183,12 @@ def dataloader_jobs(s: Sweep, kind: JobKind, dataset: str) -> list[Job]:
     return out
 
 
-def _dataloader_common(s: Sweep, w: Wildcards) -> dict[str, Any]:
+def _dataloader_common(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     dl = s.config["cpu_dataloader"]
     return {
         "library": w["library"],
         "machine": w["machine"],
-        "num-images": s.dataloader_num_images,
+        "num-images": s.num_images_for(kind),
         "batch-size": dl["batch_size"],
         "prefetch-factor": dl["prefetch_factor"],
         "persistent-workers": dl["persistent_workers"],
@@ -205,7 +209,7 @@ def dataloader_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     )
     return {
         **which,
-        **_dataloader_common(s, w),
+        **_dataloader_common(s, kind, w),
         "shard": w["shard"],
         "transforms": s.dataloader_shards[w["shard"]],
         "batches-per-run": dl["batches_per_run"],
@@ -238,7 +242,7 @@ def _streamed(s: Sweep, kind: JobKind, w: Wildcards, shard_map: dict[str, list[s
         "shard": "pipelines" if pipelines else w["shard"],
         "transforms": s.pipeline_names if pipelines else shard_map[w["shard"]],
         **({"pipelines": s.pipelines_json} if pipelines else {}),
-        "num-images": s.config["num_images"],
+        "num-images": s.num_images_for(kind),
         "machine": w["machine"],
     }
 
@@ -313,8 +317,8 @@ def lazy_outputs_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     return {
         "library": w["library"],
         "transforms": s.transforms,
-        "num-images": min(s.lazy["num_images"], s.config["num_images"]),
-        "repeats": s.lazy["repeats"],
+        "num-images": s.num_images_for(kind),
+        "repeats": s.config["lazy_outputs"]["repeats"],
         "machine": w["machine"],
     }
 
@@ -331,7 +335,7 @@ def breakdown_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     return {
         "library": w["library"],
         "pipelines": s.pipelines_json,
-        "num-images": min(runs["breakdown_images"], s.config["num_images"]),
+        "num-images": s.num_images_for(kind),
         "machine": w["machine"],
         "min-values": runs["breakdown_min_values"],
         "max-values": max(runs["breakdown_min_values"], runs["breakdown_max_values"]),
@@ -358,7 +362,7 @@ def pipeline_dataloader_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str,
     return {
         "scope": w["scope"],
         "workers": w["workers"],
-        **_dataloader_common(s, w),
+        **_dataloader_common(s, kind, w),
         "shard": "pipelines",
         "transforms": s.pipeline_names,
         "pipelines": s.pipelines_json,
@@ -415,7 +419,7 @@ MICRO = Regime(
             "{machine}/{dataset}/micro/{library}/{shard}",
             placement="micro", engine="augbench.engines.micro", cost="pyperf",
             jobs=micro_jobs, args=micro_args, threads=one_thread, thread_policy="micro",
-            config_block="micro",
+            config_block="micro", images_key="micro.num_images",
         ),
         _kind(
             "lazy_outputs", "micro", "diagnostic",
@@ -423,7 +427,7 @@ MICRO = Regime(
             "{machine}/{dataset}/lazy_outputs/{library}",
             placement="micro", engine="augbench.engines.lazy_outputs", cost="whole_job",
             jobs=lazy_outputs_jobs, args=lazy_outputs_args, threads=one_thread,
-            thread_policy="micro",
+            thread_policy="micro", images_key="lazy_outputs.num_images", images_cap=True,
         ),
         _kind(
             "pipeline_breakdown", "micro", "pipelines",
@@ -431,6 +435,7 @@ MICRO = Regime(
             "{machine}/{dataset}/pipelines/micro/{library}/breakdown",
             placement="micro", engine="augbench.engines.pipeline_breakdown", cost="whole_job",
             jobs=breakdown_jobs, args=breakdown_args, threads=one_thread, thread_policy="micro",
+            images_key="pipeline_runs.breakdown_images", images_cap=True,
         ),
     ),
 )  # fmt: skip
@@ -447,6 +452,7 @@ CPU_DATALOADER = Regime(
             cost="dataloader", jobs=dataloader_jobs, args=dataloader_args,
             threads=dataloader_threads, thread_policy="dataloader",
             constraints={"scope": SCOPES, "workers": WORKERS}, config_block="cpu_dataloader",
+            images_key="cpu_dataloader.num_images",
         ),
         _kind(
             "pipeline_dataloader", "cpu_dataloader", "pipelines",
@@ -456,6 +462,7 @@ CPU_DATALOADER = Regime(
             cost="whole_job", jobs=pipeline_dataloader_jobs, args=pipeline_dataloader_args,
             threads=workers_threads, thread_policy="dataloader",
             constraints={"scope": SCOPES, "workers": WORKERS},
+            images_key="cpu_dataloader.num_images",
         ),
     ),
     tables={

@@ -75,7 +75,6 @@ class Sweep:
         # The 9-channel scenario writes its own shards (c9s000, ...) next to the RGB ones.
         prefix = "" if channels == 3 else f"c{channels}"
         self.micro_shards = shards(self.transforms, micro["shard_size"], prefix)
-        self.micro_num_images: int = micro.get("num_images") or config["num_images"]
         # Input layouts other than native write their own shards (contiguous-s000, ...).
         self.micro_layouts: list[str] = micro.get("layouts", ["native"])
         dl = config["cpu_dataloader"]
@@ -84,7 +83,6 @@ class Sweep:
             self.transforms if chosen is None else catalog.names() if chosen == "all" else chosen
         )
         self.dataloader_shards = shards(list(dl_transforms), dl["shard_size"])
-        self.dataloader_num_images: int = dl.get("num_images") or config["num_images"]
         # Every (scope, workers) setting, in the order a job_per: library job measures them.
         self.dataloader_settings = [
             {"scope": scope, "workers": str(workers)}
@@ -101,13 +99,7 @@ class Sweep:
         self.pipeline_names = [p["name"] for p in self.pipelines]
         # The resolved pipelines, passed to the engines (a changed pipeline re-runs its jobs).
         self.pipelines_json = json.dumps(self.pipelines, sort_keys=True)
-        self.lazy: dict[str, Any] = {
-            "enabled": True,
-            "num_images": 10,
-            "repeats": 3,
-            **(config.get("lazy_outputs") or {}),
-        }
-        self.lazy_enabled = bool(self.lazy["enabled"]) and "micro" in self.regimes
+        self.lazy_enabled = bool(config["lazy_outputs"]["enabled"]) and "micro" in self.regimes
         self.resolution_regimes: list[str] = list(config.get("resolution_regimes") or ["micro"])
 
     # -- what the declarations' enumerators use ------------------------------------------------
@@ -307,43 +299,46 @@ class Sweep:
         out += [cost.Job("resize_dataset") for _ in self.derived]
         return out
 
+    def config_value(self, key: str) -> Any:
+        """The value of a dotted config key (``micro.num_images``), None where it is not set."""
+        node: Any = self.config
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, Mapping) else None
+        return node
+
+    def num_images_for(self, kind: JobKind) -> int:
+        """Images one job of ``kind`` reads (its --num-images): the kind's own key where set,
+        capping num_images where the key is a cap (augbench/regimes.py ``images_key``)."""
+        top = int(self.config["num_images"])
+        own = self.config_value(kind.images_key)
+        if own is None:
+            return top
+        return min(int(own), top) if kind.images_cap else int(own)
+
     def required_images(self) -> dict[str, int]:
-        """The images the planned jobs read, by the config key that sets each count: ``{key:
+        """The images the planned jobs read, by the config key that decides each count: ``{key:
         the most images a job reads because of it}``, e.g. ``{"num_images": 12,
         "lazy_outputs.num_images": 10}``; empty when no job reads images. The largest value is
         the most images any configured job uses (rule stage_dataset checks the staged dataset
-        against it). Counts are the engines' own ``--num-images`` flags
-        (augbench/regimes.py ``*_args``); a key is named only where it decides a count: a
-        regime's own count where set (``micro.num_images``, ``cpu_dataloader.num_images``), a
-        cap where it is below ``num_images`` (``lazy_outputs.num_images``,
-        ``pipeline_runs.breakdown_images``), else ``num_images``."""
+        against it). A kind's own key (``images_key``) is named where it decides the count: set
+        (``micro.num_images``), or a cap below ``num_images``; else ``num_images``."""
         top = int(self.config["num_images"])
-        runs = self.config.get("pipeline_runs") or {}
-        # rule -> (config key, its value, whether it caps num_images rather than replacing it)
-        own: dict[str, tuple[str, Any, bool]] = {
-            "micro": ("micro.num_images", self.config["micro"].get("num_images"), False),
-            "lazy_outputs": ("lazy_outputs.num_images", self.lazy["num_images"], True),
-            "pipeline_breakdown": (
-                "pipeline_runs.breakdown_images",
-                runs.get("breakdown_images"),
-                True,
-            ),
-        }
-        dl_images = self.config["cpu_dataloader"].get("num_images")
-        for rule in ("cpu_dataloader", "pipeline_dataloader"):
-            own[rule] = ("cpu_dataloader.num_images", dl_images, False)
         asked: dict[str, int] = {}
         for job in self.jobs():
-            wildcards = {"machine": self.machine, "library": job.library, **dict(job.wildcards)}
-            count = job.kind.args(self, job.kind, wildcards).get("num-images")
-            if count is None:
+            kind = job.kind
+            if "num-images" not in kind.args(self, kind, self.wildcards_of(job)):
                 continue
-            key, value, caps = own.get(job.rule, ("num_images", None, False))
-            decides = value is not None and int(value) == int(count)
-            if not decides or (caps and int(count) == top):
-                key = "num_images"
-            asked[key] = max(asked.get(key, 0), int(count))
+            count = self.num_images_for(kind)
+            own = self.config_value(kind.images_key)
+            decides = own is not None and not (kind.images_cap and count == top)
+            key = kind.images_key if decides else "num_images"
+            asked[key] = max(asked.get(key, 0), count)
         return asked
+
+    def wildcards_of(self, job: Job) -> dict[str, str]:
+        """Every wildcard of a job's rule: machine, dataset, library and the kind's own."""
+        base = {"machine": self.machine, "dataset": job.dataset, "library": job.library}
+        return {**base, **dict(job.wildcards)}
 
     def planned_kinds(self) -> list[str]:
         """The rules this sweep runs (what the estimate must cover), setup first."""

@@ -72,7 +72,7 @@ def test_job_per_library_writes_the_same_result_files_as_job_per_setting() -> No
 def test_every_job_has_its_engine_flags_once(preset: str) -> None:
     s = sweep.Sweep(config(preset), "ds-0123456789ab")
     for job in s.jobs():
-        wildcards = s_wildcards(s, job)
+        wildcards = s.wildcards_of(job)
         words = sweep.engine_command(s, job.kind, wildcards).split()
         flags = [w for w in words if w.startswith("--")]
         assert len(flags) == len(set(flags)), (job.rule, flags)
@@ -80,17 +80,12 @@ def test_every_job_has_its_engine_flags_once(preset: str) -> None:
         assert words[:2] == ["-m", job.kind.engine]
 
 
-def s_wildcards(s: sweep.Sweep, job: sweep.Job) -> dict[str, str]:
-    return {"machine": s.machine, "dataset": job.dataset, "library": job.library,
-            **dict(job.wildcards)}  # fmt: skip
-
-
 def test_only_the_gpu_variant_of_dali_gets_gpu_flags() -> None:
     s = sweep.Sweep(config("smoke"), "d")
     for job in s.jobs():
         if job.kind.regime != "dali":
             continue
-        flags = sweep.engine_command(s, job.kind, s_wildcards(s, job))
+        flags = sweep.engine_command(s, job.kind, s.wildcards_of(job))
         assert ("--gpu" in flags) == job.kind.gpu and ("--device-id" in flags) == job.kind.gpu
 
 
@@ -152,12 +147,12 @@ def test_a_registered_regime_is_planned_costed_and_tabled(dummy_regime) -> None:
     s = sweep.Sweep(cfg, "d")
     jobs = [j for j in s.jobs() if j.rule == "dummy"]
     assert [j.outputs for j in jobs] == [("results/raw/m/d/dummy/pillow/s000.json",)]
-    assert sweep.engine_command(s, jobs[0].kind, s_wildcards(s, jobs[0])).endswith(
+    assert sweep.engine_command(s, jobs[0].kind, s.wildcards_of(jobs[0])).endswith(
         "--library pillow --shard s000"
     )
     assert "speedups_dummy" in s.table_outputs()
     # The plan printed before a run: the new rule is a timed phase of its own.
-    planned = [plan.Planned("dummy", s_wildcards(s, j), j.outputs[0]) for j in jobs]
+    planned = [plan.Planned("dummy", s.wildcards_of(j), j.outputs[0]) for j in jobs]
     phases = plan.phases(planned, s.shards_by_regime(), {}, cfg, cores=2)
     assert [(p.name, p.jobs, p.unknown) for p in phases] == [("dummy", 1, 1)]
     # The cost estimate prices its jobs on its placement's machine (here: at an assumed rate).

@@ -140,7 +140,7 @@ rule pipeline_figure:
         table="results/tables/pipeline_breakdown.csv",
     output:
         png=report(
-            "results/analysis/pipeline_breakdown.png",
+            sweep.PIPELINE_FIGURE,
             caption="../report/pipeline_breakdown.rst",
             category="Figures",
             labels={"figure": "pipeline_breakdown", "results": "results"},
