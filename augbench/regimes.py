@@ -16,6 +16,8 @@ each a Snakemake rule with its own jobs, e.g. DALI's two variants (``dali`` need
   launcher sets before Python starts (augbench.policy);
 - ``cost``: how the cost model and the ETA price a job (``pyperf``, ``dataloader``, ``stream``: from
   its measured rows; ``whole_job``: its measured wall time);
+- ``images_key`` (and ``images_cap``): the config key that sets how many images a job reads, so
+  its ``--num-images`` and the dataset check before staging come from one place;
 - ``jobs``, ``args``, ``threads``: how its jobs are enumerated from a configuration, the engine's
   flags of one job and its threads: pure functions of an :class:`augbench.sweep.Sweep`.
 
