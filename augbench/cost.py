@@ -1,25 +1,33 @@
 """Time and cost of a sweep, from the per-job times of a finished (smaller) local run.
 
-One per-job time model, reused for the cloud estimate (rule `cost`, docs/cloud.md) and meant for a
-local ETA before a run: ``seconds = jobs per kind x seconds per job``, where a job *kind* is a rule:
-a timed job kind declared in augbench/regimes.py (its ``cost`` says how it is priced), a setup
-rule (``regimes.SETUP_RULES``) or an analysis rule (``regimes.ANALYSIS_RULES``).
+One per-job time model, used by the cloud estimate (rule ``cost``, docs/cloud.md), the plan's ETA
+(augbench.plan) and the validation run (tools/checks/cost_validation.py). The jobs it prices come
+from the same place the rules do (``augbench.sweep.Sweep.cost_jobs``): every timed job with its
+engine flags, the mean megapixels of the images it holds and its predicted memory; plus the
+setup jobs. How a job kind is priced is its declaration's ``cost`` (augbench/regimes.py):
 
-Per benchmark job, learned per (kind, library) from the local run's result files and the matching
-Snakemake benchmark files (``benchmarks/<machine>/<regime>/<library>/<job>.tsv``, the job's wall
-seconds):
+- ``pyperf`` (micro): per transform, the passes it makes (warm-up + values, per pyperf process;
+  each value at least ``policy.MICRO_MIN_VALUE_SECONDS``) x the job's images x seconds per image;
+  processes *expected* = the share of its maximum the local rows used (rows stop once precise),
+  *max* = every process allowed. Each process imports the library again: the job's fixed
+  overhead is paid per process round.
+- ``dataloader``: per recipe, the epochs of each arm the job interleaves (the regime's loader;
+  while baselines run, the bare loop, and in the decode scope the memory companion and the
+  decode floor) x images per epoch / that arm's measured rate at the same setting (scope,
+  workers); epochs *expected* from the local rows' early stopping, *max* = num_runs.
+- ``stream`` (GPU DataLoader, DALI): images x (warm-ups + values) per recipe; the GPU kinds on a
+  machine without CUDA use ``cloud.assumed_img_per_s`` (labelled ``assumed``).
+- ``breakdown`` (pipeline breakdown): per pipeline, warm-up pairs plus values in pairs (steps
+  pass and whole pass) of ``passes x images`` each; values expected from the local rows.
+- ``whole_job``: a fixed amount of work: its measured wall time.
 
-- a measured transform costs ``images it processes x 1 / median throughput`` (``images`` from the
-  job's own parameters: ``images_per_transform``), so a larger preset scales the work;
-- the rest of the job's wall time (interpreter start, imports, decoding, preflights, transforms
-  stopped early) is a fixed per-job overhead;
-- a transform not measured locally costs the library's median per-image time in that kind; a
-  library without any measured row (a GPU regime on a machine without CUDA) uses an *assumed*
-  throughput from config ``cloud.assumed_img_per_s``, or has no model: reported, never dropped.
-
-Setup jobs cost their local benchmark time (scaled by image count for the dataset jobs), or an
-assumed time when the local run has none. Target machines differ from the local one by a per-core
-``speed factor`` (config ``cloud.speed_factors``), printed with its source next to every row.
+A transform's seconds per image scale with pixels: measured at the local dataset's mean
+megapixels, priced at the job's (``Job.megapixels``: the resolution sweep's jobs). A transform
+that the slow-transform policy would stop at the job's size costs its preflight only. A
+transform without a local row costs its library's median; a library without any row has no
+model: reported, never dropped. Target machines differ from the local one by a per-core ``speed
+factor`` (config ``cloud.speed_factors``), and each VM job pays ``cloud.vm_start_s`` of start-up;
+jobs that the profile groups (``groups`` / ``group-components``) share one VM and its start-up.
 """
 
 from __future__ import annotations
@@ -29,12 +37,13 @@ import json
 import math
 import statistics
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from augbench import matrix, regimes
-from augbench.policy import MICRO_MIN_VALUE_SECONDS
+from augbench.policy import DATALOADER_MIN_RUNS, MICRO_MAX_LOOPS, MICRO_MIN_VALUE_SECONDS
 
 # Rule names come from the declarations (augbench/regimes.py): a new job kind is priced, or
 # reported as unpriced, without any change here.
@@ -46,16 +55,23 @@ ASSUMED_SETUP_S = 60.0
 # benchmark files benchmarks/analysis/.../<rule>.tsv; without one, assumed); the cloud estimate runs
 # them on the driver and leaves them out.
 ASSUMED_ANALYSIS_S = 15.0
+# The arms of a DataLoader job and the row fields holding each arm's per-epoch rates.
+DATALOADER_ARMS = {
+    "regime": "throughputs",
+    "bare": "bare_loop_throughputs",
+    "memory": "memory_row_throughputs",
+    "floor": "decode_floor_throughputs",
+}
 
 
 def bench_kinds() -> tuple[str, ...]:
-    """Rules priced per transform from their result rows (they write benchmark rows)."""
+    """Rules priced per transform from their result rows."""
     return tuple(k.rule for k in regimes.kinds() if k.cost != "whole_job")
 
 
 def whole_job_kinds() -> tuple[str, ...]:
     """Rules priced by their measured wall time per library (a fixed amount of work each: the
-    lazy-output diagnostic, the user pipelines' jobs)."""
+    lazy-output diagnostic)."""
     return tuple(k.rule for k in regimes.kinds() if k.cost == "whole_job")
 
 
@@ -65,9 +81,168 @@ def kind_of(regime: str, stem: str) -> str:
     return kind.rule if kind is not None else regime
 
 
-def images_per_transform(kind: str, params: dict[str, Any]) -> float:
-    """Images one transform processes in one job (timed runs, warm-ups, baselines); for a pyperf
-    kind, at most (every pyperf process the block allows, one pass over the images per value)."""
+def setting_of(row: Mapping[str, Any], params: Mapping[str, Any]) -> str:
+    """The loader setting a row was measured at (``memory-w2``), '' where the kind has none."""
+    scope = row.get("scope") or params.get("scope")
+    workers = row.get("workers", params.get("workers"))
+    return f"{scope}-w{workers}" if scope and workers is not None else ""
+
+
+# -- the jobs a plan prices -----------------------------------------------------------------
+@dataclass(frozen=True)
+class Job:
+    """One planned job: its kind, library ("" for setup jobs) and transforms (benchmark jobs),
+    with what the sweep knows of it (augbench.sweep.Sweep.cost_jobs)."""
+
+    kind: str
+    library: str = ""
+    transforms: tuple[str, ...] = ()
+    # One result file of a job that writes ``share`` of them in one process (cpu_dataloader with
+    # job_per: library): it carries its own work and 1/share of the job's per-process overhead.
+    share: int = 1
+    # The job's engine flags as JSON (its images, repetitions, settings): what it will run.
+    params_json: str = "{}"
+    megapixels: float = 0.0  # mean megapixels of the images it holds (0: unknown)
+    output: str = ""  # its result file
+    benchmark: str = ""  # its Snakemake benchmark file
+    mem_mb: int = 0  # predicted memory (augbench.memory)
+    rss_mb: int = 0
+    forked: int = 0  # forked DataLoader workers (shared pages: compare mem_mb with max_pss)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {k.replace("-", "_"): v for k, v in json.loads(self.params_json).items()}
+
+
+@dataclass
+class KindModel:
+    """Per-job model of one (kind, library), learned from a local run."""
+
+    per_image_s: dict[str, float] = field(default_factory=dict)  # transform -> s/image
+    overhead_s: float = 0.0
+    basis: str = "measured"
+    # micro: pyperf processes a row used / the most it was allowed (rows stop once their CI
+    # reaches the target), so a plan expects that share of its own maximum.
+    process_share: float = 1.0
+    # The mean megapixels of the images each transform was measured on, and how its seconds per
+    # image grow with pixels (the exponent of a power law fitted over the local run's datasets,
+    # 1.0 where it measured one size only).
+    megapixels: dict[str, float] = field(default_factory=dict)
+    slope: dict[str, float] = field(default_factory=dict)
+    # micro: seconds a process round adds per megapixel the job holds (its decoded cache
+    # loaded, converted, on the first round decoded), on top of overhead_s.
+    overhead_per_mp_s: float = 0.0
+    # DataLoader kinds: "<transform>|<setting>|<arm>" -> s/image, and the share of num_runs the
+    # rows used; breakdown: the share of max_values.
+    arm_s: dict[str, float] = field(default_factory=dict)
+    run_share: float = 1.0
+    # DataLoader kinds: the job's own baselines (the transport baseline), s/image per setting.
+    baseline_s: dict[str, float] = field(default_factory=dict)
+    # resize_dataset: seconds per megapixel read and written (decode, Lanczos, JPEG encode).
+    per_megapixel_s: float = 0.0
+    # Whether the local rows could stop early (their maximum above their minimum): otherwise the
+    # shares above say nothing and are borrowed (borrow_shares) or left at the maximum.
+    share_observed: bool = False
+    # DataLoader kinds whose results record job_timing: a process's fixed cost (start, imports)
+    # and each setting's beyond its rows (loaders, workers, baselines' set-up, preloading).
+    process_s: float = 0.0
+    setting_s: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "per_image_s": self.per_image_s, "overhead_s": self.overhead_s,
+            "process_share": self.process_share, "megapixels": self.megapixels,
+            "arm_s": self.arm_s, "run_share": self.run_share, "baseline_s": self.baseline_s,
+            "per_megapixel_s": self.per_megapixel_s, "process_s": self.process_s,
+            "setting_s": self.setting_s, "share_observed": self.share_observed,
+            "slope": self.slope, "overhead_per_mp_s": self.overhead_per_mp_s,
+        }  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, entry: Mapping[str, Any]) -> KindModel:
+        return cls(
+            dict(entry["per_image_s"]), float(entry["overhead_s"]),
+            process_share=float(entry.get("process_share", 1.0)),
+            megapixels=dict(entry.get("megapixels", {})), arm_s=dict(entry.get("arm_s", {})),
+            run_share=float(entry.get("run_share", 1.0)),
+            baseline_s=dict(entry.get("baseline_s", {})),
+            per_megapixel_s=float(entry.get("per_megapixel_s", 0.0)),
+            process_s=float(entry.get("process_s", 0.0)),
+            setting_s=dict(entry.get("setting_s", {})),
+            share_observed=bool(entry.get("share_observed", entry.get("process_share", 1.0) < 1)),
+            slope=dict(entry.get("slope", {})),
+            overhead_per_mp_s=float(entry.get("overhead_per_mp_s", 0.0)),
+        )  # fmt: skip
+
+    def seconds_per_image(self, transform: str, megapixels: float = 0.0) -> float:
+        """Seconds per image of ``transform`` (the library's median where it has no row), scaled
+        from the pixels it was measured at to ``megapixels`` (when both are known) by its
+        fitted exponent."""
+        typical = statistics.median(self.per_image_s.values())
+        seconds = self.per_image_s.get(transform, typical)
+        measured = self.megapixels.get(transform) or _median(self.megapixels.values())
+        slope = self.slope.get(transform, 1.0)
+        return seconds * (megapixels / measured) ** slope if megapixels and measured else seconds
+
+
+def _median(values: Any) -> float:
+    values = [v for v in values if v]
+    return statistics.median(values) if values else 0.0
+
+
+def _benchmark_seconds(tsv: Path) -> float | None:
+    row = benchmark_row(tsv)
+    return float(row["s"]) if row else None
+
+
+def benchmark_row(tsv: Path) -> dict[str, str] | None:
+    """The row of a Snakemake benchmark file (s, max_rss, max_pss, ...), None if absent."""
+    try:
+        with tsv.open() as fh:
+            rows = list(csv.DictReader(fh, delimiter="\t"))
+    except OSError:
+        return None
+    return rows[0] if rows else None
+
+
+# -- images a measured row processed, and the work it took -----------------------------------
+def micro_row_images(row: Mapping[str, Any], params: Mapping[str, Any]) -> float | None:
+    """Images a micro row actually processed, where it records how (pyperf processes and loops:
+    rows stop early and fast transforms repeat passes); None for older result files."""
+    if "pyperf_processes" not in row or "loops" not in row:
+        return None
+    passes = (params["values"] + params["warmups"]) * row["pyperf_processes"] * row["loops"]
+    return params["num_images"] * passes
+
+
+def dataloader_row_work(row: Mapping[str, Any], params: Mapping[str, Any]) -> float:
+    """Seconds of the epochs a DataLoader row timed, every arm (its rates' lists)."""
+    per_epoch = params["images_per_run"]
+    rates = [r for name in DATALOADER_ARMS.values() for r in row.get(name) or [] if r]
+    return sum(per_epoch / rate for rate in rates)
+
+
+def breakdown_row_work(row: Mapping[str, Any], params: Mapping[str, Any]) -> float:
+    """Seconds of a breakdown row's passes: warm-up and timed pairs (steps and whole pass)."""
+    images = row.get("num_images", params["num_images"]) * row.get("passes_per_value", 1)
+    values = len(row.get("throughputs") or []) + params.get("warmups", 1)
+    return 2 * values * images / row["median_throughput"]
+
+
+def row_work(kind: str, row: Mapping[str, Any], params: Mapping[str, Any]) -> float:
+    model = regimes.KINDS[kind].cost
+    if model == "pyperf":
+        images = micro_row_images(row, params) or images_per_transform(kind, params)
+        return images / row["median_throughput"]
+    if model == "dataloader":
+        return dataloader_row_work(row, params)
+    if model == "breakdown":
+        return breakdown_row_work(row, params)
+    return images_per_transform(kind, params) / row["median_throughput"]
+
+
+def images_per_transform(kind: str, params: Mapping[str, Any]) -> float:
+    """Images one transform processes in one job at most (older results without row detail)."""
     model = regimes.KINDS[kind].cost
     if model == "pyperf":
         return params["num_images"] * params["processes"] * (params["values"] + params["warmups"])
@@ -77,96 +252,232 @@ def images_per_transform(kind: str, params: dict[str, Any]) -> float:
     return params["num_images"] * (params["values"] + params["warmups"])  # GPU and DALI streams
 
 
-def target_params(kind: str, config: dict[str, Any]) -> dict[str, Any]:
-    """The parameters a job of ``kind`` runs with under ``config`` (same keys as the results)."""
-    declared = regimes.KINDS[kind]
-    block = config[declared.config_block]
-    if declared.cost == "pyperf":
-        return {**block, "num_images": block.get("num_images") or config["num_images"]}
-    if declared.cost == "dataloader":
-        return {**block, "images_per_run": block["batch_size"] * block["batches_per_run"]}
-    return {**block, "num_images": config["num_images"]}
+# -- learning from a local run --------------------------------------------------------------
+Key = tuple[str, str]  # (kind, library)
 
 
-@dataclass
-class KindModel:
-    """Per-job model of one (kind, library)."""
-
-    per_image_s: dict[str, float] = field(default_factory=dict)  # transform -> s/image
-    overhead_s: float = 0.0
-    basis: str = "measured"
-    # micro: pyperf processes a row used / the most it was allowed (rows stop once their CI
-    # reaches the target), so a plan expects that share of its own maximum.
-    process_share: float = 1.0
-
-    def job_seconds(self, transforms: list[str], images: float, share: int = 1) -> float:
-        typical = statistics.median(self.per_image_s.values())
-        work = sum(images * self.per_image_s.get(t, typical) for t in transforms)
-        return self.overhead_s / share + work
-
-
-def _benchmark_seconds(tsv: Path) -> float | None:
-    try:
-        with tsv.open() as fh:
-            rows = list(csv.DictReader(fh, delimiter="\t"))
-    except OSError:
-        return None
-    return float(rows[0]["s"]) if rows else None
+def _result_files(run_dir: Path) -> list[tuple[Path, Path, str]]:
+    """(result file, its job's benchmark file, rule) of every timed kind that writes rows, by
+    the kinds' declared result and log patterns (a job_per: library job's one benchmark file
+    is named after the job)."""
+    out = []
+    for root in ("results/raw", "results/pipelines/raw"):
+        for path in sorted((run_dir / root).glob("**/*.json")):
+            found = regimes.kind_of_result(str(path.relative_to(run_dir)))
+            if found is None:
+                continue
+            kind, wildcards = found
+            bench = run_dir / kind.log_file("benchmarks", "tsv").format(**wildcards)
+            out.append((path, bench, kind.rule))
+    return out
 
 
 def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
-    """(kind, library) -> model, from results/raw/*/<regime>/<library>/*.json and
-    benchmarks/*/<regime>/<library>/*.tsv of a finished local run. Setup kinds are keyed
-    (kind, "") and learned from benchmarks/setup/<kind>/*.tsv."""
-    per_image: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(
+    """(kind, library) -> model, from the result files of a finished local run and the matching
+    Snakemake benchmark files (benchmarks/<machine>/<dataset>/[pipelines/]<regime>/<library>/
+    <job>.tsv). Setup kinds are keyed (kind, "") and learned from benchmarks/setup/<kind>/*.tsv."""
+    per_image: dict[Key, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    pixels: dict[Key, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    arms: dict[Key, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    baselines: dict[Key, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    overheads: dict[Key, list[tuple[float, float]]] = defaultdict(list)  # (MP held, s)
+    shares: dict[tuple[str, str], list[float]] = defaultdict(list)
+    run_shares: dict[tuple[str, str], list[float]] = defaultdict(list)
+    observed: set[Key] = set()
+    stopped: dict[Key, dict[str, list[tuple[float, float]]]] = defaultdict(
         lambda: defaultdict(list)
     )
-    overheads: dict[tuple[str, str], list[float]] = defaultdict(list)
-    shares: dict[tuple[str, str], list[float]] = defaultdict(list)
-    jobs: dict[Path, list[tuple[tuple[str, str], float]]] = defaultdict(list)
-    raw = run_dir / "results" / "raw"
-    # Any depth (<machine>[/<dataset>]/<regime>/<library>/<job>.json); benchmarks/ mirrors it.
-    for path in sorted(raw.glob("**/*.json")):
-        regime, library = path.parts[-3:-1]
+    jobs: dict[Path, list[tuple[Key, float, int, float]]] = defaultdict(list)
+    # DataLoader result files with job_timing: (key, setting, work, setting s, import s).
+    timed: dict[Path, list[tuple[Key, str, float, float, float]]] = defaultdict(list)
+    processes: dict[Key, list[float]] = defaultdict(list)
+    settings: dict[Key, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for path, bench, kind in _result_files(run_dir):
+        if regimes.KINDS[kind].cost == "whole_job":
+            continue
+        library = path.parts[-2]
         try:
             payload = json.loads(path.read_text())
             params = payload["metadata"]["benchmark_params"]
-            kind = kind_of(regime, path.stem)
-            if kind not in bench_kinds():
-                continue  # not a result of this workflow's regimes
-            images = images_per_transform(kind, params)
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # not a result of this workflow's regimes
-        key = (kind, library)
-        work = 0.0
-        for transform, row in payload["results"].items():
-            if row.get("status") == "ok" and row.get("median_throughput"):
+            dataset = payload["metadata"].get("dataset") or {}
+            megapixels = float(dataset.get("mean_megapixels") or 0)
+            model = regimes.KINDS[kind].cost
+            key = (kind, library)
+            work = 0.0
+            held = params.get("num_images", 0) * megapixels
+            for transform, row in payload["results"].items():
+                # A preflight is measured time outside the timed runs (a stopped row's only).
+                work += row.get("preflight_seconds") or 0.0
+                if row.get("status") == "early_stopped" and row.get("preflight_throughput"):
+                    # How its cost grows with pixels: the preflight's rate is a point too.
+                    stopped[key][transform].append((megapixels, 1.0 / row["preflight_throughput"]))
+                if row.get("status") != "ok" or not row.get("median_throughput"):
+                    continue
+                if model == "breakdown" and row.get("pipeline", transform) != transform:
+                    continue  # a step row: part of its pipeline's passes
                 per_image[key][transform].append(1.0 / row["median_throughput"])
-                pyperf = regimes.KINDS[kind].cost == "pyperf"
-                row_images = micro_row_images(row, params) if pyperf else None
-                work += (row_images or images) / row["median_throughput"]
-                if row_images is not None:
+                pixels[key][transform].append(megapixels)
+                work += row_work(kind, row, params)
+                if model == "pyperf" and "pyperf_processes" in row:
                     shares[key].append(row["pyperf_processes"] / max(params["processes"], 1))
-        bench = run_dir / "benchmarks" / path.relative_to(raw).with_suffix(".tsv")
+                    if params["processes"] > params.get("min_processes", 1):
+                        observed.add(key)
+                if model == "dataloader":
+                    setting = setting_of(row, params)
+                    for arm, name in DATALOADER_ARMS.items():
+                        rates = [r for r in row.get(name) or [] if r]
+                        if rates:
+                            arms[key][f"{transform}|{setting}|{arm}"].append(
+                                1.0 / statistics.median(rates)
+                            )
+                    rounds = row.get("timed_rounds") or len(row.get("throughputs") or [])
+                    run_shares[key].append(rounds / max(params["num_runs"], 1))
+                    if params["num_runs"] > params.get("min_runs", DATALOADER_MIN_RUNS):
+                        observed.add(key)
+                    transport = [r for r in row.get("transport_throughputs") or [] if r]
+                    if transport:
+                        baselines[key][setting].append(1.0 / statistics.median(transport))
+                if model == "breakdown":
+                    values = len(row.get("throughputs") or [])
+                    most = params["max_values"] + params["max_values"] % 2  # pairs
+                    run_shares[key].append(values / max(most, 1))
+                    if most > params["min_values"]:
+                        observed.add(key)
+            if model == "dataloader":  # the job's transport baseline: once per result file
+                work += _baseline_work(payload["results"], params)
+                timing = payload["metadata"].get("job_timing")
+                first = next(iter(payload["results"].values()), {})
+                setting = setting_of({"scope": payload["metadata"].get("scope"), **first}, params)
+                if timing:
+                    timed_entry = (key, setting, work, timing["setting_seconds"],
+                                   timing["import_seconds"])  # fmt: skip
+        except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
+            continue  # not a result of this workflow's regimes
         if params.get("settings_in_job"):  # a job_per: library job: one benchmark file for all
             bench = bench.with_name(f"{matrix.dataloader_library_job(params['shard'])}.tsv")
-        jobs[bench].append((key, work))
+        rounds = 1
+        if model == "pyperf":
+            rounds = max((r.get("pyperf_processes", 1) for r in payload["results"].values()
+                          if r.get("status") == "ok"), default=1)  # fmt: skip
+        jobs[bench].append((key, work, rounds, held))
+        if model == "dataloader" and timing:
+            timed[bench].append(timed_entry)
     for bench, members in jobs.items():
         seconds = _benchmark_seconds(bench)
         if seconds is None:
             continue
-        # A job's time beyond the measured work of every result file it wrote: one process's
-        # start, imports and set-up (a job_per: library job pays them once for its settings).
-        overhead = max(seconds - sum(work for _, work in members), 0.0)
-        for key in {key for key, _ in members}:
-            overheads[key].append(overhead)
+        # A job's time beyond the measured work of every result file it wrote: its process
+        # start, imports and set-up (a job_per: library job pays them once for its settings;
+        # a micro job once per pyperf process round).
+        overhead = max(seconds - sum(work for _, work, _, _ in members), 0.0)
+        rounds = max(r for _, _, r, _ in members)
+        held = max(h for _, _, _, h in members)
+        for key in {key for key, _, _, _ in members}:
+            overheads[key].append((held, overhead / rounds))
+    for bench, entries in timed.items():
+        seconds = _benchmark_seconds(bench)
+        if seconds is None or len(entries) != len(jobs[bench]):
+            continue
+        # The process: everything outside its settings but their imports (paid once).
+        process = seconds - sum(wall - imports for _, _, _, wall, imports in entries)
+        for key, setting, work, wall, imports in entries:
+            settings[key][setting].append(max(wall - imports - work, 0.0))
+        processes[entries[0][0]].append(max(process, 0.0))
     models: dict[tuple[str, str], KindModel] = {}
     for key in set(per_image) | set(overheads):
-        models[key] = KindModel(
-            {t: statistics.median(v) for t, v in per_image[key].items()},
-            statistics.median(overheads[key]) if overheads[key] else 0.0,
-            process_share=statistics.fmean(shares[key]) if shares[key] else 1.0,
+        fits = {
+            t: _fit_power(
+                [*pixels[key][t], *(m for m, _ in stopped[key][t])],
+                [*v, *(x for _, x in stopped[key][t])],
+            )
+            for t, v in per_image[key].items()
+        }
+        fixed, per_mp = (
+            _fit_line(overheads[key])
+            if regimes.KINDS[key[0]].cost == "pyperf"
+            else (statistics.median(o for _, o in overheads[key]) if overheads[key] else 0.0, 0.0)
         )
+        models[key] = KindModel(
+            {t: fit[0] for t, fit in fits.items()},
+            fixed,
+            process_share=statistics.fmean(shares[key]) if shares[key] else 1.0,
+            megapixels={t: fit[1] for t, fit in fits.items()},
+            slope={t: fit[2] for t, fit in fits.items()},
+            overhead_per_mp_s=per_mp,
+            arm_s={a: statistics.median(v) for a, v in arms[key].items()},
+            run_share=statistics.fmean(run_shares[key]) if run_shares[key] else 1.0,
+            baseline_s={s: statistics.median(v) for s, v in baselines[key].items()},
+            process_s=statistics.median(processes[key]) if processes[key] else 0.0,
+            setting_s={s: statistics.median(v) for s, v in settings[key].items()},
+            share_observed=key in observed,
+        )
+    _learn_fixed_kinds(run_dir, models)
+    return models
+
+
+# Pixel ranges narrower than this ratio say nothing about how a cost grows with pixels.
+MIN_PIXEL_RATIO = 2.0
+SLOPE_BOUNDS = (0.5, 2.0)
+
+
+def _fit_power(megapixels: list[float], seconds: list[float]) -> tuple[float, float, float]:
+    """(seconds, megapixels, exponent) of ``seconds = s0 x (mp / mp0) ** k`` fitted by least
+    squares on logs over the sizes a transform was measured at (the resolution sweep's datasets
+    of the local run); one size, or sizes closer than MIN_PIXEL_RATIO: the median, k = 1."""
+    points = [(m, s) for m, s in zip(megapixels, seconds, strict=True) if m > 0 and s > 0]
+    sizes = [m for m, _ in points]
+    if not points or max(sizes) / min(sizes) < MIN_PIXEL_RATIO:
+        return statistics.median(seconds), _median(megapixels), 1.0
+    xs = [math.log(m) for m, _ in points]
+    ys = [math.log(s) for _, s in points]
+    x0, y0 = statistics.fmean(xs), statistics.fmean(ys)
+    k = sum((x - x0) * (y - y0) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - x0) ** 2 for x in xs
+    )
+    return math.exp(y0), math.exp(x0), min(max(k, SLOPE_BOUNDS[0]), SLOPE_BOUNDS[1])
+
+
+def _fit_line(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """(a, b) of ``overhead = a + b x megapixels held`` (a micro process round: imports, then
+    its decoded cache), least squares over the local jobs; one size: the median, b = 0."""
+    if not points:
+        return 0.0, 0.0
+    sizes = [m for m, _ in points]
+    values = [o for _, o in points]
+    if min(sizes) <= 0 or max(sizes) / min(sizes) < MIN_PIXEL_RATIO:
+        return statistics.median(values), 0.0
+    m0, o0 = statistics.fmean(sizes), statistics.fmean(values)
+    b = sum((m - m0) * (o - o0) for m, o in points) / sum((m - m0) ** 2 for m in sizes)
+    b = max(b, 0.0)
+    return max(o0 - b * m0, 0.0), b
+
+
+def borrow_shares(models: dict[Key, KindModel], reference: Mapping[Key, KindModel]) -> list[str]:
+    """Where the local rows could not stop early (e.g. the smoke preset's one pyperf process),
+    take the share of their maximum that rows used from ``reference`` (the reference timings
+    shipped in workflow/resources/time_model.json: a default run), where it observed them;
+    returns the (kind, library) pairs borrowed for. Without either, a plan expects the maximum."""
+    borrowed = []
+    for key, model in sorted(models.items()):
+        found = reference.get(key)
+        if model.share_observed or found is None or not found.share_observed:
+            continue
+        model.process_share, model.run_share = found.process_share, found.run_share
+        borrowed.append(f"{key[0]}/{key[1]}")
+    return borrowed
+
+
+def _baseline_work(results: Mapping[str, Any], params: Mapping[str, Any]) -> float:
+    """Seconds of a DataLoader job's transport baseline (rows repeat the job's one baseline)."""
+    for row in results.values():
+        rates = [r for r in row.get("transport_throughputs") or [] if r]
+        if rates:
+            return sum(params["images_per_run"] / r for r in rates)
+    return 0.0
+
+
+def _learn_fixed_kinds(run_dir: Path, models: dict[tuple[str, str], KindModel]) -> None:
+    """Setup, analysis and whole-job kinds: their measured wall time."""
     for kind in SETUP_KINDS:
         times = [
             s
@@ -175,6 +486,20 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
         ]
         if times:
             models[(kind, "")] = KindModel({}, statistics.median(times))
+    # A resize job also starts a process, imports Pillow and writes and stages an archive, as a
+    # staging job does: that fixed time is the staging job's; the rest scales with megapixels.
+    staged = models.get(("stage_dataset", ""))
+    fixed = staged.overhead_s if staged is not None else 0.0
+    rates = [
+        max(s - fixed, 0.0) / mp
+        for tsv in sorted((run_dir / "benchmarks" / "setup" / "resize_dataset").glob("*.tsv"))
+        if (s := _benchmark_seconds(tsv)) is not None
+        and (mp := resized_megapixels(run_dir / "results" / "data", tsv.stem))
+    ]
+    if rates:  # a resize job's time is its megapixels read and written
+        models[("resize_dataset", "")] = KindModel(
+            {}, 0.0, per_megapixel_s=statistics.median(rates)
+        )
     for kind in ANALYSIS_KINDS:  # benchmarks/analysis/[<root>/]<kind>.tsv
         times = [
             s
@@ -191,118 +516,265 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
                 whole[tsv.stem if library_from == "stem" else tsv.parent.name].append(s)
         for library, times in whole.items():
             models[(kind, library)] = KindModel({}, statistics.median(times))
-    return models
 
 
-def micro_row_images(row: dict[str, Any], params: dict[str, Any]) -> float | None:
-    """Images a micro row actually processed, where it records how (pyperf processes and loops:
-    rows stop early and fast transforms repeat passes); None for older result files."""
-    if "pyperf_processes" not in row or "loops" not in row:
+def resized_megapixels(data_dir: Path, key: str) -> float | None:
+    """Megapixels a resize job read (its base images) and wrote (the derived ones), from the
+    staged manifests; None where they are missing."""
+    try:
+        derived = json.loads((data_dir / key / "manifest.json").read_text())
+        base = json.loads((data_dir / derived["base_key"] / "manifest.json").read_text())
+    except (OSError, ValueError, KeyError, TypeError):
         return None
-    passes = (params["values"] + params["warmups"]) * row["pyperf_processes"] * row["loops"]
-    return params["num_images"] * passes
+    count = len(derived["files"])
+    pixels = [f["width"] * f["height"] for f in derived["files"] + base["files"][:count]]
+    return sum(pixels) / 1e6 or None
 
 
-def micro_transform_seconds(model: KindModel, transform: str, params: dict[str, Any]) -> float:
-    """Seconds one micro transform costs in a planned job: passes (warm-up + values per
-    process, times the expected processes) of at least one timed value's minimum duration each
-    (fast transforms repeat passes: policy.MICRO_MIN_VALUE_SECONDS)."""
-    typical = statistics.median(model.per_image_s.values())
-    per_pass = params["num_images"] * model.per_image_s.get(transform, typical)
-    most = params["processes"]
-    expected = min(max(model.process_share * most, params.get("min_processes", 1)), most)
-    passes = (params["values"] + params["warmups"]) * expected
-    return passes * max(per_pass, MICRO_MIN_VALUE_SECONDS)
-
-
+# -- pricing one planned job ----------------------------------------------------------------
 @dataclass(frozen=True)
-class Job:
-    """One planned job: its kind, library ("" for setup jobs) and transforms (benchmark jobs)."""
+class Estimate:
+    """Local seconds of one job: expected (early stopping as observed locally) and at most."""
 
-    kind: str
-    library: str = ""
-    transforms: tuple[str, ...] = ()
-    # One result file of a job that writes ``share`` of them in one process (cpu_dataloader with
-    # job_per: library): it carries its own work and 1/share of the job's per-process overhead.
-    share: int = 1
+    expected: float
+    most: float
 
 
-def job_from_result_path(path: str, transforms_by_shard: dict[str, dict[str, list[str]]]) -> Job:
-    """The planned job behind one result path of the workflow (augbench.sweep), its transforms
-    from the shard wildcard."""
-    found = regimes.kind_of_result(path)
+def _passes(seconds_per_image: float, images: float) -> int:
+    """Passes per value (augbench.stopping.passes_per_value, the engines' rule)."""
+    per_pass = max(seconds_per_image * images, 1e-9)
+    return max(1, min(MICRO_MAX_LOOPS, math.ceil(MICRO_MIN_VALUE_SECONDS / per_pass)))
+
+
+def _policy(params: Mapping[str, Any]) -> dict[str, Any]:
+    policy = params.get("policy")
+    return (json.loads(policy) if isinstance(policy, str) else policy) or {}
+
+
+def _preflight_items(params: Mapping[str, Any]) -> int:
+    policy = _policy(params)
+    return int(policy.get("preflight_items", 0)) if policy.get("enabled", True) else 0
+
+
+# Within this factor of the slow-transform threshold (either side), a predicted per-image time
+# cannot say on which side the job's own preflight will fall: the probability of an early stop
+# rises across the band (the validation run's borderline transforms, docs/cloud.md).
+SLOW_BAND = 1.25
+
+
+def _stop_probability(seconds_per_image: float, params: Mapping[str, Any]) -> float:
+    policy = _policy(params)
+    if not policy or not policy.get("enabled", True):
+        return 0.0
+    ratio = seconds_per_image / policy["max_seconds_per_item"]
+    if ratio <= 0:
+        return 0.0
+    # Linear in log(ratio): 0 at threshold / SLOW_BAND, 1/2 at the threshold, 1 at x SLOW_BAND.
+    return min(max(0.5 + math.log(ratio) / (2 * math.log(SLOW_BAND)), 0.0), 1.0)
+
+
+def pyperf_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -> Estimate:
+    images = params["num_images"]
+    most = params["processes"]
+    # Expectations over rows: fractional processes, runs and values.
+    expected = min(max(model.process_share * most, params.get("min_processes", 1)), most)
+    cap = _policy(params).get("preflight_max_seconds", math.inf)
+    work = {"expected": 0.0, "most": 0.0}
+    for transform in job.transforms:
+        s_img = model.seconds_per_image(transform, job.megapixels)
+        preflight = (_preflight_items(params) + 1) * s_img
+        per_process = (params["values"] + params["warmups"]) * _passes(s_img, images) * images
+        per_process *= s_img
+        # Near the slow-transform threshold a preflight goes either way: expect each outcome
+        # with its probability; at most, the full measurement unless a stop is certain.
+        stop = _stop_probability(s_img, params)
+        stopped = min(preflight, cap)
+        work["expected"] += stop * stopped + (1 - stop) * (preflight + expected * per_process)
+        work["most"] += stopped if stop >= 1 else preflight + most * per_process
+    round_s = model.overhead_s + model.overhead_per_mp_s * images * job.megapixels
+    return Estimate(
+        round_s * expected / job.share + work["expected"],
+        round_s * most / job.share + work["most"],
+    )
+
+
+def dataloader_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -> Estimate:
+    per_epoch = params["batch_size"] * params["batches_per_run"]
+    most_runs = params["num_runs"]
+    expected_runs = min(max(model.run_share * most_runs, DATALOADER_MIN_RUNS), most_runs)
+    baseline_runs = params.get("baseline_runs", 0)
+    scope = params.get("scope") or ""
+    setting = f"{scope}-w{params.get('workers')}" if scope else ""
+    totals = {"expected": 0.0, "most": 0.0}
+    for transform in job.transforms:
+        for label, runs in (("expected", expected_runs), ("most", most_runs)):
+            seconds = 0.0
+            for arm in DATALOADER_ARMS:
+                epochs = runs if arm == "regime" else min(baseline_runs, runs)
+                if arm in ("memory", "floor") and scope != "decode":
+                    epochs = 0
+                if epochs:
+                    s_img = _arm_seconds(model, transform, setting, arm, job.megapixels)
+                    seconds += epochs * per_epoch * s_img
+            totals[label] += seconds
+    transport = model.baseline_s.get(setting) or _median(model.baseline_s.values())
+    baseline = baseline_runs * per_epoch * transport
+    if model.setting_s:  # the process's fixed cost, shared by its settings, + this setting's
+        own = model.setting_s.get(setting, _median(model.setting_s.values()))
+        overhead = model.process_s / job.share + own + baseline
+    else:
+        overhead = model.overhead_s / job.share + baseline
+    return Estimate(overhead + totals["expected"], overhead + totals["most"])
+
+
+def _arm_seconds(model: KindModel, transform: str, setting: str, arm: str, mp: float) -> float:
+    """An arm's seconds per image at a setting: measured at that setting, else the nearest
+    measured one of the same scope (fewest workers above, or the most below), else the regime
+    arm's per-image time."""
+    found = model.arm_s.get(f"{transform}|{setting}|{arm}")
     if found is None:
-        raise ValueError(f"not a result path of any declared job kind: {path}")
-    kind, wildcards = found
-    transforms = transforms_by_shard.get(kind.regime, {}).get(wildcards.get("shard", ""), [])
-    return Job(kind.rule, wildcards["library"], tuple(transforms))
+        scope, _, workers = setting.partition("-w")
+        same = sorted(
+            (int(k.split("|")[1].partition("-w")[2]), v)
+            for k, v in model.arm_s.items()
+            if k.startswith(f"{transform}|{scope}-w") and k.endswith(f"|{arm}")
+        )
+        if same and workers.isdigit():
+            above = [v for w, v in same if w >= int(workers)]
+            found = above[0] if above else same[-1][1]
+    if found is None:
+        return model.seconds_per_image(transform, mp)
+    measured = model.megapixels.get(transform) or _median(model.megapixels.values())
+    return found * (mp / measured) if mp and measured else found
+
+
+def breakdown_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -> Estimate:
+    images = params["num_images"]
+    most = params["max_values"] + params["max_values"] % 2  # values come in pairs
+    expected = min(max(model.run_share * most, params["min_values"]), most)
+    totals = {"expected": 0.0, "most": 0.0}
+    for pipeline in job.transforms:
+        s_img = model.seconds_per_image(pipeline, job.megapixels)
+        per_pass = _passes(s_img, images) * images * s_img
+        for label, values in (("expected", expected), ("most", most)):
+            totals[label] += 2 * (values + params["warmups"]) * per_pass
+    return Estimate(model.overhead_s + totals["expected"], model.overhead_s + totals["most"])
+
+
+def stream_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -> Estimate:
+    images = params["num_images"] * (params["values"] + params["warmups"])
+    seconds = model.overhead_s / job.share + sum(
+        images * model.seconds_per_image(t, job.megapixels) for t in job.transforms
+    )
+    return Estimate(seconds, seconds)
+
+
+ESTIMATORS = {
+    "pyperf": pyperf_estimate,
+    "dataloader": dataloader_estimate,
+    "breakdown": breakdown_estimate,
+    "stream": stream_estimate,
+}
+
+
+def estimate_jobs(
+    jobs: list[Job],
+    models: dict[tuple[str, str], KindModel],
+    config: Mapping[str, Any],
+    image_scale: float = 1.0,
+) -> tuple[dict[Job, Estimate | None], dict[Job, str]]:
+    """Local seconds of every planned job (None: no model) and the basis of each estimate
+    (measured / assumed / none: why). The reusable core: a cloud estimate divides by a machine's
+    speed factor; a local ETA sums it as is. ``image_scale`` scales the dataset setup jobs."""
+    assumed = config.get("cloud", {}).get("assumed_img_per_s", {})
+    out: dict[Job, Estimate | None] = {}
+    basis: dict[Job, str] = {}
+    for job in jobs:
+        model = models.get((job.kind, job.library if job.kind not in SETUP_KINDS else ""))
+        if job.kind in SETUP_KINDS and model is not None and model.per_megapixel_s:
+            params = job.params  # a resize job: the megapixels it reads and writes
+            mp = params["num_images"] * (params["input_megapixels"] + job.megapixels)
+            seconds = model.overhead_s + mp * model.per_megapixel_s
+            out[job], basis[job] = Estimate(seconds, seconds), "measured"
+            continue
+        if job.kind in SETUP_KINDS or job.kind in ANALYSIS_KINDS:
+            if model is None:  # an assumption does not scale with the dataset
+                fixed = ASSUMED_SETUP_S if job.kind in SETUP_KINDS else ASSUMED_ANALYSIS_S
+                out[job], basis[job] = Estimate(fixed, fixed), "assumed"
+            else:
+                scale = image_scale if job.kind in SETUP_KINDS and job.kind != "build_env" else 1.0
+                seconds = model.overhead_s * scale
+                out[job], basis[job] = Estimate(seconds, seconds), "measured"
+            continue
+        declared = regimes.KINDS.get(job.kind)
+        if declared is None:
+            out[job], basis[job] = None, f"none: {job.kind} is not a declared job kind"
+            continue
+        if declared.cost == "whole_job":  # a fixed amount of work: its measured wall time
+            out[job] = None if model is None else Estimate(model.overhead_s, model.overhead_s)
+            basis[job] = "measured" if model is not None else f"none: no local {job.kind} job"
+            continue
+        # The job's own flags over its kind's config block (older callers pass no flags).
+        block = dict(config.get(declared.config_block) or {}) if declared.config_block else {}
+        params = {"num_images": config.get("num_images"), **block, **job.params}
+        if model is not None and model.per_image_s:
+            out[job], basis[job] = ESTIMATORS[declared.cost](model, job, params), "measured"
+            continue
+        rate = assumed.get(declared.placement, assumed.get(job.kind, {})).get(job.library)
+        if rate and params.get("num_images"):
+            overhead = model.overhead_s / job.share if model is not None else 0.0
+            images = params["num_images"] * (params.get("values", 1) + params.get("warmups", 0))
+            seconds = overhead + len(job.transforms) * images / rate
+            out[job], basis[job] = Estimate(seconds, seconds), "assumed"
+        else:
+            out[job] = None
+            basis[job] = (
+                "none: no measured row in the local run and no cloud.assumed_img_per_s."
+                f"{declared.placement}.{job.library}"
+            )
+    return out, basis
 
 
 def seconds_per_job(
     jobs: list[Job],
     models: dict[tuple[str, str], KindModel],
-    config: dict[str, Any],
+    config: Mapping[str, Any],
     image_scale: float = 1.0,
 ) -> tuple[dict[Job, float | None], dict[Job, str]]:
-    """Local seconds of every planned job (None: no model) and the basis of each estimate
-    (measured / assumed / none: why). The reusable core: a cloud estimate divides by a machine's
-    speed factor; a local ETA sums it as is. ``image_scale`` scales the dataset setup jobs."""
-    assumed = config.get("cloud", {}).get("assumed_img_per_s", {})
-    seconds: dict[Job, float | None] = {}
-    basis: dict[Job, str] = {}
-    for job in jobs:
-        if job.kind in SETUP_KINDS:
-            model = models.get((job.kind, ""))
-            if model is None:  # an assumption does not scale with the dataset
-                seconds[job], basis[job] = ASSUMED_SETUP_S, "assumed"
-            else:
-                scale = image_scale if job.kind != "build_env" else 1.0
-                seconds[job], basis[job] = model.overhead_s * scale, "measured"
-            continue
-        if job.kind in ANALYSIS_KINDS:
-            model = models.get((job.kind, ""))
-            if model is None:
-                seconds[job], basis[job] = ASSUMED_ANALYSIS_S, "assumed"
-            else:
-                seconds[job], basis[job] = model.overhead_s, "measured"
-            continue
-        if job.kind in whole_job_kinds():  # a fixed amount of work: its measured wall time
-            model = models.get((job.kind, job.library))
-            seconds[job] = model.overhead_s if model is not None else None
-            basis[job] = "measured" if model is not None else f"none: no local {job.kind} job"
-            continue
-        if job.kind not in regimes.KINDS:
-            seconds[job], basis[job] = None, f"none: {job.kind} is not a declared job kind"
-            continue
-        params = target_params(job.kind, config)
-        images = images_per_transform(job.kind, params)
-        model = models.get((job.kind, job.library))
-        pyperf = regimes.KINDS[job.kind].cost == "pyperf"
-        if model is not None and model.per_image_s and pyperf:
-            work = sum(micro_transform_seconds(model, t, params) for t in job.transforms)
-            seconds[job], basis[job] = model.overhead_s + work, "measured"
-            continue
-        if model is not None and model.per_image_s:
-            seconds[job] = model.job_seconds(list(job.transforms), images, job.share)
-            basis[job] = "measured"
-            continue
-        rate = assumed.get(job.kind, {}).get(job.library)
-        if rate:
-            overhead = model.overhead_s / job.share if model is not None else 0.0
-            seconds[job] = overhead + len(job.transforms) * images / rate
-            basis[job] = "assumed"
-        else:
-            seconds[job] = None
-            basis[job] = (
-                "none: no measured row in the local run and no cloud.assumed_img_per_s."
-                f"{job.kind}.{job.library}"
-            )
-    return seconds, basis
+    """Expected local seconds of every job (the plan's ETA): :func:`estimate_jobs`."""
+    found, basis = estimate_jobs(jobs, models, config, image_scale)
+    return {j: (e.expected if e is not None else None) for j, e in found.items()}, basis
+
+
+# -- the cloud estimate ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Grouping:
+    """How the profile bundles jobs into VM jobs (Snakemake ``groups`` / ``group-components``):
+    rule -> group name, group -> jobs per VM job."""
+
+    groups: Mapping[str, str] = field(default_factory=dict)
+    components: Mapping[str, int] = field(default_factory=dict)
+
+    def vm_jobs(self, jobs_per_rule: Mapping[str, int]) -> dict[str, float]:
+        """VM jobs per rule: a rule's share of its group's ceil(jobs / components)."""
+        in_group: dict[str, int] = defaultdict(int)
+        for rule, count in jobs_per_rule.items():
+            if rule in self.groups:
+                in_group[self.groups[rule]] += count
+        out = {}
+        for rule, count in jobs_per_rule.items():
+            group = self.groups.get(rule)
+            if group is None:
+                out[rule] = float(count)
+                continue
+            size = max(int(self.components.get(group, 1)), 1)
+            out[rule] = math.ceil(in_group[group] / size) * count / in_group[group]
+        return out
 
 
 @dataclass
 class Row:
-    """One line of the estimate: the jobs of one kind on one machine type."""
+    """One line of the estimate: the jobs of one rule on one machine type."""
 
     kind: str
     machine_type: str
@@ -310,51 +782,65 @@ class Row:
     preemptible: bool
     speed_factor: float
     basis: str
-    vm_seconds: float | None  # None: at least one job has no model
+    seconds_expected: float | None  # job seconds on the target machine (None: no model)
+    seconds_max: float | None
+    vm_jobs: float  # VM jobs after grouping (start-ups paid)
+    vm_start_s: float
     on_demand_usd_h: float | None
     spot_usd_h: float | None
 
     @property
-    def vm_hours(self) -> float | None:
-        return None if self.vm_seconds is None else self.vm_seconds / 3600
+    def startup_vm_hours(self) -> float:
+        return self.vm_jobs * self.vm_start_s / 3600
 
-    def usd(self, spot: bool) -> float | None:
+    def vm_hours(self, which: str = "expected") -> float | None:
+        seconds = self.seconds_expected if which == "expected" else self.seconds_max
+        return None if seconds is None else seconds / 3600 + self.startup_vm_hours
+
+    def usd(self, spot: bool, which: str = "expected") -> float | None:
         price = self.spot_usd_h if spot and self.preemptible else self.on_demand_usd_h
-        if self.vm_hours is None or price is None:
-            return None
-        return self.vm_hours * price
+        hours = self.vm_hours(which)
+        return None if hours is None or price is None else hours * price
 
 
 def estimate(
     jobs: list[Job],
     models: dict[tuple[str, str], KindModel],
-    config: dict[str, Any],
+    config: Mapping[str, Any],
     default_machine: str,
     preemptible: set[str],
     vm_start_s: float,
     image_scale: float = 1.0,
+    grouping: Grouping | None = None,
 ) -> list[Row]:
     cloud = config.get("cloud", {})
     factors = cloud.get("speed_factors", {})
     on_demand = cloud.get("prices_usd_per_hour", {})
     spot = cloud.get("spot_prices_usd_per_hour", {})
-    seconds, basis = seconds_per_job(jobs, models, config, image_scale)
-    groups: dict[tuple[str, str], list[Job]] = defaultdict(list)
+    found, basis = estimate_jobs(jobs, models, config, image_scale)
+    by_rule: dict[tuple[str, str], list[Job]] = defaultdict(list)
     for job in jobs:
         declared = regimes.KINDS.get(job.kind)
         placement = cloud.get("regimes", {}).get(declared.placement) if declared else None
-        groups[(job.kind, placement["machine_type"] if placement else default_machine)].append(job)
+        machine = placement["machine_type"] if placement else default_machine
+        by_rule[(job.kind, machine)].append(job)
+    # A job_per: library job is one VM job however many result files (model jobs) it writes.
+    vm_counts = {
+        kind: sum(1.0 / j.share for j in members) for (kind, _), members in by_rule.items()
+    }
+    vm_jobs = (grouping or Grouping()).vm_jobs({k: round(v) for k, v in vm_counts.items()})
     rows = []
-    for (kind, machine), members in groups.items():
+    for (kind, machine), members in by_rule.items():
         factor = float(factors.get(machine, 1.0))
-        local = [seconds[j] for j in members]
-        bases = sorted({basis[j] for j in members})
-        vm = None if any(s is None for s in local) else sum(
-            vm_start_s + s / factor for s in local if s is not None
-        )  # fmt: skip
+        estimates = [found[j] for j in members]
+        known = [e for e in estimates if e is not None]
+        complete = len(known) == len(estimates)
         rows.append(
-            Row(kind, machine, len(members), kind in preemptible, factor, "; ".join(bases), vm,
-                on_demand.get(machine), spot.get(machine))
+            Row(kind, machine, round(vm_counts[kind]), kind in preemptible, factor,
+                "; ".join(sorted({basis[j] for j in members})),
+                sum(e.expected for e in known) / factor if complete else None,
+                sum(e.most for e in known) / factor if complete else None,
+                vm_jobs[kind], vm_start_s, on_demand.get(machine), spot.get(machine))
         )  # fmt: skip
     order = {k: i for i, k in enumerate(SETUP_KINDS + bench_kinds() + whole_job_kinds())}
     return sorted(rows, key=lambda r: (order.get(r.kind, 99), r.machine_type))
@@ -365,48 +851,109 @@ def _fmt(value: float | None, digits: int = 2) -> str:
 
 
 TSV_COLUMNS = (
-    "kind", "machine_type", "jobs", "preemptible", "speed_factor", "vm_hours", "usd_on_demand",
-    "usd_spot", "basis",
+    "rule", "jobs", "machine_type", "vm_jobs", "vm_hours_expected", "vm_hours_max",
+    "usd_expected", "usd_max", "usd_spot_expected", "usd_spot_max", "startup_vm_hours",
+    "preemptible", "speed_factor", "basis",
 )  # fmt: skip
 
 
+def _sum(values: list[float | None]) -> float | None:
+    return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
+
 def write_tsv(rows: list[Row], path: Path) -> None:
+    """One row per rule and machine type, then ``total`` (n/a where a rule has no model)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+
+    def cells(r: Row) -> list[Any]:
+        return [r.kind, r.jobs, r.machine_type, _fmt(r.vm_jobs, 1),
+                _fmt(r.vm_hours("expected"), 4), _fmt(r.vm_hours("max"), 4),
+                _fmt(r.usd(False, "expected"), 4), _fmt(r.usd(False, "max"), 4),
+                _fmt(r.usd(True, "expected"), 4), _fmt(r.usd(True, "max"), 4),
+                _fmt(r.startup_vm_hours, 4), r.preemptible, r.speed_factor, r.basis]  # fmt: skip
+
     with path.open("w", newline="") as fh:
         out = csv.writer(fh, delimiter="\t")
         out.writerow(TSV_COLUMNS)
         for r in rows:
-            out.writerow([r.kind, r.machine_type, r.jobs, r.preemptible, r.speed_factor,
-                          _fmt(r.vm_hours, 4), _fmt(r.usd(False), 4), _fmt(r.usd(True), 4),
-                          r.basis])  # fmt: skip
+            out.writerow(cells(r))
+        out.writerow([
+            "total", sum(r.jobs for r in rows), "", _fmt(sum(r.vm_jobs for r in rows), 1),
+            _fmt(_sum([r.vm_hours("expected") for r in rows]), 4),
+            _fmt(_sum([r.vm_hours("max") for r in rows]), 4),
+            _fmt(_sum([r.usd(False, "expected") for r in rows]), 4),
+            _fmt(_sum([r.usd(False, "max") for r in rows]), 4),
+            _fmt(_sum([r.usd(True, "expected") for r in rows]), 4),
+            _fmt(_sum([r.usd(True, "max") for r in rows]), 4),
+            _fmt(sum(r.startup_vm_hours for r in rows), 4), "", "", "",
+        ])  # fmt: skip
+
+
+JOB_COLUMNS = (
+    "rule", "library", "output", "benchmark", "transforms", "megapixels", "expected_s", "max_s",
+    "mem_mb", "rss_mb", "forked", "basis",
+)  # fmt: skip
+
+
+def write_jobs_tsv(
+    jobs: list[Job], models: dict[Key, KindModel], config: Mapping[str, Any], path: Path
+) -> None:
+    """Every planned job with its predicted local seconds (expected, at most) and, for timed
+    jobs, its benchmark file and memory: what tools/checks/cost_validation.py compares with a
+    measured run, job by job."""
+    found, basis = estimate_jobs(jobs, models, config)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as fh:
+        out = csv.writer(fh, delimiter="\t")
+        out.writerow(JOB_COLUMNS)
+        for job, est in found.items():
+            out.writerow([
+                job.kind, job.library, job.output, job.benchmark, ",".join(job.transforms),
+                f"{job.megapixels:.4f}", _fmt(est.expected if est else None, 3),
+                _fmt(est.most if est else None, 3), job.mem_mb, job.rss_mb, job.forked,
+                basis[job],
+            ])  # fmt: skip
+
+
+def startup_share(rows: list[Row]) -> float | None:
+    """Start-up VM hours / all VM hours (expected), None without a total."""
+    hours = _sum([r.vm_hours("expected") for r in rows])
+    return None if not hours else sum(r.startup_vm_hours for r in rows) / hours
 
 
 def report(rows: list[Row], planned: list[str], concurrent: int, sources: dict[str, str]) -> str:
     """The table, then a total only when every planned kind has a model and a price."""
     width = max([22, *(len(r.kind) + 2 for r in rows)])  # the longest rule name, then a gap
-    head = (f"{'kind':<{width}}{'machine':<16}{'jobs':>6}{'speed x':>8}{'VM h':>9}"
-            f"{'USD on-demand':>15}{'USD Spot':>13}  basis")  # fmt: skip
+    head = (f"{'rule':<{width}}{'machine':<16}{'jobs':>6}{'VM jobs':>8}{'speed x':>8}"
+            f"{'VM h exp':>10}{'VM h max':>10}{'USD exp':>10}{'USD max':>10}{'USD Spot exp':>14}"
+            f"  basis")  # fmt: skip
     lines = [head]
     for r in rows:
         spot = _fmt(r.usd(True)) if r.preemptible else "(on-demand)"
         lines.append(
-            f"{r.kind:<{width}}{r.machine_type:<16}{r.jobs:>6}{r.speed_factor:>8.2f}"
-            f"{_fmt(r.vm_hours):>9}{_fmt(r.usd(False)):>15}{spot:>13}  {r.basis}"
+            f"{r.kind:<{width}}{r.machine_type:<16}{r.jobs:>6}{r.vm_jobs:>8.1f}"
+            f"{r.speed_factor:>8.2f}{_fmt(r.vm_hours('expected')):>10}"
+            f"{_fmt(r.vm_hours('max')):>10}{_fmt(r.usd(False)):>10}"
+            f"{_fmt(r.usd(False, 'max')):>10}{spot:>14}  {r.basis}"
         )
     modelled = {r.kind for r in rows}
     gaps = [f"{k}: no planned jobs found" for k in planned if k not in modelled]
-    gaps += [f"{r.kind} on {r.machine_type}: {r.basis}" for r in rows if r.vm_seconds is None]
+    gaps += [f"{r.kind} on {r.machine_type}: {r.basis}" for r in rows if r.seconds_expected is None]
     gaps += [f"{r.kind} on {r.machine_type}: no price for {r.machine_type}"
-             for r in rows if r.vm_seconds is not None and r.usd(True) is None]  # fmt: skip
+             for r in rows if r.seconds_expected is not None and r.usd(True) is None]  # fmt: skip
     if gaps:
         lines.append("NO TOTAL: the estimate does not cover every planned job:")
         lines.extend(f"  {g}" for g in gaps)
     else:
-        hours = sum(r.vm_hours or 0.0 for r in rows)
-        longest = max((r.vm_seconds or 0.0) / max(r.jobs, 1) for r in rows) / 3600
+        hours = sum(r.vm_hours("expected") or 0.0 for r in rows)
+        most = sum(r.vm_hours("max") or 0.0 for r in rows)
+        longest = max((r.seconds_max or 0.0) / max(r.jobs, 1) + r.vm_start_s for r in rows) / 3600
+        share = startup_share(rows) or 0.0
         lines.append(
-            f"total: {sum(r.jobs for r in rows)} jobs, {hours:.2f} VM hours, "
-            f"{sum(r.usd(False) or 0 for r in rows):.2f} USD on demand, "
+            f"total: {sum(r.jobs for r in rows)} jobs in {sum(r.vm_jobs for r in rows):.0f} VM "
+            f"jobs, {hours:.2f} VM hours expected ({most:.2f} at most; VM start-up "
+            f"{share:.0%} of them), {sum(r.usd(False) or 0 for r in rows):.2f} USD on demand "
+            f"({sum(r.usd(False, 'max') or 0 for r in rows):.2f} at most), "
             f"{sum(r.usd(True) or 0 for r in rows):.2f} USD with preemptible benchmark jobs; "
             f"at least {max(longest, hours / max(concurrent, 1)):.2f} h of wall time "
             f"with {concurrent} jobs at once"

@@ -74,11 +74,22 @@ def _load_sources() -> list[Any]:
     return images
 
 
+def _image_size(rng: np.random.Generator) -> tuple[int, int]:
+    """The (width, height) of a default-archive image: its generator's first draw."""
+    return IMAGENET_LIKE_SIZES[int(rng.integers(len(IMAGENET_LIKE_SIZES)))]
+
+
+def default_image_sizes(num_images: int, seed: int = 0) -> list[tuple[int, int]]:
+    """The sizes of the default archive's images in member order, without building it (the
+    plan's memory model needs them before anything is staged)."""
+    return [_image_size(np.random.default_rng([seed, i])) for i in range(num_images)]
+
+
 def _variant(source: Any, rng: np.random.Generator) -> Any:
     """A random crop of ``source`` at an ImageNet-like aspect, resized and maybe mirrored."""
     from PIL import Image
 
-    out_w, out_h = IMAGENET_LIKE_SIZES[int(rng.integers(len(IMAGENET_LIKE_SIZES)))]
+    out_w, out_h = _image_size(rng)
     src_w, src_h = source.size
     aspect = out_w / out_h
     # The largest crop of this aspect that fits, then a random fraction of its area.

@@ -52,6 +52,17 @@ def select_files(manifest_path: Path, num_images: int) -> list[Path]:
     return files[:num_images]
 
 
+def images_within_pixel_budget(manifest_path: Path, wanted: int, max_megapixels: float) -> int:
+    """``wanted``, or fewer where the first ``wanted`` images of the manifest exceed
+    ``max_megapixels`` (augbench.memory.images_within_budget, the rule the plan uses too)."""
+    from augbench.memory import images_within_budget
+
+    files = read_manifest(manifest_path)["files"]
+    pixels = [int(f["width"]) * int(f["height"]) for f in files[:wanted]]
+    held = images_within_budget(pixels, wanted, max_megapixels)
+    return held if held < len(pixels) else wanted
+
+
 def dataset_metadata(manifest_path: Path, num_images: int) -> dict[str, Any]:
     manifest = read_manifest(manifest_path)
     selected = manifest["files"][:num_images]

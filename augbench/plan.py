@@ -12,7 +12,6 @@ up; aggregation and figures run last.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,17 +41,16 @@ class Planned:
     outputs: tuple[str, ...] = ()
 
 
-def cost_parts(job: Planned, shards: dict[str, dict[str, list[str]]]) -> list[cost.Job]:
-    """The cost model's jobs that make up one planned job: a benchmark job is one per result
-    file it writes (the model costs each file: its work plus its share of the job's overhead);
-    any other job is itself; empty for rules without a model (targets like all)."""
-    if job.rule in cost.bench_kinds():
+def cost_parts(job: Planned, by_output: dict[str, cost.Job]) -> list[cost.Job]:
+    """The cost model's jobs that make up one planned job: a timed job is one per result file
+    it writes (augbench.sweep.Sweep.cost_jobs, keyed by result file: its work plus its share of
+    the job's overhead); any other job is itself; empty for rules without a model (targets
+    like all)."""
+    if job.rule in regimes.KINDS:
         outputs = job.outputs or (job.output,)
-        return [
-            dataclasses.replace(cost.job_from_result_path(out, shards), share=len(outputs))
-            for out in outputs
-        ]
-    if job.rule == "build_env" or job.rule in cost.whole_job_kinds():
+        found = [by_output[out] for out in outputs if out in by_output]
+        return found or [cost.Job(job.rule, job.wildcards.get("library", ""))]
+    if job.rule == "build_env":
         return [cost.Job(job.rule, job.wildcards.get("library", ""))]
     if job.rule in cost.SETUP_KINDS or job.rule in ANALYSIS_RULES:
         return [cost.Job(job.rule)]
@@ -73,9 +71,7 @@ def load_models(reference: Path | None, run_dir: Path) -> tuple[dict[Any, cost.K
     if reference is not None and reference.exists():
         payload = json.loads(reference.read_text())
         for entry in payload["models"]:
-            models[(entry["kind"], entry["library"])] = cost.KindModel(
-                entry["per_image_s"], entry["overhead_s"], process_share=entry["process_share"]
-            )
+            models[(entry["kind"], entry["library"])] = cost.KindModel.from_dict(entry)
         source.append(f"reference timings of {payload['machine']} ({payload['measured']})")
     local = cost.learn(run_dir)
     if local:
@@ -86,10 +82,9 @@ def load_models(reference: Path | None, run_dir: Path) -> tuple[dict[Any, cost.K
 
 def dump_models(models: dict[Any, cost.KindModel], path: Path, machine: str, measured: str) -> None:
     entries = [
-        {"kind": kind, "library": library, "per_image_s": m.per_image_s,
-         "overhead_s": m.overhead_s, "process_share": m.process_share}
+        {"kind": kind, "library": library, **m.to_dict()}
         for (kind, library), m in sorted(models.items())
-    ]  # fmt: skip
+    ]
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"machine": machine, "measured": measured, "models": entries}
     path.write_text(json.dumps(payload, indent=1) + "\n")
@@ -106,13 +101,13 @@ class Phase:
 
 def phases(
     planned: list[Planned],
-    shards: dict[str, dict[str, list[str]]],
+    by_output: dict[str, cost.Job],
     models: dict[Any, cost.KindModel],
     config: dict[str, Any],
     cores: int,
 ) -> list[Phase]:
     """Jobs and wall seconds per phase, in the order they run."""
-    parts = {i: cost_parts(p, shards) for i, p in enumerate(planned)}
+    parts = {i: cost_parts(p, by_output) for i, p in enumerate(planned)}
     seconds, basis = cost.seconds_per_job([j for js in parts.values() for j in js], models, config)
     out = {name: Phase(name) for name in phase_names()}
     # Rules the model does not know (added later, e.g. other engines): counted, never dropped.

@@ -197,3 +197,46 @@ DATALOADER_THREADS = ThreadPolicy(threads=1)
 # GPU regimes (gpu_dataloader, dali): every process, DataLoader worker and DALI host thread uses
 # one BLAS/OpenMP thread; parallelism comes only from the configured workers / DALI num_threads.
 GPU_REGIME_THREADS = ThreadPolicy(threads=1)
+
+
+# -- memory of a planned job (augbench.memory; docs/cloud.md#memory) ----------------------------
+# Resident MiB of one process after ``import augbench`` and the library's adapter import, alone
+# and with torch (DataLoader engines, pipeline tails): (alone, with torch). Measured by
+# tools/checks/import_rss.py on amd-epyc-2c (the 2-core development VM), 2026-11-25, with the
+# locked envs of envs/*.txt; rerun it after a lock change.
+IMPORT_RSS_MB: dict[str, tuple[float, float]] = {
+    "albumentationsx": (567.0, 567.0),
+    "torchvision": (672.0, 672.0),
+    "kornia": (528.0, 528.0),
+    "pillow": (40.0, 515.0),
+    "dali": (101.0, 101.0),  # its env has no torch; no engine imports it there
+}
+# A library without a measurement (a registered extension): the largest measured one.
+UNKNOWN_LIBRARY_RSS_MB = (700.0, 700.0)
+# A micro job's manager process (augbench.engines.micro imports no library): same tool.
+MANAGER_RSS_MB = 42.0
+# What one forked DataLoader worker adds of its own (pages it writes: outputs, copy-on-write
+# object headers, its thread arenas); from Snakemake's max_pss of cpu_dataloader jobs.
+WORKER_PRIVATE_MB = 60.0
+# Host memory a CUDA context and the GPU libraries' loaded code add to a process: an
+# assumption (no GPU measured here), named as such wherever a GPU job's memory is printed.
+CUDA_CONTEXT_HOST_MB = 2500.0
+
+
+# A transform's temporaries on one image at their peak, in copies of the image at the
+# library's working dtype (adapters' working_value_bytes): blur, colour and affine transforms make
+# a few float32 copies (padding, channel planes, the output). From the micro jobs at 2048 px of the
+# validation run (docs/cost_validation.tsv).
+WORKING_IMAGE_COPIES = 6
+
+
+@dataclass(frozen=True)
+class MemoryHeadroom:
+    """A job's predicted memory is ``model x factor + mb``: allocator slack and page-cache
+    pages of the files it reads, which the model does not itemize."""
+
+    factor: float = 1.2
+    mb: float = 0.0
+
+
+MEMORY_HEADROOM = MemoryHeadroom()

@@ -14,12 +14,13 @@ each a Snakemake rule with its own jobs, e.g. DALI's two variants (``dali`` need
 - ``placement``: its machine class, a key of config ``cloud.regimes``;
 - ``engine``, ``thread_policy``: the module run in the library's env, and the thread policy the
   launcher sets before Python starts (augbench.policy);
-- ``cost``: how the cost model and the ETA price a job (``pyperf``, ``dataloader``, ``stream``: from
-  its measured rows; ``whole_job``: its measured wall time);
+- ``cost``: how the cost model and the ETA price a job (``pyperf``, ``dataloader``, ``stream``,
+  ``breakdown``: from its measured rows, augbench.cost; ``whole_job``: its measured wall time);
 - ``images_key`` (and ``images_cap``): the config key that sets how many images a job reads, so
   its ``--num-images`` and the dataset check before staging come from one place;
-- ``jobs``, ``args``, ``threads``: how its jobs are enumerated from a configuration, the engine's
-  flags of one job and its threads: pure functions of an :class:`augbench.sweep.Sweep`.
+- ``jobs``, ``args``, ``threads``, ``memory``: how its jobs are enumerated from a configuration,
+  the engine's flags of one job, its threads and what it holds in memory
+  (:class:`augbench.memory.Footprint`): pure functions of an :class:`augbench.sweep.Sweep`.
 
 How to add a regime: docs/architecture.md.
 """
@@ -31,7 +32,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from augbench import policy
+
 if TYPE_CHECKING:
+    from augbench.memory import Footprint
     from augbench.sweep import Job, Sweep
 
 Wildcards = Mapping[str, str]
@@ -40,7 +44,7 @@ RAW = "results/raw/{machine}/{dataset}"
 PIPELINE_RAW = "results/pipelines/raw/{machine}/{dataset}"
 LAZY_RAW = "results/analysis/lazy_outputs/{machine}/{dataset}"
 ROLES = ("results", "pipelines", "diagnostic")
-COST_MODELS = ("pyperf", "dataloader", "stream", "whole_job")
+COST_MODELS = ("pyperf", "dataloader", "stream", "breakdown", "whole_job")
 
 # Jobs that prepare (environments, the dataset) and jobs that summarize (tables, figures, report):
 # neither times anything; the plan and the cost model list them by these names.
@@ -76,6 +80,8 @@ class JobKind:
     jobs: Callable[[Sweep, JobKind, str], list[Job]]
     args: Callable[[Sweep, JobKind, Wildcards], dict[str, Any]]
     threads: Callable[[Sweep, Wildcards], int]
+    # What one job holds in memory (augbench.memory): its rule's mem_mb and the plan's refusal.
+    memory: Callable[[Sweep, JobKind, Wildcards], Footprint]
     thread_policy: str = ""  # "micro" | "dataloader" | "" (the engine sets its own)
     gpu: bool = False
     # Wildcard constraints of the rule beyond machine/dataset/library/shard (common.smk).
@@ -86,6 +92,8 @@ class JobKind:
     # the top-level num_images where set, or, with images_cap, capping it. Sweep.num_images_for.
     images_key: str = "num_images"
     images_cap: bool = False
+    # What to change when a job does not fit its machine's memory (the plan's refusal).
+    memory_fix: str = "lower num_images"
 
     def log_file(self, folder: str, suffix: str, name: str | None = None) -> str:
         """``<folder>/<log pattern>.<suffix>`` (logs/*.log, benchmarks/*.tsv); ``name`` replaces
@@ -161,6 +169,7 @@ def micro_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
         "values": micro["values"],
         "warmups": micro["warmups"],
         "transform-timeout": micro["transform_timeout_s"],
+        "max-megapixels": micro["max_megapixels"],
         "policy": s.policy_json,
     }
 
@@ -394,6 +403,145 @@ def pipeline_dali_jobs(s: Sweep, kind: JobKind, dataset: str) -> list[Job]:
     return [s.job(kind, lib, dataset, {}, s.pipeline_names) for lib in s.libraries_of(kind.regime)]
 
 
+# -- what one job holds in memory (augbench.memory) ---------------------------------------------
+
+
+def _value_bytes(library: str) -> int:
+    """Bytes per pixel value of the library's own image form (Kornia: float32)."""
+    from augbench import adapters
+
+    return adapters.get(library).value_bytes
+
+
+def _working_mb(s: Sweep, library: str, dataset: str, images: int) -> float:
+    """A transform's temporaries on the largest of the job's images (augbench.memory)."""
+    from augbench import adapters
+
+    pixels = max(s.sizes[dataset].first(max(images, 1)) or [0])
+    copies = policy.WORKING_IMAGE_COPIES * adapters.get(library).working_value_bytes
+    return copies * pixels * s.config["channels"] / 2**20
+
+
+def micro_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
+    """One pyperf worker at a time holds the job's images (within micro.max_megapixels) twice at
+    its peak: the decoded cache and the library's own form of them (float32 for Kornia; and its
+    row-major copy for the contiguous layout); a light manager process runs beside it."""
+    from augbench.memory import Footprint
+
+    images = s.micro_images(w["dataset"])
+    # The contiguous layout's row-major copy replaces a view (torchvision: a uint8 copy more) or
+    # a float32 copy (Kornia: one image at a time): one more byte per value.
+    contiguous = micro_layout(w["shard"]) != "native"
+    return Footprint(
+        w["library"], images=images, pixels=s.mean_pixels(w["dataset"], images),
+        channels=s.config["channels"], copies=1 + _value_bytes(w["library"]) + contiguous,
+        extra_mb=policy.MANAGER_RSS_MB,
+        working_mb=_working_mb(s, w["library"], w["dataset"], images),
+    )  # fmt: skip
+
+
+def held_images_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
+    """A one-process job holding its images in the library's form and one output per image
+    (the lazy-output check; the pipeline breakdown, whose float32 tensor tails need torch)."""
+    from augbench.memory import Footprint
+
+    images = min(s.num_images_for(kind), s.dataset_images(w["dataset"]))
+    value = _value_bytes(w["library"])
+    breakdown = kind.role == "pipelines"
+    return Footprint(
+        w["library"], torch=breakdown, images=images,
+        pixels=s.mean_pixels(w["dataset"], images),
+        copies=1 + value + (4 if breakdown else value),
+        working_mb=_working_mb(s, w["library"], w["dataset"], images),
+    )  # fmt: skip
+
+
+def output_pixels(steps: list[Any], pixels: float) -> float:
+    """Pixels of a pipeline's output image (its steps: augbench.pipelines.Step): the last size a
+    step sets (``size``: an int or (h, w); ``max_size``: its square, an upper bound), else the
+    input's."""
+    for step in steps:
+        params = step.params or {}
+        if "size" in params:
+            size = params["size"]
+            pixels = size * size if isinstance(size, int) else size[0] * size[1]
+        elif "max_size" in params:
+            pixels = params["max_size"] ** 2
+    return float(pixels)
+
+
+def dataloader_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
+    """The main process (torch and the library) holds the memory scope's decoded images (in the
+    decode scope too, for its memory-scope companion); every live DataLoader (the regime's, the
+    bare loop's, the companion's) has its own forked workers; the loader measured at a time has
+    workers x prefetch_factor batches in flight and the main process one more (float32 CHW
+    outputs, masks included). A job_per: library job runs its settings one after another: its
+    largest."""
+    from augbench import recipes
+    from augbench.memory import Footprint
+
+    dl = s.config["cpu_dataloader"]
+    pipelines = kind.role == "pipelines"
+    runs = s.config["pipeline_runs"]
+    baselines = runs["dataloader_baseline_runs"] if pipelines else dl["baseline_runs"]
+    batch = dl["batch_size"]
+    settings = (
+        [{"scope": w["scope"], "workers": w["workers"]}] if "scope" in w
+        else s.dataloader_settings
+    )  # fmt: skip
+    images = min(s.num_images_for(kind), s.dataset_images(w["dataset"]))
+    pixels = s.mean_pixels(w["dataset"], images)
+    loaders = max(
+        1 + (baselines > 0) + (x["scope"] == "decode" and baselines > 0) for x in settings
+    )
+    workers = max(int(x["workers"]) for x in settings)
+    if pipelines:  # the largest output of the pipelines the library runs, masks included
+        from augbench import adapters
+        from augbench import pipelines as user_pipelines
+
+        adapter = adapters.get(w["library"])
+        largest = max(s.sizes[w["dataset"]].first(images) or [0])
+        mask = _value_bytes(w["library"])
+        per_image = max(
+            [
+                output_pixels(p.steps, largest) * (12 + (mask if "mask" in p.targets else 0))
+                for p in user_pipelines.from_json(s.pipelines_json).values()
+                if user_pipelines.support_problem(adapter, p) is None
+            ],
+            default=0.0,
+        )
+    else:
+        per_image = recipes.OUTPUT_SIZE**2 * 12.0  # every recipe ends in a 224 px float32 crop
+    in_flight = (workers * dl["prefetch_factor"] + 1) * batch
+    return Footprint(
+        w["library"], torch=True, forked=workers * loaders,
+        images=images if baselines > 0 or any(x["scope"] == "memory" for x in settings) else 0,
+        pixels=pixels, value_bytes=_value_bytes(w["library"]),
+        batches_mb=in_flight * per_image / 2**20,
+    )  # fmt: skip
+
+
+def gpu_dataloader_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
+    """Host side: torch with a CUDA context and the DataLoader's forked workers (batches live
+    on the GPU)."""
+    from augbench.memory import Footprint
+
+    return Footprint(w["library"], torch=True, forked=int(w["workers"]), gpu=True)
+
+
+def dali_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
+    """DALI's pipeline holds its prefetch queue of batches (plus one in flight), each batch in
+    its stages' buffers: decoded, augmented (uint8) and the float32 output."""
+    from augbench.memory import Footprint
+
+    dali = s.config["dali"]
+    batches = dali["batch_size"] * (dali["prefetch_queue_depth"] + 1)
+    return Footprint(
+        w["library"], images=batches, pixels=s.mean_pixels(w["dataset"], s.num_images_for(kind)),
+        copies=1 + 1 + 4, gpu=dali_variant(kind) == "dali-gpu",
+    )  # fmt: skip
+
+
 # -- the declarations ------------------------------------------------------------------------
 
 CPU_LIBRARIES = ("albumentationsx", "torchvision", "kornia", "pillow")
@@ -421,7 +569,9 @@ MICRO = Regime(
             "{machine}/{dataset}/micro/{library}/{shard}",
             placement="micro", engine="augbench.engines.micro", cost="pyperf",
             jobs=micro_jobs, args=micro_args, threads=one_thread, thread_policy="micro",
+            memory=micro_memory,
             config_block="micro", images_key="micro.num_images",
+            memory_fix="lower micro.max_megapixels or micro.num_images",
         ),
         _kind(
             "lazy_outputs", "micro", "diagnostic",
@@ -429,15 +579,19 @@ MICRO = Regime(
             "{machine}/{dataset}/lazy_outputs/{library}",
             placement="micro", engine="augbench.engines.lazy_outputs", cost="whole_job",
             jobs=lazy_outputs_jobs, args=lazy_outputs_args, threads=one_thread,
+            memory=held_images_memory,
             thread_policy="micro", images_key="lazy_outputs.num_images", images_cap=True,
+            memory_fix="lower lazy_outputs.num_images",
         ),
         _kind(
             "pipeline_breakdown", "micro", "pipelines",
             f"{PIPELINE_RAW}/micro/{{library}}/breakdown.json",
             "{machine}/{dataset}/pipelines/micro/{library}/breakdown",
-            placement="micro", engine="augbench.engines.pipeline_breakdown", cost="whole_job",
+            placement="micro", engine="augbench.engines.pipeline_breakdown", cost="breakdown",
             jobs=breakdown_jobs, args=breakdown_args, threads=one_thread, thread_policy="micro",
+            memory=held_images_memory,
             images_key="pipeline_runs.breakdown_images", images_cap=True,
+            memory_fix="lower pipeline_runs.breakdown_images",
         ),
     ),
 )  # fmt: skip
@@ -452,19 +606,21 @@ CPU_DATALOADER = Regime(
             "{machine}/{dataset}/cpu_dataloader/{library}/{scope}-w{workers}-{shard}",
             placement="cpu_dataloader", engine="augbench.engines.cpu_dataloader",
             cost="dataloader", jobs=dataloader_jobs, args=dataloader_args,
-            threads=dataloader_threads, thread_policy="dataloader",
+            threads=dataloader_threads, thread_policy="dataloader", memory=dataloader_memory,
             constraints={"scope": SCOPES, "workers": WORKERS}, config_block="cpu_dataloader",
             images_key="cpu_dataloader.num_images",
+            memory_fix="lower cpu_dataloader.num_images or the largest cpu_dataloader.workers",
         ),
         _kind(
             "pipeline_dataloader", "cpu_dataloader", "pipelines",
             f"{PIPELINE_RAW}/cpu_dataloader/{{library}}/{{scope}}-w{{workers}}.json",
             "{machine}/{dataset}/pipelines/cpu_dataloader/{library}/{scope}-w{workers}",
             placement="cpu_dataloader", engine="augbench.engines.cpu_dataloader",
-            cost="whole_job", jobs=pipeline_dataloader_jobs, args=pipeline_dataloader_args,
-            threads=workers_threads, thread_policy="dataloader",
+            cost="dataloader", jobs=pipeline_dataloader_jobs, args=pipeline_dataloader_args,
+            threads=workers_threads, thread_policy="dataloader", memory=dataloader_memory,
             constraints={"scope": SCOPES, "workers": WORKERS},
             images_key="cpu_dataloader.num_images",
+            memory_fix="lower cpu_dataloader.num_images or pipeline_runs.dataloader_workers",
         ),
     ),
     tables={
@@ -483,7 +639,8 @@ GPU_DATALOADER = Regime(
             "{machine}/{dataset}/gpu_dataloader/{library}/{scope}_w{workers}_{randomness}_{shard}",
             placement="gpu_dataloader", engine="augbench.engines.gpu_dataloader", cost="stream",
             jobs=gpu_dataloader_jobs, args=gpu_dataloader_args, threads=workers_threads,
-            gpu=True, config_block="gpu_dataloader",
+            gpu=True, memory=gpu_dataloader_memory,
+            memory_fix="lower gpu_dataloader.workers", config_block="gpu_dataloader",
             constraints={"library": "|".join(GPU_LIBRARIES), "scope": SCOPES,
                          "workers": WORKERS, "randomness": RANDOMNESS},
         ),
@@ -493,8 +650,9 @@ GPU_DATALOADER = Regime(
             f"{PIPELINE_RAW}/gpu_dataloader/{{library}}/{{scope}}-w{{workers}}_{{randomness}}.json",
             "{machine}/{dataset}/pipelines/gpu_dataloader/{library}/{scope}-w{workers}_{randomness}",
             placement="gpu_dataloader", engine="augbench.engines.gpu_dataloader",
-            cost="whole_job", jobs=pipeline_gpu_jobs, args=gpu_dataloader_args,
-            threads=workers_threads, gpu=True,
+            cost="stream", jobs=pipeline_gpu_jobs, args=gpu_dataloader_args,
+            threads=workers_threads, gpu=True, memory=gpu_dataloader_memory,
+            memory_fix="lower gpu_dataloader.workers",
             constraints={"library": "|".join(GPU_LIBRARIES), "scope": SCOPES,
                          "workers": WORKERS, "randomness": RANDOMNESS},
         ),
@@ -512,7 +670,8 @@ DALI = Regime(
             f"{RAW}/dali/{{library}}/dali-gpu_{{shard}}.json",
             "{machine}/{dataset}/dali/{library}/dali-gpu_{shard}",
             placement="dali", engine="augbench.engines.dali", cost="stream", jobs=dali_jobs,
-            args=dali_args, threads=dali_threads, gpu=True,
+            args=dali_args, threads=dali_threads, memory=dali_memory,
+            memory_fix="lower dali.batch_size or dali.prefetch_queue_depth", gpu=True,
             constraints={"library": "dali"}, config_block="dali",
         ),
         # DALI's CPU backend (device_id=None): a separately labelled variant that runs anywhere,
@@ -522,23 +681,27 @@ DALI = Regime(
             f"{RAW}/dali/{{library}}/dali-cpu_{{shard}}.json",
             "{machine}/{dataset}/dali/{library}/dali-cpu_{shard}",
             placement="dali_cpu", engine="augbench.engines.dali", cost="stream", jobs=dali_jobs,
-            args=dali_args, threads=dali_threads, constraints={"library": "dali"},
+            args=dali_args, threads=dali_threads, memory=dali_memory,
+            memory_fix="lower dali.batch_size or dali.prefetch_queue_depth",
+            constraints={"library": "dali"},
             config_block="dali",
         ),
         _kind(
             "pipeline_dali", "dali", "pipelines",
             f"{PIPELINE_RAW}/dali/{{library}}/dali-gpu.json",
             "{machine}/{dataset}/pipelines/dali/{library}/dali-gpu",
-            placement="dali", engine="augbench.engines.dali", cost="whole_job",
-            jobs=pipeline_dali_jobs, args=dali_args, threads=dali_threads, gpu=True,
+            placement="dali", engine="augbench.engines.dali", cost="stream",
+            jobs=pipeline_dali_jobs, args=dali_args, threads=dali_threads, memory=dali_memory,
+            memory_fix="lower dali.batch_size or dali.prefetch_queue_depth", gpu=True,
             constraints={"library": "dali"},
         ),
         _kind(
             "pipeline_dali_cpu", "dali", "pipelines",
             f"{PIPELINE_RAW}/dali/{{library}}/dali-cpu.json",
             "{machine}/{dataset}/pipelines/dali/{library}/dali-cpu",
-            placement="dali_cpu", engine="augbench.engines.dali", cost="whole_job",
-            jobs=pipeline_dali_jobs, args=dali_args, threads=dali_threads,
+            placement="dali_cpu", engine="augbench.engines.dali", cost="stream",
+            jobs=pipeline_dali_jobs, args=dali_args, threads=dali_threads, memory=dali_memory,
+            memory_fix="lower dali.batch_size or dali.prefetch_queue_depth",
             constraints={"library": "dali"},
         ),
     ),

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from augbench import catalog, cost, gpu_recipes, regimes
+from augbench import catalog, cost, gpu_recipes, matrix, memory, regimes
 from augbench.policy import DATALOADER_THREADS, MICRO_THREADS, SlowTransformPolicy
 from augbench.regimes import JobKind, Regime
 
@@ -60,11 +60,23 @@ class Sweep:
     (its key) and the datasets derived from it for the resolution sweep (their keys)."""
 
     def __init__(
-        self, config: Mapping[str, Any], dataset: str, derived: tuple[str, ...] = ()
+        self,
+        config: Mapping[str, Any],
+        dataset: str,
+        derived: tuple[str, ...] = (),
+        sizes: Mapping[str, memory.ImageSizes] | None = None,
+        resolutions: Mapping[str, int] | None = None,
     ) -> None:
         self.config = config
         self.dataset = dataset
         self.derived = tuple(derived)
+        # Image sizes per dataset key, known before staging (augbench.memory.plan_sizes); without
+        # them every dataset is taken to have the assumed size (tests, tools).
+        assumed = memory.ImageSizes((tuple(config["dataset"]["assumed_image_size"]),), "assumed")
+        self.sizes: dict[str, memory.ImageSizes] = {
+            key: (sizes or {}).get(key, assumed) for key in (dataset, *self.derived)
+        }
+        self.resolutions: dict[str, int] = dict(resolutions or {})
         self.machine: str = config["machine"]
         self.libraries: list[str] = list(config["libraries"])
         self.regimes: list[str] = list(config["regimes"])
@@ -166,16 +178,6 @@ class Sweep:
     def outputs(self, role: str) -> list[str]:
         return [path for job in self.jobs(role) for path in job.outputs]
 
-    def shards_by_regime(self) -> dict[str, dict[str, list[str]]]:
-        """Shard wildcard -> transforms, per regime, from the jobs that write result rows (what
-        the plan's cost model reads to price a job Snakemake plans)."""
-        out: dict[str, dict[str, list[str]]] = {name: {} for name in regimes.NAMES}
-        for job in self.jobs("results"):
-            shard = dict(job.wildcards).get("shard")
-            if shard is not None:
-                out[job.kind.regime][shard] = list(job.transforms)
-        return out
-
     # -- tables and figures ---------------------------------------------------------------------
     def table_outputs(self) -> dict[str, str]:
         tables = {
@@ -242,6 +244,21 @@ class Sweep:
             resources["nvidia_gpu"] = spec["gpu"]
         return {**resources, "bench_slot": 1, **({"gpu": 1} if kind.gpu else {})}
 
+    def timed_threads(self, kind: JobKind, wildcards: Mapping[str, str], cloud: bool) -> int:
+        """The threads Snakemake schedules a timed job with: locally its own (main process and
+        workers); in a cloud sweep every cpu of its machine, so that a VM running a group of
+        jobs (the googlebatch profile's groups) runs one timed job at a time."""
+        if cloud:
+            return int(self.config["cloud"]["regimes"][kind.placement]["cpus"])
+        return kind.threads(self, wildcards)
+
+    def resources(self, kind: JobKind, wildcards: Mapping[str, str]) -> dict[str, Any]:
+        """A timed job's resources: its placement and its predicted memory (mem_mb)."""
+        job_wildcards = {k: v for k, v in wildcards.items() if k not in ("machine",)}
+        dataset, library = job_wildcards.pop("dataset"), job_wildcards.pop("library")
+        job = Job(kind.rule, library, dataset, tuple(job_wildcards.items()), (), ())
+        return {**self.placement(kind), "mem_mb": self.memory(job).mem_mb}
+
     def placement_problems(self) -> list[str]:
         """Every placement that the declared job kinds need and cloud.regimes lacks, one line each
         (all at once, rather than the first rule's PlanError)."""
@@ -281,23 +298,138 @@ class Sweep:
     # -- the cost model's view ------------------------------------------------------------------
     def cost_jobs(self) -> list[cost.Job]:
         """Every job the sweep runs, as the cost model prices it: a result-writing job is one
-        model job per result file (each carries its share of the job's per-process overhead), a
-        whole-job kind is itself, and the setup jobs come from the libraries and the dataset."""
+        model job per result file (each carries its share of the job's per-process overhead),
+        with its engine flags (micro: the images its pixel budget holds), the mean megapixels
+        of its images, its benchmark file and predicted memory; the setup jobs come from the
+        libraries and the dataset."""
         out = []
         for job in self.jobs():
-            if job.kind.cost == "whole_job":
-                out.append(cost.Job(job.rule, job.library))
-                continue
-            out += [
-                cost.Job(job.rule, job.library, job.transforms, share=len(job.outputs))
-                for _ in job.outputs
-            ]
+            kind = job.kind
+            wildcards = self.wildcards_of(job)
+            many = len(job.outputs) > 1
+            name = matrix.dataloader_library_job(wildcards["shard"]) if many else None
+            benchmark = kind.log_file("benchmarks", "tsv", name).format(**wildcards)
+            predicted = self.memory(job)
+            flags = dict(kind.args(self, kind, wildcards))
+            budgeted = "max-megapixels" in flags  # micro: the images its pixel budget holds
+            images = (
+                self.micro_images(job.dataset)
+                if budgeted
+                else int(flags.get("num-images") or self.num_images_for(kind))
+            )
+            images = min(images, self.dataset_images(job.dataset))
+            if "num-images" in flags:
+                flags["num-images"] = images
+            for output in job.outputs:
+                setting = kind.wildcards_of(output) or {}
+                own = {k: setting[k] for k in ("scope", "workers") if k in setting}
+                out.append(cost.Job(
+                    job.rule, job.library, job.transforms, share=len(job.outputs),
+                    params_json=json.dumps({**flags, **own}, sort_keys=True),
+                    megapixels=self.mean_pixels(job.dataset, images) / 1e6, output=output,
+                    benchmark=benchmark, mem_mb=predicted.mem_mb, rss_mb=predicted.rss_mb,
+                    forked=predicted.forked,
+                ))  # fmt: skip
         out += [cost.Job("build_env", lib) for lib in self.libraries]
         out.append(cost.Job("stage_dataset"))
         if not self.config["dataset"].get("archive"):
             out.append(cost.Job("build_default_archive"))
-        out += [cost.Job("resize_dataset") for _ in self.derived]
+        base = self.sizes[self.dataset]
+        for key in self.derived:  # a resize job reads its base images and writes them resized
+            known = self.sizes[key].source != "assumed"
+            count = len(self.sizes[key].sizes) if known else int(self.config["num_images"])
+            flags = {"num_images": count, "input_megapixels": base.mean_pixels(count) / 1e6}
+            out.append(cost.Job("resize_dataset", params_json=json.dumps(flags),
+                                megapixels=self.mean_pixels(key, count) / 1e6))  # fmt: skip
         return out
+
+    # -- memory (augbench.memory) ---------------------------------------------------------------
+    def dataset_images(self, dataset: str) -> int:
+        """Images of a dataset, as far as the plan knows (an assumed size: any number)."""
+        sizes = self.sizes[dataset]
+        return 10**9 if sizes.source == "assumed" else len(sizes.sizes)
+
+    def mean_pixels(self, dataset: str, images: int) -> float:
+        return self.sizes[dataset].mean_pixels(max(images, 1))
+
+    def micro_images(self, dataset: str) -> int:
+        """Images one micro job holds on ``dataset``: num_images, or the first images within
+        micro.max_megapixels (the rule the engine applies to the staged manifest)."""
+        wanted = self.num_images_for(regimes.KINDS["micro"])
+        pixels = self.sizes[dataset].first(wanted)
+        return memory.images_within_budget(pixels, wanted, self.config["micro"]["max_megapixels"])
+
+    def memory(self, job: Job) -> memory.Prediction:
+        """The predicted memory of one planned job (its rule's mem_mb)."""
+        kind = job.kind
+        return memory.predict(kind.memory(self, kind, self.wildcards_of(job)))
+
+    def memory_checks(self, available: Callable[[JobKind], tuple[str, int]]) -> list[memory.Check]:
+        """Every planned job's predicted memory against ``available(kind)``: (the machine's
+        name, its MiB)."""
+        checks = []
+        for job in self.jobs():
+            machine, mb = available(job.kind)
+            wildcards = {k: v for k, v in job.wildcards if k != "shard"}
+            checks.append(
+                memory.Check(
+                    job.rule, job.library, job.dataset,
+                    f"{self.resolutions[job.dataset]} px" if job.dataset in self.resolutions
+                    else "as staged",
+                    ", ".join(f"{k} {v}" for k, v in wildcards.items()),
+                    self.memory(job).mem_mb, mb, machine,
+                )
+            )  # fmt: skip
+        return checks
+
+    def memory_refusals(self, cloud: bool, limit_mb: int | None = None) -> list[str]:
+        """Why some planned job cannot fit its machine (empty: every job fits), one line per
+        rule (its largest job): in a cloud sweep against its placement's memory_mb, locally
+        against ``--resources mem_mb`` where given, else this machine's memory."""
+        if cloud:
+            available = self.placement_memory
+        else:
+            local = (
+                ("--resources mem_mb", limit_mb)
+                if limit_mb
+                else ("this machine", memory.this_machine_mb())
+            )
+            available = lambda kind: local  # noqa: E731
+        fixes = {
+            kind.rule: f"{kind.memory_fix}"
+            + (f", or a larger machine (cloud.regimes.{kind.placement})" if cloud else "")
+            for kind in regimes.KINDS.values()
+        }  # fmt: skip
+        return memory.refusals(self.memory_checks(available), fixes)
+
+    def placement_memory(self, kind: JobKind) -> tuple[str, int]:
+        """The machine class a kind is placed on in a cloud sweep and its memory."""
+        spec = self.config["cloud"]["regimes"][kind.placement]
+        return f"{spec['machine_type']} (cloud.regimes.{kind.placement}.memory_mb)", int(
+            spec["memory_mb"]
+        )
+
+    def cost_plan(self, workflow: Any) -> dict[str, Any]:
+        """Every job of the sweep as the cost model prices it, plus what the invocation (the
+        Snakemake ``workflow`` object) says about placement: the profile's preemptible rules,
+        default machine type, jobs at once and groups (jobs of one VM job share its start-up)."""
+        remote = getattr(workflow, "remote_execution_settings", None)
+        preemptible = getattr(remote, "preemptible_rules", None)
+        executor = getattr(workflow, "executor_settings", None)
+        groups = workflow.group_settings
+        return {
+            "jobs": self.cost_jobs(),
+            "planned": self.planned_kinds(),
+            "preemptible": [
+                r
+                for r in regimes.timed_rules()
+                if preemptible is not None and preemptible.is_preemptible(r)
+            ],
+            "default_machine": getattr(executor, "machine_type", None) or "e2-standard-2",
+            "jobs_at_once": getattr(workflow.resource_settings, "nodes", None) or 1,
+            "groups": dict(groups.overwrite_groups),
+            "group_components": dict(groups.group_components),
+        }
 
     def config_value(self, key: str) -> Any:
         """The value of a dotted config key (``micro.num_images``), None where it is not set."""
@@ -342,8 +474,22 @@ class Sweep:
 
     def planned_kinds(self) -> list[str]:
         """The rules this sweep runs (what the estimate must cover), setup first."""
-        setup = ["build_env", "stage_dataset"]
-        return setup + list(dict.fromkeys(job.rule for job in self.jobs()))
+        kinds = [job.kind for job in self.cost_jobs()]
+        setup = [k for k in regimes.SETUP_RULES if k in kinds]
+        return setup + list(dict.fromkeys(k for k in kinds if k not in setup))
+
+
+def dataset_facts(
+    config: Mapping[str, Any],
+    dataset: str,
+    derived: Mapping[str, Any],
+    data_dir: Path = Path("results/data"),
+) -> tuple[dict[str, memory.ImageSizes], dict[str, int]]:
+    """What the plan knows of the datasets before staging: image sizes per key (for memory) and
+    the resolution of each derived key (``derived``: key -> (identity, ResizeSpec))."""
+    specs = {key: spec for key, (_, spec) in derived.items()}
+    sizes = memory.plan_sizes(config, dataset, specs, data_dir)
+    return sizes, {key: spec.resolution for key, spec in specs.items()}
 
 
 def other_dataset_files(root: Path, machine: str, keep: set[str], pattern: str) -> list[str]:

@@ -7,7 +7,8 @@ that the output has no traceback and that an earlier result file is untouched:
   16-bit images, undecodable files, empty archives), through staging and a micro job;
 - tests/test_bad_inputs_config.py: command-line and file configuration (coercion of nested
   `--config` values, unknown keys with the nearest valid one, unknown presets, regimes,
-  transforms, placements), through `snakemake -n`;
+  transforms, placements, jobs whose predicted memory does not fit the memory given or their
+  cloud machine), through `snakemake -n`;
 - tests/test_bad_inputs_analysis.py: results to re-plot (one regime only, unreadable files, empty
   folders, other tools' files, several machines), through `snakemake plots`.
 

@@ -33,6 +33,9 @@ class Case:
     # A config file that replaces config/config.yaml (--replace-workflow-config): drop these
     # dotted keys from it.
     drop_from_config_yaml: tuple[str, ...] = ()
+    # More command-line arguments ({tmp} is the test's working directory).
+    args: tuple[str, ...] = ()
+    prefix: str = "augbench: config error at "  # how every error line starts
 
 
 # {archive} is replaced by a path in the test's working directory.
@@ -123,6 +126,42 @@ TABLE = [
         ("config error at plot_from.x: result source 'nowhere' does not exist",),
         targets=("plots",),
     ),
+    # -- a job that cannot fit its machine: refused before any job (augbench.memory) -----------
+    Case(
+        "does-not-fit-the-memory-given",
+        ("libraries=[kornia]", "regimes=[micro]", "pipelines=[]", "lazy_outputs={enabled: false}"),
+        (
+            "memory: rule micro needs up to ",
+            "library kornia",
+            "--resources mem_mb has 500 MB",
+            "lower micro.max_megapixels or micro.num_images",
+        ),
+        args=("--resources", "mem_mb=500"),
+        prefix="augbench: memory: ",
+    ),
+    Case(
+        "does-not-fit-its-cloud-machine",
+        (
+            "libraries=[kornia]",
+            "regimes=[micro]",
+            "pipelines=[]",
+            "lazy_outputs={enabled: false}",
+            "cloud={regimes: {micro: {machine_type: c3-standard-4, cpus: 4, memory_mb: 600}}}",
+        ),
+        (
+            "memory: rule micro needs up to ",
+            "c3-standard-4 (cloud.regimes.micro.memory_mb) has 600 MB",
+            "or a larger machine (cloud.regimes.micro)",
+        ),
+        args=("--default-storage-provider", "fs", "--default-storage-prefix", "{tmp}/bucket"),
+        prefix="augbench: memory: ",
+    ),
+    Case(
+        "machine-class-without-memory",
+        (),
+        ("config error at cloud.regimes.micro: 'memory_mb' is a required property",),
+        drop_from_config_yaml=("cloud.regimes.micro.memory_mb",),
+    ),
     Case(
         "cloud-regimes-without-a-placement",
         (),
@@ -165,8 +204,9 @@ def test_bad_input_is_one_line_or_plans_cleanly(case: Case, tmp_path: Path) -> N
         replace = ("--replace-workflow-config", "--configfile", str(path))
     if not any(entry.startswith("preset=") for entry in config):
         config.insert(0, "preset=smoke")
+    extra = [arg.replace("{tmp}", str(tmp_path)) for arg in case.args]
     proc = run_snakemake(
-        tmp_path, "-n", "-p", *replace, *case.targets, "--config", *config, check=False
+        tmp_path, "-n", "-p", *replace, *extra, *case.targets, "--config", *config, check=False
     )
     out = proc.stdout + proc.stderr
 
@@ -175,7 +215,7 @@ def test_bad_input_is_one_line_or_plans_cleanly(case: Case, tmp_path: Path) -> N
     if case.errors:
         assert proc.returncode == 1, out[-4000:]
         assert len(lines) == case.lines, out[-4000:]
-        assert all(line.startswith("augbench: config error at ") for line in lines) or (
+        assert all(line.startswith(case.prefix) for line in lines) or (
             case.id == "missing-archive"
         ), lines
         for fragment in case.errors:

@@ -100,7 +100,8 @@ def instance_policy(request: dict[str, Any]) -> dict[str, Any]:
 def test_job_spec_of_every_rule(batch_run: dict[str, Any]) -> None:
     by_rule: dict[str, list[dict[str, Any]]] = {}
     for rec in batch_run["requests"]:
-        by_rule.setdefault(rec["rule"], []).append(rec["request"])
+        if rec["rule"] != "group":  # group jobs: their own test below
+            by_rule.setdefault(rec["rule"], []).append(rec["request"])
     assert by_rule.keys() >= BENCH_RULES | SETUP_RULES
     cos = "projects/batch-custom-image/global/images/family/batch-cos-stable-official"
     for rule, requests in by_rule.items():
@@ -138,6 +139,34 @@ def test_job_spec_of_every_rule(batch_run: dict[str, Any]) -> None:
                 assert policy["provisioningModel"] == "PROVISIONING_MODEL_UNSPECIFIED", rule
                 assert policy["machineType"] == PROFILE["googlebatch-machine-type"], rule
                 assert not policy.get("accelerators"), rule
+
+
+def test_a_group_job_runs_on_one_vm_sized_for_its_largest_member(
+    batch_run: dict[str, Any],
+) -> None:
+    """The profile's groups bundle short benchmark jobs of one machine class into one Batch job
+    (one VM, one start-up): the VM's machine type, cpus and memory are the placement's, not the
+    sum over its members (bench_slot is a local-scope resource: one member per layer), it is
+    preemptible like its members, and its script runs every member (one Snakemake call)."""
+    groups = [rec for rec in batch_run["requests"] if rec["rule"] == "group"]
+    assert {rec["group"] for rec in groups} >= {"bench_micro", "bench_cpu_dataloader"}
+    for rec in groups:
+        rules = set(rec["rules"])
+        placements = {BENCH_PLACEMENT[rule] for rule in rules}
+        assert len(placements) == 1, rec["rules"]  # one machine class per group
+        spec = CLOUD["regimes"][placements.pop()]
+        task, inst = task_of(rec["request"]), instance_policy(rec["request"])
+        assert rec["jobs"] <= PROFILE["group-components"][rec["group"]]
+        assert inst["policy"]["machineType"] == spec["machine_type"], rec["group"]
+        assert inst["policy"]["provisioningModel"] == "PREEMPTIBLE", rec["group"]
+        assert int(task["computeResource"]["memoryMib"]) == spec["memory_mb"], rec["group"]
+        assert int(task["computeResource"]["cpuMilli"]) == spec["cpus"] * 1000, rec["group"]
+        assert int(rec["request"]["job"]["taskGroups"][0].get("taskCount", 1)) == 1  # one VM
+    micro = [rec for rec in groups if rec["group"] == "bench_micro"]
+    assert sum(rec["jobs"] for rec in micro) == sum(
+        1 for rec in batch_run["requests"] if rec["rule"] in ("micro", "lazy_outputs",
+                                                             "pipeline_breakdown")
+    )  # fmt: skip
 
 
 def run_like_a_vm(record: dict[str, Any], vm: Path, env: dict[str, str]):

@@ -57,8 +57,9 @@ def googlebatch_dry_run(tmp_path: Path, *extra: str) -> str:
 def resources_by_rule(dry_run: str) -> dict[str, list[dict[str, str]]]:
     """{rule: [resources of each planned job]} parsed from a dry-run's job blocks."""
     found: dict[str, list[dict[str, str]]] = {}
-    for block in re.split(r"\n(?=rule \w+:)", dry_run):
-        head = re.match(r"rule (\w+):", block)
+    # Jobs of the profile's groups are printed indented, inside their group job.
+    for block in re.split(r"\n(?=\s*rule \w+:)", dry_run):
+        head = re.match(r"\s*rule (\w+):", block)
         res = re.search(r"^\s+resources: (.*)$", block, re.M)
         if head and res:
             pairs = dict(kv.split("=", 1) for kv in res.group(1).split(", "))

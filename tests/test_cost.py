@@ -14,43 +14,78 @@ import pytest
 from conftest import OFFLINE_ENV, REPO
 
 from augbench import cost
+from augbench.policy import DATALOADER_MIN_RUNS
 
-MICRO = {"num_images": 10, "processes": 1, "values": 2, "warmups": 1}
+DS = "ds-0123456789ab"
+POLICY = {"preflight_items": 10, "max_seconds_per_item": 0.05, "preflight_max_seconds": 60.0,
+          "enabled": True}  # fmt: skip
 
 
-def _write(root: Path, rel: str, payload: dict, seconds: float) -> None:
-    raw = root / "results/raw/laptop" / f"{rel}.json"
+def _write(root: Path, rel: str, payload: dict, seconds: float, megapixels: float = 0.2) -> None:
+    """A result file at results/raw/laptop/<DS>/<rel>.json (its dataset measured at
+    ``megapixels``) and its job's benchmark file."""
+    payload["metadata"]["dataset"] = {"mean_megapixels": megapixels}
+    raw = root / "results/raw/laptop" / DS / f"{rel}.json"
     raw.parent.mkdir(parents=True, exist_ok=True)
     raw.write_text(json.dumps(payload))
-    bench = root / "benchmarks/laptop" / f"{rel}.tsv"
+    _bench(root, f"laptop/{DS}/{rel}", seconds)
+
+
+def _bench(root: Path, rel: str, seconds: float) -> None:
+    bench = root / "benchmarks" / f"{rel}.tsv"
     bench.parent.mkdir(parents=True, exist_ok=True)
-    bench.write_text(f"s\th:m:s\tmax_rss\n{seconds}\t0:00:07\t100\n")
+    bench.write_text(f"s\th:m:s\tmax_rss\tmax_pss\n{seconds}\t0:00:07\t100\t90\n")
 
 
 def _local_run(root: Path) -> Path:
-    """A finished local run: micro (pillow), cpu_dataloader (pillow), GPU rows skipped (no
-    CUDA), a DALI CPU-backend row, and setup timings."""
-    # micro: 30 images per transform; HorizontalFlip at 100 img/s = 0.3 s of work; the job's
-    # 7.3 s minus that is overhead (7.0 s), the unsupported and early-stopped rows add no work.
-    _write(root, "micro/pillow/s000", {"metadata": {"benchmark_params": MICRO}, "results": {
-        "HorizontalFlip": {"status": "ok", "median_throughput": 100.0},
+    """A finished local run with known numbers (each kind's work and overhead below)."""
+    # micro: HorizontalFlip 10 images x (2 values + 1 warm-up) x 1 process x 1 loop at
+    # 100 img/s = 0.3 s; GaussianBlur 30 img/s: 1 s; the 6.3 s job minus them: 5.0 s of
+    # overhead per pyperf process round (the rows used 1 of 2 processes: share 0.5).
+    micro = {"num_images": 10, "processes": 2, "values": 2, "warmups": 1}
+    row = {"status": "ok", "pyperf_processes": 1, "loops": 1}
+    _write(root, "micro/pillow/s000", {"metadata": {"benchmark_params": micro}, "results": {
+        "HorizontalFlip": {**row, "median_throughput": 100.0},
+        "GaussianBlur": {**row, "median_throughput": 30.0},
         "ColorJitter": {"status": "unsupported"},
-        "Rotate": {"status": "early_stopped"},
-    }}, 7.3)  # fmt: skip
-    # cpu_dataloader: 12 images per run x (2 runs + 1 baseline + 1 warm-up) = 48 images; at
-    # 48 img/s = 1 s of work in a 5 s job: 4 s overhead.
-    dl = {"images_per_run": 12, "num_runs": 2, "baseline_runs": 1}
-    ok = {"HorizontalFlip": {"status": "ok", "median_throughput": 48.0}}
+    }}, 6.3)  # fmt: skip
+    # cpu_dataloader (memory scope, 2 workers): 12 images per epoch; 2 of 4 rounds timed
+    # (share 0.5): regime 2 x 12/48 = 0.5 s, bare loop 2 x 12/96 = 0.25 s, the job's transport
+    # baseline 2 x 12/120 = 0.2 s; the 5.95 s job has 5.0 s of overhead.
+    dl = {"images_per_run": 12, "num_runs": 4, "baseline_runs": 2}
+    loader_row = {
+        "status": "ok", "median_throughput": 48.0, "throughputs": [48.0, 48.0],
+        "bare_loop_throughputs": [96.0, 96.0], "transport_throughputs": [120.0, 120.0],
+        "timed_rounds": 2, "scope": "memory", "workers": 2,
+    }  # fmt: skip
     _write(root, "cpu_dataloader/pillow/memory-w2-s000",
-           {"metadata": {"benchmark_params": dl}, "results": ok}, 5.0)  # fmt: skip
+           {"metadata": {"benchmark_params": dl}, "results": {"HorizontalFlip": loader_row}},
+           5.95)  # fmt: skip
+    # GPU rows skipped (no CUDA): no model beyond the job's overhead.
     gpu = {"num_images": 12, "values": 2, "warmups": 1}
     skipped = {"HorizontalFlip": {"status": "skipped", "reason": "no CUDA device"}}
     _write(root, "gpu_dataloader/torchvision/decode_w1_per-sample_s000",
            {"metadata": {"benchmark_params": gpu}, "results": skipped}, 3.0)  # fmt: skip
-    _write(root, "dali/dali/dali-gpu_s000",
-           {"metadata": {"benchmark_params": gpu}, "results": skipped}, 2.0)  # fmt: skip
+    # dali_cpu: 12 x 3 = 36 images at 36 img/s = 1 s of a 3 s job.
     _write(root, "dali/dali/dali-cpu_s000", {"metadata": {"benchmark_params": gpu}, "results": {
         "HorizontalFlip": {"status": "ok", "median_throughput": 36.0}}}, 3.0)  # fmt: skip
+    # pipeline breakdown: 4 images x 2 passes, 4 values + 1 warm-up, steps and whole pass each,
+    # at 200 img/s = 0.4 s of a 2.4 s job (values used: 4 of 4).
+    breakdown = {"num_images": 4, "min_values": 2, "max_values": 4, "warmups": 1}
+    raw = root / "results/pipelines/raw/laptop" / DS / "micro/pillow/breakdown.json"
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    raw.write_text(json.dumps({
+        "metadata": {"benchmark_params": breakdown, "dataset": {"mean_megapixels": 0.2}},
+        "results": {
+            "train_light": {"status": "ok", "median_throughput": 200.0, "num_images": 4,
+                            "passes_per_value": 2, "throughputs": [200.0] * 4,
+                            "pipeline": "train_light"},
+            "train_light · 0 RandomResizedCrop": {"status": "ok", "median_throughput": 900.0,
+                                                 "pipeline": "train_light"},
+        },
+    }))  # fmt: skip
+    _bench(root, f"laptop/{DS}/pipelines/micro/pillow/breakdown", 2.4)
+    _bench(root, f"laptop/{DS}/lazy_outputs/kornia", 4.0)
     for kind, seconds in (("build_env", 1.5), ("stage_dataset", 0.5),
                           ("build_default_archive", 2.0)):  # fmt: skip
         tsv = root / "benchmarks/setup" / kind / "x.tsv"
@@ -59,12 +94,15 @@ def _local_run(root: Path) -> Path:
     return root
 
 
+def _job(kind: str, library: str, transforms: tuple[str, ...], params: dict, **rest) -> cost.Job:
+    return cost.Job(kind, library, transforms, params_json=json.dumps(params), **rest)
+
+
+MICRO_TARGET = {"num_images": 20, "processes": 4, "min_processes": 1, "values": 3,
+                "warmups": 1, "policy": json.dumps(POLICY)}  # fmt: skip
+LOADER_TARGET = {"batch_size": 10, "batches_per_run": 10, "num_runs": 6, "baseline_runs": 2,
+                 "scope": "memory", "workers": "2"}  # fmt: skip
 CONFIG = {
-    "num_images": 100,
-    "micro": {"processes": 2, "values": 3, "warmups": 1},
-    "cpu_dataloader": {"batch_size": 10, "batches_per_run": 10, "num_runs": 3},
-    "gpu_dataloader": {"values": 4, "warmups": 1},
-    "dali": {"values": 4, "warmups": 1},
     "cloud": {
         "regimes": {
             "micro": {"machine_type": "c3-standard-4"},
@@ -87,79 +125,173 @@ CONFIG = {
             "c3-standard-8": 0.2,
         },
         "speed_factors": {"c3-standard-4": 2.0},
-        "assumed_img_per_s": {"gpu_dataloader": {"torchvision": 500.0}, "dali": {"dali": 1000.0}},
+        "assumed_img_per_s": {"gpu_dataloader": {"torchvision": 500.0}},
     },
 }
-JOBS = [
-    cost.Job("micro", "pillow", ("HorizontalFlip", "ColorJitter")),
-    cost.Job("micro", "pillow", ("Rotate", "Affine")),
-    cost.Job("cpu_dataloader", "pillow", ("HorizontalFlip",)),
-    cost.Job("gpu_dataloader", "torchvision", ("HorizontalFlip", "Affine")),
-    cost.Job("dali", "dali", ("HorizontalFlip",)),
-    cost.Job("dali_cpu", "dali", ("HorizontalFlip",)),
-    cost.Job("build_env", "pillow"),
-    cost.Job("stage_dataset"),
-]
 
 
-def test_seconds_per_job_scale_the_measured_work_and_keep_the_overheads(tmp_path: Path) -> None:
+def test_learn_separates_each_kinds_work_from_its_overhead(tmp_path: Path) -> None:
     models = cost.learn(_local_run(tmp_path))
-    assert models[("micro", "pillow")].overhead_s == pytest.approx(7.0)
-    assert models[("cpu_dataloader", "pillow")].overhead_s == pytest.approx(4.0)
-    seconds, basis = cost.seconds_per_job(JOBS, models, CONFIG, image_scale=10.0)
-    micro_a, micro_b, loader, gpu = JOBS[:4]
-    # micro target: 100 images x 2 processes x 4 = 800 images per transform at 0.01 s.
-    # Unmeasured transforms (ColorJitter unsupported, Rotate early stopped, Affine absent) cost
-    # the library's typical measured transform.
-    assert seconds[micro_a] == pytest.approx(7.0 + 8.0 + 8.0)
-    assert seconds[micro_b] == pytest.approx(7.0 + 8.0 + 8.0)
-    # cpu_dataloader target: 100 images per run x (3 + 1 + 1) = 500 images at 1/48 s.
-    assert seconds[loader] == pytest.approx(4.0 + 500 / 48)
+    micro = models[("micro", "pillow")]
+    assert micro.overhead_s == pytest.approx(5.0) and micro.process_share == 0.5
+    assert micro.megapixels == {"HorizontalFlip": 0.2, "GaussianBlur": 0.2}
+    loader = models[("cpu_dataloader", "pillow")]
+    assert loader.overhead_s == pytest.approx(5.0) and loader.run_share == 0.5
+    assert loader.arm_s["HorizontalFlip|memory-w2|bare"] == pytest.approx(1 / 96)
+    assert loader.baseline_s == {"memory-w2": pytest.approx(1 / 120)}
+    breakdown = models[("pipeline_breakdown", "pillow")]
+    assert breakdown.overhead_s == pytest.approx(2.0)
+    assert set(breakdown.per_image_s) == {"train_light"}  # step rows are part of the passes
+    assert models[("dali_cpu", "dali")].overhead_s == pytest.approx(2.0)
+    assert models[("lazy_outputs", "kornia")].overhead_s == 4.0
+
+
+def test_micro_expected_and_most_scale_with_pixels_processes_and_slow_transforms(
+    tmp_path: Path,
+) -> None:
+    """At twice the megapixels a transform costs twice per image; HorizontalFlip then takes
+    20 x 0.02 = 0.4 s per pass (one pass per value), 4 passes per process and a 10-image
+    preflight; expected processes are the local share of the maximum (2 of 4), each paying the
+    5 s round overhead. GaussianBlur at 1/30 x 2 = 0.067 s/image is past the slow-transform
+    threshold: only its preflight (an untimed image and 10 timed) is paid."""
+    models = cost.learn(_local_run(tmp_path))
+    job = _job("micro", "pillow", ("HorizontalFlip",), MICRO_TARGET, megapixels=0.4)
+    slow = _job("micro", "pillow", ("GaussianBlur",), MICRO_TARGET, megapixels=0.4)
+    found, basis = cost.estimate_jobs([job, slow], models, CONFIG)
+    preflight = 11 * 0.02  # an untimed image, then 10 timed
+    assert found[job] == cost.Estimate(
+        pytest.approx(2 * 5.0 + preflight + 2 * 1.6), pytest.approx(4 * 5.0 + preflight + 4 * 1.6)
+    )
+    assert found[slow].expected == pytest.approx(2 * 5.0 + 11 * 2 / 30)
+    # Near the threshold (0.05 s/image x 1/1.25 ... x 1.25) either outcome is expected with
+    # its probability: at exactly the threshold, half the full measurement.
+    edge = _job("micro", "pillow", ("GaussianBlur",), MICRO_TARGET, megapixels=0.2 * 1.5)
+    found, _ = cost.estimate_jobs([edge], models, CONFIG)
+    preflight, full = 11 * 0.05, 11 * 0.05 + 2 * 4 * 20 * 0.05
+    assert found[edge].expected == pytest.approx(2 * 5.0 + 0.5 * preflight + 0.5 * full)
+    assert found[edge].most == pytest.approx(4 * 5.0 + 11 * 0.05 + 4 * 4 * 20 * 0.05)
+    assert basis[job] == "measured"
+
+
+def test_dataloader_counts_each_arms_epochs_at_the_measured_setting(tmp_path: Path) -> None:
+    """Expected rounds: the local share of num_runs (0.5 x 6), at least DATALOADER_MIN_RUNS;
+    the bare loop takes part in the baseline rounds only; the job's transport baseline and
+    overhead are added once."""
+    models = cost.learn(_local_run(tmp_path))
+    job = _job("cpu_dataloader", "pillow", ("HorizontalFlip",), LOADER_TARGET)
+    found, _ = cost.estimate_jobs([job], models, CONFIG)
+    runs = max(3, DATALOADER_MIN_RUNS)
+    fixed = 5.0 + 2 * 100 / 96 + 2 * 100 / 120
+    assert found[job].expected == pytest.approx(fixed + runs * 100 / 48)
+    assert found[job].most == pytest.approx(fixed + 6 * 100 / 48)
+    # Planned as one of two result files of one process, it carries half the overhead.
+    shared = _job("cpu_dataloader", "pillow", ("HorizontalFlip",), LOADER_TARGET, share=2)
+    found, _ = cost.estimate_jobs([shared], models, CONFIG)
+    assert found[shared].expected == pytest.approx(fixed - 2.5 + runs * 100 / 48)
+
+
+def test_breakdown_stream_whole_job_assumed_and_setup_kinds(tmp_path: Path) -> None:
+    models = cost.learn(_local_run(tmp_path))
+    target = {"num_images": 16, "min_values": 2, "max_values": 6, "warmups": 1}
+    breakdown = _job("pipeline_breakdown", "pillow", ("train_light",), target)
+    dali = _job("dali_cpu", "dali", ("HorizontalFlip",),
+                {"num_images": 100, "values": 4, "warmups": 1})  # fmt: skip
+    gpu = _job("gpu_dataloader", "torchvision", ("HorizontalFlip", "Affine"),
+               {"num_images": 100, "values": 4, "warmups": 1})  # fmt: skip
+    lazy, lazy_missing = cost.Job("lazy_outputs", "kornia"), cost.Job("lazy_outputs", "pillow")
+    stage = cost.Job("stage_dataset")
+    found, basis = cost.estimate_jobs(
+        [breakdown, dali, gpu, lazy, lazy_missing, stage], models, CONFIG, image_scale=10.0
+    )
+    # 16 images x 0.005 s = 0.08 s per pass; 6 values (the local share 1.0 of 6) + 1 warm-up,
+    # a steps pass and a whole pass each.
+    assert found[breakdown].expected == pytest.approx(2.0 + 2 * 7 * 0.08)
+    assert found[dali].expected == pytest.approx(2.0 + 500 / 36)
     # GPU without CUDA: measured overhead + assumed throughput, labelled as such.
-    assert seconds[gpu] == pytest.approx(3.0 + 2 * 500 / 500.0)
-    assert basis[gpu] == "assumed"
-    assert seconds[JOBS[4]] == pytest.approx(2.0 + 500 / 1000.0)
-    # dali_cpu: 36 local images at 36 img/s = 1 s of a 3 s job; target 500 images.
-    assert seconds[JOBS[5]] == pytest.approx(2.0 + 500 / 36)
-    assert basis[JOBS[5]] == "measured"
-    # Setup: build_env as measured, staging scaled with the dataset size.
-    assert seconds[JOBS[6]] == pytest.approx(1.5)
-    assert seconds[JOBS[7]] == pytest.approx(5.0)
+    assert found[gpu].expected == pytest.approx(3.0 + 2 * 500 / 500.0) and basis[gpu] == "assumed"
+    assert found[lazy].expected == 4.0
+    assert found[lazy_missing] is None and basis[lazy_missing].startswith("none")
+    assert found[stage].expected == pytest.approx(5.0)  # staging scales with the dataset
 
 
-def test_estimate_applies_speed_factor_vm_start_and_both_prices(tmp_path: Path) -> None:
+def test_estimate_rows_group_start_ups_and_write_every_column(tmp_path: Path) -> None:
     models = cost.learn(_local_run(tmp_path))
-    rows = cost.estimate(JOBS, models, CONFIG, "e2-standard-2", set(cost.bench_kinds()), 60.0)
-    by_kind = {(r.kind, r.machine_type): r for r in rows}
-    micro = by_kind[("micro", "c3-standard-4")]
-    assert micro.jobs == 2 and micro.speed_factor == 2.0
-    assert micro.vm_seconds == pytest.approx(2 * 60 + (23.0 + 23.0) / 2.0)
-    assert micro.usd(False) == pytest.approx(micro.vm_seconds / 3600 * 0.2)
-    assert micro.usd(True) == pytest.approx(micro.vm_seconds / 3600 * 0.1)
-    setup = by_kind[("build_env", "e2-standard-2")]
-    assert not setup.preemptible and setup.usd(True) == setup.usd(False)  # on-demand
-    text = cost.report(rows, ["micro", "cpu_dataloader", "gpu_dataloader", "dali"], 64, {})
-    assert "NO TOTAL" not in text and "total: 8 jobs" in text
-    for kind in ("micro", "cpu_dataloader", "gpu_dataloader", "dali", "dali_cpu"):
-        assert f"\n{kind} " in text
+    micro = [_job("micro", "pillow", ("HorizontalFlip",), MICRO_TARGET, output=f"r{i}.json")
+             for i in range(10)]  # fmt: skip
+    jobs = [*micro, cost.Job("build_env", "pillow")]
+    grouping = cost.Grouping({"micro": "bench_micro"}, {"bench_micro": 4})
+    rows = cost.estimate(jobs, models, CONFIG, "e2-standard-2", {"micro"}, 60.0,
+                         grouping=grouping)  # fmt: skip
+    by_kind = {r.kind: r for r in rows}
+    row = by_kind["micro"]
+    # 10 jobs in VM jobs of 4: 3 start-ups; job seconds / the speed factor 2.
+    assert row.jobs == 10 and row.vm_jobs == 3 and row.speed_factor == 2.0
+    assert row.startup_vm_hours == pytest.approx(3 * 60 / 3600)
+    # Each job (at the local megapixels): 2 process rounds of 5 s, an 11-image preflight at
+    # 0.01 s and 2 x 4 passes of 20 images at 0.01 s: 11.71 s.
+    assert row.vm_hours("expected") == pytest.approx(10 * 11.71 / 2 / 3600 + 3 * 60 / 3600)
+    assert row.usd(True) == pytest.approx(row.vm_hours() * 0.1)  # preemptible: Spot
+    assert not by_kind["build_env"].preemptible
+    assert by_kind["build_env"].usd(True) == by_kind["build_env"].usd(False)  # on-demand
+    tsv = tmp_path / "estimate.tsv"
+    cost.write_tsv(rows, tsv)
+    with tsv.open() as fh:
+        table = list(csv.DictReader(fh, delimiter="\t"))
+    assert set(cost.TSV_COLUMNS) <= set(table[0])
+    total = table[-1]
+    assert total["rule"] == "total" and total["jobs"] == "11"
+    assert float(total["vm_hours_max"]) >= float(total["vm_hours_expected"])
+    text = cost.report(rows, ["micro", "build_env"], 64, {})
+    assert "NO TOTAL" not in text and "total: 11 jobs in 4 VM jobs" in text
 
 
-def test_a_regime_without_a_model_is_loud_and_there_is_no_total(tmp_path: Path) -> None:
+def test_a_rule_without_a_model_is_loud_and_there_is_no_total(tmp_path: Path) -> None:
     models = cost.learn(_local_run(tmp_path))
-    config = {**CONFIG, "cloud": {**CONFIG["cloud"], "assumed_img_per_s": {}}}
-    rows = cost.estimate(JOBS, models, config, "e2-standard-2", set(), 0.0)
-    text = cost.report(rows, ["micro", "cpu_dataloader", "gpu_dataloader", "dali"], 64, {})
+    gpu = _job("gpu_dataloader", "kornia", ("HorizontalFlip",),
+               {"num_images": 100, "values": 4, "warmups": 1})  # fmt: skip
+    rows = cost.estimate([gpu], models, CONFIG, "e2-standard-2", set(), 0.0)
+    text = cost.report(rows, ["gpu_dataloader"], 64, {})
     assert "NO TOTAL" in text and "total:" not in text
     assert "gpu_dataloader on g2-standard-8: none: no measured row" in text
-    assert "dali on g2-standard-8: none" in text
+    tsv = tmp_path / "estimate.tsv"
+    cost.write_tsv(rows, tsv)
+    with tsv.open() as fh:
+        total = list(csv.DictReader(fh, delimiter="\t"))[-1]
+    assert total["rule"] == "total" and total["vm_hours_expected"] == "n/a"
+
+
+def test_a_job_per_library_job_pays_its_overhead_once_for_its_settings(tmp_path: Path) -> None:
+    """cpu_dataloader.job_per: library: one job (one benchmark file, named after the job)
+    writes a result file per setting; the job's time beyond the work of them all is one
+    per-process overhead."""
+    dl = {"images_per_run": 12, "num_runs": 2, "baseline_runs": 0, "shard": "s000",
+          "settings_in_job": ["memory-w0", "decode-w0"]}  # fmt: skip
+    for setting in dl["settings_in_job"]:
+        scope = setting.split("-")[0]
+        ok = {
+            "HorizontalFlip": {
+                "status": "ok",
+                "median_throughput": 24.0,
+                "throughputs": [24.0, 24.0],
+                "scope": scope,
+                "workers": 0,
+            }
+        }
+        raw = tmp_path / f"results/raw/laptop/{DS}/cpu_dataloader/pillow/{setting}-s000.json"
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        raw.write_text(json.dumps({"metadata": {"benchmark_params": dl}, "results": ok}))
+    _bench(tmp_path, f"laptop/{DS}/cpu_dataloader/pillow/all-settings-s000", 8.0)
+    model = cost.learn(tmp_path)[("cpu_dataloader", "pillow")]
+    assert model.overhead_s == pytest.approx(6.0)  # 2 files x 2 epochs x 12/24 s = 2 s of work
 
 
 @pytest.mark.workflow
 def test_cost_target_estimates_the_paper_sweep_without_running_it(tmp_path: Path) -> None:
     """`snakemake cost --workflow-profile profiles/googlebatch --config preset=paper` plans one
-    job (the estimate), writes results/cost/estimate.tsv and prints the table. The executor is
-    local here (the googlebatch one needs credentials); placement, preemptible rules and prices
-    come from the cloud profile and the config as in a sweep."""
+    job (the estimate), writes results/cost/estimate.tsv (a row per planned rule and a total)
+    and results/cost/jobs.tsv, and prints the table. The executor is local here (the
+    googlebatch one needs credentials); placement, preemptible rules, groups and prices come
+    from the cloud profile and the config as in a sweep."""
     run = _local_run(tmp_path / "local-run")
     work = tmp_path / "driver"
     work.mkdir()
@@ -177,18 +309,27 @@ def test_cost_target_estimates_the_paper_sweep_without_running_it(tmp_path: Path
     assert not (work / "results" / "raw").exists()  # nothing was measured
     with (work / "results/cost/estimate.tsv").open() as fh:
         rows = list(csv.DictReader(fh, delimiter="\t"))
-    kinds = {r["kind"] for r in rows}
-    assert {"micro", "cpu_dataloader", "gpu_dataloader", "dali", "dali_cpu"} <= kinds
-    assert {"build_env", "stage_dataset", "build_default_archive"} <= kinds
-    bench = [r for r in rows if r["kind"] in cost.bench_kinds()]
+    rules = {r["rule"] for r in rows}
+    planned = {"micro", "lazy_outputs", "pipeline_breakdown", "cpu_dataloader",
+               "pipeline_dataloader", "gpu_dataloader", "pipeline_gpu_dataloader", "dali",
+               "dali_cpu", "pipeline_dali", "pipeline_dali_cpu", "build_env", "stage_dataset",
+               "build_default_archive", "resize_dataset"}  # fmt: skip
+    assert planned <= rules and rows[-1]["rule"] == "total"
+    bench = [r for r in rows if r["rule"] in cost.bench_kinds()]
     assert all(r["preemptible"] == "True" for r in bench)  # from the profile's preemptible-rules
-    priced = [r for r in rows if r["vm_hours"] != "n/a"]
-    assert {r["kind"] for r in priced} >= {"gpu_dataloader", "dali", "dali_cpu", "build_env"}
-    assert all(r["usd_spot"] != "n/a" and r["usd_on_demand"] != "n/a" for r in priced)
-    # kornia was not measured locally in micro or cpu_dataloader: the typical measured
-    # transform does not exist for it, so those rows have no model and there is no total.
+    priced = [r for r in rows if r["vm_hours_expected"] != "n/a"]
+    assert {r["rule"] for r in priced} >= {"gpu_dataloader", "dali_cpu", "build_env"}
+    assert all(float(r["vm_hours_max"]) >= float(r["vm_hours_expected"]) for r in priced)
+    # The profile groups the micro placement's jobs: far fewer VM jobs than jobs.
+    micro = next(r for r in rows if r["rule"] == "micro")
+    assert float(micro["vm_jobs"]) < int(micro["jobs"]) / 4
+    # kornia was not measured locally in micro or cpu_dataloader: those rows have no model
+    # and there is no total.
     assert "NO TOTAL" in out and "micro on c3-standard-4: " in out
-    assert "USD Spot" in out
+    with (work / "results/cost/jobs.tsv").open() as fh:
+        jobs = list(csv.DictReader(fh, delimiter="\t"))
+    timed = [j for j in jobs if j["benchmark"]]
+    assert timed and all(int(j["mem_mb"]) > 0 for j in timed)
 
 
 def _snakemake(workdir: Path, *args: str):
@@ -201,65 +342,32 @@ def _snakemake(workdir: Path, *args: str):
     )  # fmt: skip
 
 
-def test_a_job_per_library_shares_its_overhead_among_its_settings(tmp_path: Path) -> None:
-    """cpu_dataloader.job_per: library: one job (one benchmark file) writes a result file per
-    setting; the job's time beyond the measured work of them all is one per-process overhead."""
-    dl = {"images_per_run": 12, "num_runs": 2, "baseline_runs": 1, "shard": "s000",
-          "settings_in_job": ["memory-w0", "decode-w0"]}  # fmt: skip
-    ok = {"HorizontalFlip": {"status": "ok", "median_throughput": 48.0}}  # 48 images: 1 s
-    for setting in dl["settings_in_job"]:
-        raw = tmp_path / f"results/raw/laptop/cpu_dataloader/pillow/{setting}-s000.json"
-        raw.parent.mkdir(parents=True, exist_ok=True)
-        raw.write_text(json.dumps({"metadata": {"benchmark_params": dl}, "results": ok}))
-    bench = tmp_path / "benchmarks/laptop/cpu_dataloader/pillow/all-settings-s000.tsv"
-    bench.parent.mkdir(parents=True)
-    bench.write_text("s\th:m:s\n8.0\t0:00:08\n")  # 2 s of work, 6 s of overhead
-    model = cost.learn(tmp_path)[("cpu_dataloader", "pillow")]
-    assert model.overhead_s == pytest.approx(6.0)  # one process's overhead, paid once
-    # Planned again as one job of two files: each file carries half the overhead; planned as
-    # two jobs of their own (job_per: setting, a cloud sweep), each pays all of it.
-    config = {"cpu_dataloader": {"batch_size": 12, "batches_per_run": 1, "num_runs": 2,
-                                 "baseline_runs": 1}}  # fmt: skip
-    grouped = cost.Job("cpu_dataloader", "pillow", ("HorizontalFlip",), share=2)
-    alone = cost.Job("cpu_dataloader", "pillow", ("HorizontalFlip",))
-    seconds, _ = cost.seconds_per_job(
-        [grouped, alone], {("cpu_dataloader", "pillow"): model}, config
-    )
-    assert seconds[grouped] == pytest.approx(3.0 + 1.0) and seconds[alone] == pytest.approx(7.0)
+def test_costs_grow_with_pixels_as_fitted_over_the_local_sizes() -> None:
+    """A transform measured at sizes at least MIN_PIXEL_RATIO apart gets its own exponent (here
+    s = 2 x mp ** 1.5, so 8x the pixels cost 22.6x); one size, or sizes too close, scale in
+    proportion to pixels; an absurd fit is clamped."""
+    s0, mp0, k = cost._fit_power([0.2, 1.6], [2 * 0.2**1.5, 2 * 1.6**1.5])
+    model = cost.KindModel({"T": s0}, megapixels={"T": mp0}, slope={"T": k})
+    assert k == pytest.approx(1.5)
+    assert model.seconds_per_image("T", 3.2) == pytest.approx(2 * 3.2**1.5)
+    assert cost._fit_power([0.2, 0.3], [1.0, 9.0])[2] == 1.0  # too close to tell
+    assert cost._fit_power([0.1, 10.0], [1.0, 1e6])[2] == cost.SLOPE_BOUNDS[1]
 
 
-def test_pipeline_jobs_are_modelled_by_their_wall_time(tmp_path: Path) -> None:
-    for rel, seconds in (("pipelines/micro/pillow/breakdown", 6.0),
-                         ("pipelines/cpu_dataloader/pillow/decode-w2", 9.0),
-                         ("pipelines/cpu_dataloader/pillow/decode-w0", 11.0),
-                         ("lazy_outputs/kornia", 4.0)):  # fmt: skip
-        tsv = tmp_path / "benchmarks/laptop/ds-0123456789ab" / f"{rel}.tsv"
-        tsv.parent.mkdir(parents=True, exist_ok=True)
-        tsv.write_text(f"s\th:m:s\n{seconds}\t0:00:01\n")
-    models = cost.learn(tmp_path)
-    assert models[("pipeline_breakdown", "pillow")].overhead_s == 6.0
-    assert models[("pipeline_dataloader", "pillow")].overhead_s == 10.0  # median of the two
-    assert models[("lazy_outputs", "kornia")].overhead_s == 4.0
-    seconds, basis = cost.seconds_per_job(
-        [cost.Job("pipeline_breakdown", "pillow"), cost.Job("pipeline_breakdown", "kornia")],
-        models,
-        CONFIG,
-    )
-    assert seconds[cost.Job("pipeline_breakdown", "pillow")] == 6.0
-    assert seconds[cost.Job("pipeline_breakdown", "kornia")] is None
-    assert basis[cost.Job("pipeline_breakdown", "kornia")].startswith("none")
+def test_a_micro_rounds_overhead_grows_with_the_megapixels_it_holds() -> None:
+    """A process round imports the library (fixed) and loads the job's decoded cache (per
+    megapixel held): a line through the local jobs' overheads; one size: no slope."""
+    assert cost._fit_line([(2.0, 5.0), (20.0, 14.0)]) == pytest.approx((4.0, 0.5))
+    assert cost._fit_line([(2.0, 5.0), (2.5, 7.0)]) == (6.0, 0.0)
+    assert cost._fit_line([]) == (0.0, 0.0)
 
 
-def test_a_job_per_library_job_of_one_setting_is_found_by_its_job_name(tmp_path: Path) -> None:
-    """A --settings job names its benchmark file after the job even when it measured a single
-    setting (job_per: library with one scope and one worker count)."""
-    dl = {"images_per_run": 12, "num_runs": 2, "baseline_runs": 1, "shard": "s000",
-          "settings_in_job": ["decode-w2"]}  # fmt: skip
-    ok = {"HorizontalFlip": {"status": "ok", "median_throughput": 48.0}}  # 48 images: 1 s
-    raw = tmp_path / "results/raw/laptop/cpu_dataloader/pillow/decode-w2-s000.json"
-    raw.parent.mkdir(parents=True)
-    raw.write_text(json.dumps({"metadata": {"benchmark_params": dl}, "results": ok}))
-    bench = tmp_path / "benchmarks/laptop/cpu_dataloader/pillow/all-settings-s000.tsv"
-    bench.parent.mkdir(parents=True)
-    bench.write_text("s\th:m:s\n5.0\t0:00:05\n")
-    assert cost.learn(tmp_path)[("cpu_dataloader", "pillow")].overhead_s == pytest.approx(4.0)
+def test_early_stopping_the_local_run_could_not_show_is_borrowed_from_the_reference() -> None:
+    local = {("micro", "pillow"): cost.KindModel({"T": 0.01}, 1.0)}  # one process: no stop seen
+    reference = {("micro", "pillow"): cost.KindModel({}, 9.0, process_share=0.6,
+                                                     share_observed=True)}  # fmt: skip
+    assert cost.borrow_shares(local, reference) == ["micro/pillow"]
+    assert local[("micro", "pillow")].process_share == 0.6
+    assert local[("micro", "pillow")].overhead_s == 1.0  # only the share is borrowed
+    observed = {("micro", "pillow"): cost.KindModel({}, 1.0, share_observed=True)}
+    assert cost.borrow_shares(observed, reference) == []

@@ -11,12 +11,6 @@ import pytest
 
 from augbench import cost, plan
 
-SHARDS = {
-    "micro": {"s000": ["HorizontalFlip", "Affine"]},
-    "cpu_dataloader": {"s000": ["HorizontalFlip"]},
-    "gpu_dataloader": {"s000": ["Identity"]},
-    "dali": {"s000": ["Identity"]},
-}
 CONFIG = {
     "num_images": 100,
     "micro": {"processes": 2, "min_processes": 1, "values": 5, "warmups": 1, "num_images": 32},
@@ -24,6 +18,20 @@ CONFIG = {
     "cloud": {},
 }
 RAW = "results/raw/m/ds-0123456789ab"
+MICRO = ("HorizontalFlip", "Affine")
+
+
+def _by_output(*jobs: cost.Job) -> dict[str, cost.Job]:
+    return {job.output: job for job in jobs}
+
+
+# What augbench.sweep.Sweep.cost_jobs gives the plan: the priced job behind each result file.
+BY_OUTPUT = _by_output(
+    cost.Job("micro", "pillow", MICRO, output=f"{RAW}/micro/pillow/s000.json"),
+    cost.Job("micro", "kornia", MICRO, output=f"{RAW}/micro/kornia/s000.json"),
+    cost.Job("cpu_dataloader", "pillow", ("HorizontalFlip",),
+             output=f"{RAW}/cpu_dataloader/pillow/memory-w2-s000.json"),
+)  # fmt: skip
 
 
 def planned() -> list[plan.Planned]:
@@ -57,7 +65,7 @@ def models() -> dict:
 
 
 def test_jobs_are_counted_per_phase_in_running_order() -> None:
-    found = plan.phases(planned(), SHARDS, models(), CONFIG, cores=2)
+    found = plan.phases(planned(), BY_OUTPUT, models(), CONFIG, cores=2)
     assert [(p.name, p.jobs) for p in found] == [
         ("setup", 4), ("micro", 2), ("cpu_dataloader", 1), ("lazy_outputs", 1), ("analysis", 3),
         ("some_new_rule", 1),
@@ -73,14 +81,14 @@ def test_jobs_are_counted_per_phase_in_running_order() -> None:
 
 def test_the_plan_uses_the_cost_model_for_micro() -> None:
     """The micro phase is what augbench.cost.seconds_per_job says for the same job."""
-    found = {p.name: p for p in plan.phases(planned(), SHARDS, models(), CONFIG, cores=2)}
-    job = cost.Job("micro", "pillow", ("HorizontalFlip", "Affine"))
+    found = {p.name: p for p in plan.phases(planned(), BY_OUTPUT, models(), CONFIG, cores=2)}
+    job = BY_OUTPUT[f"{RAW}/micro/pillow/s000.json"]
     seconds, _ = cost.seconds_per_job([job], models(), CONFIG)
     assert found["micro"].seconds == seconds[job]
 
 
 def test_printed_plan_names_every_phase_and_what_has_no_model() -> None:
-    lines = plan.plan_lines(plan.phases(planned(), SHARDS, models(), CONFIG, 2), "reference")
+    lines = plan.plan_lines(plan.phases(planned(), BY_OUTPUT, models(), CONFIG, 2), "reference")
     text = "\n".join(lines)
     assert lines[0].startswith("augbench plan: 12 jobs")
     for name in ("setup", "micro", "cpu_dataloader", "lazy_outputs", "analysis"):
@@ -116,7 +124,9 @@ def test_a_job_writing_one_file_per_setting_is_one_job_costed_for_all_of_them() 
         **models(),
         ("cpu_dataloader", "pillow"): cost.KindModel({"HorizontalFlip": 0.01}, 1.5),
     }
-    found = {p.name: p for p in plan.phases([grouped], SHARDS, with_model, CONFIG, cores=2)}
+    files = _by_output(*(cost.Job("cpu_dataloader", "pillow", ("HorizontalFlip",), share=4,
+                                  output=out) for out in outputs))  # fmt: skip
+    found = {p.name: p for p in plan.phases([grouped], files, with_model, CONFIG, cores=2)}
     one = cost.Job("cpu_dataloader", "pillow", ("HorizontalFlip",))
     seconds, _ = cost.seconds_per_job([one], with_model, CONFIG)
     work = seconds[one] - 1.5  # a job of its own: its work plus the whole 1.5 s overhead
@@ -129,7 +139,12 @@ def test_pipeline_jobs_have_their_own_phases() -> None:
         plan.Planned("pipeline_breakdown", {"library": "pillow"}, "results/pipelines/raw/b.json"),
         plan.Planned("pipeline_dataloader", {"library": "pillow"}, "results/pipelines/raw/d.json"),
     ]
-    with_model = {**models(), ("pipeline_breakdown", "pillow"): cost.KindModel({}, 6.0)}
-    found = {p.name: p for p in plan.phases(jobs, SHARDS, with_model, CONFIG, cores=2)}
-    assert found["pipeline_breakdown"].seconds == 6.0 and found["pipeline_breakdown"].unknown == 0
+    with_model = {**models(), ("pipeline_breakdown", "pillow"): cost.KindModel({"p": 0.01}, 6.0)}
+    params = {"num_images": 10, "min_values": 2, "max_values": 2, "warmups": 1}
+    files = _by_output(cost.Job("pipeline_breakdown", "pillow", ("p",), output=jobs[0].output,
+                                params_json=json.dumps(params)))  # fmt: skip
+    found = {p.name: p for p in plan.phases(jobs, files, with_model, CONFIG, cores=2)}
+    # 10 images x 0.01 s = 0.1 s per pass; (2 values + 1 warm-up) x a steps and a whole pass.
+    assert found["pipeline_breakdown"].seconds == pytest.approx(6.0 + 6 * 0.1)
+    assert found["pipeline_breakdown"].unknown == 0
     assert found["pipeline_dataloader"].unknown == 1

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from augbench import cost, plan, regimes, sweep
+from augbench import cost, memory, plan, regimes, sweep
 from augbench.config import deep_merge, resolve
 
 REPO = Path(__file__).resolve().parents[1]
@@ -130,6 +130,7 @@ DUMMY = regimes.Regime(
             engine="augbench.engines.dummy", cost="stream", jobs=_dummy_jobs,
             args=lambda s, kind, w: {"library": w["library"], "shard": w["shard"]},
             threads=lambda s, w: 1, config_block="dali",
+            memory=lambda s, kind, w: memory.Footprint(w["library"]),
         ),
     ),
 )  # fmt: skip
@@ -153,7 +154,8 @@ def test_a_registered_regime_is_planned_costed_and_tabled(dummy_regime) -> None:
     assert "speedups_dummy" in s.table_outputs()
     # The plan printed before a run: the new rule is a timed phase of its own.
     planned = [plan.Planned("dummy", s.wildcards_of(j), j.outputs[0]) for j in jobs]
-    phases = plan.phases(planned, s.shards_by_regime(), {}, cfg, cores=2)
+    by_output = {j.output: j for j in s.cost_jobs() if j.output}
+    phases = plan.phases(planned, by_output, {}, cfg, cores=2)
     assert [(p.name, p.jobs, p.unknown) for p in phases] == [("dummy", 1, 1)]
     # The cost estimate prices its jobs on its placement's machine (here: at an assumed rate).
     cfg["cloud"]["assumed_img_per_s"]["dummy"] = {"pillow": 100.0}
@@ -162,7 +164,7 @@ def test_a_registered_regime_is_planned_costed_and_tabled(dummy_regime) -> None:
     assert (
         dummy.jobs == 1 and dummy.machine_type == cfg["cloud"]["regimes"]["micro"]["machine_type"]
     )
-    assert dummy.basis == "assumed" and dummy.vm_seconds and dummy.vm_seconds > 0
+    assert dummy.basis == "assumed" and dummy.seconds_expected and dummy.seconds_expected > 0
     assert "dummy" in s.planned_kinds()
 
 

@@ -53,6 +53,10 @@ class Adapter:
     recorded_distributions: tuple[str, ...] = ("numpy", "torch", "pillow", "pyperf")
     native_format: str = ""
     decoder: str = ""
+    # Bytes per pixel value of native_format, and of the temporaries its transforms make at
+    # their peak (float32 where they compute in float): the plan's memory model, augbench.memory.
+    value_bytes: int = 1
+    working_value_bytes: int = 1
 
     def __init__(self) -> None:
         self.mappings: dict[str, Mapping] = self._mappings()

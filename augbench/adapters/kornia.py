@@ -27,6 +27,8 @@ class KorniaAdapter(Adapter):
     name = "kornia"
     distribution = "kornia"
     recorded_distributions = ("kornia-rs", "torch", "torchvision", "numpy", "pyperf")
+    value_bytes = 4  # float32
+    working_value_bytes = 4
     native_format = (
         "torch.Tensor 1x3xHxW float32 in [0, 1], channels-last memory (strides (3HW, 1, 3W, 3))"
     )

@@ -40,6 +40,8 @@ class TorchvisionAdapter(Adapter):
     name = "torchvision"
     distribution = "torchvision"
     recorded_distributions = ("torch", "numpy", "pillow", "pyperf")
+    # uint8 tensors, but colour and blur transforms compute in float32 (the memory model).
+    working_value_bytes = 4
     native_format = "torch.Tensor 3xHxW uint8 (RGB), channels-last memory (strides (1, W*3, 3))"
     decoder = "torchvision.io.decode_image(read_file(path), RGB) (libjpeg-turbo for JPEG)"
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from augbench import adapters, catalog
+from augbench import adapters, catalog, media
 from augbench.engines import cli, skeleton
 from augbench.policy import MICRO_THREADS, RELATIVE_CI_TARGET
 from augbench.results import non_ok_row, ok_row
@@ -51,7 +51,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )  # fmt: skip
     p.add_argument("--min-processes", type=int, default=1)
     p.add_argument("--transform-timeout", type=float, default=1800.0)
+    p.add_argument(
+        "--max-megapixels", type=float, default=0.0,
+        help="pixel budget of the images a job holds (0: none); fewer images where it binds",
+    )  # fmt: skip
     return p.parse_args(argv)
+
+
+def apply_pixel_budget(args: argparse.Namespace) -> dict[str, Any]:
+    """Hold at most ``--max-megapixels`` of decoded pixels: the first images of the manifest
+    that fit (at least one). Lowers ``args.num_images`` where the budget binds, so the workers,
+    the row's dataset record and the cost model all see the images really measured."""
+    configured = args.num_images
+    held = media.images_within_pixel_budget(args.manifest, configured, args.max_megapixels)
+    args.num_images = held
+    return {
+        "max_megapixels": args.max_megapixels or None,
+        "configured_images": configured,
+        "images": held,
+        "binding": held < configured,
+    }
 
 
 def worker_command(
@@ -245,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from tqdm import tqdm
 
+    pixel_budget = apply_pixel_budget(args)
+
     adapter = adapters.get(args.library)
     transforms = cli.transform_names(args, catalog.get)
     policy = cli.slow_policy(args)
@@ -307,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
             "channels": args.channels,
             "layout": args.layout,
             "transforms": transforms,
+            "pixel_budget": pixel_budget,
         },
         extra={
             "decode": decode_info,

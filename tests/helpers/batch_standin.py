@@ -8,7 +8,9 @@ everything else is the locked plugin's own code on a real Snakemake run (non-dry
 archive a job deploys is uploaded to the default storage as in a real sweep). Once the executor
 exists, each job of the DAG that needs to run goes through ``GoogleBatchExecutor.run_job`` (job
 spec, allocation policy, container, the exact command scripts); the requests are written to
-OUT.json as ``[{"rule", "wildcards", "request"}]`` and the process ends without waiting for jobs.
+OUT.json as ``[{"rule", "wildcards", "request"}]`` (a group job of the profile's groups as
+``{"rule": "group", "group", "rules", "jobs", "request"}``) and the process ends without waiting for
+jobs.
 """
 
 from __future__ import annotations
@@ -52,6 +54,24 @@ def record_all(out: Path):
                 {
                     "rule": job.rule.name,
                     "wildcards": dict(job.wildcards_dict),
+                    "request": json.loads(
+                        batch_v1.CreateJobRequest.to_json(request, use_integers_for_enums=False)
+                    ),
+                }
+            )
+        # The group jobs the profile's groups make (one VM each): the request of each, to check
+        # that a group's VM is sized for its largest member, not for the sum of them.
+        groups = {self.workflow.dag.get_job_group(job) for job in jobs} - {None}
+        for group in sorted(groups, key=str):
+            with contextlib.redirect_stdout(sys.stderr):
+                self.run_job(group)
+            request = self.batch.requests[-1]
+            recorded.append(
+                {
+                    "rule": "group",
+                    "group": group.groupid,
+                    "rules": sorted({job.rule.name for job in group.jobs}),
+                    "jobs": len(group.jobs),
                     "request": json.loads(
                         batch_v1.CreateJobRequest.to_json(request, use_integers_for_enums=False)
                     ),

@@ -53,10 +53,14 @@ if DATASET_ID.note:
 DATASET = DATASET_ID.key
 MANIFEST = f"results/data/{DATASET}/manifest.json"
 with exit_on_user_error():
-    SWEEP = sweep.Sweep(config, DATASET, tuple(DERIVED))
-
-
-if _problems := SWEEP.placement_problems():
+    SWEEP = sweep.Sweep(
+        config, DATASET, tuple(DERIVED), *sweep.dataset_facts(config, DATASET, DERIVED)
+    )
+# Every job's memory (augbench.memory) against its machine: the cloud placement under a default
+# storage provider (a cloud sweep, dry runs included), else --resources mem_mb or this machine.
+_cloud = bool(workflow.storage_settings.default_storage_provider)
+_limit = getattr(workflow.global_resources.get("mem_mb"), "value", None)
+if _problems := SWEEP.placement_problems() or SWEEP.memory_refusals(_cloud, _limit):
     exit_with(*_problems)
 
 
@@ -152,12 +156,15 @@ def timed_benchmark(rule, name=None):
 
 def timed_threads(rule):
     kind = regimes.KINDS[rule]
-    return lambda wildcards: kind.threads(SWEEP, dict(wildcards.items()))
+    return lambda wildcards: SWEEP.timed_threads(kind, dict(wildcards.items()), _cloud)
 
 
 def timed_resources(rule):
+    kind = regimes.KINDS[rule]
     with exit_on_user_error():
-        return SWEEP.placement(regimes.KINDS[rule])
+        placement = SWEEP.placement(kind)
+    mem_mb = lambda wildcards: SWEEP.resources(kind, dict(wildcards.items()))["mem_mb"]
+    return {**placement, "mem_mb": mem_mb}
 
 
 def timed_params(rule, output_flag="--output"):
@@ -270,27 +277,7 @@ def plot_targets():
     return [f for name in PLOT_FROM for f in figure_targets(f"results/plots/{name}")]
 
 
-# -- cost estimate (rule cost) and plan (plan.smk) -------------------------------------------
-def cost_plan():
-    """Every job of the sweep as the cost model prices it (augbench.sweep), plus what the
-    invocation says about placement (the profile's preemptible rules and jobs at once).
-    """
-    remote = getattr(workflow, "remote_execution_settings", None)
-    preemptible = getattr(remote, "preemptible_rules", None)
-    executor = getattr(workflow, "executor_settings", None)
-    return {
-        "jobs": SWEEP.cost_jobs(),
-        "planned": SWEEP.planned_kinds(),
-        "preemptible": [
-            r
-            for r in regimes.timed_rules()
-            if preemptible is not None and preemptible.is_preemptible(r)
-        ],
-        "default_machine": getattr(executor, "machine_type", None) or "e2-standard-2",
-        "jobs_at_once": getattr(workflow.resource_settings, "nodes", None) or 1,
-    }
-
-
+# -- the cost estimate (its job list: augbench.sweep.Sweep.cost_plan) ----------------------------
 def measured_run_fingerprint():
     """Changes when the local run's timings change, so `cost` reruns (they are not inputs: the
     run's result paths are outputs of benchmark rules, which `cost` must never plan)."""

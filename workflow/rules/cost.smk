@@ -10,13 +10,14 @@ localrules:
 rule cost:
     output:
         estimate=local("results/cost/estimate.tsv"),
+        jobs=local("results/cost/jobs.tsv"),
     log:
         local("logs/cost.log"),
     conda:
         "../../envs/driver.yaml"
     params:
         # A function: evaluated when the job is planned, after the invocation settings are known.
-        plan=lambda wildcards: cost_plan(),
+        plan=lambda wildcards: SWEEP.cost_plan(workflow),
         config=config,
         run_dir=CLOUD["estimate_from"],
         measured=measured_run_fingerprint(),

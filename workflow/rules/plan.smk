@@ -22,7 +22,8 @@ def print_plan():
             Path("."),
         )
         cores = workflow.resource_settings.cores or 1
-        found = plan.phases(planned, SWEEP.shards_by_regime(), models, config, cores)
+        by_output = {job.output: job for job in SWEEP.cost_jobs() if job.output}
+        found = plan.phases(planned, by_output, models, config, cores)
         lines = plan.plan_lines(found, source)
     except Exception as exc:  # noqa: BLE001
         lines = [f"augbench plan: not available ({type(exc).__name__}: {exc})"]

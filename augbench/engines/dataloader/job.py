@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -50,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def measure_setting(args: argparse.Namespace) -> int:
     """One (scope, workers) setting of the job: every recipe, its baselines, one result file."""
+    started = time.perf_counter()
     from tqdm import tqdm
 
     adapter = adapters.get(args.library)
@@ -69,11 +71,14 @@ def measure_setting(args: argparse.Namespace) -> int:
     }
     load_info: dict[str, Any] = {}
     setup_error: str | None = None
+    import_seconds = 0.0
     if not over_cap:
         try:
+            imported = time.perf_counter()
             adapter.import_library()
             import torch  # noqa: F401  (the DataLoader; every library env has it)
 
+            import_seconds = time.perf_counter() - imported
             thread_settings["main_process"] = DATALOADER_THREADS.apply_runtime()
         except Exception as exc:  # the library is broken in this env: every row says so
             setup_error = f"import failed: {type(exc).__name__}: {exc}"
@@ -140,6 +145,13 @@ def measure_setting(args: argparse.Namespace) -> int:
             "decode": load_info,
             "recipe_tail": adapter.recipe_tail_call,
             "baselines": baselines_meta,
+            # Where the setting's time went beyond its rows (the cost model's per-setting and
+            # per-process overheads, augbench.cost): the library and torch import (paid by the
+            # first setting of a process) and the setting's wall time up to its result file.
+            "job_timing": {
+                "import_seconds": import_seconds,
+                "setting_seconds": time.perf_counter() - started,
+            },
         },
     )
 

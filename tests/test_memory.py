@@ -1,0 +1,355 @@
+"""The memory model of planned jobs (augbench/memory.py) and what feeds it: the pixel budget shared
+by the micro engine and the plan, the prediction formula, the image sizes known before staging,
+the footprints the regime declarations give (augbench/regimes.py) and the plan's refusal of a job
+that cannot fit its machine (augbench/sweep.py). No Snakemake, no benchmarked library."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import math
+import tarfile
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO
+
+from augbench import dataset, media, memory, policy, regimes, resize, sweep
+from augbench.config import deep_merge, resolve
+from augbench.engines import micro
+
+EVERYTHING = {
+    "machine": "m",
+    "libraries": ["albumentationsx", "torchvision", "kornia", "pillow", "dali"],
+    "regimes": ["micro", "cpu_dataloader", "gpu_dataloader", "dali"],
+}
+MP = 1_000_000
+
+
+def config(preset: str, **extra: object) -> dict:
+    """config/config.yaml with ``preset``, every library and regime, and ``extra``, resolved."""
+    base = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    return resolve(deep_merge(base, {"preset": preset, **EVERYTHING, **extra}), REPO)
+
+
+def write_manifest(path: Path, sizes: list[tuple[int, int]]) -> Path:
+    """A staged dataset's manifest.json listing images of ``sizes`` (width, height)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    files = [{"path": f"{i:05d}.jpg", "width": w, "height": h} for i, (w, h) in enumerate(sizes)]
+    path.write_text(json.dumps({"images_dir": "images", "files": files}))
+    return path
+
+
+# -- 1. the pixel budget ------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("pixels", "wanted", "max_megapixels", "held"),
+    [
+        pytest.param([1 * MP] * 5, 3, None, 3, id="no-budget-all-wanted"),
+        pytest.param([1 * MP] * 5, 3, 0, 3, id="zero-is-no-budget"),
+        pytest.param([2 * MP] * 5, 5, 5.0, 2, id="binding-largest-prefix"),
+        pytest.param([2 * MP] * 3, 3, 6.0, 3, id="budget-reached-exactly-holds-all"),
+        pytest.param([1 * MP, 9 * MP, 1 * MP], 3, 5.0, 1, id="a-prefix-never-skips-an-image"),
+        pytest.param([10 * MP, 1 * MP], 2, 5.0, 1, id="first-image-over-budget-still-one"),
+        pytest.param([1 * MP] * 3, 10, None, 3, id="wanted-beyond-the-list-no-budget"),
+        pytest.param([1 * MP] * 3, 10, 2.5, 2, id="wanted-beyond-the-list-binding"),
+    ],
+)
+def test_images_within_budget(
+    pixels: list[int], wanted: int, max_megapixels: float | None, held: int
+) -> None:
+    """Protects the one rule the micro engine (on the manifest) and the plan (on plan-time sizes)
+    share: the first images whose pixels stay within the budget, at least one, all without one."""
+    assert memory.images_within_budget(pixels, wanted, max_megapixels) == held
+
+
+# -- 2. the prediction --------------------------------------------------------------------------
+def expected(fp: memory.Footprint) -> tuple[int, int, float]:
+    """(mem_mb, rss_mb, process_mb) by the formula of augbench/memory.py's docstring, from the
+    policy constants: shared pages once plus each forked worker's private pages and the batches
+    in flight (mem_mb); the same plus each forked worker's copy of the pages it shares with the
+    main process (rss_mb); both times the headroom factor plus its MB."""
+    alone, with_torch = policy.IMPORT_RSS_MB[fp.library]
+    base = (with_torch if fp.torch else alone) + (policy.CUDA_CONTEXT_HOST_MB if fp.gpu else 0)
+    image = fp.images * fp.pixels * fp.channels * fp.value_bytes * fp.copies / 2**20
+    main = base + image + fp.extra_mb + fp.working_mb
+    others = (fp.processes - 1) * base
+    needed = main + others + fp.forked * policy.WORKER_PRIVATE_MB + fp.batches_mb
+    rss = needed + fp.forked * (base + image)
+    room = policy.MEMORY_HEADROOM
+    return math.ceil(needed * room.factor + room.mb), math.ceil(rss * room.factor + room.mb), base
+
+
+def test_image_mb_is_images_times_pixels_channels_bytes_and_copies() -> None:
+    """Protects the resident pixel data of a footprint: 8 images of 2**20 RGB 8-bit pixels, held
+    once, are 24 MiB; float32 values in two copies make it 8 times that."""
+    fp = memory.Footprint("pillow", images=8, pixels=2**20)
+    assert fp.image_mb == 24.0
+    assert memory.Footprint("kornia", images=8, pixels=2**20, value_bytes=4, copies=2).image_mb == (
+        24.0 * 8
+    )
+
+
+@pytest.mark.parametrize("torch", [False, True])
+def test_predict_follows_the_documented_formula(torch: bool) -> None:
+    """Protects mem_mb (what the rule requests) and rss_mb (what Snakemake's max_rss reports) for
+    a job with several processes, forked workers, resident images and an extra process."""
+    fp = memory.Footprint(
+        "pillow", torch=torch, processes=2, forked=3, images=10, pixels=1.5 * MP,
+        channels=3, value_bytes=1, copies=2.0, extra_mb=policy.MANAGER_RSS_MB, working_mb=50.0,
+        batches_mb=120.0,
+    )  # fmt: skip
+    mem_mb, rss_mb, process_mb = expected(fp)
+    got = memory.predict(fp)
+    assert (got.mem_mb, got.rss_mb, got.process_mb) == (mem_mb, rss_mb, process_mb)
+    assert got.image_mb == fp.image_mb
+    assert got.process_mb == policy.IMPORT_RSS_MB["pillow"][1 if torch else 0]
+
+
+def test_forked_workers_count_the_parent_again_only_in_the_rss_sum() -> None:
+    """Protects the difference of the two numbers: a forked worker shares its parent's pages
+    (mem_mb adds only its private MB) but Snakemake's max_rss sums them again; without forked
+    workers the two agree."""
+    alone = memory.Footprint("torchvision", torch=True, images=100, pixels=0.2 * MP)
+    forked = memory.Footprint("torchvision", torch=True, images=100, pixels=0.2 * MP, forked=4)
+    assert memory.predict(alone).rss_mb == memory.predict(alone).mem_mb
+    assert memory.predict(forked).rss_mb > memory.predict(forked).mem_mb
+    assert memory.predict(forked).mem_mb > memory.predict(alone).mem_mb
+    assert (memory.predict(forked).mem_mb, memory.predict(forked).rss_mb) == expected(forked)[:2]
+
+
+def test_a_gpu_job_adds_the_cuda_context_to_its_process() -> None:
+    """Protects the host memory of a CUDA context in a GPU job's prediction."""
+    cpu = memory.Footprint("torchvision", torch=True, forked=2)
+    gpu = memory.Footprint("torchvision", torch=True, forked=2, gpu=True)
+    assert memory.predict(gpu).process_mb == (
+        memory.predict(cpu).process_mb + policy.CUDA_CONTEXT_HOST_MB
+    )
+    assert (memory.predict(gpu).mem_mb, memory.predict(gpu).rss_mb) == expected(gpu)[:2]
+
+
+def test_a_library_without_a_measurement_gets_the_largest_one() -> None:
+    """Protects a registered extension's prediction: the unknown-library constant."""
+    assert memory.process_mb("not-a-library", False) == policy.UNKNOWN_LIBRARY_RSS_MB[0]
+    assert memory.process_mb("not-a-library", True) == policy.UNKNOWN_LIBRARY_RSS_MB[1]
+
+
+# -- 3. the default archive's sizes without building it ------------------------------------------
+def test_default_image_sizes_are_those_of_the_built_archive(tmp_path: Path) -> None:
+    """Protects the plan-time sizes of the embedded default archive: the same (width, height), in
+    member order, as the images build_default_archive writes."""
+    pytest.importorskip("skimage")
+    from PIL import Image
+
+    archive = tmp_path / "default.tar"
+    dataset.build_default_archive(archive, 6)
+    with tarfile.open(archive) as tar:
+        members = sorted((m for m in tar.getmembers() if m.isfile()), key=lambda m: m.name)
+        assert [m.name.split("_")[0] for m in members] == [f"images/{i:05d}" for i in range(6)]
+        written = []
+        for member in members:
+            with Image.open(io.BytesIO(tar.extractfile(member).read())) as img:
+                written.append(img.size)
+    assert dataset.default_image_sizes(6) == written
+
+
+# -- 4. image sizes at plan time -----------------------------------------------------------------
+def dataset_block(archive: str | None = None, default_images: int = 5) -> dict:
+    """The ``dataset`` block plan_sizes reads (the schema's assumed size)."""
+    return {
+        "dataset": {
+            "archive": archive,
+            "default_images": default_images,
+            "assumed_image_size": [4032, 3024],
+        }
+    }
+
+
+def test_a_staged_manifest_gives_the_sizes(tmp_path: Path) -> None:
+    """Protects the first source of sizes: a manifest already staged under data_dir wins over the
+    default archive and over the assumed size of a configured archive."""
+    write_manifest(tmp_path / "base" / "manifest.json", [(640, 480), (300, 200)])
+    want = memory.ImageSizes(((640, 480), (300, 200)), "manifest")
+    for block in (dataset_block(), dataset_block(archive="photos.tar")):
+        assert memory.plan_sizes(block, "base", {}, tmp_path) == {"base": want}
+
+
+def test_without_a_manifest_the_default_archive_sizes_are_used(tmp_path: Path) -> None:
+    """Protects the default archive's sizes before it is built (dataset.default_images of them);
+    an unreadable manifest counts as none."""
+    expected_sizes = memory.ImageSizes(tuple(dataset.default_image_sizes(5)), "default archive")
+    assert memory.plan_sizes(dataset_block(), "base", {}, tmp_path) == {"base": expected_sizes}
+    (tmp_path / "base").mkdir()
+    (tmp_path / "base" / "manifest.json").write_text("{not json")
+    assert memory.plan_sizes(dataset_block(), "base", {}, tmp_path) == {"base": expected_sizes}
+
+
+def test_an_archive_not_staged_yet_has_the_assumed_size(tmp_path: Path) -> None:
+    """Protects the conservative assumption for a configured archive with no manifest yet: one
+    assumed size standing for any number of images."""
+    sizes = memory.plan_sizes(dataset_block(archive="photos.tar"), "base", {}, tmp_path)["base"]
+    assert sizes == memory.ImageSizes(((4032, 3024),), "assumed")
+    assert sizes.first(3) == [4032 * 3024] * 3
+    assert sizes.mean_pixels(3) == 4032 * 3024
+
+
+def test_a_derived_dataset_has_its_base_sizes_resized(tmp_path: Path) -> None:
+    """Protects the sizes of a resolution-sweep dataset before it is resized: its base's, through
+    ResizeSpec.target_size, with the base's source; its own staged manifest wins."""
+    spec = resize.ResizeSpec(512)
+    got = memory.plan_sizes(dataset_block(), "base", {"r512": spec}, tmp_path)
+    resized = tuple(spec.target_size(w, h) for w, h in dataset.default_image_sizes(5))
+    assert got["r512"] == memory.ImageSizes(resized, "default archive")
+    assert all(min(w, h) == 512 for w, h in got["r512"].sizes)
+    assumed = memory.plan_sizes(dataset_block(archive="p.tar"), "base", {"r512": spec}, tmp_path)
+    assert assumed["r512"] == memory.ImageSizes(((683, 512),), "assumed")
+    write_manifest(tmp_path / "r512" / "manifest.json", [(700, 512)])
+    staged = memory.plan_sizes(dataset_block(), "base", {"r512": spec}, tmp_path)
+    assert staged["r512"] == memory.ImageSizes(((700, 512),), "manifest")
+
+
+# -- 5. the micro engine's pixel budget on a manifest --------------------------------------------
+@pytest.fixture
+def two_megapixel_manifest(tmp_path: Path) -> Path:
+    """A staged manifest of four 2000 x 1000 images (2 MP each)."""
+    return write_manifest(tmp_path / "data" / "manifest.json", [(2000, 1000)] * 4)
+
+
+@pytest.mark.parametrize(
+    ("wanted", "max_megapixels", "held"),
+    [(4, 0.0, 4), (4, 100.0, 4), (4, 5.0, 2), (4, 1.0, 1), (10, 100.0, 10), (10, 5.0, 2)],
+)
+def test_images_within_pixel_budget_on_a_manifest(
+    two_megapixel_manifest: Path, wanted: int, max_megapixels: float, held: int
+) -> None:
+    """Protects what the micro engine asks of the staged manifest: fewer images only where the
+    budget binds; otherwise the number asked for, even beyond the dataset (select_files and
+    dataset.allow_fewer decide that case)."""
+    assert media.images_within_pixel_budget(two_megapixel_manifest, wanted, max_megapixels) == held
+
+
+def micro_args(manifest: Path, num_images: int, *budget: str) -> argparse.Namespace:
+    return micro.parse_args(
+        ["--library", "pillow", "--transforms", "HorizontalFlip", "--manifest", str(manifest),
+         "--num-images", str(num_images), "--machine", "m", "--output",
+         str(manifest.parent / "out.json"), *budget]
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("budget", "record"),
+    [
+        ([], {"max_megapixels": None, "configured_images": 4, "images": 4, "binding": False}),
+        (["--max-megapixels", "100"],
+         {"max_megapixels": 100.0, "configured_images": 4, "images": 4, "binding": False}),
+        (["--max-megapixels", "5"],
+         {"max_megapixels": 5.0, "configured_images": 4, "images": 2, "binding": True}),
+    ],
+)  # fmt: skip
+def test_apply_pixel_budget_lowers_num_images_only_where_it_binds(
+    two_megapixel_manifest: Path, budget: list[str], record: dict
+) -> None:
+    """Protects the micro job's images: --num-images lowered to what the budget holds (so workers,
+    the row's dataset record and the cost model see it), and the record of both counts."""
+    args = micro_args(two_megapixel_manifest, 4, *budget)
+    assert micro.apply_pixel_budget(args) == record
+    assert args.num_images == record["images"]
+
+
+# -- 6. the paper preset against its cloud machines ----------------------------------------------
+def paper_sweep(tmp: Path, **extra: object) -> sweep.Sweep:
+    """The paper preset as common.smk plans it: the dataset's identity and its derived datasets,
+    their plan-time sizes and resolutions (nothing staged under ``tmp``)."""
+    cfg = config("paper", **extra)
+    base, derived = resize.configured_datasets(cfg, tmp / "dataset-ids.json")
+    sizes, resolutions = sweep.dataset_facts(cfg, base.key, derived, tmp / "data")
+    return sweep.Sweep(cfg, base.key, tuple(derived), sizes, resolutions)
+
+
+@pytest.fixture(scope="module")
+def paper(tmp_path_factory: pytest.TempPathFactory) -> sweep.Sweep:
+    return paper_sweep(tmp_path_factory.mktemp("paper"))
+
+
+def test_every_paper_job_fits_its_cloud_placement(paper: sweep.Sweep) -> None:
+    """Protects the paper sweep on its configured machines: no planned job predicts more memory
+    than its placement's memory_mb, so the plan refuses nothing."""
+    assert {s.source for s in paper.sizes.values()} == {"default archive"}
+    assert sorted(paper.resolutions.values()) == config("paper")["resolutions"]
+    checks = paper.memory_checks(paper.placement_memory)
+    assert len(checks) == len(paper.jobs())
+    too_big = [c for c in checks if c.predicted_mb > c.available_mb]
+    assert not too_big, too_big[:3]
+    assert paper.memory_refusals(cloud=True) == []
+
+
+def test_a_rules_mem_mb_resource_is_its_prediction(paper: sweep.Sweep) -> None:
+    """Protects what Snakemake schedules by: the rule's mem_mb equals the job's prediction."""
+    for rule in ("micro", "cpu_dataloader", "gpu_dataloader", "dali"):
+        job = next(j for j in paper.jobs() if j.rule == rule)
+        resources = paper.resources(job.kind, paper.wildcards_of(job))
+        assert resources["mem_mb"] == paper.memory(job).mem_mb
+
+
+def test_a_micro_machine_too_small_is_refused_with_the_fix(tmp_path: Path) -> None:
+    """Protects the refusal before any job starts: one line for the rule that does not fit, with
+    its need, the machine's MB and what to change."""
+    small = paper_sweep(tmp_path, cloud={"regimes": {"micro": {"memory_mb": 2000}}})
+    refusals = small.memory_refusals(cloud=True)
+    assert len(refusals) == 1, refusals
+    line = refusals[0]
+    for part in ("rule micro", "MB", "2000", "micro.max_megapixels"):
+        assert part in line, (part, line)
+
+
+def test_micro_at_2048_px_holds_fewer_images_within_the_budget(paper: sweep.Sweep) -> None:
+    """Protects the pixel budget at plan time: at the 2048 px resolution a micro job holds the
+    largest prefix of images within micro.max_megapixels, fewer than num_images."""
+    key = next(k for k, r in paper.resolutions.items() if r == 2048)
+    wanted = paper.num_images_for(regimes.KINDS["micro"])
+    held = paper.micro_images(key)
+    assert 1 <= held < wanted
+    budget = paper.config["micro"]["max_megapixels"] * 1e6
+    pixels = paper.sizes[key].first(held + 1)
+    assert sum(pixels[:held]) <= budget < sum(pixels)
+
+
+# -- 7. the footprints of the DataLoader regime ---------------------------------------------------
+def dataloader_footprint(s: sweep.Sweep, scope: str, workers: int) -> memory.Footprint:
+    kind = regimes.KINDS["cpu_dataloader"]
+    wildcards = {"machine": "m", "dataset": "d", "library": "pillow", "scope": scope,
+                 "workers": str(workers), "shard": "s000"}  # fmt: skip
+    return kind.memory(s, kind, wildcards)
+
+
+def test_a_dataloader_job_grows_with_its_workers() -> None:
+    """Protects the forked workers of every live DataLoader (the regime's, the bare loop's and,
+    in the decode scope, the memory-scope companion's) in a cpu_dataloader job's memory."""
+    s = sweep.Sweep(config("smoke", cpu_dataloader={"job_per": "setting"}), "d")
+    assert s.config["cpu_dataloader"]["baseline_runs"] > 0
+    for scope, loaders in (("memory", 2), ("decode", 3)):
+        none, four = dataloader_footprint(s, scope, 0), dataloader_footprint(s, scope, 4)
+        assert (none.forked, four.forked) == (0, 4 * loaders)
+        grown = memory.predict(four).mem_mb - memory.predict(none).mem_mb
+        factor = policy.MEMORY_HEADROOM.factor
+        # Each forked worker's private pages, and 4 x prefetch_factor more batches in flight.
+        batches = four.batches_mb - none.batches_mb
+        assert batches == pytest.approx(4 * s.config["cpu_dataloader"]["prefetch_factor"]
+                                        * s.config["cpu_dataloader"]["batch_size"] * 224**2
+                                        * 12 / 2**20)  # fmt: skip
+        own = 4 * loaders * policy.WORKER_PRIVATE_MB + batches
+        assert grown == pytest.approx(own * factor, abs=1)
+        assert memory.predict(four).rss_mb > memory.predict(four).mem_mb
+
+
+def test_only_a_job_that_keeps_images_in_memory_holds_them() -> None:
+    """Protects the resident images of a cpu_dataloader job: the memory scope holds its decoded
+    images; the decode scope without baselines (no memory-scope companion) holds none."""
+    s = sweep.Sweep(config("smoke", cpu_dataloader={"job_per": "setting", "baseline_runs": 0}), "d")
+    images = s.num_images_for(regimes.KINDS["cpu_dataloader"])
+    in_memory, decoded = dataloader_footprint(s, "memory", 2), dataloader_footprint(s, "decode", 2)
+    assert (in_memory.images, in_memory.forked) == (images, 2)
+    assert in_memory.pixels == 4032 * 3024  # the assumed size (no sizes given)
+    assert (decoded.images, decoded.image_mb, decoded.forked) == (0, 0.0, 2)
+    assert memory.predict(in_memory).mem_mb > memory.predict(decoded).mem_mb

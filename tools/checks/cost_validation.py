@@ -1,0 +1,190 @@
+"""Check the cost and memory models against a measured run (docs/cloud.md#checked-against-a-run).
+
+    uv run python tools/checks/cost_validation.py --predict-from SMOKE_RUN --measured LITE_RUN \
+        --output docs/cost_validation.tsv [--config preset=paper-lite ...]
+
+1. Predicts the measured run's configuration with rule ``cost`` (``snakemake cost`` in a scratch
+   directory, ``cloud.estimate_from`` = SMOKE_RUN): results/cost/jobs.tsv lists every planned job
+   with its predicted local seconds (expected and at most) and memory (augbench.cost,
+   augbench.memory).
+2. Reads the measured run's Snakemake benchmark files (``s``, ``max_rss``, ``max_pss``) of the
+   same jobs.
+3. Writes one row per rule: jobs, predicted and measured seconds (sums over the rule's jobs) and
+   their ratio, the largest predicted and measured memory, and the range over the rule's jobs of
+   predicted / measured memory, for two pairs:
+
+   - ``mem_mb`` (what the job takes from its machine) against what the job really held: its
+     ``max_rss`` when its processes share no pages (one process, or a pyperf manager and its
+     worker), its ``max_pss`` when it forks DataLoader workers (their copy-on-write pages are the
+     main process's, counted once in a PSS sum and once per process in an RSS sum);
+   - ``rss_mb`` against Snakemake's ``max_rss`` (that per-process sum) for every job.
+
+   For every rule with at least 3 jobs the targets are: measured / predicted time within
+   0.75-1.25, and for both pairs predicted >= measured and <= 2x it; ``within_targets`` says.
+
+The measured run and SMOKE_RUN must be finished workflow runs on the same machine; both runs'
+configuration options go in ``--config`` (default: the paper-lite preset with all five libraries
+and the regimes this machine can run, as committed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from augbench.cost import benchmark_row  # noqa: E402
+
+DEFAULT_CONFIG = [
+    "preset=paper-lite",
+    "libraries=[albumentationsx,torchvision,kornia,pillow,dali]",
+    "regimes=[micro,cpu_dataloader,dali]",
+]
+COLUMNS = (
+    "rule", "jobs", "predicted_s", "predicted_max_s", "measured_s", "measured_over_predicted",
+    "predicted_mem_mb", "measured_mem_mb", "mem_over_measured_min", "mem_over_measured_max",
+    "measured_max_pss_mb",
+    "predicted_rss_mb", "measured_max_rss_mb", "rss_over_measured_min", "rss_over_measured_max",
+    "within_targets",
+)  # fmt: skip
+TIME_TARGET = (0.75, 1.25)
+MEMORY_TARGET = (1.0, 2.0)
+MIN_JOBS = 3
+
+
+def predict(smoke: Path, config: list[str], envs_dir: Path) -> list[dict[str, str]]:
+    """Rows of results/cost/jobs.tsv for ``config``, learned from the ``smoke`` run."""
+    with tempfile.TemporaryDirectory(prefix="cost-validation-") as scratch:
+        cmd = [
+            sys.executable, "-m", "snakemake", "cost", "--cores", "1",
+            "-s", str(ROOT / "Snakefile"), "-d", scratch, "--config", *config,
+            f"cloud={{estimate_from: {smoke}}}", f"envs={{dir: {envs_dir}}}",
+        ]  # fmt: skip
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=os.environ)
+        if done.returncode != 0:
+            sys.exit(f"snakemake cost failed:\n{done.stderr[-3000:]}")
+        with (Path(scratch) / "results/cost/jobs.tsv").open(newline="") as fh:
+            return list(csv.DictReader(fh, delimiter="\t"))
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        return float(text) if text not in (None, "", "NA", "n/a") else None
+    except ValueError:
+        return None
+
+
+def measured_setup(run: Path, rule: str) -> list[dict[str, str]]:
+    return [
+        row
+        for tsv in sorted((run / "benchmarks" / "setup" / rule).glob("*.tsv"))
+        if (row := benchmark_row(tsv)) is not None
+    ]
+
+
+def compare(predicted: list[dict[str, str]], run: Path) -> list[dict[str, object]]:
+    # One benchmark file per job: a job writing several result files is the sum of its rows.
+    jobs: dict[tuple[str, str], dict[str, float]] = {}
+    by_rule: dict[str, list[dict[str, float]]] = defaultdict(list)
+    setup: dict[str, list[float]] = defaultdict(list)
+    for row in predicted:
+        if not row["benchmark"]:
+            setup[row["rule"]].append(float(row["expected_s"]))
+            continue
+        key = (row["rule"], row["benchmark"])
+        memory = {"mem": float(row["mem_mb"]), "rss": float(row["rss_mb"]),
+                  "forked": float(row["forked"])}  # fmt: skip
+        job = jobs.setdefault(key, {"expected": 0.0, "max": 0.0, **memory})
+        job["expected"] += float(row["expected_s"])
+        job["max"] += float(row["max_s"])
+    for (rule, bench), job in jobs.items():
+        measured = benchmark_row(run / bench)
+        if measured is None:
+            sys.exit(f"{run / bench}: no benchmark file; is {run} a finished run of this config?")
+        job |= {"s": float(measured["s"]), "max_rss": _number(measured.get("max_rss")) or 0.0,
+                "max_pss": _number(measured.get("max_pss")) or 0.0}  # fmt: skip
+        job["held"] = job["max_pss"] if job["forked"] else job["max_rss"]
+        by_rule[rule].append(job)
+    out: list[dict[str, object]] = []
+    for rule, members in by_rule.items():
+        out.append(summarize(rule, members))
+    for rule, seconds in setup.items():
+        measured = measured_setup(run, rule)
+        got = sum(float(r["s"]) for r in measured)
+        ok = len(seconds) < MIN_JOBS or _within(got / sum(seconds), TIME_TARGET)
+        out.append({
+            "rule": rule, "jobs": len(seconds), "predicted_s": f"{sum(seconds):.1f}",
+            "predicted_max_s": f"{sum(seconds):.1f}", "measured_s": f"{got:.1f}",
+            "measured_over_predicted": f"{got / sum(seconds):.2f}" if sum(seconds) else "n/a",
+            **{c: "n/a" for c in COLUMNS[6:-1]}, "within_targets": ok,
+        })  # fmt: skip
+    return out
+
+
+def _within(value: float, bounds: tuple[float, float]) -> bool:
+    return bounds[0] <= value <= bounds[1]
+
+
+def summarize(rule: str, members: list[dict[str, float]]) -> dict[str, object]:
+    predicted = sum(j["expected"] for j in members)
+    measured = sum(j["s"] for j in members)
+    mem = [j["mem"] / j["held"] for j in members if j["held"]]
+    rss = [j["rss"] / j["max_rss"] for j in members if j["max_rss"]]
+    ratio = measured / predicted if predicted else float("nan")
+    ok = len(members) < MIN_JOBS or (
+        _within(ratio, TIME_TARGET)
+        and all(_within(r, MEMORY_TARGET) for r in mem)
+        and all(_within(r, MEMORY_TARGET) for r in rss)
+    )
+    return {
+        "rule": rule, "jobs": len(members), "predicted_s": f"{predicted:.1f}",
+        "predicted_max_s": f"{sum(j['max'] for j in members):.1f}", "measured_s": f"{measured:.1f}",
+        "measured_over_predicted": f"{ratio:.2f}",
+        "predicted_mem_mb": f"{max(j['mem'] for j in members):.0f}",
+        "measured_mem_mb": f"{max(j['held'] for j in members):.0f}",
+        "mem_over_measured_min": f"{min(mem):.2f}" if mem else "n/a",
+        "mem_over_measured_max": f"{max(mem):.2f}" if mem else "n/a",
+        "measured_max_pss_mb": f"{max(j['max_pss'] for j in members):.0f}",
+        "predicted_rss_mb": f"{max(j['rss'] for j in members):.0f}",
+        "measured_max_rss_mb": f"{max(j['max_rss'] for j in members):.0f}",
+        "rss_over_measured_min": f"{min(rss):.2f}" if rss else "n/a",
+        "rss_over_measured_max": f"{max(rss):.2f}" if rss else "n/a",
+        "within_targets": ok,
+    }  # fmt: skip
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--predict-from", type=Path, required=True, help="the finished smoke run")
+    p.add_argument("--measured", type=Path, required=True, help="the finished run to check")
+    p.add_argument("--output", type=Path, default=ROOT / "docs" / "cost_validation.tsv")
+    p.add_argument("--envs-dir", type=Path, default=ROOT / ".venvs")
+    p.add_argument("--config", nargs="*", default=DEFAULT_CONFIG)
+    args = p.parse_args()
+    predicted = predict(args.predict_from.resolve(), args.config, args.envs_dir.resolve())
+    rows = compare(predicted, args.measured.resolve())
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    with args.output.open("w", newline="") as fh:
+        out = csv.DictWriter(fh, COLUMNS, delimiter="\t")
+        out.writeheader()
+        out.writerows(rows)
+    width = max(len(str(r["rule"])) for r in rows) + 2
+    for r in rows:
+        print(f"{r['rule']:<{width}}{r['jobs']:>4}  time {r['measured_over_predicted']:>5}  "
+              f"mem {r['mem_over_measured_min']}-{r['mem_over_measured_max']}  "
+              f"rss {r['rss_over_measured_min']}-{r['rss_over_measured_max']}  "
+              f"{'ok' if r['within_targets'] else 'MISS'}")  # fmt: skip
+    print(f"-> {args.output}")
+    return 0 if all(r["within_targets"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
