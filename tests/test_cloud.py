@@ -106,8 +106,12 @@ def test_cloud_profile_sets_what_a_sweep_needs() -> None:
     assert "preemptible-retries" not in profile and profile["retries"] >= 1
     assert profile["keep-going"] is True
     assert "centos" not in profile["googlebatch-image-family"]
-    # No global bench_slot: jobs on separate VMs must not be serialized.
-    assert "resources" not in profile
+    # bench_slot only sizes a group's VM (one member per layer): a local-scope resource, which
+    # Snakemake leaves out of its scheduler's totals for remote jobs, so jobs on separate VMs are
+    # never serialized (Job._get_scheduler_resources in Snakemake 9).
+    assert profile["resources"] == ["bench_slot=1"]
+    assert profile["set-resource-scopes"] == ["bench_slot=local"]
+    assert set(profile["group-components"]) == set(profile["groups"].values())
 
 
 # -- the machine actually used -----------------------------------------------------------------

@@ -44,7 +44,10 @@ def test_user_values_override_the_preset() -> None:
         ({"libraries": ["albx"]}, "libraries[0]: 'albx' is not one of ['albumentationsx'"),
         ({"transforms": ["Foo"]}, "transforms[0]: 'Foo' is not one of ["),
         ({"regimes": ["gpu"]}, "regimes[0]: 'gpu' is not one of ['micro'"),
-        ({"preset": "huge"}, "unknown preset 'huge'; allowed: ['default', 'paper', 'smoke']"),
+        (
+            {"preset": "huge"},
+            "unknown preset 'huge'; allowed: ['default', 'paper', 'paper-lite', 'smoke']",
+        ),
         ({"dataset": {"archive": "x.zip"}}, "dataset.archive: 'x.zip' does not match"),
         ({"num_images": 0}, "num_images: 0 is less than the minimum of 1"),
         ({"typo_key": 1}, "config error at typo_key: unknown key (valid: preset, machine,"),
@@ -204,7 +207,10 @@ def test_coerce_tries_each_type_the_schema_allows(value: dict, expected: dict) -
             "config error at pipelines[0].nme: unknown key; did you mean 'name'?",
         ),
         ({"regimes": ["mikro"]}, "did you mean 'micro'?"),
-        ({"preset": "smok"}, "unknown preset 'smok'; allowed: ['default', 'paper', 'smoke']"),
+        (
+            {"preset": "smok"},
+            "unknown preset 'smok'; allowed: ['default', 'paper', 'paper-lite', 'smoke']",
+        ),
         ({"preset": "smok"}, "did you mean 'smoke'?"),
         ({"transforms": "al"}, "config error at transforms: 'al' is neither 'all' nor a list"),
         ({"micro": {"values": "many"}}, "micro.values: 'many' is not of type 'integer'"),
