@@ -75,12 +75,6 @@ def whole_job_kinds() -> tuple[str, ...]:
     return tuple(k.rule for k in regimes.kinds() if k.cost == "whole_job")
 
 
-def kind_of(regime: str, stem: str) -> str:
-    """The rule behind a result file (e.g. DALI's CPU-backend variant is its own rule)."""
-    kind = regimes.result_kind(regime, stem)
-    return kind.rule if kind is not None else regime
-
-
 def setting_of(row: Mapping[str, Any], params: Mapping[str, Any]) -> str:
     """The loader setting a row was measured at (``memory-w2``), '' where the kind has none."""
     scope = row.get("scope") or params.get("scope")
@@ -232,24 +226,19 @@ def breakdown_row_work(row: Mapping[str, Any], params: Mapping[str, Any]) -> flo
 def row_work(kind: str, row: Mapping[str, Any], params: Mapping[str, Any]) -> float:
     model = regimes.KINDS[kind].cost
     if model == "pyperf":
-        images = micro_row_images(row, params) or images_per_transform(kind, params)
-        return images / row["median_throughput"]
+        # Older result files without processes and loops per row: every process allowed.
+        most = params["num_images"] * params["processes"] * (params["values"] + params["warmups"])
+        return (micro_row_images(row, params) or most) / row["median_throughput"]
     if model == "dataloader":
         return dataloader_row_work(row, params)
     if model == "breakdown":
         return breakdown_row_work(row, params)
-    return images_per_transform(kind, params) / row["median_throughput"]
+    return stream_images(params) / row["median_throughput"]
 
 
-def images_per_transform(kind: str, params: Mapping[str, Any]) -> float:
-    """Images one transform processes in one job at most (older results without row detail)."""
-    model = regimes.KINDS[kind].cost
-    if model == "pyperf":
-        return params["num_images"] * params["processes"] * (params["values"] + params["warmups"])
-    if model == "dataloader":
-        runs = params["num_runs"] + params.get("baseline_runs", 1) + 1  # + the warm-up epoch
-        return params["images_per_run"] * runs
-    return params["num_images"] * (params["values"] + params["warmups"])  # GPU and DALI streams
+def stream_images(params: Mapping[str, Any]) -> float:
+    """Images one recipe streams in a GPU DataLoader or DALI job: warm-ups and values."""
+    return params["num_images"] * (params.get("values", 1) + params.get("warmups", 0))
 
 
 # -- learning from a local run --------------------------------------------------------------
@@ -296,6 +285,7 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
         if regimes.KINDS[kind].cost == "whole_job":
             continue
         library = path.parts[-2]
+        timing = None  # a DataLoader file's job_timing, where it records one
         try:
             payload = json.loads(path.read_text())
             params = payload["metadata"]["benchmark_params"]
@@ -662,7 +652,7 @@ def breakdown_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) ->
 
 
 def stream_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -> Estimate:
-    images = params["num_images"] * (params["values"] + params["warmups"])
+    images = stream_images(params)
     seconds = model.overhead_s / job.share + sum(
         images * model.seconds_per_image(t, job.megapixels) for t in job.transforms
     )
@@ -723,8 +713,7 @@ def estimate_jobs(
         rate = assumed.get(declared.placement, assumed.get(job.kind, {})).get(job.library)
         if rate and params.get("num_images"):
             overhead = model.overhead_s / job.share if model is not None else 0.0
-            images = params["num_images"] * (params.get("values", 1) + params.get("warmups", 0))
-            seconds = overhead + len(job.transforms) * images / rate
+            seconds = overhead + len(job.transforms) * stream_images(params) / rate
             out[job], basis[job] = Estimate(seconds, seconds), "assumed"
         else:
             out[job] = None

@@ -86,7 +86,8 @@ class JobKind:
     gpu: bool = False
     # Wildcard constraints of the rule beyond machine/dataset/library/shard (common.smk).
     constraints: Mapping[str, str] = field(default_factory=dict)
-    # The config block holding the kind's measuring parameters (cost model: target_params).
+    # The config block holding the kind's measuring parameters (the cost model's defaults for a
+    # job priced without its own flags: augbench.cost.estimate_jobs).
     config_block: str = ""
     # The config key (dotted) that sets how many images a job reads (its --num-images): replacing
     # the top-level num_images where set, or, with images_cap, capping it. Sweep.num_images_for.
@@ -763,16 +764,6 @@ def kind_of_result(path: str) -> tuple[JobKind, dict[str, str]] | None:
         found = kind.wildcards_of(path)
         if found is not None:
             return kind, found
-    return None
-
-
-def result_kind(regime: str, stem: str) -> JobKind | None:
-    """The kind that wrote a result file named ``stem`` in ``regime``'s folder (results role)."""
-    for kind in kinds("results"):
-        name = kind.result.rsplit("/", 1)[-1].removesuffix(".json")
-        pattern = re.sub(r"\\\{\w+\\\}", "[^/]+", re.escape(name))
-        if kind.regime == regime and re.fullmatch(pattern, stem):
-            return kind
     return None
 
 

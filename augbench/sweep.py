@@ -77,6 +77,9 @@ class Sweep:
             key: (sizes or {}).get(key, assumed) for key in (dataset, *self.derived)
         }
         self.resolutions: dict[str, int] = dict(resolutions or {})
+        # Predictions asked for again by the refusal, each rule's mem_mb and the cost plan.
+        self._memory: dict[tuple[Any, ...], memory.Prediction] = {}
+        self._micro_images: dict[str, int] = {}
         self.machine: str = config["machine"]
         self.libraries: list[str] = list(config["libraries"])
         self.regimes: list[str] = list(config["regimes"])
@@ -355,14 +358,20 @@ class Sweep:
     def micro_images(self, dataset: str) -> int:
         """Images one micro job holds on ``dataset``: num_images, or the first images within
         micro.max_megapixels (the rule the engine applies to the staged manifest)."""
-        wanted = self.num_images_for(regimes.KINDS["micro"])
-        pixels = self.sizes[dataset].first(wanted)
-        return memory.images_within_budget(pixels, wanted, self.config["micro"]["max_megapixels"])
+        if dataset not in self._micro_images:
+            wanted = self.num_images_for(regimes.KINDS["micro"])
+            pixels = self.sizes[dataset].first(wanted)
+            budget = self.config["micro"]["max_megapixels"]
+            self._micro_images[dataset] = memory.images_within_budget(pixels, wanted, budget)
+        return self._micro_images[dataset]
 
     def memory(self, job: Job) -> memory.Prediction:
         """The predicted memory of one planned job (its rule's mem_mb)."""
-        kind = job.kind
-        return memory.predict(kind.memory(self, kind, self.wildcards_of(job)))
+        key = (job.rule, job.library, job.dataset, job.wildcards)
+        if key not in self._memory:
+            kind = job.kind
+            self._memory[key] = memory.predict(kind.memory(self, kind, self.wildcards_of(job)))
+        return self._memory[key]
 
     def memory_checks(self, available: Callable[[JobKind], tuple[str, int]]) -> list[memory.Check]:
         """Every planned job's predicted memory against ``available(kind)``: (the machine's

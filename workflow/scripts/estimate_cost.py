@@ -34,7 +34,7 @@ def main() -> str:
     run_dir = Path(sm.params.run_dir)
     models = cost.learn(run_dir)
     # Early stopping the local run could not show: the shares of the shipped reference timings.
-    reference = Path(snakemake.scriptdir).parent / "resources" / "time_model.json"  # noqa: F821
+    reference = Path(sm.scriptdir).parent / "resources" / "time_model.json"
     borrowed = cost.borrow_shares(models, load_models(reference, Path("/nonexistent"))[0])
     # Every job of the sweep (augbench.sweep.Sweep.cost_jobs: the same job list the rules run).
     jobs = plan["jobs"]
