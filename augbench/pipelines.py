@@ -36,7 +36,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,13 +58,49 @@ class PipelineError(ValueError):
     """A pipeline definition the workflow cannot run; the message names file, step and key."""
 
 
+# Step options: how a step is applied, on top of the catalog's parameters (which say what it
+# does). ``p``: the probability that the step is applied to an image (every step but Normalize
+# and ToTensor; default 1, the catalog's convention). ``antialias``: whether a resampling step
+# low-pass filters when it downscales (RandomResizedCrop; absent: the library's own default,
+# recorded per row as ``Adapter.antialias_default``). A library that cannot apply an option as
+# asked gets an ``unsupported`` row naming the step and the option.
+STEP_OPTIONS: dict[str, tuple[type, ...]] = {"p": (int, float), "antialias": (bool,)}
+ANTIALIAS_STEPS: frozenset[str] = frozenset({"RandomResizedCrop"})
+
+
 @dataclass(frozen=True)
 class Step:
+    """One pipeline step: a catalog step (``name``, ``params``: the catalog's parameters,
+    ``options``: STEP_OPTIONS), or, in a pipeline written in a library's own format
+    (``Pipeline.native``), a step no catalog step expresses: ``unmapped`` says why, ``name`` is
+    the library's own class name and ``params`` its serialized arguments. An unmapped step runs
+    only in the library the pipeline was written for."""
+
     name: str
     params: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    unmapped: str = ""
+
+    @property
+    def probability(self) -> float:
+        return float(self.options.get("p", 1.0))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "params": self.params}
+        out: dict[str, Any] = {"name": self.name, "params": self.params}
+        if self.options:
+            out["options"] = self.options
+        if self.unmapped:
+            out["unmapped"] = self.unmapped
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Step:
+        return cls(
+            data["name"],
+            dict(data.get("params") or {}),
+            dict(data.get("options") or {}),
+            str(data.get("unmapped") or ""),
+        )
 
 
 @dataclass(frozen=True)
@@ -74,6 +110,11 @@ class Pipeline:
     targets: tuple[str, ...] = ()
     description: str = ""
     source: str = "inline"
+    # Where a pipeline was written in a library's own format: {"library": <adapter name>,
+    # "format": "albumentations" (A.save / A.to_dict output; "spec" holds it) or "module"
+    # ("ref": "package.module:attribute" of a torchvision v2 Compose)}. That library runs the
+    # user's own object; the others run the catalog mapping of ``steps``.
+    native: dict[str, Any] = field(default_factory=dict)
 
     @property
     def recipe(self) -> str:
@@ -102,16 +143,18 @@ class Pipeline:
             "targets": list(self.targets),
             "description": self.description,
             "source": self.source,
+            "native": self.native,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Pipeline:
         return cls(
             name=data["name"],
-            steps=tuple(Step(s["name"], dict(s.get("params") or {})) for s in data["steps"]),
+            steps=tuple(Step.from_dict(s) for s in data["steps"]),
             targets=tuple(data.get("targets") or ()),
             description=data.get("description", ""),
             source=data.get("source", "inline"),
+            native=dict(data.get("native") or {}),
         )
 
 
@@ -156,6 +199,8 @@ def _step(entry: Any, where: str, allow_diagnostic: bool) -> Step:
     else:
         allowed = ", ".join(_allowed_steps(allow_diagnostic))
         raise PipelineError(f"{where}: unknown step {name!r}; allowed: {allowed}")
+    options = step_options(name, overrides, where)
+    overrides = {k: v for k, v in overrides.items() if k not in STEP_OPTIONS}
     for key, value in overrides.items():
         if key not in defaults:
             raise PipelineError(
@@ -171,7 +216,33 @@ def _step(entry: Any, where: str, allow_diagnostic: bool) -> Step:
         **defaults,
         **{k: list(v) if isinstance(v, tuple) else v for k, v in overrides.items()},
     }
-    return Step(name, params)
+    return Step(name, params, options)
+
+
+def step_options(name: str, given: dict[str, Any], where: str) -> dict[str, Any]:
+    """The STEP_OPTIONS among a step's keys, checked: ``p`` in [0, 1] on any step but Normalize
+    and ToTensor, ``antialias`` a boolean on the steps of ANTIALIAS_STEPS."""
+    options = {k: v for k, v in given.items() if k in STEP_OPTIONS}
+    for key, value in options.items():
+        kinds = STEP_OPTIONS[key]
+        if not isinstance(value, kinds) or (bool not in kinds and isinstance(value, bool)):
+            raise PipelineError(
+                f"{where}: step {name!r} option {key!r} = {value!r} is not a {kinds[0].__name__}"
+            )
+    if "p" in options:
+        if name in (TAIL_STEP, TENSOR_STEP):
+            raise PipelineError(f"{where}: step {name!r} is always applied; it takes no 'p'")
+        if not 0.0 <= float(options["p"]) <= 1.0:
+            raise PipelineError(
+                f"{where}: step {name!r} option 'p' = {options['p']!r} is not in [0, 1]"
+            )
+        options["p"] = float(options["p"])
+    if "antialias" in options and name not in ANTIALIAS_STEPS:
+        raise PipelineError(
+            f"{where}: step {name!r} takes no 'antialias' (it is an option of "
+            f"{', '.join(sorted(ANTIALIAS_STEPS))})"
+        )
+    return options
 
 
 def parse(data: Any, *, source: str = "inline", allow_diagnostic: bool = False) -> Pipeline:
@@ -221,7 +292,9 @@ def parse(data: Any, *, source: str = "inline", allow_diagnostic: bool = False) 
 
 
 def load_file(path: Path, *, allow_diagnostic: bool = False, source: str | None = None) -> Pipeline:
-    """One pipeline file; ``source`` is how rows name it (default: the path)."""
+    """One pipeline file; ``source`` is how rows name it (default: the path). A file written by
+    AlbumentationsX (``A.save``, YAML or JSON) is read as the user's own Compose
+    (``augbench.pipeline_sources.albumentations_file``), named after the file's stem."""
     import yaml
 
     path = Path(path)
@@ -231,13 +304,26 @@ def load_file(path: Path, *, allow_diagnostic: bool = False, source: str | None 
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise PipelineError(f"pipeline file {path}: not valid YAML: {exc}") from None
+    from augbench.pipeline_sources import albumentations_file
+
+    if albumentations_file.is_albumentations_data(data):
+        return albumentations_file.parse(data, source=source or str(path), name=path.stem)
     return parse(data, source=source or str(path), allow_diagnostic=allow_diagnostic)
 
 
+# Where the workflow writes a ``module:attr`` pipeline resolved in the torchvision env
+# (rule resolve_pipeline); engines read it (:func:`from_json`).
+RESOLVED = "results/pipelines/resolved/{name}.json"
+
+
 def from_config(cfg: dict[str, Any], basedir: Path) -> list[Pipeline]:
-    """The configured pipelines: ``pipeline`` (one file, e.g. from ``--config pipeline=...``)
-    replaces the ``pipelines`` list. Relative paths are looked up in the working directory,
-    then in the workflow's directory."""
+    """The configured pipelines: ``pipeline`` (one entry, e.g. from ``--config pipeline=...``)
+    replaces the ``pipelines`` list. An entry is a file (relative paths are looked up in the
+    working directory, then in the workflow's directory: the benchmark's own format, or an
+    AlbumentationsX ``A.save`` file), ``package.module:attribute`` of a torchvision v2 Compose
+    (resolved in the torchvision env by the workflow), or an inline mapping."""
+    from augbench.pipeline_sources import torchvision_module
+
     allow = bool((cfg.get("pipeline_runs") or {}).get("allow_diagnostic_steps", False))
     entries = [cfg["pipeline"]] if cfg.get("pipeline") else list(cfg.get("pipelines") or [])
     out: list[Pipeline] = []
@@ -246,6 +332,11 @@ def from_config(cfg: dict[str, Any], basedir: Path) -> list[Pipeline]:
             path = Path(entry)
             if not path.is_absolute() and not path.exists():
                 path = Path(basedir) / entry
+            if not path.exists() and torchvision_module.is_module_ref(entry):
+                pipeline = torchvision_module.placeholder(entry, source=entry)
+                resolved = RESOLVED.format(name=pipeline.name)
+                out.append(replace(pipeline, native={**pipeline.native, "resolved": resolved}))
+                continue
             # Rows record the path as configured: the same on every machine and checkout.
             out.append(load_file(path, allow_diagnostic=allow, source=entry))
         else:
@@ -257,12 +348,31 @@ def from_config(cfg: dict[str, Any], basedir: Path) -> list[Pipeline]:
     return out
 
 
+def module_refs(items: Sequence[Pipeline]) -> dict[str, str]:
+    """``name -> module:attr`` of the pipelines the torchvision env must resolve first."""
+    return {p.name: p.native["ref"] for p in items if p.native.get("format") == "module"}
+
+
 def to_json(items: Sequence[Pipeline]) -> str:
     return json.dumps([p.to_dict() for p in items], sort_keys=True)
 
 
 def from_json(text: str) -> dict[str, Pipeline]:
-    return {d["name"]: Pipeline.from_dict(d) for d in json.loads(text or "[]")}
+    """Pipelines from their JSON; in a job, a ``module:attr`` pipeline takes the steps its
+    resolution wrote (:data:`RESOLVED`), or the error it met (rows then say so)."""
+    items = {d["name"]: Pipeline.from_dict(d) for d in json.loads(text or "[]")}
+    return {name: resolve_placeholder(p) for name, p in items.items()}
+
+
+def resolve_placeholder(pipeline: Pipeline) -> Pipeline:
+    path = pipeline.native.get("resolved")
+    if pipeline.steps or not path or not Path(path).is_file():
+        return pipeline
+    data = json.loads(Path(path).read_text())
+    if "error" in data:
+        return replace(pipeline, native={**pipeline.native, "error": str(data["error"])})
+    resolved = Pipeline.from_dict(data["pipeline"])
+    return replace(resolved, native={**resolved.native, "resolved": path})
 
 
 # -- per-library support and builders (library environment) ---------------------------------
@@ -286,17 +396,32 @@ def support_problem(
     gpu: bool = False,
 ) -> tuple[str, str, dict[str, Any]] | None:
     """(status, reason, fields) when the library cannot run the pipeline as defined, else None.
-    The first step the library lacks is named; a target this harness does not drive for the
-    library in the regime (``gpu``: the GPU regimes) gives a `skipped` row (the pipeline is never
-    timed without its targets). ``step_reason(name)`` says why a step does not run (None: it
-    runs); by default the adapter's CPU mapping decides, the GPU regimes pass
-    :func:`gpu_step_reason`."""
+    The first step the library lacks (or cannot apply with the step's options) is named; a
+    target this harness does not drive for the library in the regime (``gpu``: the GPU
+    regimes) gives a `skipped` row (the pipeline is never timed without its targets).
+    ``step_reason(name)`` says why a step does not run (None: it runs); by default the
+    adapter's CPU mapping decides, the GPU regimes pass :func:`gpu_step_reason`. A pipeline
+    written in a library's own format runs as written in that library's CPU regimes; elsewhere
+    its catalog mapping runs, and a step without one is named."""
+    if pipeline.native.get("error"):
+        return ("error", str(pipeline.native["error"]), {})
+    if not pipeline.steps:
+        return ("error", f"pipeline {pipeline.name!r} was not resolved ({pipeline.source})", {})
     if step_reason is None:
         step_reason = _cpu_step_reason(adapter)
+    own = runs_native(adapter, pipeline, gpu)
     for index, step in enumerate(pipeline.steps):
-        if step.name in (TAIL_STEP, TENSOR_STEP):
+        if own or step.name in (TAIL_STEP, TENSOR_STEP):
             continue
-        reason = step_reason(step.name)
+        if step.unmapped:
+            reason = (
+                f"no catalog step expresses it ({step.unmapped}); it runs only in "
+                f"{pipeline.native.get('library')}'s CPU regimes, the library it is written for"
+            )
+        else:
+            reason = step_reason(step.name)
+            if reason is None and step.name not in DIAGNOSTIC_STEPS:
+                reason = adapter.option_problem(step.name, step.options)
         if reason is not None:
             return (
                 "unsupported",
@@ -317,6 +442,12 @@ def support_problem(
             {"unsupported_step": pipeline.steps[0].name, "unsupported_target": undriven[0]},
         )
     return None
+
+
+def runs_native(adapter: Any, pipeline: Pipeline, gpu: bool = False) -> bool:
+    """Whether the library runs the user's own objects (a pipeline written in its format, in a
+    CPU regime) rather than the catalog mapping of the steps."""
+    return not gpu and bool(pipeline.native) and pipeline.native.get("library") == adapter.name
 
 
 def _cpu_step_reason(adapter: Any) -> Callable[[str], str | None]:
@@ -391,8 +522,13 @@ def mapping_calls(adapter: Any, pipeline: Pipeline) -> list[str | None]:
             calls.append("(part of Normalize)")
         elif step.name in DIAGNOSTIC_STEPS:
             calls.append(f"time.sleep({step.params['ms']} / 1000)")
+        elif step.unmapped:
+            calls.append(None)
         else:
-            calls.append(adapter.mapping_call(step.name))
+            call = adapter.mapping_call(step.name)
+            if call is not None and step.probability < 1.0:
+                call = f"{call} with p={step.probability}: {adapter.probability_call}"
+            calls.append(call)
     return calls
 
 
@@ -415,7 +551,7 @@ def build_unit(adapter: Any, steps: list[Step]) -> Callable[[Any], Any]:
         return adapter.recipe_tail(tuple(first.params["mean"]), tuple(first.params["std"]))
     if first.name in DIAGNOSTIC_STEPS:
         return SleepStep(float(first.params["ms"]))
-    return adapter.build(first.name, first.params)
+    return adapter.build_step(first.name, first.params, first.options)
 
 
 class MaskUnit:
@@ -436,12 +572,82 @@ class MaskUnit:
 
 
 def build_units(adapter: Any, pipeline: Pipeline) -> list[tuple[str, Callable[[Any], Any]]]:
-    """(label, callable) per timed unit; with a mask target the callables take and return
-    ``{"image", "mask"}`` samples."""
+    """(label, callable) per timed unit of the per-step breakdown; with a mask target the
+    callables take and return ``{"image", "mask"}`` samples. A pipeline written in the
+    library's own format gives the user's own step objects, one unit each."""
+    if runs_native(adapter, pipeline):
+        fmt = pipeline.native["format"]
+        steps = native_source(pipeline).native_steps(pipeline)
+        return [(label, NativeStep(obj, fmt)) for label, obj in steps]
     units = [(label, build_unit(adapter, steps)) for label, steps in pipeline.units()]
     if "mask" in pipeline.targets:
         units = [(label, MaskUnit(adapter, fn)) for label, fn in units]
     return units
+
+
+def build_whole(
+    adapter: Any, pipeline: Pipeline, units: Sequence[tuple[str, Callable[[Any], Any]]] = ()
+) -> Any:
+    """The whole pipeline as its library runs it (``Adapter.compose``: A.Compose, v2.Compose,
+    K.AugmentationSequential, a Pillow function chain), built once per job and called once per
+    sample: the user's own Compose where the pipeline is written in the library's format.
+    ``units`` (from :func:`build_units`) share their step objects with it, so one seed drives
+    both; the user's own Compose is built from their file apart from its step objects, and
+    each is seeded on its own (``pipeline_breakdown.reseed``)."""
+    if runs_native(adapter, pipeline):
+        from augbench.adapters.base import Composed
+
+        fmt = pipeline.native["format"]
+        whole = native_source(pipeline).native_compose(pipeline)
+        return Composed(whole, NATIVE_CALLS[fmt][1], NATIVE_CALLS[fmt][0])
+    units = list(units) or build_units(adapter, pipeline)
+    fns = [getattr(fn, "fn", fn) for _, fn in units]  # a MaskUnit wraps the library callable
+    return adapter.compose(fns, mask="mask" in pipeline.targets)
+
+
+def _call_with_image_keyword(transform: Any, image: Any) -> Any:
+    return transform(image=image)["image"]
+
+
+def _call_positional(transform: Any, image: Any) -> Any:
+    return transform(image)
+
+
+# How a user calls an object of each native format, and how rows name the whole.
+NATIVE_CALLS: dict[str, tuple[Callable[[Any, Any], Any], str]] = {
+    "albumentations": (
+        _call_with_image_keyword,
+        "the user's own A.Compose (as A.save wrote it)(image=image)['image']",
+    ),
+    "module": (_call_positional, "the user's own torchvision v2.Compose object(image)"),
+}
+
+
+class NativeStep:
+    """One of the user's own step objects, called as its library is called (a unit of the
+    breakdown of a pipeline written in the library's format)."""
+
+    def __init__(self, transform: Any, fmt: str) -> None:
+        self.transform, self.call = transform, NATIVE_CALLS[fmt][0]
+        if fmt == "albumentations":  # seeded like the catalog's AlbumentationsX steps
+            self.albumentations_transform = transform
+
+    def __call__(self, image: Any) -> Any:
+        return self.call(self.transform, image)
+
+
+def native_source(pipeline: Pipeline) -> Any:
+    """The module that reads and builds a pipeline written in a library's own format."""
+    fmt = pipeline.native.get("format")
+    if fmt == "albumentations":
+        from augbench.pipeline_sources import albumentations_file
+
+        return albumentations_file
+    if fmt == "module":
+        from augbench.pipeline_sources import torchvision_module
+
+        return torchvision_module
+    raise PipelineError(f"pipeline {pipeline.name!r}: unknown native format {fmt!r}")
 
 
 def materialize(adapter: Any, output: Any, source: Any) -> Any:
@@ -484,11 +690,13 @@ class Prepare:
 def recipe_parts(
     adapter: Any, pipeline: Pipeline
 ) -> tuple[list[Callable[[Any], Any]], Callable[[Any], Any]]:
-    """(steps, tail) of ``cpu_dataloader.Recipe``: the units before the last, then the last."""
-    fns = [fn for _, fn in build_units(adapter, pipeline)]
+    """(steps, tail) of ``cpu_dataloader.Recipe``: the library's whole composition
+    (:func:`build_whole`) is the recipe, called once per sample; with targets the sample is
+    built first and the image goes to collation."""
+    whole = build_whole(adapter, pipeline)
     if pipeline.targets:
-        return [Prepare(adapter, pipeline), *fns[:-1]], ImageOf(fns[-1])
-    return fns[:-1], fns[-1]
+        return [Prepare(adapter, pipeline)], ImageOf(whole)
+    return [], whole
 
 
 def scaled_policy(policy: Any, pipeline: Pipeline) -> Any:
@@ -502,18 +710,73 @@ def scaled_policy(policy: Any, pipeline: Pipeline) -> Any:
 
 def row_fields(pipeline: Pipeline, adapter: Any | None = None, gpu: bool = False) -> dict[str, Any]:
     """What every row of a pipeline carries, whatever its status or regime (``gpu``: a GPU
-    regime's row, which records ``mask_call`` only where the GPU path carries the mask)."""
+    regime's row, which records ``mask_call`` only where the GPU path carries the mask).
+    ``work_contract`` names what each library may do differently for the same step (today:
+    whether a resampling step antialiases); rows with different work contracts or output
+    contracts are never ranked against each other (augbench.analysis.pipelines)."""
     fields: dict[str, Any] = {
         "pipeline": pipeline.name,
         "transform": pipeline.name,
         "variant": VARIANT,
         "recipe": pipeline.recipe,
-        "pipeline_steps": [s.to_dict() for s in pipeline.steps],
+        "pipeline_steps": [s.to_dict() for s in pipeline.steps if s.name],
         "pipeline_targets": list(pipeline.targets),
         "pipeline_source": pipeline.source,
     }
+    if pipeline.native:
+        fields["pipeline_native"] = {k: v for k, v in pipeline.native.items() if k != "spec"}
     if adapter is not None:
+        own = runs_native(adapter, pipeline, gpu)
         fields["recipe_calls"] = mapping_calls(adapter, pipeline)
+        fields["compose_call"] = (
+            NATIVE_CALLS[pipeline.native["format"]][1] if own else (adapter.compose_call)
+        )
+        antialias = [
+            None if s.unmapped else adapter.antialias(s.name, s.options) for s in pipeline.steps
+        ]
+        fields["step_antialias"] = antialias
+        fields["work_contract"] = work_contract(pipeline, antialias)
         if "mask" in pipeline.targets and "mask" in driven_targets(adapter, gpu):
             fields["mask_call"] = adapter.mask_call
     return fields
+
+
+def work_contract(pipeline: Pipeline, antialias: Sequence[bool | None]) -> str:
+    """The settings a library chooses for the same steps, e.g. ``RandomResizedCrop
+    antialias=True`` ("" where none applies)."""
+    return "; ".join(
+        f"{step.name} antialias={value}"
+        for step, value in zip(pipeline.steps, antialias, strict=True)
+        if value is not None
+    )
+
+
+def describe_output(output: Any) -> dict[str, str]:
+    """``output_contract`` (container, dtype and shape of one output image, e.g.
+    ``torch.Tensor float32 3x224x224``) and ``output_memory`` (contiguous, channels-last or
+    strided) of a pipeline's output; a sample with targets is described by its image."""
+    if isinstance(output, dict):
+        output = output["image"]
+    shape = getattr(output, "shape", None)
+    if shape is None:  # a PIL image
+        width, height = output.size
+        return {
+            "output_contract": f"PIL.Image {output.mode} {height}x{width}",
+            "output_memory": "PIL",
+        }
+    dims = "x".join(str(int(d)) for d in shape)
+    if hasattr(output, "is_contiguous"):  # a torch tensor
+        dtype = str(output.dtype).removeprefix("torch.")
+        strides = output.stride()
+        if output.is_contiguous():
+            memory = "contiguous"
+        elif len(shape) >= 3 and strides[-3] == 1:
+            memory = "channels-last"
+        else:
+            memory = "strided"
+        return {"output_contract": f"torch.Tensor {dtype} {dims}", "output_memory": memory}
+    contiguous = bool(output.flags["C_CONTIGUOUS"])
+    return {
+        "output_contract": f"numpy.ndarray {output.dtype} {dims}",
+        "output_memory": "contiguous" if contiguous else "strided",
+    }

@@ -82,10 +82,15 @@ BARE_LOOP_MIN_RATIO = 0.95
 # decode-scope throughput / the composition of the decode floor and the memory-scope row: the goal
 # for the cheapest recipe of each library (docs/cpu_dataloader.md, "Decode composition").
 DECODE_COMPOSITION_GOAL = 0.8
-# Pipeline breakdown (augbench/engines/pipeline_breakdown.py): the per-step times of a pipeline
-# must sum to within this fraction of the whole pipeline timed without per-step timers; the
-# summary flags rows outside it.
-PIPELINE_STEP_SUM_TOLERANCE = 0.05
+# Pipeline breakdown (augbench/engines/pipeline_breakdown.py). The whole-pipeline row times the
+# library's own composition object through the harness; a bare loop over the same object on the
+# same images runs interleaved with it, and harness / bare must be within this fraction of 1 or
+# the row is flagged with both numbers (the check that can find harness cost).
+PIPELINE_HARNESS_TOLERANCE = 0.05
+# The composition effect (whole / sum of the isolated steps) is information, not a check: the
+# isolated steps materialize every intermediate output and the composition does not. Beyond this
+# fraction of 1 the row says what differs.
+COMPOSITION_EFFECT_NOTE = 0.20
 # Fewest timed epochs (and interleaved baseline pairs) a cpu_dataloader row takes before the
 # stopping rule (augbench/stopping.py) may end it; its configured num_runs / baseline_runs are the
 # maxima. Three values are the fewest whose 95 % CI can reach RELATIVE_CI_TARGET at a CV of ~2 %.

@@ -60,7 +60,7 @@ EQUIVALENCE: list[tuple[str, str, dict[str, Any], str, tuple[str, ...], float, s
 # skipped): a single call may return its input unchanged.
 IDENTITY_IN_DISTRIBUTION = {"RandomRotate90", "ChannelShuffle", "PhotoMetricDistort"}
 # Documented overshoot of Kornia's float outputs (see the mapping notes).
-UNCLIPPED = {("kornia", "UnsharpMask"), ("kornia", "GaussianNoise")}
+UNCLIPPED = {("kornia", "UnsharpMask")}
 NATIVE_DTYPE = {
     "albumentationsx": "uint8",
     "torchvision": "torch.uint8",

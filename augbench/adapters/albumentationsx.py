@@ -10,13 +10,14 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from augbench.adapters.base import (
     MASK_THRESHOLD,
     Adapter,
+    Composed,
     Mapping,
     Transform,
     photometric_ranges,
@@ -89,6 +90,45 @@ class AlbumentationsXAdapter(Adapter):
 
         return apply
 
+    # -- step options and composition (pipelines) ----------------------------------------------
+    antialias_choices: ClassVar[dict[str, tuple[bool, ...]]] = {"RandomResizedCrop": (False, True)}
+    probability_call = "A.<Step>(..., p=p)"
+    compose_call = (
+        "A.Compose([<steps>, A.Normalize(mean, std, max_pixel_value=255), ToTensorV2()])"
+        "(image=image)['image']"
+    )
+
+    def with_probability(self, transform: Transform, p: float) -> Transform:
+        own = getattr(transform, "albumentations_transform", None)
+        if own is None:
+            return super().with_probability(transform, p)
+        own.p = p  # the transform's own probability, drawn from its own generator
+        return transform
+
+    def compose_definition(self, obj: Any) -> Any:
+        import albumentations as A
+
+        try:  # A.to_dict: what A.save writes; A.from_dict rebuilds the same Compose
+            return A.to_dict(obj)
+        except Exception as exc:  # e.g. an A.Lambda (diagnostic step) is not serializable
+            return f"not serializable: {type(exc).__name__}: {exc}"
+
+    def compose(self, steps: list[Transform], mask: bool = False) -> Composed:
+        import albumentations as A
+
+        parts: list[Any] = []
+        for step in steps:
+            own = getattr(step, "albumentations_transform", None)
+            if own is not None:
+                parts.append(own)
+            elif hasattr(step, "albumentations_parts"):  # the recipe tail
+                parts.extend(step.albumentations_parts)
+            else:  # a diagnostic step (Sleep): not a library transform
+                parts.append(A.Lambda(image=_image_only(step), p=1.0))
+        return Composed(
+            A.Compose(parts), self.compose_call, _compose_mask if mask else _compose_image
+        )
+
     def _mappings(self) -> dict[str, Mapping]:
         linear = "cv2.INTER_LINEAR"
         const = "cv2.BORDER_CONSTANT"
@@ -115,6 +155,8 @@ class AlbumentationsXAdapter(Adapter):
                     scale=tuple(p["scale"]),
                     ratio=tuple(p["ratio"]),
                     interpolation=_cv2_flag("INTER_LINEAR"),
+                    # the `antialias` step option: INTER_AREA when downscaling (a box filter)
+                    area_for_downscale="image" if p.get("antialias") else None,
                 ),
             ),
             "CenterCrop224": Mapping(
@@ -292,7 +334,26 @@ class AlbumentationsXAdapter(Adapter):
         def apply(image: np.ndarray) -> Any:
             return tail(image=image)["image"]
 
+        # Its transforms join a pipeline's A.Compose as they are (compose above); not named
+        # albumentations_transform, so the mask passes the tail untouched in the steps pass.
+        apply.albumentations_parts = list(tail.transforms)  # type: ignore[attr-defined]
         return apply
+
+
+def _image_only(fn: Transform) -> Any:
+    def apply(image: np.ndarray, **_: Any) -> Any:
+        return fn(image)
+
+    return apply
+
+
+def _compose_image(compose: Any, image: np.ndarray) -> Any:
+    return compose(image=image)["image"]
+
+
+def _compose_mask(compose: Any, sample: dict[str, Any]) -> dict[str, Any]:
+    out = compose(image=sample["image"], mask=sample["mask"])
+    return {"image": out["image"], "mask": out["mask"]}
 
 
 def _geometry(**kwargs: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import importlib.metadata
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -87,6 +87,69 @@ class Adapter:
         if transform not in self.mappings:
             raise Unsupported(self.unsupported_reason(transform))
         return self.mappings[transform].build(params)
+
+    # -- step options (augbench.pipelines.STEP_OPTIONS) ----------------------------------------
+    # The ``antialias`` settings the library's own call offers per resampling step, its default
+    # first (a step without the option runs at the default, which rows record), and why a
+    # setting it lacks cannot be had.
+    antialias_choices: ClassVar[dict[str, tuple[bool, ...]]] = {}
+    antialias_reasons: ClassVar[dict[str, str]] = {}
+
+    def antialias(self, transform: str, options: dict[str, Any]) -> bool | None:
+        """The antialias setting a step runs with (None: not a resampling step here)."""
+        choices = self.antialias_choices.get(transform)
+        if not choices:
+            return None
+        return bool(options.get("antialias", choices[0]))
+
+    def option_problem(self, transform: str, options: dict[str, Any]) -> str | None:
+        """Why the library cannot apply a step with these options (None: it can)."""
+        if "antialias" in options:
+            wanted = bool(options["antialias"])
+            if wanted not in self.antialias_choices.get(transform, ()):
+                return self.antialias_reasons.get(
+                    transform,
+                    f"{self.name}'s {transform} has no {'' if wanted else 'non-'}antialiased mode",
+                )
+        return None
+
+    def build_step(
+        self, transform: str, params: dict[str, Any], options: dict[str, Any] | None = None
+    ) -> Transform:
+        """A pipeline step: the catalog mapping with the step's options applied through the
+        library's own API (``antialias`` reaches the mapping as a parameter; ``p`` below 1 goes
+        to :meth:`with_probability`). Raises Unsupported where an option cannot be honoured."""
+        options = options or {}
+        problem = self.option_problem(transform, options)
+        if problem is not None:
+            raise Unsupported(problem)
+        setting = self.antialias(transform, options)
+        built = self.build(
+            transform, params if setting is None else {**params, "antialias": setting}
+        )
+        p = float(options.get("p", 1.0))
+        return built if p >= 1.0 else self.with_probability(built, p)
+
+    probability_call: str = "RandomApply(step, p) (Python's random.random() < p)"
+
+    def with_probability(self, transform: Transform, p: float) -> Transform:
+        """``transform`` applied with probability ``p``, through the library's own mechanism
+        where it has one (each adapter overrides); by default a draw from Python's generator."""
+        return RandomApply(transform, p)
+
+    # -- composition (the whole pipeline as the library runs it) -------------------------------
+    compose_call: str = "a function chain: each step called on the previous step's output"
+
+    def compose_definition(self, obj: Any) -> Any:
+        """The composition in the library's own serialized form, recorded with the row so that
+        anyone can rebuild the same object outside the harness (None where there is none)."""
+        return None
+
+    def compose(self, steps: list[Transform], mask: bool = False) -> Composed:
+        """The library's own composition object of built steps (the recipe tail included, as
+        built by :meth:`recipe_tail`), called once per sample. The default is a plain chain
+        (what a Pillow user writes); libraries with a container override it."""
+        return Composed(Chain(steps), self.compose_call, lambda obj, x: obj(x))
 
     # -- media ---------------------------------------------------------------------------------
     def import_library(self) -> None:
@@ -171,6 +234,46 @@ class Adapter:
         """The library's own Normalize + ToTensor: native image -> float32 3xHxW torch tensor,
         ``(x / 255 - mean) / std`` per channel. Built once per recipe, applied per sample."""
         raise NotImplementedError
+
+
+class RandomApply:
+    """A step applied with probability ``p`` (Python's generator; libraries without their own
+    probability mechanism)."""
+
+    def __init__(self, transform: Transform, p: float) -> None:
+        import random
+
+        self.transform, self.p, self._draw = transform, p, random.random
+
+    def __call__(self, image: Any) -> Any:
+        return self.transform(image) if self._draw() < self.p else image
+
+
+class Chain:
+    """Steps called in order, each on the previous one's output: no container, no copies."""
+
+    def __init__(self, steps: list[Transform]) -> None:
+        self.steps = list(steps)
+
+    def __call__(self, image: Any) -> Any:
+        for step in self.steps:
+            image = step(image)
+        return image
+
+
+@dataclass(frozen=True)
+class Composed:
+    """A whole pipeline as its library runs it: ``obj`` is the library's own object (A.Compose,
+    v2.Compose, K.AugmentationSequential, a chain), ``call(obj, sample)`` the one call a user
+    makes per sample (a sample is the image, or {"image", "mask"} with a mask target; the
+    result has the same form), ``description`` how rows name it."""
+
+    obj: Any
+    description: str
+    call: Callable[[Any, Any], Any]
+
+    def __call__(self, sample: Any) -> Any:
+        return self.call(self.obj, sample)
 
 
 # The steps of PhotoMetricDistort, each with a canonical factor range (catalog parameters).

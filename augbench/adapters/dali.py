@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -70,12 +70,24 @@ def _random_resized_crop(p: dict[str, Any]) -> Any:
         random_area=tuple(p["scale"]),
         random_aspect_ratio=tuple(p["ratio"]),
         interp_type=_linear(),
-        antialias=True,
+        antialias=p.get("antialias", True),
     )
 
 
 def _center_crop(p: dict[str, Any]) -> Any:
     return lambda images, ctx: _fn().crop(images, crop=tuple(p["size"]))
+
+
+def _random_flip(horizontal: bool, p: float) -> Any:
+    """A flip applied with probability p: DALI's own per-sample coin flip as the flip flag."""
+
+    def apply(images: Any, ctx: Any) -> Any:
+        coin = _fn().random.coin_flip(probability=p)
+        return _fn().flip(
+            images, horizontal=coin if horizontal else 0, vertical=0 if horizontal else coin
+        )
+
+    return apply
 
 
 def _flip(horizontal: int, vertical: int) -> Any:
@@ -170,6 +182,29 @@ class DaliAdapter(Adapter):
 
     def materialize(self, output: Any, source: Any) -> Any:
         raise NotImplementedError("see augbench.engines.dali (whole-batch outputs)")
+
+    # -- step options (pipelines) ----------------------------------------------------------------
+    antialias_choices: ClassVar[dict[str, tuple[bool, ...]]] = {"RandomResizedCrop": (True, False)}
+    probability_call = "fn.flip(horizontal=fn.random.coin_flip(probability=p)) (flips only)"
+    compose_call = "one DALI pipeline: reader, decoder, the steps, fn.crop_mirror_normalize"
+    _FLIPS: ClassVar[dict[str, bool]] = {"HorizontalFlip": True, "VerticalFlip": False}
+
+    def option_problem(self, transform: str, options: dict[str, Any]) -> str | None:
+        if float(options.get("p", 1.0)) < 1.0 and transform not in self._FLIPS:
+            return (
+                "augbench applies a DALI step to every sample; a probability is honoured only "
+                "for flips (fn.random.coin_flip as the flip flag)"
+            )
+        return super().option_problem(transform, options)
+
+    def build_step(
+        self, transform: str, params: dict[str, Any], options: dict[str, Any] | None = None
+    ) -> Any:
+        options = options or {}
+        p = float(options.get("p", 1.0))
+        if p < 1.0 and transform in self._FLIPS:
+            return _random_flip(self._FLIPS[transform], p)
+        return super().build_step(transform, params, options)
 
     def _mappings(self) -> dict[str, Mapping]:
         lin = "interp_type=INTERP_LINEAR"

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from augbench.adapters.base import MASK_THRESHOLD, Adapter, Mapping, Transform
+from augbench.adapters.base import MASK_THRESHOLD, Adapter, Composed, Mapping, Transform
 
 
 def _k(factory: str, *args: Any, **kwargs: Any) -> Transform:
@@ -82,6 +82,37 @@ class KorniaAdapter(Adapter):
 
         # Called as joint(image, mask), it returns [image, mask].
         return K.AugmentationSequential(transform, data_keys=["input", "mask"])
+
+    # -- step options and composition (pipelines) ----------------------------------------------
+    antialias_choices: ClassVar[dict[str, tuple[bool, ...]]] = {"RandomResizedCrop": (False,)}
+    antialias_reasons: ClassVar[dict[str, str]] = {
+        "RandomResizedCrop": "K.RandomResizedCrop has no antialias option (kornia 0.9 resizes "
+        "the crop without low-pass filtering)",
+    }
+    probability_call = "K.<Step>(..., p=p)"
+    compose_call = (
+        "K.AugmentationSequential(<steps>, K.Normalize(mean, std), data_keys=[...])(x)[0]"
+    )
+
+    def with_probability(self, transform: Transform, p: float) -> Transform:
+        module = _augmentation_with_p(transform)
+        if module is None:
+            return super().with_probability(transform, p)
+        module.p = p  # read at every call (kornia's batch probability generator)
+        return transform
+
+    def compose(self, steps: list[Transform], mask: bool = False) -> Composed:
+        import torch
+
+        modules = [getattr(step, "kornia_module", step) for step in steps]
+        if not all(isinstance(m, torch.nn.Module) for m in modules):
+            # A plain function step (unsharp_mask, a diagnostic sleep): no container holds it.
+            return super().compose(steps, mask)
+        import kornia.augmentation as K
+
+        keys = ["input", "mask"] if mask else ["input"]
+        sequence = K.AugmentationSequential(*modules, data_keys=keys)
+        return Composed(sequence, self.compose_call, _compose_mask if mask else _compose_image)
 
     def _mappings(self) -> dict[str, Mapping]:
         mappings = {
@@ -237,6 +268,7 @@ class KorniaAdapter(Adapter):
             # batch axis of one.
             return normalize(image)[0]
 
+        apply.kornia_module = normalize  # type: ignore[attr-defined]  # joins a composition
         return apply
 
 
@@ -259,6 +291,39 @@ _MULTICHANNEL = frozenset(
 
 def _mark_multichannel(mappings: dict[str, Mapping]) -> dict[str, Mapping]:
     return {name: replace(m, multichannel=name in _MULTICHANNEL) for name, m in mappings.items()}
+
+
+def _clipped_noise(mean: float, std: float) -> Transform:
+    import torch
+
+    class ClampToUnit(torch.nn.Module):
+        """Clamps to [0, 1], the value range of Kornia's float images."""
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x.clamp_(0.0, 1.0)
+
+    import kornia.augmentation as K
+
+    return K.ImageSequential(K.RandomGaussianNoise(mean=mean, std=std, p=1.0), ClampToUnit())
+
+
+def _augmentation_with_p(module: Any) -> Any:
+    """The module whose ``p`` decides whether a step applies: the augmentation itself, or the
+    first augmentation of a container step (the clipped noise's clamp is idempotent)."""
+    import kornia.augmentation as K
+
+    if isinstance(module, K.ImageSequential):
+        return next((m for m in module.children() if hasattr(m, "p_batch")), None)
+    return module if hasattr(module, "p_batch") else None
+
+
+def _compose_image(compose: Any, image: Any) -> Any:
+    return compose(image)[0]
+
+
+def _compose_mask(compose: Any, sample: dict[str, Any]) -> dict[str, Any]:
+    image, mask = compose(sample["image"], sample["mask"])
+    return {"image": image[0], "mask": mask}
 
 
 def _unsharp(kernel_size: int, sigma: float) -> Transform:
@@ -405,9 +470,10 @@ def _paper_set_mappings() -> dict[str, Mapping]:
             note="Equalizes every channel separately; AlbumentationsX equalizes CIELAB lightness.",
         ),
         "GaussianNoise": Mapping(
-            "K.RandomGaussianNoise(mean=0, std=0.1, p=1)",
-            lambda p: _k("RandomGaussianNoise", mean=p["mean"], std=p["std"], p=1.0),
-            note="Not clipped: values leave [0, 1].",
+            "K.ImageSequential(K.RandomGaussianNoise(mean=0, std=0.1, p=1), clamp to [0, 1])",
+            lambda p: _clipped_noise(p["mean"], p["std"]),
+            note="Kornia's noise is not clipped; a clamp to [0, 1] follows it, so every library "
+            "keeps its dtype's range (the uint8 libraries saturate).",
         ),
         "SaltAndPepper": Mapping(
             "K.RandomSaltAndPepperNoise(amount=(0.01, 0.06), salt_vs_pepper=(0.4, 0.6), p=1)",

@@ -14,7 +14,7 @@ import io
 import math
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -197,6 +197,13 @@ class PillowAdapter(Adapter):
             "Erasing": "Pillow has no erasing transform",
         }
 
+    # -- step options (pipelines) ----------------------------------------------------------------
+    antialias_choices: ClassVar[dict[str, tuple[bool, ...]]] = {"RandomResizedCrop": (True,)}
+    antialias_reasons: ClassVar[dict[str, str]] = {
+        "RandomResizedCrop": "Pillow's bilinear resize always antialiases when downscaling (its "
+        "filter support widens with the scale); it has no non-antialiased bilinear mode",
+    }
+
     def _mappings(self) -> dict[str, Mapping]:
         def bilinear() -> Any:
             return _image_module().Resampling.BILINEAR
@@ -294,7 +301,8 @@ class PillowAdapter(Adapter):
     # numpy, moved to CHW and wrapped (no copy) by torch.from_numpy. It is the same arithmetic the
     # other libraries' Normalize performs, and it is counted in Pillow's time.
     recipe_tail_call = (
-        "torch.from_numpy(((np.asarray(img, float32) / 255 - mean) / std).transpose(2, 0, 1))"
+        "torch.from_numpy(np.multiply(np.asarray(img), 1 / (255 std), dtype=float32) - mean / std)"
+        ".permute(2, 0, 1)"
     )
 
     def recipe_tail(self, mean: tuple[float, ...], std: tuple[float, ...]) -> Transform:
@@ -305,9 +313,12 @@ class PillowAdapter(Adapter):
         shift = (np.asarray(mean, dtype=np.float32) / std_arr).astype(np.float32)
 
         def apply(img: Any) -> Any:
-            x = np.asarray(img, dtype=np.float32) * scale
+            # One float32 array: the uint8 view of the image is scaled into it, shifted in
+            # place and handed to torch as a CHW view (channels-last memory, like
+            # AlbumentationsX's ToTensorV2 output); no other copy.
+            x = np.multiply(np.asarray(img), scale, dtype=np.float32)
             x -= shift
-            return torch.from_numpy(np.ascontiguousarray(x.transpose(2, 0, 1)))
+            return torch.from_numpy(x).permute(2, 0, 1)
 
         return apply
 

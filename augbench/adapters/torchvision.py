@@ -11,11 +11,17 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from augbench.adapters.base import Adapter, Mapping, Transform, photometric_ranges
+from augbench.adapters.base import (
+    Adapter,
+    Composed,
+    Mapping,
+    Transform,
+    photometric_ranges,
+)
 
 
 def _tv(factory: str, *args: Any, **kwargs: Any) -> Transform:
@@ -63,6 +69,34 @@ class TorchvisionAdapter(Adapter):
         # decode_image's own layout: an HWC buffer seen as CHW (no copy, strides (1, W*C, C)).
         return torch.from_numpy(np.ascontiguousarray(array)).permute(2, 0, 1)
 
+    # -- step options and composition (pipelines) ----------------------------------------------
+    antialias_choices: ClassVar[dict[str, tuple[bool, ...]]] = {"RandomResizedCrop": (True, False)}
+    probability_call = (
+        "the transform's own p (e.g. v2.RandomHorizontalFlip(p)), else v2.RandomApply([t], p)"
+    )
+    compose_call = (
+        "v2.Compose([<steps>, v2.ToDtype(torch.float32, scale=True), v2.Normalize(mean, std)])"
+    )
+
+    def with_probability(self, transform: Transform, p: float) -> Transform:
+        import torchvision.transforms.v2 as T
+
+        if isinstance(transform, T.Transform) and hasattr(transform, "p"):
+            transform.p = p
+            return transform
+        return T.RandomApply([transform], p=p)
+
+    def compose_definition(self, obj: Any) -> Any:
+        return repr(obj)  # v2 transforms print their arguments
+
+    def compose(self, steps: list[Transform], mask: bool = False) -> Composed:
+        import torchvision.transforms.v2 as T
+
+        flat: list[Any] = []
+        for step in steps:  # the recipe tail is a v2.Compose: its transforms join this one
+            flat.extend(step.transforms if isinstance(step, T.Compose) else [step])
+        return Composed(T.Compose(flat), self.compose_call, _call)
+
     def _mappings(self) -> dict[str, Mapping]:
         bl = "InterpolationMode.BILINEAR"
         mappings = {
@@ -86,7 +120,7 @@ class TorchvisionAdapter(Adapter):
                     scale=tuple(p["scale"]),
                     ratio=tuple(p["ratio"]),
                     interpolation=_bilinear(),
-                    antialias=True,
+                    antialias=p.get("antialias", True),
                 ),
             ),
             "CenterCrop224": Mapping(
@@ -191,6 +225,10 @@ class TorchvisionAdapter(Adapter):
             "Compose",
             [_tv("ToDtype", torch.float32, scale=True), _tv("Normalize", list(mean), list(std))],
         )
+
+
+def _call(compose: Any, image: Any) -> Any:
+    return compose(image)
 
 
 def _tvf(name: str) -> Any:

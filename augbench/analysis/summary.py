@@ -151,8 +151,9 @@ def markdown(
         "None: every ok row is within the variance and warm-up limits.",
     )
     lines += _baseline_section(frame)
-    if pipeline_rows is not None:  # user pipelines' breakdowns: do their steps sum up?
+    if pipeline_rows is not None:  # user pipelines: the harness check, their native sources
         lines += pipelines.summary_lines(pipeline_rows)
+        lines += pipelines.native_lines(pipeline_rows)
     lines += precision_section(frame)
     lines += _row_list(
         "Early-stopped rows",

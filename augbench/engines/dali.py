@@ -127,7 +127,8 @@ def build_pipeline(
                 images = base_crop(images, DaliContext(input_hw=None))
                 hw = gpu_recipes.base_crop_size()
             for step in body:
-                images = adapter.build(step.name, step.params)(images, DaliContext(input_hw=hw))
+                step_fn = adapter.build_step(step.name, step.params, step.options)
+                images = step_fn(images, DaliContext(input_hw=hw))
                 hw = gpu_recipes.step_output_hw(step.name, step.params, hw or (0, 0))
         elif spec is not None and spec.is_crop:
             images = apply(images, DaliContext(input_hw=None))
@@ -351,7 +352,7 @@ def pipeline_fields(
         "randomness": "per-sample",
         "device": device_name,
         "decoder": f"fn.decoders.image(device={VARIANTS[args.variant]!r})",
-        **pipelines.row_fields(pipeline),
+        **pipelines.row_fields(pipeline, DaliAdapter(), gpu=True),
         # dali-gpu and dali-cpu are separate comparison groups, as for single transforms.
         "variant": f"{pipelines.VARIANT}-{args.variant}",
         "recipe_calls": calls,

@@ -235,7 +235,7 @@ def build_pipeline_apply(
     body, tail = pipelines.gpu_steps(pipeline)
     if tail is None:
         raise ValueError(f"pipeline {pipeline.name} does not end with Normalize")
-    built = [adapter.build(step.name, step.params) for step in body]
+    built = [adapter.build_step(step.name, step.params, step.options) for step in body]
     calls = " -> ".join(adapter.mappings[step.name].call for step in body)
     mean, std = list(tail.params["mean"]), list(tail.params["std"])
     if library == "torchvision":
@@ -243,18 +243,22 @@ def build_pipeline_apply(
 
         normalize = T.Compose([T.ToDtype(torch.float32, scale=True), T.Normalize(mean, std)])
 
-        def chain(x: Any) -> Any:
-            for t in built:
-                x = t(x)
-            return x
-
-        return torchvision_batch_fn(chain, f"{calls} ", randomness, normalize)
+        # The library's own container around the steps (Normalize stays separate: the
+        # randomness modes apply the steps per sample or per batch, Normalize per batch).
+        chain = T.Compose(built)
+        return torchvision_batch_fn(chain, f"v2.Compose([{calls}]) ", randomness, normalize)
     if library == "kornia":
         import kornia.augmentation as K
 
         normalize_k = K.Normalize(mean=torch.tensor(mean), std=torch.tensor(std)).to(device)
         modules = [t.to(device) if isinstance(t, torch.nn.Module) else t for t in built]
-        if "mask" in pipeline.targets:
+        mask = "mask" in pipeline.targets
+        # The library's own container (K.AugmentationSequential) with Normalize as its last
+        # member, called once per batch; plain function steps fall back to a loop below.
+        sequence = adapter.compose([*modules, normalize_k], mask=mask).obj
+        if isinstance(sequence, K.AugmentationSequential):
+            return kornia_sequence_apply(sequence, mask, calls)
+        if mask:
             return kornia_mask_apply(adapter, modules, normalize_k, calls)
 
         def apply_kornia(batch: Any) -> Any:
@@ -265,6 +269,31 @@ def build_pipeline_apply(
 
         return apply_kornia, f"batch/255 -> {calls} (same_on_batch=False) -> K.Normalize"
     raise ValueError(f"{library} is not part of the {REGIME} regime")
+
+
+def kornia_sequence_apply(
+    sequence: Any, mask: bool, calls: str
+) -> tuple[Callable[[Any], Any], str]:
+    """A Kornia pipeline as one ``K.AugmentationSequential`` on device batches (images scaled to
+    [0, 1] first); with a mask target the batch is (images, masks) and so is the result."""
+    keys = "['input', 'mask']" if mask else "['input']"
+    described = (
+        f"batch/255 -> K.AugmentationSequential({calls} -> K.Normalize, data_keys={keys}) "
+        "(same_on_batch=False)"
+    )
+    if mask:
+
+        def apply_with_mask(batch: Any) -> Any:
+            images, masks = batch
+            out_images, out_masks = sequence(images.float().div_(255.0), masks.float())
+            return out_images, out_masks
+
+        return apply_with_mask, described
+
+    def apply(batch: Any) -> Any:
+        return sequence(batch.float().div_(255.0))
+
+    return apply, described
 
 
 def kornia_mask_apply(

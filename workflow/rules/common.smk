@@ -8,6 +8,7 @@ from pathlib import Path
 sys.path.insert(0, workflow.basedir)
 
 from augbench import matrix, regimes, sweep  # noqa: E402
+from augbench import pipelines as user_pipelines  # noqa: E402
 from augbench.config import resolve  # noqa: E402
 from augbench.logs import exit_on_user_error, exit_with  # noqa: E402
 from augbench.resize import configured_datasets  # noqa: E402
@@ -126,6 +127,20 @@ def benchmark_env_inputs(wildcards):
         if lib != wildcards.library:
             inputs[f"env_{lib}"] = ancient(env_marker(lib))
     return inputs
+
+
+# Pipelines given as package.module:attribute (a torchvision v2 Compose): resolved into steps in
+# the torchvision env before any pipeline job (augbench/pipeline_sources/torchvision_module.py).
+MODULE_PIPELINES = user_pipelines.module_refs(
+    [user_pipelines.Pipeline.from_dict(p) for p in SWEEP.pipelines]
+)
+
+
+def resolved_pipeline_inputs(wildcards):
+    return {
+        f"resolved_{name}": f"results/pipelines/resolved/{name}.json"
+        for name in MODULE_PIPELINES
+    }
 
 
 # -- timed rules: one pattern for every job kind of augbench/regimes.py -------------------------

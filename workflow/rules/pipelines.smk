@@ -4,9 +4,34 @@
 # kinds of role "pipelines").
 
 
+# A pipeline given as package.module:attribute: the user's torchvision v2 Compose, imported in
+# the torchvision env (on the machine running Snakemake, where the module is) and mapped to
+# catalog steps for the other libraries. A module that does not import, or an object that is
+# not a Compose, is written as an error: every library's rows then say so, nothing else stops.
+rule resolve_pipeline:
+    input:
+        env=ancient(env_marker("torchvision")),
+    output:
+        resolved="results/pipelines/resolved/{pipeline}.json",
+    log:
+        "logs/pipelines/resolve/{pipeline}.log",
+    localrule: True
+    conda:
+        "../../envs/torchvision.yaml"
+    params:
+        ref=lambda wildcards: MODULE_PIPELINES[wildcards.pipeline],
+        python=str(Path(venv_dir("torchvision")) / "bin" / "python"),
+        root=workflow.basedir,
+    shell:
+        "PYTHONPATH={params.root:q} {params.python:q} -m "
+        "augbench.pipeline_sources.torchvision_module {params.ref:q} --source {params.ref:q} "
+        "--out {output.resolved:q} > {log:q} 2>&1"
+
+
 rule pipeline_breakdown:
     input:
         unpack(benchmark_env_inputs),
+        unpack(resolved_pipeline_inputs),
         manifest=DATASET_MANIFEST,
     output:
         result=timed_result("pipeline_breakdown"),
@@ -28,6 +53,7 @@ rule pipeline_breakdown:
 rule pipeline_dataloader:
     input:
         unpack(benchmark_env_inputs),
+        unpack(resolved_pipeline_inputs),
         manifest=DATASET_MANIFEST,
     output:
         result=timed_result("pipeline_dataloader"),
@@ -54,6 +80,7 @@ rule pipeline_dataloader:
 rule pipeline_gpu_dataloader:
     input:
         unpack(benchmark_env_inputs),
+        unpack(resolved_pipeline_inputs),
         manifest=DATASET_MANIFEST,
     output:
         result=timed_result("pipeline_gpu_dataloader"),
@@ -80,6 +107,7 @@ rule pipeline_gpu_dataloader:
 rule pipeline_dali:
     input:
         unpack(benchmark_env_inputs),
+        unpack(resolved_pipeline_inputs),
         manifest=DATASET_MANIFEST,
     output:
         result=timed_result("pipeline_dali"),

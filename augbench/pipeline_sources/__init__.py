@@ -1,0 +1,1 @@
+"""Pipelines written in a library's own format, resolved into catalog steps."""
