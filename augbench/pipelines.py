@@ -522,14 +522,21 @@ def mapping_calls(adapter: Any, pipeline: Pipeline) -> list[str | None]:
             calls.append("(part of Normalize)")
         elif step.name in DIAGNOSTIC_STEPS:
             calls.append(f"time.sleep({step.params['ms']} / 1000)")
-        elif step.unmapped:
-            calls.append(None)
         else:
-            call = adapter.mapping_call(step.name)
-            if call is not None and step.probability < 1.0:
-                call = f"{call} with p={step.probability}: {adapter.probability_call}"
-            calls.append(call)
+            calls.append(step_call(adapter, step))
     return calls
+
+
+def step_call(adapter: Any, step: Step) -> str | None:
+    """One step's library call as rows record it, its options said (None: no mapping)."""
+    call = None if step.unmapped else adapter.mapping_call(step.name)
+    if call is None:
+        return None
+    if step.probability < 1.0:
+        call = f"{call} with p={step.probability}: {adapter.probability_call}"
+    if "antialias" in step.options:
+        call = f"{call} [antialias={step.options['antialias']}]"
+    return call
 
 
 class SleepStep:

@@ -53,6 +53,7 @@ SETUP_RULES: tuple[str, ...] = (
     "build_default_archive",
     "stage_dataset",
     "resize_dataset",
+    "resolve_pipeline",
 )
 ANALYSIS_RULES: tuple[str, ...] = (
     "aggregate",

@@ -442,3 +442,60 @@ def test_gpu_workers_cut_for_the_first_crop_and_output_sizes_follow_the_steps() 
     timed = gpu_recipes.pipeline_timed("decode", (256, 256), "gpu_dataloader")
     assert "256x256 uint8 crop cut in DataLoader workers" in timed
     assert "already resident" in gpu_recipes.pipeline_timed("memory", (256, 256), "gpu_dataloader")
+
+
+# -- pipelines written in a library's own format -------------------------------------------------
+def test_a_module_pipeline_whose_resolution_failed_is_an_error_row_in_every_library(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from augbench.pipeline_sources import torchvision_module
+
+    monkeypatch.chdir(tmp_path)
+    ref = "no_such_module:train_tf"
+    cfg = _resolve(pipeline=ref)
+    placeholder = cfg["pipeline_definitions"][0]
+    assert placeholder["native"] == {
+        "library": "torchvision",
+        "format": "module",
+        "ref": ref,
+        "resolved": "results/pipelines/resolved/train_tf.json",
+    }
+    assert torchvision_module.is_module_ref(ref)
+    resolved = tmp_path / placeholder["native"]["resolved"]
+    resolved.parent.mkdir(parents=True)
+    message = "module 'no_such_module' does not import: ModuleNotFoundError: no module"
+    resolved.write_text(json.dumps({"error": message}))
+    loaded = pipelines.from_json(json.dumps([placeholder]))["train_tf"]
+    for library in ("albumentationsx", "torchvision", "pillow"):
+        problem = pipelines.support_problem(adapters.get(library), loaded)
+        assert problem == ("error", message, {}), library
+
+
+def test_an_unmapped_step_is_unsupported_elsewhere_and_runs_in_its_own_library() -> None:
+    step = pipelines.Step("CoarseDropout", {"num_holes_range": [1, 4]}, unmapped="no catalog step")
+    pipe = pipelines.Pipeline(
+        "mine",
+        (pipelines.Step("HorizontalFlip"), step),
+        native={"library": "albumentationsx", "format": "albumentations", "spec": {}},
+    )
+    status, reason, fields = pipelines.support_problem(adapters.get("torchvision"), pipe)
+    assert status == "unsupported" and reason.startswith("step 2 CoarseDropout: no catalog step")
+    assert "runs only in albumentationsx" in reason and fields["unsupported_step_index"] == 1
+    assert pipelines.support_problem(adapters.get("albumentationsx"), pipe) is None
+    # The GPU regimes run the catalog mapping, where the step has none.
+    assert pipelines.gpu_support_problem(adapters.get("kornia"), pipe)[0] == "unsupported"
+
+
+def test_step_options_are_checked_and_libraries_refuse_what_they_lack() -> None:
+    with pytest.raises(ConfigError, match="'antialias'"):
+        _resolve(pipelines=[{"name": "x", "steps": [{"HorizontalFlip": {"antialias": True}}]}])
+    with pytest.raises(ConfigError, match="not in \\[0, 1\\]"):
+        _resolve(pipelines=[{"name": "x", "steps": [{"HorizontalFlip": {"p": 1.5}}]}])
+    with pytest.raises(ConfigError, match="takes no 'p'"):
+        _resolve(pipelines=[{"name": "x", "steps": [{"Normalize": {"p": 0.5}}]}])
+    crop = pipelines.parse({"name": "x", "steps": [{"RandomResizedCrop": {"antialias": True}}]})
+    assert adapters.get("kornia").option_problem("RandomResizedCrop", crop.steps[0].options)
+    assert adapters.get("torchvision").option_problem("RandomResizedCrop", {}) is None
+    assert adapters.get("albumentationsx").antialias("RandomResizedCrop", {}) is False
+    assert adapters.get("dali").option_problem("Affine", {"p": 0.5})  # flips only
+    assert adapters.get("dali").option_problem("HorizontalFlip", {"p": 0.5}) is None

@@ -236,7 +236,7 @@ def build_pipeline_apply(
     if tail is None:
         raise ValueError(f"pipeline {pipeline.name} does not end with Normalize")
     built = [adapter.build_step(step.name, step.params, step.options) for step in body]
-    calls = " -> ".join(adapter.mappings[step.name].call for step in body)
+    calls = " -> ".join(str(pipelines.step_call(adapter, step)) for step in body)
     mean, std = list(tail.params["mean"]), list(tail.params["std"])
     if library == "torchvision":
         import torchvision.transforms.v2 as T

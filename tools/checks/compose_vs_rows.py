@@ -4,7 +4,8 @@ For every ok whole-pipeline row of AlbumentationsX's breakdown result files (``-
 files, or a results directory searched for ``pipelines/raw/*/*/micro/albumentationsx/*.json``),
 this rebuilds the row's ``A.Compose`` from its recorded ``compose_definition`` (``A.from_dict``:
 what ``A.save`` writes), decodes the row's images from the staged dataset with OpenCV as a user
-would, and times a plain loop ``compose(image=image)["image"]`` in a fresh process of the
+would (with a mask where the row's pipeline has one: the image's first channel above 127),
+and times a plain loop ``compose(image=image)["image"]`` in a fresh process of the
 AlbumentationsX env, one thread (the micro policy), none of the harness's code in the loop. It
 prints, per row, the row's ms per image, the independent loop's, and their ratio; the check is
 that they agree within ``--tolerance`` (10 %). Exit status 1 where a row does not.
@@ -35,21 +36,25 @@ import cv2
 import albumentations as A
 MICRO_THREADS.apply_runtime()
 request = json.loads(sys.stdin.read())
-images = []
+samples = []
 for path in request["files"]:
     bgr = cv2.imread(path, cv2.IMREAD_COLOR)
-    images.append(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))
+    image = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+    sample = {"image": image}
+    if request["mask"]:  # a label map of the image's size, as the row's pipeline carries
+        sample["mask"] = (image[..., :1] > 127).astype("uint8")
+    samples.append(sample)
 compose = A.from_dict(request["definition"])
 compose.set_random_seed(0)
-for image in images:  # warm-up
-    compose(image=image)["image"]
+for sample in samples:  # warm-up
+    compose(**sample)["image"]
 passes, values = request["passes"], []
 for _ in range(request["values"]):
     start = time.perf_counter()
     for _ in range(passes):
-        for image in images:
-            out = compose(image=image)["image"]
-    values.append((time.perf_counter() - start) / (passes * len(images)))
+        for sample in samples:
+            out = compose(**sample)["image"]
+    values.append((time.perf_counter() - start) / (passes * len(samples)))
 print(json.dumps({"ms_per_image": 1000 * statistics.median(values), "values": len(values)}))
 """
 
@@ -93,6 +98,7 @@ def main() -> int:
                 "files": staged_files(args.manifest, int(row["num_images"])),
                 "definition": definition,
                 "passes": int(row.get("passes_per_value") or 1),
+                "mask": "mask" in (row.get("pipeline_targets") or []),
                 "values": args.values,
             }
             probe = subprocess.run(

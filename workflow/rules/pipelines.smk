@@ -15,6 +15,8 @@ rule resolve_pipeline:
         resolved="results/pipelines/resolved/{pipeline}.json",
     log:
         "logs/pipelines/resolve/{pipeline}.log",
+    benchmark:
+        "benchmarks/setup/resolve_pipeline/{pipeline}.tsv"
     localrule: True
     conda:
         "../../envs/torchvision.yaml"
