@@ -350,6 +350,18 @@ def resolve(user_config: dict[str, Any], basedir: Path) -> dict[str, Any]:
             f"allowed: {catalog.names(channels)}"
         )
     merged["pipeline_definitions"] = _pipeline_definitions(merged, basedir)
+    training = merged["training"]
+    if training.pop("pipelines", False):  # every configured pipeline, after the named recipes
+        names = [p["name"] for p in merged["pipeline_definitions"]]
+        training["transforms"] = list(dict.fromkeys([*training["transforms"], *names]))
+    known = {p["name"] for p in merged["pipeline_definitions"]} | set(catalog.CANDIDATES)
+    unknown_recipes = [t for t in merged["training"]["transforms"] if t not in known]
+    if unknown_recipes:
+        raise ConfigError(
+            f"config error at training.transforms: {unknown_recipes} are neither catalog "
+            f"recipes nor configured pipelines; pipelines: "
+            f"{sorted(p['name'] for p in merged['pipeline_definitions'])}"
+        )
     if merged["machine"] == "auto":
         merged["machine"] = auto_machine_label()
     return merged

@@ -223,6 +223,16 @@ MANAGER_RSS_MB = 42.0
 # What one forked DataLoader worker adds of its own (pages it writes: outputs, copy-on-write
 # object headers, its thread arenas); from Snakemake's max_pss of cpu_dataloader jobs.
 WORKER_PRIVATE_MB = 60.0
+# The training regime's model state in the main process at batch 32 (weights, gradients, SGD
+# momentum, activations), scaled by batch size in the memory model. resnet18 at 112 px on CPU:
+# measured 2026-11-25 on amd-epyc-2c, peak RSS 1010 MB at batch 16 with torchvision imported
+# (672 MB), so ~340 MB at 16 and ~700 MB at 32. The sleep accelerator holds nothing.
+# The training regime's checks (augbench/analysis/training.py): a measured training throughput
+# beyond this fraction of the starvation model's prediction is flagged; a data wait under this
+# fraction of the wall time counts as "the accelerator is fed".
+TRAINING_PREDICTION_TOLERANCE = 0.15
+TRAINING_FED_WAIT = 0.05
+TRAINING_MODEL_MB: dict[str, float] = {"resnet18": 700.0, "resnet50": 1750.0, "sleep": 0.0}
 # Host memory a CUDA context and the GPU libraries' loaded code add to a process: an
 # assumption (no GPU measured here), named as such wherever a GPU job's memory is printed.
 CUDA_CONTEXT_HOST_MB = 2500.0

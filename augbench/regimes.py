@@ -27,6 +27,7 @@ How to add a regime: docs/architecture.md.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -523,6 +524,66 @@ def dataloader_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
     )  # fmt: skip
 
 
+def training_jobs(s: Sweep, kind: JobKind, dataset: str) -> list[Job]:
+    """One job per library x worker count, every training recipe (catalog recipes and user
+    pipelines) in it."""
+    transforms = list(s.config["training"]["transforms"])
+    return [
+        s.job(kind, lib, dataset, {"workers": str(workers)}, transforms)
+        for lib in s.libraries_of(kind.regime)
+        for workers in s.config["training"]["workers"]
+    ]
+
+
+def training_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
+    t = s.config["training"]
+    transforms = list(t["transforms"])
+    used = [p for p in s.pipelines if p["name"] in transforms]
+    return {
+        "library": w["library"],
+        "machine": w["machine"],
+        "workers": w["workers"],
+        "transforms": transforms,
+        "num-images": s.num_images_for(kind),
+        "batch-size": t["batch_size"],
+        "prefetch-factor": s.config["cpu_dataloader"]["prefetch_factor"],
+        "accelerator": t["accelerator"],
+        "model": t["model"],
+        "cpu-input-size": t["cpu_input_size"],
+        "steps": t["steps"],
+        "warmup-steps": t["warmup_steps"],
+        "model-steps": t["model_steps"],
+        "blocks": t["blocks"],
+        **({"pipelines": json.dumps(used, sort_keys=True)} if used else {}),
+    }
+
+
+def training_threads(s: Sweep, w: Wildcards) -> int:
+    """The main process (the model's step) plus its workers."""
+    return int(w["workers"]) + 1
+
+
+def training_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
+    """The DataLoader of the decode scope (forked workers, batches in flight) and the model's
+    training state in the main process (policy.TRAINING_MODEL_MB: weights, gradients, momentum
+    and activations at the batch size; on a GPU machine the model lives on the GPU)."""
+    from augbench.memory import Footprint
+
+    t = s.config["training"]
+    workers = int(w["workers"])
+    batch = t["batch_size"]
+    in_flight = (workers * s.config["cpu_dataloader"]["prefetch_factor"] + 2) * batch
+    model = "sleep" if str(t["accelerator"]).startswith("sleep:") else "resnet18"
+    if t["model"] == "resnet50":  # on a CPU machine: ~2.5x resnet18's training state
+        model = "resnet50"
+    gpu = "gpu" in s.config["cloud"]["regimes"].get(kind.placement, {})
+    return Footprint(
+        w["library"], torch=True, forked=workers,
+        batches_mb=in_flight * 224 * 224 * 12.0 / 2**20,
+        extra_mb=0.0 if gpu else policy.TRAINING_MODEL_MB[model] * batch / 32,
+    )  # fmt: skip
+
+
 def gpu_dataloader_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
     """Host side: torch with a CUDA context and the DataLoader's forked workers (batches live
     on the GPU)."""
@@ -711,8 +772,28 @@ DALI = Regime(
     tables=GPU_TABLES,
 )  # fmt: skip
 
+TRAINING = Regime(
+    "training",
+    CPU_LIBRARIES,
+    (
+        _kind(
+            "training", "training", "results",
+            f"{RAW}/training/{{library}}/w{{workers}}.json",
+            "{machine}/{dataset}/training/{library}/w{workers}",
+            placement="training", engine="augbench.engines.training", cost="whole_job",
+            jobs=training_jobs, args=training_args, threads=training_threads,
+            thread_policy="dataloader", memory=training_memory,
+            constraints={"workers": WORKERS}, config_block="training",
+            images_key="training.num_images",
+            memory_fix="lower training.batch_size or the largest training.workers",
+        ),
+    ),
+    tables={"training": "results/tables/training.csv"},
+    figures=("throughput",),
+)  # fmt: skip
+
 # Every regime, in the order tables, figures and job lists follow.
-ALL: tuple[Regime, ...] = (MICRO, CPU_DATALOADER, GPU_DATALOADER, DALI)
+ALL: tuple[Regime, ...] = (MICRO, CPU_DATALOADER, GPU_DATALOADER, DALI, TRAINING)
 BY_NAME: dict[str, Regime] = {r.name: r for r in ALL}
 NAMES: tuple[str, ...] = tuple(BY_NAME)
 KINDS: dict[str, JobKind] = {k.rule: k for r in ALL for k in r.kinds}

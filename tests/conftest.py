@@ -73,6 +73,27 @@ def env_python(library: str) -> Path:
     return REPO / ".venvs" / library / "bin" / "python"
 
 
+def library_env(library: str) -> Path:
+    """A library env's interpreter, the env synced to its lock first where it is not (the
+    workflow's own provisioning, under its node lock: a smoke run building the same env on
+    another pytest worker waits for it, or reuses it)."""
+    from augbench.provision import ensure_env
+
+    venv = REPO / ".venvs" / library
+    ensure_env(library, REPO / "envs" / f"{library}.txt", venv, sys.executable)
+    return venv / "bin" / "python"
+
+
+@pytest.fixture(scope="session")
+def torchvision_env() -> Path:
+    return library_env("torchvision")
+
+
+@pytest.fixture(scope="session")
+def albumentationsx_env() -> Path:
+    return library_env("albumentationsx")
+
+
 def raw_dir(workdir: Path, machine: str, regime: str) -> Path:
     """Raw results of one regime, below the only dataset key measured in ``workdir``."""
     keys = sorted(p for p in (workdir / "results/raw" / machine).glob("*") if p.is_dir())

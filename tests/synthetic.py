@@ -115,7 +115,24 @@ def multi_regime() -> pd.DataFrame:
             regime="micro", library="torchvision", transform="Rotate", status="error", reason="boom"
         )
     )
-    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    for workers in (0, 1, 2):  # the training regime: the sleep stand-in, model-bound at 80 img/s
+        for lib, s in (("albumentationsx", 300.0), ("torchvision", 200.0)):
+            served = 1 / (1 / s + 1 / 80.0) if workers == 0 else min(s, 80.0)
+            rows.append(
+                row(
+                    regime="training", scope="decode", library=lib, transform="RandomResizedCrop",
+                    workers=workers, batch_size=4, variant="sleep-50ms",
+                    runs=[served * 0.98, served, served * 1.01], images_per_second=served,
+                    predicted_img_per_s=served, measured_vs_predicted=1.0,
+                    data_wait_fraction=0.2 if workers == 0 else 0.01,
+                    predicted_data_wait_fraction=0.2 if workers == 0 else 0.0,
+                    loader_img_per_s=s, model_img_per_s=80.0,
+                    step_ms={"p50": 50.0, "p95": 51.0, "p99": 52.0},
+                    batch_wait_ms={"p50": 1.0, "p95": 2.0, "p99": 3.0},
+                )
+            )  # fmt: skip
+    extra = [c for r in rows for c in r if c not in COLUMNS]
+    frame = pd.DataFrame(rows, columns=[*COLUMNS, *dict.fromkeys(extra)])
     for col in ("median_throughput", "mean_throughput", "std_throughput", "cv_throughput"):
         frame[col] = pd.to_numeric(frame[col])
     return frame

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import library_env
 
 from augbench import adapters, catalog, pipelines
 
@@ -123,17 +124,7 @@ def _cases(library: str) -> list[dict[str, Any]]:
 
 def library_python(library: str) -> Path:
     """The library's env (built by the workflow); built here from its lock when absent."""
-    venv = REPO / ".venvs" / library
-    python = venv / "bin" / "python"
-    if not python.exists():
-        import shutil
-        import sys
-
-        uv = shutil.which("uv") or str(Path(sys.executable).with_name("uv"))
-        subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], check=True)
-        lock = REPO / "envs" / f"{library}.txt"
-        subprocess.run([uv, "pip", "sync", "--python", str(python), str(lock)], check=True)
-    return python
+    return library_env(library)
 
 
 @cache

@@ -156,7 +156,9 @@ def test_slow_rows_list_every_early_stop_and_the_slowest_ok_rows() -> None:
     assert early[["library", "transform"]].values.tolist() == [["kornia", "GaussianBlur"]]
     assert early["throughput"].iloc[0] == 12.0
     per_regime = slow[slow["kind"] == "slowest_ok"].groupby("regime").size()
-    assert per_regime.to_dict() == {"cpu_dataloader": 2, "gpu_dataloader": 2, "micro": 2}
+    assert per_regime.to_dict() == {
+        "cpu_dataloader": 2, "gpu_dataloader": 2, "micro": 2, "training": 2,
+    }  # fmt: skip
 
 
 def test_compare_flags_changes_beyond_the_threshold() -> None:
@@ -242,7 +244,8 @@ def test_summary_flags_rows_above_the_ci_target_with_counts_per_regime() -> None
 def _plan_frames() -> dict[str, pd.DataFrame]:
     full = multi_regime()
     # A machine without CUDA (GPU rows skipped) that measured one DataLoader worker count.
-    partial = full[~((full["regime"] == "cpu_dataloader") & (full["workers"] != 2))].copy()
+    partial = full[~((full["regime"] == "cpu_dataloader") & (full["workers"] != 2))]
+    partial = partial[partial["regime"] != "training"].copy()
     gpu_rows = partial["regime"] == "gpu_dataloader"
     partial.loc[gpu_rows, ["status", "reason"]] = ["skipped", "no CUDA device"]
     partial.loc[gpu_rows, ["throughputs", "median_throughput"]] = None
@@ -291,7 +294,7 @@ def test_plan_says_why_each_family_is_not_drawn() -> None:
 def test_summary_lists_the_figures_not_drawn() -> None:
     text = summary.markdown(multi_regime().query("regime == 'micro'"))
     section = text.split("## Figures not drawn", 1)[1]
-    assert "5 of 14 figure families are drawn" in section
+    assert "5 of 16 figure families are drawn" in section
     assert "| cpu_vs_gpu | no gpu_dataloader or dali rows |" in section
     full = summary.markdown(multi_regime())
     assert "| stability_dali | no ok dali rows with repeated runs (3 skipped) |" in full

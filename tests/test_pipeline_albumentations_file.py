@@ -224,10 +224,7 @@ def test_is_albumentations_data_and_name_checks() -> None:
 
 # -- AlbumentationsX env ------------------------------------------------------------------------
 ALBX_PYTHON = env_python("albumentationsx")
-needs_env = pytest.mark.skipif(
-    not ALBX_PYTHON.exists(),
-    reason=f"{ALBX_PYTHON} is missing (the workflow builds the AlbumentationsX env)",
-)
+needs_env = pytest.mark.usefixtures("albumentationsx_env")  # built here when absent
 # Catalog steps whose AlbumentationsX mapping is a single class this module maps back.
 ROUND_TRIP = [
     "RandomResizedCrop", "HorizontalFlip", "VerticalFlip", "Transpose", "Invert",

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import env_python
+from conftest import env_python, library_env
 
 from augbench import pipelines
 from augbench.pipeline_sources import torchvision_module as tvm
@@ -21,10 +21,7 @@ from augbench.pipeline_sources import torchvision_module as tvm
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "user_pipelines"
 TV_PYTHON = env_python("torchvision")
-needs_env = pytest.mark.skipif(
-    not TV_PYTHON.exists(),
-    reason=f"the torchvision env {TV_PYTHON} is not built (the workflow builds .venvs/)",
-)
+needs_env = pytest.mark.usefixtures("torchvision_env")  # built here when absent
 IMAGENET = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
 
 
@@ -184,8 +181,7 @@ ERRORS: list[tuple[str, str]] = [
 def cli_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, dict[str, Any]]]:
     """(exit status, document written) of the CLI's ``main`` on each ERRORS reference, in one
     env run (``python -m`` itself is run by the other tests)."""
-    if not TV_PYTHON.exists():
-        pytest.skip(f"the torchvision env {TV_PYTHON} is not built")
+    library_env("torchvision")
     folder = tmp_path_factory.mktemp("cli-errors")
     code = """
 import json, sys
@@ -392,8 +388,7 @@ MAPPINGS: list[tuple[str, Any]] = [
 @pytest.fixture(scope="module")
 def mapped() -> dict[str, list[dict[str, Any]]]:
     """``to_steps(v2.Compose([expression]))`` of every MAPPINGS expression, in one env run."""
-    if not TV_PYTHON.exists():
-        pytest.skip(f"the torchvision env {TV_PYTHON} is not built")
+    library_env("torchvision")
     code = """
 import json, sys, torch
 from torchvision.transforms import InterpolationMode, v2

@@ -118,6 +118,10 @@ def test_result_rows_record_decoder_timing_and_threads(smoke_run: WorkflowRun) -
             assert row["images_per_run"] == DL["batch_size"] * DL["batches_per_run"]
             assert row["first_batch_s"] > 0
             assert len(row["first_batch_s_runs"]) == runs
+            # Tail latency: each batch's wait after an epoch's first, over the timed epochs.
+            waits = row["batch_wait_ms"]
+            assert row["batch_waits_counted"] == runs * (DL["batches_per_run"] - 1)
+            assert 0 < waits["p50"] <= waits["p95"] <= waits["p99"], waits
             assert row["startup_in_timed_window"] is False
             assert row["batch_shape"] == [DL["batch_size"], 3, 224, 224]
             assert row["batch_dtype"] == "torch.float32"

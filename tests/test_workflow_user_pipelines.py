@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, env_python, run_snakemake
+from conftest import REPO, library_env, run_snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -36,9 +36,7 @@ A.save(compose, sys.argv[1], data_format="yaml")
 
 @pytest.fixture(scope="module")
 def user_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    python = env_python("albumentationsx")
-    if not python.exists():
-        pytest.skip(f"{python} is missing: the AlbumentationsX env is built by the workflow")
+    python = library_env("albumentationsx")
     workdir = tmp_path_factory.mktemp("user-pipelines")
     subprocess.run([str(python), "-c", SAVE_SCRIPT, str(workdir / "my_albx.yaml")], check=True)
     # The torchvision module is imported from the working directory, as a user's would be.

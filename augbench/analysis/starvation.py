@@ -20,6 +20,8 @@ from typing import Any
 
 import pandas as pd
 
+from augbench.starvation_model import predict
+
 # Regimes whose rows are end to end (file read + decode inside the timed loop) in this scope.
 END_TO_END_SCOPE: dict[str, str] = {
     "cpu_dataloader": "decode",
@@ -110,10 +112,11 @@ def models_from_config(
 
 
 def data_wait_fraction(data_img_per_s: float, model_img_per_s: float) -> float:
-    """Share of each step the model waits for data: step = max(model, data) with prefetching."""
+    """Share of each step the model waits for data: step = max(model, data) with prefetching
+    (augbench.starvation_model, the rule the training regime checks against a measured loop)."""
     if not data_img_per_s > 0:
         return math.nan
-    return max(0.0, 1.0 - data_img_per_s / model_img_per_s)
+    return predict(data_img_per_s, model_img_per_s, workers=1).data_wait_fraction
 
 
 def end_to_end_rows(frame: pd.DataFrame) -> pd.DataFrame:

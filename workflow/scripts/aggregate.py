@@ -5,7 +5,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
-from augbench.analysis import dataloader, gpu, resolution, speedups, starvation, tidy
+from augbench.analysis import dataloader, gpu, resolution, speedups, starvation, tidy, training
 from augbench.logs import redirect_to_log
 from augbench.results import write_table_atomic
 
@@ -25,6 +25,8 @@ with redirect_to_log(snakemake.log[0]):  # noqa: F821
             dataloader.starvation(frame, sm.params.throughput_targets),
             sm.output.starvation_cpu_dataloader,
         )
+    if "training" in sm.params.regimes:
+        write_table_atomic(training.predicted_vs_measured(frame), sm.output.training)
     write_table_atomic(speedups.coverage(frame), sm.output.coverage)
     if hasattr(sm.output, "gpu_vs_cpu_ratio"):  # present when a GPU regime is configured
         write_table_atomic(gpu.gpu_vs_cpu_ratio(frame), sm.output.gpu_vs_cpu_ratio)

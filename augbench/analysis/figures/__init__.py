@@ -27,6 +27,7 @@ NAMES: tuple[str, ...] = (
     "throughput_vs_memory",
     "worker_scaling",
     "throughput_vs_resolution",
+    "training_vs_workers",
 )
 
 # The columns a row's peak memory can be in (augbench.analysis.figures.memory).
@@ -84,6 +85,15 @@ def absent(name: str, frame: pd.DataFrame) -> str | None:
         return _scaling_absent(ok)
     if name == "throughput_vs_resolution":
         return _resolution_absent(frame)
+    if name == "training_vs_workers":
+        rows = data[data["regime"] == "training"]
+        if rows.empty:
+            return "no training rows (regime training not configured)"
+        return (
+            None
+            if (rows["status"] == "ok").any()
+            else f"no ok training rows ({_status_counts(rows)})"
+        )
     raise KeyError(f"no rule for figure {name!r}")  # a family added to NAMES without one
 
 
@@ -169,6 +179,7 @@ def draw(name: str, frame: pd.DataFrame) -> Drawn:
         scaling,
         stability,
         throughput,
+        training,
         winners,
     )
 
@@ -179,6 +190,7 @@ def draw(name: str, frame: pd.DataFrame) -> Drawn:
         "throughput_vs_memory": memory.draw,
         "worker_scaling": scaling.draw,
         "throughput_vs_resolution": resolution.draw,
+        "training_vs_workers": training.draw,
     }
     if name in fixed:
         return fixed[name](frame)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import functools
 import gc
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -62,16 +63,35 @@ def check_batch(batch: Any, batch_size: int) -> dict[str, Any]:
     return {"batch_shape": list(batch.shape), "batch_dtype": str(batch.dtype)}
 
 
-def timed_epoch(loader: Any) -> tuple[int, float, float]:
-    """Images, seconds from iter(loader) to the last batch, and the first batch's latency."""
+def timed_epoch(loader: Any, waits: list[float] | None = None) -> tuple[int, float, float]:
+    """Images, seconds from iter(loader) to the last batch, and the first batch's latency.
+    ``waits`` (when given) receives each batch's wait after the first: the seconds the main
+    process spent in next(loader) for it, which is what a synchronous training step stalls on
+    (the first batch's wait is the epoch's start-up, reported as first_batch_s)."""
     images = 0
     first: float | None = None
-    start = time.perf_counter()
+    start = last = time.perf_counter()
     for batch in loader:
+        now = time.perf_counter()
         images += batch.shape[0]
         if first is None:
-            first = time.perf_counter() - start
+            first = now - start
+        elif waits is not None:
+            waits.append(now - last)
+        last = time.perf_counter()
     return images, time.perf_counter() - start, first or 0.0
+
+
+def wait_percentiles_ms(waits: list[float]) -> dict[str, float]:
+    """p50, p95 and p99 of the batch waits in milliseconds (nearest rank); empty without
+    waits (an epoch of one batch)."""
+    ordered = sorted(waits)
+    out: dict[str, float] = {}
+    for p in (50, 95, 99):
+        if ordered:
+            rank = max(1, min(len(ordered), math.ceil(p / 100 * len(ordered))))
+            out[f"p{p}"] = 1000.0 * ordered[rank - 1]
+    return out
 
 
 def warm_up(loader: Any, batch_size: int, stage: str) -> tuple[float, dict[str, Any]]:
@@ -135,7 +155,8 @@ def measure_loader(
     try:
         first_batch_s, batch_info = warm_up(loader, args.batch_size, "warm-up epoch")
         sampler.n_items = images_per_run
-        arms["regime"] = functools.partial(timed_epoch, loader)
+        batch_waits: list[float] = []
+        arms["regime"] = functools.partial(timed_epoch, loader, batch_waits)
         if bare is not None and bare_runs > 0:
             from augbench.engines.bare_loop import user_loader
 
@@ -198,6 +219,9 @@ def measure_loader(
         "times": times,
         "first_batch_s": first_batch_s,
         "first_batch_s_runs": first_batches,
+        # The wait per batch after each epoch's first, over the regime's timed epochs.
+        "batch_wait_ms": wait_percentiles_ms(batch_waits),
+        "batch_waits_counted": len(batch_waits),
         "warmup_batches": warmup_batches,
         "images_per_run": images_per_run,
         "total_rss_mb": total_rss,

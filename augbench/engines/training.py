@@ -1,0 +1,428 @@
+"""training regime job: a real training step fed by a library's DataLoader, one worker count.
+
+Per recipe (a catalog recipe or a user pipeline), the loader is built exactly as in the
+cpu_dataloader regime's ``decode`` scope (``augbench.engines.dataloader``: the files read and
+decoded by the library's decoder in the workers, the recipe, default collation) and feeds an
+**accelerator** (``--accelerator``):
+
+- ``model``: a real training step, forward + backward + SGD step of a torchvision model with
+  random weights (no download): ResNet-50 on CUDA with AMP and channels_last; on CPU ResNet-18
+  with the batch resized to ``--cpu-input-size`` inside the step (a reduced input, so a step
+  lasts what a CPU can do). The batch is moved to the device inside the step and CUDA is
+  synchronized before the step's clock stops;
+- ``sleep:<ms>``: a stand-in accelerator that sleeps ``ms`` per batch (``time.sleep`` releases
+  the GIL, as a GPU step does), for machines without one and for the tests.
+
+Three measurements per recipe, in the same job:
+
+1. **model only**: the step on a resident batch of the recipe's output shape, repeated: the model's
+   ceiling in images/s;
+2. **loader only**: the loader's batches consumed with no step: the data rate;
+3. **training**: ``next(loader)`` then the step, ``--warmup-steps`` untimed, then ``--steps``
+   timed steps. Per step the time blocked in ``next(loader)`` (batch wait) and the step time;
+   the row's throughput is images over the window's wall time, its values the throughputs of
+   ``--blocks`` consecutive blocks of steps (their spread is the row's CI), its
+   ``data_wait_fraction`` the blocked time over the wall time.
+
+The prediction beside it is the starvation model's (``augbench.analysis.starvation.predict``)
+from the measured loader and model rates. Rows of different accelerators or devices never
+compete: the row's ``variant`` names them (e.g. ``resnet18-112px-cpu``, ``sleep-20ms``).
+"""
+
+from __future__ import annotations
+
+# The package exports the thread policy before numpy, torch or cv2 is imported.
+import augbench.engines.dataloader  # noqa: F401  # isort: skip
+
+import argparse
+import itertools
+import re
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from augbench import adapters, catalog
+from augbench.engines import cli, skeleton
+from augbench.engines.dataloader.plumbing import (
+    EpochSampler,
+    RecipeDataset,
+    build_recipe,
+    load_items,
+    process_tree_rss_mb,
+    regime_loader,
+    usable_cores,
+    worker_records,
+)
+from augbench.engines.dataloader.timing import wait_percentiles_ms
+from augbench.policy import DATALOADER_THREADS
+from augbench.results import non_ok_row, ok_row
+
+REGIME = "training"
+SLEEP = re.compile(r"^sleep:(?P<ms>\d+(\.\d+)?)$")
+MODELS: dict[str, str] = {"cuda": "resnet50", "cpu": "resnet18"}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = cli.engine_parser(__doc__, pipelines_run="that pipeline as its recipe")
+    p.add_argument("--workers", type=int, required=True)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--prefetch-factor", type=int, default=2)
+    p.add_argument("--persistent-workers", type=cli.as_bool, default=True)
+    p.add_argument("--batch-timeout", type=float, default=300.0)
+    p.add_argument("--accelerator", default="model", help="model, or sleep:<ms>")
+    p.add_argument("--model", default="auto", choices=["auto", *sorted(set(MODELS.values()))])
+    p.add_argument("--cpu-input-size", type=int, default=112)
+    p.add_argument("--steps", type=int, default=20, help="timed training steps per recipe")
+    p.add_argument("--warmup-steps", type=int, default=3)
+    p.add_argument("--model-steps", type=int, default=5, help="timed model-only steps")
+    p.add_argument("--blocks", type=int, default=5, help="blocks of steps: the row's values")
+    p.add_argument("--device", default="auto", help="auto (CUDA when usable), cuda or cpu")
+    args = p.parse_args(argv)
+    args.scope = "decode"  # the loader is the cpu_dataloader decode scope's
+    if args.accelerator != "model" and not SLEEP.match(args.accelerator):
+        p.error(f"--accelerator {args.accelerator!r}: expected model or sleep:<ms>")
+    if args.steps < args.blocks or args.blocks < 2:
+        p.error("--steps must be at least --blocks, and --blocks at least 2")
+    return args
+
+
+# -- the accelerator ---------------------------------------------------------------------------
+@dataclass
+class Accelerator:
+    """One training step on a batch (``step``), what the rows call it, and its settings."""
+
+    label: str
+    step: Callable[[Any], None]
+    settings: dict[str, Any]
+
+
+def sleep_accelerator(ms: float) -> Accelerator:
+    def step(batch: Any) -> None:
+        time.sleep(ms / 1000.0)
+
+    label = f"sleep-{ms:g}ms"
+    return Accelerator(label, step, {"accelerator": f"sleep:{ms:g}", "model": label})
+
+
+def model_accelerator(device: str, cpu_input_size: int, model: str = "auto") -> Accelerator:
+    """A real step: the model's forward and backward on the batch and an SGD step; on CUDA
+    with AMP (autocast + GradScaler) and channels_last, synchronized before the step returns."""
+    import torch
+    import torchvision
+
+    name = MODELS[device] if model == "auto" else model
+    net = getattr(torchvision.models, name)(weights=None).to(device)
+    net.train()
+    cuda = device == "cuda"
+    if cuda:
+        net = net.to(memory_format=torch.channels_last)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    scaler = torch.amp.GradScaler("cuda") if cuda else None
+    size = None if cuda else cpu_input_size
+
+    def step(batch: Any) -> None:
+        x = batch.to(device, non_blocking=True)
+        if cuda:
+            x = x.contiguous(memory_format=torch.channels_last)
+        if size is not None and x.shape[-1] != size:
+            x = torch.nn.functional.interpolate(
+                x, size=(size, size), mode="bilinear", antialias=False
+            )
+        labels = torch.zeros(x.shape[0], dtype=torch.long, device=device)
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(device_type=device, dtype=torch.float16, enabled=cuda):
+            loss = loss_fn(net(x), labels)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            torch.cuda.synchronize()
+        else:
+            loss.backward()
+            optimizer.step()
+
+    side = "224px" if cuda else f"{cpu_input_size}px"
+    amp = "amp-" if cuda else ""
+    return Accelerator(
+        f"{name}-{side}-{amp}{device}",
+        step,
+        {
+            "accelerator": "model",
+            "model": name,
+            "model_input": side,
+            "device": device,
+            "amp": cuda,
+            "channels_last": cuda,
+            "optimizer": "SGD(lr=0.1, momentum=0.9)",
+        },
+    )
+
+
+def choose_device(requested: str) -> str:
+    if requested != "auto":
+        return requested
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+# -- the three measurements ----------------------------------------------------------------------
+@dataclass
+class Window:
+    """The training window: per timed step, seconds blocked in next(loader) and seconds of the
+    step, and images per step; wall time from the window's first next() to its last step."""
+
+    waits: list[float] = field(default_factory=list)
+    steps: list[float] = field(default_factory=list)
+    images: list[int] = field(default_factory=list)
+    wall: float = 0.0
+
+    @property
+    def throughput(self) -> float:
+        return sum(self.images) / self.wall
+
+    @property
+    def data_wait_fraction(self) -> float:
+        return sum(self.waits) / self.wall
+
+    def block_throughputs(self, blocks: int) -> tuple[list[float], list[float]]:
+        """(images/s, seconds) of ``blocks`` consecutive blocks of steps: the row's values."""
+        n = len(self.steps)
+        edges = [round(i * n / blocks) for i in range(blocks + 1)]
+        rates, times = [], []
+        for lo, hi in itertools.pairwise(edges):
+            seconds = sum(self.waits[lo:hi]) + sum(self.steps[lo:hi])
+            rates.append(sum(self.images[lo:hi]) / seconds)
+            times.append(seconds)
+        return rates, times
+
+
+def train(batches: Iterator[Any], step: Callable[[Any], None], warmup: int, steps: int) -> Window:
+    """``warmup`` untimed steps, then ``steps`` timed ones: each ``next(batches)`` (the wait)
+    then ``step(batch)`` (which synchronizes its device before returning)."""
+    clock = time.perf_counter
+    for _ in range(warmup):
+        step(next(batches))
+    window = Window()
+    start = clock()
+    for _ in range(steps):
+        before = clock()
+        batch = next(batches)
+        got = clock()
+        step(batch)
+        done = clock()
+        window.waits.append(got - before)
+        window.steps.append(done - got)
+        window.images.append(int(batch.shape[0]))
+    window.wall = clock() - start
+    return window
+
+
+def loader_rate(batches: Iterator[Any], count: int) -> float:
+    """Images per second of ``count`` batches consumed with no step."""
+    images = 0
+    start = time.perf_counter()
+    for _ in range(count):
+        images += int(next(batches).shape[0])
+    return images / (time.perf_counter() - start)
+
+
+def model_rate(step: Callable[[Any], None], batch: Any, steps: int) -> tuple[float, float]:
+    """(images/s, median seconds per step) of the step alone on a resident batch."""
+    step(batch)  # warm-up: allocations, cuDNN autotuning
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step(batch)
+        times.append(time.perf_counter() - start)
+    median = statistics.median(times)
+    return batch.shape[0] / median, median
+
+
+def endless(loader: Any) -> Iterator[Any]:
+    """The loader's batches without end (a new epoch when one ends), as a training loop sees
+    them."""
+    while True:
+        yield from loader
+
+
+# -- one recipe ------------------------------------------------------------------------------------
+def run_recipe(
+    args: argparse.Namespace,
+    adapter: adapters.Adapter,
+    name: str,
+    items: list[Any],
+    load: Callable[[Any], Any],
+    accelerator: Accelerator,
+    record_dir: Path,
+) -> dict[str, Any]:
+    import torch
+
+    from augbench.starvation_model import predict
+
+    pipeline = args.pipelines.get(name)
+    recipe = build_recipe(adapter, name, pipeline)
+    # 1. The model alone, on a resident batch of the recipe's output (before any loader runs).
+    sample = recipe(load(items[0]))
+    resident = torch.stack([sample] * args.batch_size)
+    try:
+        ceiling, model_step_s = model_rate(accelerator.step, resident, args.model_steps)
+    except torch.cuda.OutOfMemoryError as exc:
+        return non_ok_row("error", f"the model does not fit the GPU: {exc}".split("\n")[0])
+    # 2. The loader alone, then 3. the training window, on one loader: the prefetched batches
+    # the loader-only pass leaves are drained by the warm-up steps, so the window is steady.
+    warmup = max(args.warmup_steps, args.prefetch_factor * args.workers + 1)
+    loader_batches = max(6, 3 * args.workers)
+    total = 1 + args.workers + loader_batches + warmup + args.steps
+    total += args.prefetch_factor * max(1, args.workers)  # what the workers prefetch at the end
+    dataset = RecipeDataset(items, load, recipe, label=name)
+    sampler = EpochSampler(len(items), total * args.batch_size)
+    loader = regime_loader(args, dataset, sampler, record_dir)
+    batches = endless(loader)
+    first = next(batches)  # worker start-up, outside every window
+    for _ in range(args.workers):  # the batches the other workers prepared meanwhile
+        next(batches)
+    data_rate = loader_rate(batches, loader_batches)
+    window = train(batches, accelerator.step, warmup, args.steps)
+    tree_rss = process_tree_rss_mb()  # the workers are alive here
+    del batches, loader
+    rates, times = window.block_throughputs(args.blocks)
+    predicted = predict(data_rate, ceiling, args.workers)
+    measured = window.throughput
+    return ok_row(
+        rates,
+        times,
+        warmup_iterations=warmup,
+        images_per_second=measured,
+        data_wait_fraction=window.data_wait_fraction,
+        step_ms=wait_percentiles_ms(window.steps),
+        batch_wait_ms=wait_percentiles_ms(window.waits),
+        loader_img_per_s=data_rate,
+        loader_batches=loader_batches,
+        model_img_per_s=ceiling,
+        model_step_ms=1000.0 * model_step_s,
+        predicted_img_per_s=predicted.images_per_second,
+        predicted_data_wait_fraction=predicted.data_wait_fraction,
+        measured_vs_predicted=measured / predicted.images_per_second,
+        prediction_rule=predicted.rule,
+        timed_steps=args.steps,
+        process_tree_rss_mb=tree_rss,
+        batch_shape=list(first.shape),
+        batch_dtype=str(first.dtype),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from tqdm import tqdm
+
+    adapter = adapters.get(args.library)
+
+    def check(name: str) -> None:
+        if name not in args.pipelines:
+            catalog.get(name)
+
+    transforms = cli.transform_names(args, check)
+    cores = usable_cores()
+    thread_settings: dict[str, Any] = {
+        **skeleton.thread_record(DATALOADER_THREADS),
+        "applied_in": "main process before imports; every worker via worker_init_fn",
+    }
+    setup_error: str | None = None
+    accelerator: Accelerator | None = None
+    items: list[Any] = []
+    load: Callable[[Any], Any] = lambda item: item  # noqa: E731
+    over_cap = args.workers > cores
+    if not over_cap:
+        try:
+            adapter.import_library()
+            thread_settings["main_process"] = DATALOADER_THREADS.apply_runtime()
+            device = choose_device(args.device)
+            sleep = SLEEP.match(args.accelerator)
+            accelerator = (
+                sleep_accelerator(float(sleep["ms"]))
+                if sleep
+                else model_accelerator(device, args.cpu_input_size, args.model)
+            )
+            items, load, _ = load_items(args, adapter)
+        except Exception as exc:
+            setup_error = f"setup failed: {type(exc).__name__}: {exc}"
+    variant = accelerator.label if accelerator is not None else args.accelerator
+    label = f"{REGIME} | {args.library} | w{args.workers} | {variant}"
+    job = skeleton.Job(args, adapter, REGIME, "decode", label)
+    bar = tqdm(transforms, desc=label, unit="recipe")
+    with tempfile.TemporaryDirectory(prefix=f"train-{args.library}-") as tmp:
+        record_dir = Path(tmp)
+
+        def row_of(name: str) -> dict[str, Any]:
+            if over_cap:
+                row = non_ok_row(
+                    "skipped", f"{args.workers} workers > {cores} usable cores on this machine"
+                )
+            elif setup_error is not None or accelerator is None:
+                row = non_ok_row("error", setup_error or "no accelerator")
+            else:
+                bar.set_postfix_str(name)
+                try:
+                    row = run_recipe(args, adapter, name, items, load, accelerator, record_dir)
+                except Exception as exc:
+                    row = skeleton.stage_error_row("training", exc)
+            pipeline = args.pipelines.get(name)
+            if pipeline is not None:
+                from augbench import pipelines
+
+                row.update(pipelines.row_fields(pipeline, adapter))
+            row.update(
+                workers=args.workers,
+                batch_size=args.batch_size,
+                variant=variant,  # never ranked across accelerators or devices
+                peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                **(accelerator.settings if accelerator is not None else {}),
+                **_gpu_peak(),
+            )
+            return row
+
+        rows = skeleton.each_row(bar, row_of, job.row_log(bar))
+        thread_settings["workers"] = worker_records(record_dir)
+    return job.finish(
+        rows,
+        thread_settings,
+        params={
+            "workers": args.workers,
+            "batch_size": args.batch_size,
+            "prefetch_factor": args.prefetch_factor,
+            "persistent_workers": args.persistent_workers,
+            "accelerator": args.accelerator,
+            "cpu_input_size": args.cpu_input_size,
+            "model": args.model,
+            "steps": args.steps,
+            "warmup_steps": args.warmup_steps,
+            "model_steps": args.model_steps,
+            "blocks": args.blocks,
+            "transforms": transforms,
+            "timing": "images over the wall time of the timed steps (next(loader) + step, CUDA "
+            "synchronized); values: throughputs of consecutive blocks of steps",
+        },
+        extra={"variant": variant, "usable_cores": cores},
+    )
+
+
+def _gpu_peak() -> dict[str, Any]:
+    if "torch" not in sys.modules:
+        return {}
+    import torch
+
+    if not torch.cuda.is_available():
+        return {}
+    return {"gpu_peak_allocated_mb": torch.cuda.max_memory_allocated() / 2**20}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

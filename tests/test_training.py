@@ -1,0 +1,156 @@
+"""The training regime's logic (augbench/engines/training.py, augbench/analysis/training.py):
+the starvation model it checks, the measured data-wait fraction against the analytic value of a
+synthetic loader whose cost is known, and its tables. No timing thresholds: the analytic check
+compares a measured fraction with a computed one."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from conftest import REPO, library_env
+
+from augbench.analysis import training as training_tables
+from augbench.config import ConfigError, resolve
+from augbench.engines import training
+from augbench.starvation_model import predict
+
+BASE = {"machine": "m", "envs": {}, "dataset": {"archive": None}, "preset": "smoke"}
+
+
+def test_the_starvation_model_overlaps_with_workers_and_adds_without() -> None:
+    fed = predict(data_rate=400.0, model_rate=100.0, workers=2)
+    assert fed.images_per_second == 100.0 and fed.data_wait_fraction == 0.0
+    starved = predict(data_rate=50.0, model_rate=100.0, workers=2)
+    assert starved.images_per_second == 50.0 and starved.data_wait_fraction == pytest.approx(0.5)
+    serial = predict(data_rate=100.0, model_rate=100.0, workers=0)  # load, then step
+    assert serial.images_per_second == pytest.approx(50.0)
+    assert serial.data_wait_fraction == pytest.approx(0.5)
+
+
+def test_a_window_gives_throughput_wait_fraction_and_block_values() -> None:
+    window = training.Window(waits=[0.01] * 4, steps=[0.03] * 4, images=[4] * 4, wall=0.16)
+    assert window.throughput == pytest.approx(100.0)
+    assert window.data_wait_fraction == pytest.approx(0.25)
+    rates, times = window.block_throughputs(2)
+    assert rates == pytest.approx([100.0, 100.0]) and times == pytest.approx([0.08, 0.08])
+
+
+# A loader of known cost: each item sleeps ITEM_S in its worker (or in the main process without
+# workers), a batch of BATCH items; the stand-in accelerator sleeps STEP_S per batch. Per batch
+# the data take L = BATCH x ITEM_S per worker; W workers deliver a batch every L / W.
+ITEM_S, BATCH, STEP_S = 0.010, 4, 0.010
+
+
+def analytic_wait_fraction(workers: int) -> float:
+    load = BATCH * ITEM_S
+    if workers == 0:  # the main process loads, then steps
+        return load / (load + STEP_S)
+    interval = load / workers
+    return max(0.0, (interval - STEP_S) / interval)
+
+
+KNOWN_COST_LOOP = """
+import json, sys, time
+import torch
+from torch.utils.data import DataLoader, Dataset
+from augbench.engines import training
+
+class Slow(Dataset):
+    def __len__(self):
+        return 10_000
+    def __getitem__(self, i):
+        time.sleep({item_s})
+        return torch.zeros(3, 8, 8)
+
+out = {{}}
+for workers in (0, 1, 2):
+    loader = DataLoader(Slow(), batch_size={batch}, num_workers=workers,
+                        prefetch_factor=2 if workers else None)
+    batches = training.endless(loader)
+    step = training.sleep_accelerator({step_ms}).step
+    warmup = 2 * workers + 2
+    window = training.train(batches, step, warmup=warmup, steps=30)
+    out[workers] = window.data_wait_fraction
+    del batches, loader
+print(json.dumps(out))
+"""
+
+
+def test_measured_data_wait_matches_the_analytic_value_for_0_1_2_workers() -> None:
+    python = library_env("torchvision")
+    code = KNOWN_COST_LOOP.format(item_s=ITEM_S, batch=BATCH, step_ms=STEP_S * 1000)
+    proc = subprocess.run(
+        [str(python), "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    measured = {int(k): v for k, v in json.loads(proc.stdout.strip().splitlines()[-1]).items()}
+    for workers, fraction in measured.items():
+        expected = analytic_wait_fraction(workers)
+        assert fraction == pytest.approx(expected, abs=0.05), (workers, fraction, expected)
+
+
+# -- the tables ----------------------------------------------------------------------------------
+def _row(workers: int, measured: float, predicted: float, wait: float, **extra: Any) -> dict:
+    return {
+        "machine": "m", "dataset": "d", "regime": "training", "variant": "sleep-50ms",
+        "library": "torchvision", "transform": "RandomResizedCrop", "workers": workers,
+        "batch_size": 4, "status": "ok", "images_per_second": measured,
+        "predicted_img_per_s": predicted, "measured_vs_predicted": measured / predicted,
+        "data_wait_fraction": wait, "predicted_data_wait_fraction": 0.0,
+        "loader_img_per_s": 300.0, "model_img_per_s": 80.0,
+        "step_ms": json.dumps({"p50": 50.0, "p95": 51.0, "p99": 52.0}),
+        "batch_wait_ms": {"p50": 1.0, "p95": 2.0, "p99": 3.0}, **extra,
+    }  # fmt: skip
+
+
+def test_predicted_vs_measured_flags_disagreement_and_finds_the_fewest_fed_workers() -> None:
+    frame = pd.DataFrame(
+        [_row(0, 63.0, 63.2, 0.27), _row(1, 79.0, 80.0, 0.01), _row(2, 60.0, 80.0, 0.02)]
+    )
+    table = training_tables.predicted_vs_measured(frame)
+    assert table["prediction_within_tolerance"].tolist() == [True, True, False]
+    assert set(table["fewest_workers_fed"]) == {1}
+    assert table["step_ms_p95"].tolist() == [51.0] * 3
+    assert table["batch_wait_ms_p95"].tolist() == [2.0] * 3
+    lines = "\n".join(training_tables.summary_lines(frame))
+    assert "0.75 **(differs)**" in lines and "1 worker(s) keep the data wait under 5%" in lines
+
+
+def test_training_settings_are_checked_before_any_job() -> None:
+    for bad, where in (
+        ({"accelerator": "sleep:fast"}, "training.accelerator"),
+        ({"model": "vit_b_16"}, "training.model"),
+        ({"transforms": ["NoSuchRecipe"]}, "training.transforms"),
+    ):
+        with pytest.raises(ConfigError, match=where):
+            resolve({**BASE, "libraries": ["torchvision"], "regimes": ["training"],
+                     "training": bad}, REPO)  # fmt: skip
+
+
+def test_paper_trains_on_every_configured_pipeline() -> None:
+    config = resolve(
+        {**BASE, "preset": "paper", "libraries": ["torchvision"], "regimes": ["training"],
+         "pipelines": ["config/pipelines/imagenet_train.yaml"]},
+        REPO,
+    )  # fmt: skip
+    assert config["training"]["transforms"] == ["RandomResizedCrop", "imagenet_train"]
+
+
+def test_the_engine_refuses_a_malformed_accelerator(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit):
+        training.parse_args(
+            ["--library", "torchvision", "--transforms", "RandomResizedCrop", "--manifest",
+             str(tmp_path / "m.json"), "--num-images", "4", "--machine", "m", "--workers", "0",
+             "--output", str(tmp_path / "o.json"), "--accelerator", "nap:5"]
+        )  # fmt: skip
