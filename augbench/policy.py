@@ -227,6 +227,18 @@ WORKER_PRIVATE_MB = 60.0
 # momentum, activations), scaled by batch size in the memory model. resnet18 at 112 px on CPU:
 # measured 2026-11-25 on amd-epyc-2c, peak RSS 1010 MB at batch 16 with torchvision imported
 # (672 MB), so ~340 MB at 16 and ~700 MB at 32. The sleep accelerator holds nothing.
+# Allocator settings (augbench.allocator; docs/pipelines.md "Measured here"). glibc as shipped
+# adapts its mmap threshold (up to 32 MiB) to what the process freed before, so its history decides
+# whether a large buffer is returned to the kernel on free and page-faulted in again on the next
+# call; "glibc-steady" raises both thresholds so large buffers stay in the heap and are reused.
+ALLOCATOR_ENV: dict[str, dict[str, str]] = {
+    "glibc": {},
+    "glibc-steady": {
+        "MALLOC_MMAP_THRESHOLD_": "1073741824",
+        "MALLOC_TRIM_THRESHOLD_": "4294967296",
+    },
+}
+
 # The training regime's checks (augbench/analysis/training.py): a measured training throughput
 # beyond this fraction of the starvation model's prediction is flagged; a data wait under this
 # fraction of the wall time counts as "the accelerator is fed".

@@ -554,6 +554,8 @@ def training_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
         "warmup-steps": t["warmup_steps"],
         "model-steps": t["model_steps"],
         "blocks": t["blocks"],
+        "feeds": ",".join(t["feeds"]),
+        "worker-crop": s.config["gpu_dataloader"]["worker_crop"],
         **({"pipelines": json.dumps(used, sort_keys=True)} if used else {}),
     }
 

@@ -154,3 +154,60 @@ def test_the_engine_refuses_a_malformed_accelerator(tmp_path: Path) -> None:
              str(tmp_path / "m.json"), "--num-images", "4", "--machine", "m", "--workers", "0",
              "--output", str(tmp_path / "o.json"), "--accelerator", "nap:5"]
         )  # fmt: skip
+
+
+# -- the GPU feed's CPU-side logic (the recipe on the device beside the model) ---------------------
+def _manifest(folder: Path, count: int = 6) -> Path:
+    from PIL import Image
+
+    images = folder / "images"
+    images.mkdir()
+    files = []
+    for i in range(count):
+        Image.new("RGB", (320, 288), (i * 30, 90, 180)).save(images / f"{i}.jpg")
+        files.append({"path": f"{i}.jpg", "bytes": 1, "width": 320, "height": 288})
+    manifest = folder / "manifest.json"
+    manifest.write_text(
+        json.dumps(
+            {"name": "t", "source": "test", "archive_sha256": "0" * 64, "file_count": count,
+             "total_bytes": count, "images_dir": "images", "files": files}
+        )
+    )  # fmt: skip
+    return manifest
+
+
+ENGINE_ARGS = ["--transforms", "RandomResizedCrop", "--num-images", "6", "--workers", "1",
+               "--batch-size", "2", "--accelerator", "sleep:5", "--steps", "6", "--blocks", "2",
+               "--model-steps", "2", "--warmup-steps", "1", "--feeds", "cpu,gpu"]  # fmt: skip
+
+
+@pytest.mark.parametrize("library", ["torchvision", "pillow"])
+def test_both_feeds_give_rows_that_say_what_they_time(library: str, tmp_path: Path) -> None:
+    from conftest import run_engine
+
+    manifest = _manifest(tmp_path)
+    common = [*ENGINE_ARGS, "--library", library, "--manifest", str(manifest)]
+    python = library_env(library)
+    # The device-side chain on CPU tensors (a test switch; rows say the device).
+    rows = run_engine(
+        python, "training", *common, "--allow-cpu-device-feed", "true",
+        output=tmp_path / "on-cpu.json",
+    )["results"]  # fmt: skip
+    cpu = rows["RandomResizedCrop"]
+    assert cpu["status"] == "ok" and cpu["feed"] == "cpu" and cpu["variant"] == "sleep-5ms"
+    gpu = rows["RandomResizedCrop · gpu-feed"]
+    assert gpu["transform"] == "RandomResizedCrop" and gpu["variant"] == "sleep-5ms · gpu-feed"
+    if library == "pillow":  # no GPU augmentation path: one row saying so
+        assert gpu["status"] == "unsupported" and "GPU augmentation" in gpu["reason"]
+        return
+    assert gpu["status"] == "ok", gpu.get("reason")
+    assert gpu["worker_crop"] == [256, 256] and gpu["feed_device"] == "cpu"
+    assert "uint8 crop" in gpu["feed_timed"] and "then the model" in gpu["feed_timed"]
+    assert gpu["batch_dtype"] == "torch.uint8"  # what the workers hand over
+    # Without the switch: on CUDA where there is one, else a visible skipped row.
+    rows = run_engine(python, "training", *common, output=tmp_path / "plain.json")["results"]
+    plain = rows["RandomResizedCrop · gpu-feed"]
+    if plain["status"] == "ok":
+        assert plain["feed_device"] == "cuda"
+    else:
+        assert plain["status"] == "skipped" and "no CUDA device" in plain["reason"]

@@ -46,6 +46,11 @@ COLUMNS: tuple[str, ...] = (
     "decoder",
     "device",
     "telemetry",
+    # The memory allocator in force in the timed process (augbench.allocator), with the settings
+    # that change it; a non-default one joins the row's variant (never ranked against glibc).
+    "allocator",
+    "minor_faults_per_image",
+    "output_pages",
     "dataset",
     "dataset_name",
     "dataset_sha256",
@@ -212,6 +217,17 @@ def _scenario_columns(meta: dict[str, Any], params: dict[str, Any]) -> dict[str,
     return {"channels": int(channels), "scenario": scenario, "mode": mode, "variant": variant}
 
 
+DEFAULT_ALLOCATOR = "glibc"
+
+
+def _allocator(meta: dict[str, Any]) -> str:
+    """The row's allocator label (augbench.allocator.label); "" where the file does not say."""
+    from augbench.allocator import label
+
+    record = meta.get("allocator")
+    return label(record) if isinstance(record, dict) else ""
+
+
 def _slow_threshold(meta: dict[str, Any], params: dict[str, Any]) -> float | None:
     """The slow-transform threshold (s/item) the file's own run applied: another tool's recorded
     value, or our policy recorded in benchmark_params. None when the file does not say."""
@@ -261,6 +277,7 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
         "layout": meta.get("layout") or "",
         "device": meta.get("device") or "cpu",
         "telemetry": _telemetry(meta),
+        "allocator": _allocator(meta),
     }
     out = []
     for name, row in payload["results"].items():
@@ -292,6 +309,9 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
         for key in ("workers", "batch_size", "variant", "scope", "decoder", "randomness"):
             if key in row and row[key] is not None:
                 record[key] = row[key]
+        if record["allocator"] not in ("", DEFAULT_ALLOCATOR):
+            tag = f"allocator {record['allocator']}"
+            record["variant"] = f"{record['variant']} · {tag}" if record["variant"] else tag
         out.append(record)
     return out
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from augbench import cloud
+from augbench import allocator, cloud
 from augbench.adapters.base import Adapter
 from augbench.media import dataset_metadata
 from augbench.policy import NETWORK_GUARD_ENV_VAR, telemetry_off_environment
@@ -66,6 +66,8 @@ def job_metadata(
             "decoder": adapter.decoder,
         },
     }
+    # The allocator the timed process runs under (its mapped library, version and settings).
+    meta["allocator"] = allocator.in_force()
     setup = os.environ.get("AUGBENCH_SETUP")
     if setup:
         # What augbench.provision did before this engine started (env build/reuse, staging).

@@ -208,9 +208,10 @@ def measure_transforms(
                     benches[name].add_runs(bench)
                 else:  # every later round times it with the loops the first one chose
                     benches[name], firsts[name], loops[name] = bench, info, info["loops"]
-                total = totals.setdefault(name, {"peak_rss_mb": 0.0, "process_seconds": 0.0})
+                total = totals.setdefault(name, dict.fromkeys(SUMMED, 0.0))
                 total["peak_rss_mb"] = max(total["peak_rss_mb"], info["peak_rss_mb"])
-                total["process_seconds"] += info["process_seconds"]
+                for key in SUMMED[1:]:  # every pyperf process's own count
+                    total[key] += info.get(key, 0)
                 values = [1.0 / v for v in benches[name].get_values()]
                 if not rule.done(values):
                     still.append(name)
@@ -225,6 +226,10 @@ def measure_transforms(
         pending = still
         round_index += 1
     return rows
+
+
+# Per-row totals over the pyperf processes: the peak is the largest, the rest are summed.
+SUMMED: tuple[str, ...] = ("peak_rss_mb", "process_seconds", "minor_faults", "faulted_images")
 
 
 def _ok_row(
@@ -244,6 +249,12 @@ def _ok_row(
         pyperf_processes=sum(1 for r in runs if r.values),
         peak_rss_mb=totals["peak_rss_mb"],
         wall_seconds=totals["process_seconds"],
+        # Minor page faults per image over every timed call of every process (warm-ups
+        # included): above the output's own pages, the allocator gives memory back and faults
+        # it in again (augbench.allocator).
+        minor_faults_per_image=totals["minor_faults"] / totals["faulted_images"]
+        if totals["faulted_images"]
+        else None,
         # Why repetition stopped: the row's CI reached the target, or it ran out of processes.
         stopped_by="ci_target" if reached is not None and reached <= rule.target else "max_values",
         min_values=rule.min_values,

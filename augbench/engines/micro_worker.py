@@ -31,10 +31,11 @@ MICRO_THREADS.apply_environment()  # before any numeric library is imported
 import argparse  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
+import resource  # noqa: E402
 import time  # noqa: E402
 from typing import Any  # noqa: E402
 
-from augbench import adapters, catalog, layout, media  # noqa: E402
+from augbench import adapters, allocator, catalog, layout, media  # noqa: E402
 from augbench.engines import preflight, skeleton  # noqa: E402
 from augbench.engines.micro import DECODE_SUFFIX, INFO_SUFFIX, PYPERF_SUFFIX  # noqa: E402
 from augbench.policy import SlowTransformPolicy  # noqa: E402
@@ -124,13 +125,20 @@ def measure(
         loops = passes_per_value(seconds / max(items, 1), len(images))
     runner.args.loops = loops or 1  # pyperf reads it when the benchmark starts
 
+    counted = {"minor_faults": 0, "faulted_images": 0}
+
     def time_func(loops: int) -> float:
-        # The timed scope: apply and materialize, nothing else.
+        # The timed scope: apply and materialize, nothing else. The page-fault counter is read
+        # outside it (one getrusage call each side).
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         start = time.perf_counter()
         for _ in range(loops):
             for image in images:
                 materialize(transform(image), image)
-        return time.perf_counter() - start
+        elapsed = time.perf_counter() - start
+        counted["minor_faults"] += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+        counted["faulted_images"] += loops * len(images)
+        return elapsed
 
     rss_scope = reset_peak_rss()
     start = time.perf_counter()
@@ -143,6 +151,8 @@ def measure(
     bench.dump(str(out / f"{name}{PYPERF_SUFFIX}"), replace=True)
     return {
         "status": "timed",
+        **counted,
+        "output_pages": allocator.output_pages(materialize(transform(images[0]), images[0])),
         "loops": runner.args.loops,
         "peak_rss_mb": peak_rss_mb(),
         "peak_rss_scope": rss_scope,

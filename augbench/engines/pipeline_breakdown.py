@@ -43,7 +43,7 @@ from collections.abc import Callable, Sequence  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from typing import Any  # noqa: E402
 
-from augbench import adapters, media, pipelines  # noqa: E402
+from augbench import adapters, allocator, media, pipelines  # noqa: E402
 from augbench.engines import cli, preflight, skeleton  # noqa: E402
 from augbench.policy import (  # noqa: E402
     COMPOSITION_EFFECT_NOTE,
@@ -76,6 +76,10 @@ class Breakdown:
     step_seconds: list[list[float]] = field(default_factory=list)
     whole_seconds: list[float] = field(default_factory=list)
     bare_seconds: list[float] = field(default_factory=list)
+    whole_faults: int = 0  # minor page faults over every whole pass (augbench.allocator)
+
+    def faults_per_image(self) -> float:
+        return self.whole_faults / (len(self.whole_seconds) * self.images)
 
     def per_image(self, seconds: Sequence[float]) -> float:
         return statistics.median(seconds) / self.images
@@ -128,6 +132,15 @@ def whole_pass(
     for sample in stream:
         materialize(whole(sample), sample)
     return time.perf_counter() - start
+
+
+def whole_value(
+    result: Breakdown, whole: Any, inputs: Sequence[Any], materialize: Materialize, passes: int
+) -> None:
+    """One whole-pass value, its minor page faults counted outside its clock."""
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    result.whole_seconds.append(whole_pass(whole, inputs, materialize, passes))
+    result.whole_faults += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
 
 
 def bare_pass(whole: Any, inputs: Sequence[Any], passes: int = 1) -> float:
@@ -191,9 +204,7 @@ def measure(
     result = Breakdown([label for label, _ in units], len(inputs) * passes, passes)
     kinds = {
         "steps": lambda: result.step_seconds.append(steps_pass(units, inputs, materialize, passes)),
-        "whole": lambda: result.whole_seconds.append(
-            whole_pass(whole, inputs, materialize, passes)
-        ),
+        "whole": lambda: whole_value(result, whole, inputs, materialize, passes),
         "bare": lambda: result.bare_seconds.append(bare_pass(whole, inputs, passes)),
     }
     while not precise_enough(result, rule):
@@ -288,6 +299,7 @@ def breakdown_rows(
             bare_ms_per_image=1000.0 * bare_per_image,
             bare_throughputs=[n / s for s in result.bare_seconds],
             composition_effect=effect,
+            minor_faults_per_image=result.faults_per_image(),
             composition_note=composition_note(
                 effect, result.labels, copied, fields["compose_call"]
             ),
@@ -353,7 +365,11 @@ def run_pipeline(
         samples = WholeSamples(whole, inputs, materialize)
         pre = preflight.per_sample(samples, pipelines.scaled_policy(policy, pipeline))
         reseed(units, 0, whole)
-        output = pipelines.describe_output(whole(inputs[0]))
+        sample_output = whole(inputs[0])
+        output = {
+            **pipelines.describe_output(sample_output),
+            "output_pages": allocator.output_pages(sample_output),
+        }
         copied = copied_steps(units, inputs[0], materialize)
     except Exception as exc:
         return {pipeline.name: skeleton.stage_error_row("preflight", exc, **fields)}

@@ -66,6 +66,8 @@ from augbench.results import non_ok_row, ok_row
 REGIME = "training"
 SLEEP = re.compile(r"^sleep:(?P<ms>\d+(\.\d+)?)$")
 MODELS: dict[str, str] = {"cuda": "resnet50", "cpu": "resnet18"}
+# Where the recipe runs: in the DataLoader workers (cpu) or on the accelerator's device (gpu).
+FEEDS: dict[str, str] = {"cpu": "", "gpu": " · gpu-feed"}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -83,8 +85,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--model-steps", type=int, default=5, help="timed model-only steps")
     p.add_argument("--blocks", type=int, default=5, help="blocks of steps: the row's values")
     p.add_argument("--device", default="auto", help="auto (CUDA when usable), cuda or cpu")
+    p.add_argument(
+        "--feeds",
+        default="cpu",
+        help="comma-separated: cpu (the recipe in the workers) and/or gpu (workers cut a crop, "
+        "the recipe runs on the accelerator's device: torchvision and Kornia, on CUDA)",
+    )
+    p.add_argument("--worker-crop", type=int, default=256, help="the GPU feed's crop side")
+    # Tests only: run the GPU feed's device-side chain on CPU tensors (its rows say device cpu).
+    p.add_argument("--allow-cpu-device-feed", type=cli.as_bool, default=False)
     args = p.parse_args(argv)
     args.scope = "decode"  # the loader is the cpu_dataloader decode scope's
+    args.feed_list = [f for f in args.feeds.split(",") if f]
+    if not args.feed_list or set(args.feed_list) - set(FEEDS):
+        p.error(f"--feeds {args.feeds!r}: expected a comma-separated subset of {list(FEEDS)}")
     if args.accelerator != "model" and not SLEEP.match(args.accelerator):
         p.error(f"--accelerator {args.accelerator!r}: expected model or sleep:<ms>")
     if args.steps < args.blocks or args.blocks < 2:
@@ -254,45 +268,142 @@ def endless(loader: Any) -> Iterator[Any]:
 
 
 # -- one recipe ------------------------------------------------------------------------------------
-def run_recipe(
+@dataclass
+class Feed:
+    """How batches reach the step: ``loader`` (a DataLoader), ``resident`` (one batch as the
+    loader yields it, for the step-alone measurement), ``prepare`` (what the main process does
+    to a batch before the model, inside the step's clock: nothing for the CPU feed; the copy to
+    the device and the GPU augmentation for the GPU feed) and what the row says of it."""
+
+    loader: Any
+    resident: Any
+    prepare: Callable[[Any], Any]
+    fields: dict[str, Any]
+
+
+def cpu_feed(
     args: argparse.Namespace,
     adapter: adapters.Adapter,
     name: str,
     items: list[Any],
     load: Callable[[Any], Any],
-    accelerator: Accelerator,
     record_dir: Path,
+    batches: int,
+) -> Feed:
+    """The cpu_dataloader decode scope's loader: workers read, decode and run the whole recipe
+    (the library's composition for a pipeline); the step gets float32 batches."""
+    import torch
+
+    recipe = build_recipe(adapter, name, args.pipelines.get(name))
+    resident = torch.stack([recipe(load(items[0]))] * args.batch_size)
+    dataset = RecipeDataset(items, load, recipe, label=name)
+    sampler = EpochSampler(len(items), batches * args.batch_size)
+    return Feed(
+        regime_loader(args, dataset, sampler, record_dir),
+        resident,
+        lambda batch: batch,
+        {
+            "feed": "cpu",
+            "feed_timed": "workers: read + decode + the recipe; step: the model",
+            "feed_device": "cpu",
+        },
+    )
+
+
+def gpu_feed(
+    args: argparse.Namespace, library: str, name: str, files: list[Path], device: str,
+    batches: int,
+) -> Feed:  # fmt: skip
+    """The gpu_dataloader decode scope's loader: workers read, decode and cut a fixed-size
+    uint8 crop; in the step, the batch goes to the device and the recipe's steps and Normalize
+    run there (the library's own container), sharing the device with the model."""
+    import torch
+
+    from augbench import gpu_recipes
+    from augbench.engines import gpu_dataloader as gpu
+
+    pipeline = args.pipelines.get(name)
+    randomness = gpu_recipes.LIBRARY_RANDOMNESS[library][0]
+    if pipeline is not None:
+        body, _ = pipelines_gpu_steps(pipeline)
+        crop = gpu_recipes.pipeline_worker_crop(body, args.worker_crop)
+        apply, call = gpu.build_pipeline_apply(library, pipeline, randomness, device)
+    else:
+        crop = gpu_recipes.worker_crop(name, args.worker_crop)
+        apply, call = gpu.build_gpu_apply(library, name, randomness, device)
+    dataset = gpu.CropDataset(files, crop, "decode")
+    from torch.utils.data import DataLoader
+
+    workers = args.workers
+    loader = DataLoader(
+        dataset,  # type: ignore[arg-type]
+        batch_size=args.batch_size,
+        sampler=[i % len(dataset) for i in range(batches * args.batch_size)],
+        num_workers=workers,
+        prefetch_factor=args.prefetch_factor if workers else None,
+        persistent_workers=bool(workers),
+        pin_memory=device == "cuda",
+        worker_init_fn=gpu.worker_init if workers else None,
+    )
+    resident = torch.stack([dataset[i % len(dataset)] for i in range(args.batch_size)])
+
+    def prepare(batch: Any) -> Any:
+        return apply(batch.to(device, non_blocking=True))
+
+    return Feed(
+        loader,
+        resident,
+        prepare,
+        {
+            "feed": "gpu",
+            "feed_timed": f"workers: read + decode + a {crop[0]}x{crop[1]} uint8 crop; step: "
+            f"copy to {device}, {call}, then the model",
+            "worker_crop": list(crop),
+            "randomness": randomness,
+            "feed_device": device,
+        },
+    )
+
+
+def pipelines_gpu_steps(pipeline: Any) -> tuple[list[Any], Any]:
+    from augbench import pipelines
+
+    return pipelines.gpu_steps(pipeline)
+
+
+def measure_feed(
+    args: argparse.Namespace,
+    make_feed: Callable[[int], Feed],
+    accelerator: Accelerator,
 ) -> dict[str, Any]:
+    """The three measurements on one feed: the step alone (on the feed's resident batch,
+    prepared as in training), the loader alone, then the training window on the same loader
+    (the batches the loader-only pass leaves prefetched are drained by the warm-up steps)."""
     import torch
 
     from augbench.starvation_model import predict
 
-    pipeline = args.pipelines.get(name)
-    recipe = build_recipe(adapter, name, pipeline)
-    # 1. The model alone, on a resident batch of the recipe's output (before any loader runs).
-    sample = recipe(load(items[0]))
-    resident = torch.stack([sample] * args.batch_size)
-    try:
-        ceiling, model_step_s = model_rate(accelerator.step, resident, args.model_steps)
-    except torch.cuda.OutOfMemoryError as exc:
-        return non_ok_row("error", f"the model does not fit the GPU: {exc}".split("\n")[0])
-    # 2. The loader alone, then 3. the training window, on one loader: the prefetched batches
-    # the loader-only pass leaves are drained by the warm-up steps, so the window is steady.
     warmup = max(args.warmup_steps, args.prefetch_factor * args.workers + 1)
     loader_batches = max(6, 3 * args.workers)
     total = 1 + args.workers + loader_batches + warmup + args.steps
     total += args.prefetch_factor * max(1, args.workers)  # what the workers prefetch at the end
-    dataset = RecipeDataset(items, load, recipe, label=name)
-    sampler = EpochSampler(len(items), total * args.batch_size)
-    loader = regime_loader(args, dataset, sampler, record_dir)
-    batches = endless(loader)
+    feed = make_feed(total)
+
+    def step(batch: Any) -> None:
+        accelerator.step(feed.prepare(batch))
+
+    try:
+        ceiling, model_step_s = model_rate(step, feed.resident, args.model_steps)
+    except torch.cuda.OutOfMemoryError as exc:
+        return non_ok_row("error", f"the model does not fit the GPU: {exc}".split("\n")[0])
+    batches = endless(feed.loader)
     first = next(batches)  # worker start-up, outside every window
     for _ in range(args.workers):  # the batches the other workers prepared meanwhile
         next(batches)
     data_rate = loader_rate(batches, loader_batches)
-    window = train(batches, accelerator.step, warmup, args.steps)
+    window = train(batches, step, warmup, args.steps)
     tree_rss = process_tree_rss_mb()  # the workers are alive here
-    del batches, loader
+    del batches, feed.loader
     rates, times = window.block_throughputs(args.blocks)
     predicted = predict(data_rate, ceiling, args.workers)
     measured = window.throughput
@@ -316,7 +427,65 @@ def run_recipe(
         process_tree_rss_mb=tree_rss,
         batch_shape=list(first.shape),
         batch_dtype=str(first.dtype),
+        **feed.fields,
     )
+
+
+def feed_row(
+    args: argparse.Namespace,
+    adapter: adapters.Adapter,
+    name: str,
+    feed: str,
+    items: list[Any],
+    load: Callable[[Any], Any],
+    accelerator: Accelerator,
+    record_dir: Path,
+) -> dict[str, Any]:
+    """One recipe through one feed: its measured row, or the row that says why not."""
+    from augbench import gpu_recipes
+
+    if feed == "gpu":
+        if args.library not in gpu_recipes.LIBRARY_RANDOMNESS:
+            return non_ok_row(
+                "unsupported",
+                f"{args.library} has no GPU augmentation path (the GPU feed runs torchvision "
+                "and Kornia on the device)",
+            )
+        device = accelerator.settings.get("device", choose_device(args.device))
+        if device != "cuda" and not args.allow_cpu_device_feed:
+            return non_ok_row(
+                "skipped", "no CUDA device: the GPU feed augments on the accelerator's device"
+            )
+        pipeline = args.pipelines.get(name)
+        if pipeline is not None:
+            from augbench import pipelines
+
+            problem = pipelines.gpu_support_problem(adapter, pipeline)
+            if problem is not None:
+                status, reason, extra = problem
+                return non_ok_row(status, reason, **extra)
+        files = [Path(item) for item in items]
+
+        def make(batches: int) -> Feed:
+            return gpu_feed(args, args.library, name, files, device, batches)
+
+    else:
+        pipeline = args.pipelines.get(name)
+        if pipeline is not None:
+            from augbench import pipelines
+
+            problem = pipelines.support_problem(adapter, pipeline)
+            if problem is not None:
+                status, reason, extra = problem
+                return non_ok_row(status, reason, **extra)
+
+        def make(batches: int) -> Feed:
+            return cpu_feed(args, adapter, name, items, load, record_dir, batches)
+
+    try:
+        return measure_feed(args, make, accelerator)
+    except Exception as exc:
+        return skeleton.stage_error_row("training", exc)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -357,11 +526,14 @@ def main(argv: list[str] | None = None) -> int:
     variant = accelerator.label if accelerator is not None else args.accelerator
     label = f"{REGIME} | {args.library} | w{args.workers} | {variant}"
     job = skeleton.Job(args, adapter, REGIME, "decode", label)
-    bar = tqdm(transforms, desc=label, unit="recipe")
+    units = [f"{name}{FEEDS[feed]}" for feed in args.feed_list for name in transforms]
+    bar = tqdm(units, desc=label, unit="recipe")
     with tempfile.TemporaryDirectory(prefix=f"train-{args.library}-") as tmp:
         record_dir = Path(tmp)
 
-        def row_of(name: str) -> dict[str, Any]:
+        def row_of(unit: str) -> dict[str, Any]:
+            name = unit.removesuffix(FEEDS["gpu"])
+            feed = "gpu" if unit.endswith(FEEDS["gpu"]) else "cpu"
             if over_cap:
                 row = non_ok_row(
                     "skipped", f"{args.workers} workers > {cores} usable cores on this machine"
@@ -369,20 +541,20 @@ def main(argv: list[str] | None = None) -> int:
             elif setup_error is not None or accelerator is None:
                 row = non_ok_row("error", setup_error or "no accelerator")
             else:
-                bar.set_postfix_str(name)
-                try:
-                    row = run_recipe(args, adapter, name, items, load, accelerator, record_dir)
-                except Exception as exc:
-                    row = skeleton.stage_error_row("training", exc)
+                bar.set_postfix_str(unit)
+                row = feed_row(args, adapter, name, feed, items, load, accelerator, record_dir)
             pipeline = args.pipelines.get(name)
             if pipeline is not None:
                 from augbench import pipelines
 
-                row.update(pipelines.row_fields(pipeline, adapter))
+                row.update(pipelines.row_fields(pipeline, adapter, gpu=feed == "gpu"))
             row.update(
+                transform=name,
+                feed=feed,
                 workers=args.workers,
                 batch_size=args.batch_size,
-                variant=variant,  # never ranked across accelerators or devices
+                # Never ranked across accelerators, devices or feeds.
+                variant=f"{variant}{FEEDS[feed]}",
                 peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                 **(accelerator.settings if accelerator is not None else {}),
                 **_gpu_peak(),
@@ -406,6 +578,8 @@ def main(argv: list[str] | None = None) -> int:
             "warmup_steps": args.warmup_steps,
             "model_steps": args.model_steps,
             "blocks": args.blocks,
+            "feeds": args.feed_list,
+            "worker_crop": args.worker_crop,
             "transforms": transforms,
             "timing": "images over the wall time of the timed steps (next(loader) + step, CUDA "
             "synchronized); values: throughputs of consecutive blocks of steps",

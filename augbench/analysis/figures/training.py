@@ -50,6 +50,7 @@ def draw(frame: pd.DataFrame) -> Drawn:
         ax.set_xlabel("DataLoader workers")
         ax.set_ylabel("images / s")
         ax.set_xticks(sorted(part["workers"].unique()))
+        ax.set_ylim(bottom=0)  # from zero: a few percent must not look like a cliff
         ax.legend(fontsize=7)
     for ax in list(axes.flat)[len(panels) :]:
         ax.set_axis_off()

@@ -80,8 +80,16 @@ class EpochSampler:
 
 def worker_init(worker_id: int, record_dir: str) -> None:
     """Apply the thread policy inside a worker and record what is in force there."""
+    from augbench import allocator
+
     applied = DATALOADER_THREADS.apply_runtime()
-    record = {"worker_id": worker_id, "pid": os.getpid(), **applied}
+    # The allocator the worker runs under (a forked worker inherits its parent's; this proves it).
+    record = {
+        "worker_id": worker_id,
+        "pid": os.getpid(),
+        **applied,
+        "allocator": allocator.label(allocator.in_force()),
+    }
     path = Path(record_dir) / f"worker-{os.getpid()}.json"
     path.write_text(json.dumps(record))
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from augbench.allocator import PAGE_BYTES, tree_minor_faults
 from augbench.engines import skeleton
 from augbench.engines.dataloader.plumbing import (
     EpochSampler,
@@ -80,6 +81,26 @@ def timed_epoch(loader: Any, waits: list[float] | None = None) -> tuple[int, flo
             waits.append(now - last)
         last = time.perf_counter()
     return images, time.perf_counter() - start, first or 0.0
+
+
+def counted_epoch(
+    loader: Any, waits: list[float], faults: dict[str, int]
+) -> tuple[int, float, float]:
+    """:func:`timed_epoch`, with the minor page faults of the main process and its workers
+    counted around it, outside its clock (augbench.allocator)."""
+    before = tree_minor_faults()
+    images, elapsed, first = timed_epoch(loader, waits)
+    faults["minor_faults"] += tree_minor_faults() - before
+    faults["images"] += images
+    return images, elapsed, first
+
+
+def output_pages_of_batch(batch_info: dict[str, Any]) -> float | None:
+    """Pages of one collated output image (float32 CxHxW) of a checked batch."""
+    shape = batch_info.get("batch_shape") or []
+    if len(shape) < 2:
+        return None
+    return math.prod(shape[1:]) * 4 / PAGE_BYTES
 
 
 def wait_percentiles_ms(waits: list[float]) -> dict[str, float]:
@@ -156,7 +177,9 @@ def measure_loader(
         first_batch_s, batch_info = warm_up(loader, args.batch_size, "warm-up epoch")
         sampler.n_items = images_per_run
         batch_waits: list[float] = []
-        arms["regime"] = functools.partial(timed_epoch, loader, batch_waits)
+        faults = {"minor_faults": 0, "images": 0}
+
+        arms["regime"] = functools.partial(counted_epoch, loader, batch_waits, faults)
         if bare is not None and bare_runs > 0:
             from augbench.engines.bare_loop import user_loader
 
@@ -222,6 +245,11 @@ def measure_loader(
         # The wait per batch after each epoch's first, over the regime's timed epochs.
         "batch_wait_ms": wait_percentiles_ms(batch_waits),
         "batch_waits_counted": len(batch_waits),
+        # Minor page faults per image over the regime's timed epochs, workers included.
+        "minor_faults_per_image": faults["minor_faults"] / faults["images"]
+        if faults["images"]
+        else None,
+        "output_pages": output_pages_of_batch(batch_info),
         "warmup_batches": warmup_batches,
         "images_per_run": images_per_run,
         "total_rss_mb": total_rss,

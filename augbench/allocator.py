@@ -1,0 +1,137 @@
+"""The memory allocator a process runs under, as seen from inside it, and its page faults.
+
+Large images and pipelines move by up to 3x with the allocator's state (docs/pipelines.md,
+"Measured here"): glibc hands buffers above its mmap threshold back to the kernel on free, and
+the next call page-faults them in again. So every result records which allocator was in force
+(:func:`in_force`, from ``/proc/<pid>/maps``: the library actually mapped, not only what the
+environment asked for, with its version and the allocator settings of the environment), and the
+timed windows count minor page faults (:func:`minor_faults`).
+
+Stdlib only: it runs in every library env, in the main process and in DataLoader workers.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+from typing import Any
+
+# Allocators that replace malloc when preloaded, by the stem of their shared library.
+PRELOADED: dict[str, str] = {
+    "jemalloc": "libjemalloc",
+    "mimalloc": "libmimalloc",
+    "tcmalloc": "libtcmalloc",
+}
+# Environment variables that change an allocator's behaviour (recorded when set).
+ENV_PREFIXES: tuple[str, ...] = ("MALLOC_", "MIMALLOC_", "JEMALLOC_", "TCMALLOC_")
+ENV_NAMES: tuple[str, ...] = ("LD_PRELOAD", "MALLOC_CONF", "_RJEM_MALLOC_CONF", "GLIBC_TUNABLES")
+
+
+def mapped_libraries(pid: int | str = "self") -> list[str]:
+    """Paths of the shared objects mapped into a process (``/proc/<pid>/maps``), in order."""
+    try:
+        text = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return []
+    seen: dict[str, None] = {}
+    for line in text.splitlines():
+        parts = line.split(maxsplit=5)
+        if len(parts) == 6 and ".so" in parts[5]:
+            seen.setdefault(parts[5].strip(), None)
+    return list(seen)
+
+
+def allocator_environment() -> dict[str, str]:
+    return {
+        key: value
+        for key, value in sorted(os.environ.items())
+        if key in ENV_NAMES or key.startswith(ENV_PREFIXES)
+    }
+
+
+def _version(name: str, path: str | None) -> str:
+    """The allocator's version from the library itself where it says (mimalloc's mi_version,
+    glibc's gnu_get_libc_version), else from its file name."""
+    try:
+        if name == "glibc":
+            libc = ctypes.CDLL(None)
+            libc.gnu_get_libc_version.restype = ctypes.c_char_p
+            return str(libc.gnu_get_libc_version().decode())
+        if name == "mimalloc" and path:
+            number = int(ctypes.CDLL(path).mi_version())
+            return f"{number // 100}.{number // 10 % 10}.{number % 10}"
+    except (OSError, AttributeError):
+        pass
+    return Path(path).name if path else "unknown"
+
+
+def in_force(pid: int | str = "self") -> dict[str, Any]:
+    """``{"name", "version", "library", "env"}`` of the allocator a process runs under: a
+    preloaded allocator found among its mapped libraries, else glibc's own malloc."""
+    libraries = mapped_libraries(pid)
+    for name, stem in PRELOADED.items():
+        path = next((p for p in libraries if Path(p).name.startswith(stem)), None)
+        if path is not None:
+            return {
+                "name": name,
+                "version": _version(name, path),
+                "library": path,
+                "env": allocator_environment(),
+            }
+    return {
+        "name": "glibc",
+        "version": _version("glibc", None),
+        "library": next((p for p in libraries if Path(p).name.startswith("libc.so")), None),
+        "env": allocator_environment(),
+    }
+
+
+def label(record: dict[str, Any]) -> str:
+    """A row's allocator column: the name, with the settings that change it
+    (``glibc MALLOC_MMAP_THRESHOLD_=...``); LD_PRELOAD is said by the name itself."""
+    settings = [f"{k}={v}" for k, v in record.get("env", {}).items() if k != "LD_PRELOAD"]
+    return " ".join([str(record.get("name", "unknown")), *settings])
+
+
+def minor_faults(pid: int | str = "self") -> int:
+    """Minor page faults of a process so far (``/proc/<pid>/stat``, field 10), 0 if unreadable."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    # The command name (field 2) is in parentheses and may hold spaces: split after it.
+    fields = text[text.rindex(")") + 2 :].split()
+    return int(fields[7])
+
+
+def tree_minor_faults() -> int:
+    """Minor page faults of this process, its live children (DataLoader workers) and the
+    children that ended (a non-persistent worker's count moves there when it is reaped)."""
+    import resource
+
+    total = minor_faults() + resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
+    try:
+        children = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()
+    except OSError:
+        children = []
+    return total + sum(minor_faults(child) for child in children)
+
+
+PAGE_BYTES = 4096
+
+
+def output_pages(output: Any) -> float:
+    """Pages (4 KiB) one output image occupies: the faults per image at which every output
+    would be page-faulted in afresh (a sample with targets counts its image)."""
+    if isinstance(output, dict):
+        output = output["image"]
+    if hasattr(output, "nbytes") and not hasattr(output, "element_size"):
+        size = int(output.nbytes)  # numpy
+    elif hasattr(output, "element_size"):
+        size = int(output.numel()) * int(output.element_size())  # torch
+    elif hasattr(output, "getbands"):
+        size = len(output.getbands()) * output.size[0] * output.size[1]  # PIL
+    else:
+        return float("nan")
+    return size / PAGE_BYTES

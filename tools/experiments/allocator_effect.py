@@ -1,0 +1,89 @@
+"""How much does the memory allocator's setting move the pipeline rows? Each library's pipeline
+breakdown job (the workflow's own engine) run under each allocator setting of
+``policy.ALLOCATOR_ENV`` (glibc as shipped, glibc-steady), one after the other, alternating the
+order per round; prints per library and pipeline the whole pipeline's ms per image, minor page
+faults per image and the ratio to glibc.
+
+    uv run python tools/experiments/allocator_effect.py \
+        --manifest results/data/default-300-<hash>/manifest.json [--rounds 2] [--out FILE.tsv]
+
+The settings are environment variables of the job's process (set before the interpreter
+starts, as they must be), exactly what a user sets for a training script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from augbench import pipelines  # noqa: E402
+from augbench.policy import ALLOCATOR_ENV  # noqa: E402
+
+LIBRARIES = ("albumentationsx", "torchvision", "kornia", "pillow")
+
+
+def breakdown(library: str, manifest: Path, defs: str, env: dict[str, str], images: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "r.json"
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+        subprocess.run(
+            [str(ROOT / ".venvs" / library / "bin" / "python"), "-m",
+             "augbench.engines.pipeline_breakdown", "--library", library, "--manifest",
+             str(manifest), "--num-images", str(images), "--machine", "x", "--pipelines", defs,
+             "--min-values", "2", "--max-values", "4", "--output", str(out)],
+            check=True, capture_output=True, env={**clean, "PYTHONPATH": str(ROOT), **env},
+        )  # fmt: skip
+        return json.loads(out.read_text())["results"]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--manifest", type=Path, required=True)
+    p.add_argument("--libraries", nargs="+", default=list(LIBRARIES))
+    p.add_argument("--images", type=int, default=12)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--out", type=Path, default=None)
+    args = p.parse_args()
+    config = {"pipelines": sorted(str(f) for f in (ROOT / "config/pipelines").glob("*.yaml"))}
+    defs = pipelines.to_json(pipelines.from_config(config, ROOT))
+    ms: dict[tuple[str, str, str], list[float]] = {}
+    faults: dict[tuple[str, str, str], list[float]] = {}
+    settings = list(ALLOCATOR_ENV)
+    for round_index in range(args.rounds):
+        order = settings if round_index % 2 == 0 else settings[::-1]
+        for library in args.libraries:
+            for setting in order:
+                rows = breakdown(library, args.manifest, defs, ALLOCATOR_ENV[setting], args.images)
+                for name, row in rows.items():
+                    if "step" in row or row.get("status") != "ok":
+                        continue
+                    key = (library, name, setting)
+                    ms.setdefault(key, []).append(1000.0 / row["median_throughput"])
+                    faults.setdefault(key, []).append(row["minor_faults_per_image"])
+                print(f"round {round_index + 1}: {library} done", file=sys.stderr)
+    lines = ["library\tpipeline\tsetting\tms_per_image\tminor_faults_per_image\tvs_glibc"]
+    for library, name, setting in sorted(ms):
+        value = statistics.median(ms[(library, name, setting)])
+        base = statistics.median(ms[(library, name, "glibc")])
+        lines.append(
+            f"{library}\t{name}\t{setting}\t{value:.3f}\t"
+            f"{statistics.median(faults[(library, name, setting)]):.1f}\t{value / base:.3f}"
+        )
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    if args.out is not None:
+        args.out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
