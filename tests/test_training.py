@@ -211,3 +211,25 @@ def test_both_feeds_give_rows_that_say_what_they_time(library: str, tmp_path: Pa
         assert plain["feed_device"] == "cuda"
     else:
         assert plain["status"] == "skipped" and "no CUDA device" in plain["reason"]
+
+
+def test_the_real_model_step_runs_on_cpu_and_says_so(tmp_path: Path) -> None:
+    """The model accelerator's own code (random-weight torchvision ResNet-18, forward, backward,
+    SGD) on a tiny input: the row names the model, its input and device; the CUDA branch (AMP,
+    channels_last, synchronize) is the same function on a CUDA machine."""
+    from conftest import run_engine
+
+    manifest = _manifest(tmp_path)
+    rows = run_engine(
+        library_env("torchvision"), "training",
+        "--library", "torchvision", "--transforms", "RandomResizedCrop", "--manifest",
+        str(manifest), "--num-images", "6", "--workers", "0", "--batch-size", "2",
+        "--accelerator", "model", "--model", "resnet18", "--device", "cpu",
+        "--cpu-input-size", "32", "--steps", "4", "--blocks", "2", "--model-steps", "2",
+        "--warmup-steps", "1", output=tmp_path / "model.json",
+    )["results"]  # fmt: skip
+    row = rows["RandomResizedCrop"]
+    assert row["status"] == "ok", row.get("reason")
+    assert row["variant"] == "resnet18-32px-cpu" and row["model"] == "resnet18"
+    assert row["device"] == "cpu" and row["amp"] is False and row["channels_last"] is False
+    assert row["model_img_per_s"] > 0 and row["predicted_img_per_s"] > 0

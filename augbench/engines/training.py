@@ -456,32 +456,25 @@ def feed_row(
             return non_ok_row(
                 "skipped", "no CUDA device: the GPU feed augments on the accelerator's device"
             )
-        pipeline = args.pipelines.get(name)
-        if pipeline is not None:
-            from augbench import pipelines
-
-            problem = pipelines.gpu_support_problem(adapter, pipeline)
-            if problem is not None:
-                status, reason, extra = problem
-                return non_ok_row(status, reason, **extra)
         files = [Path(item) for item in items]
 
         def make(batches: int) -> Feed:
             return gpu_feed(args, args.library, name, files, device, batches)
 
     else:
-        pipeline = args.pipelines.get(name)
-        if pipeline is not None:
-            from augbench import pipelines
-
-            problem = pipelines.support_problem(adapter, pipeline)
-            if problem is not None:
-                status, reason, extra = problem
-                return non_ok_row(status, reason, **extra)
 
         def make(batches: int) -> Feed:
             return cpu_feed(args, adapter, name, items, load, record_dir, batches)
 
+    pipeline = args.pipelines.get(name)
+    if pipeline is not None:  # a pipeline the library (or its GPU path) cannot run as defined
+        from augbench import pipelines
+
+        check = pipelines.gpu_support_problem if feed == "gpu" else pipelines.support_problem
+        problem = check(adapter, pipeline)
+        if problem is not None:
+            status, reason, extra = problem
+            return non_ok_row(status, reason, **extra)
     try:
         return measure_feed(args, make, accelerator)
     except Exception as exc:
