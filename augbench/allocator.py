@@ -42,6 +42,54 @@ def mapped_libraries(pid: int | str = "self") -> list[str]:
     return list(seen)
 
 
+class Unavailable(RuntimeError):
+    """An allocator setting this machine or env cannot provide (its library is not there)."""
+
+
+# Where a preloaded allocator's library comes from: mimalloc from the pinned cmeel-mimalloc wheel
+# in each library env (envs/common.in), jemalloc from Debian's libjemalloc2 (the container image).
+JEMALLOC_PATHS: tuple[str, ...] = (
+    "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+    "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2",
+)
+
+
+def preload_library(name: str, prefix: Path | str) -> Path:
+    """The shared library to preload for allocator ``name`` in the env at ``prefix`` (a venv);
+    raises Unavailable with the reason where it is not installed."""
+    if name == "mimalloc":
+        found = sorted(
+            Path(prefix)
+            .resolve()
+            .glob("lib/python*/site-packages/cmeel.prefix/lib/libmimalloc.so.*")
+        )
+        if found:
+            return min(found, key=lambda p: len(p.name))  # libmimalloc.so.<major>
+        raise Unavailable(f"mimalloc is not installed in {prefix} (the cmeel-mimalloc wheel)")
+    if name == "jemalloc":
+        for candidate in JEMALLOC_PATHS:
+            if Path(candidate).exists():
+                return Path(candidate)
+        raise Unavailable(
+            "jemalloc is not installed on this machine (Debian's libjemalloc2, in the container "
+            f"image): none of {', '.join(JEMALLOC_PATHS)}"
+        )
+    raise Unavailable(f"{name} is not an allocator augbench preloads")
+
+
+def environment_for(setting: str, prefix: Path | str) -> dict[str, str]:
+    """The environment variables that put a process under allocator ``setting``
+    (policy.ALLOCATOR_ENV for glibc's own settings; LD_PRELOAD of the library for the others).
+    They must be set before the interpreter starts: glibc and the loader read them once."""
+    from augbench.policy import ALLOCATOR_ENV, PRELOADED_ALLOCATORS
+
+    if setting in ALLOCATOR_ENV:
+        return dict(ALLOCATOR_ENV[setting])
+    if setting in PRELOADED_ALLOCATORS:
+        return {"LD_PRELOAD": str(preload_library(setting, prefix))}
+    raise Unavailable(f"unknown allocator setting {setting!r}")
+
+
 def allocator_environment() -> dict[str, str]:
     return {
         key: value
@@ -60,6 +108,8 @@ def _version(name: str, path: str | None) -> str:
             return str(libc.gnu_get_libc_version().decode())
         if name == "mimalloc" and path:
             number = int(ctypes.CDLL(path).mi_version())
+            if number >= 10000:  # mimalloc 3: major * 10000 + minor * 100 + patch
+                return f"{number // 10000}.{number // 100 % 100}.{number % 100}"
             return f"{number // 100}.{number // 10 % 10}.{number % 10}"
     except (OSError, AttributeError):
         pass

@@ -238,6 +238,8 @@ ALLOCATOR_ENV: dict[str, dict[str, str]] = {
         "MALLOC_TRIM_THRESHOLD_": "4294967296",
     },
 }
+# Allocators that replace malloc when preloaded (augbench.allocator.preload_library).
+PRELOADED_ALLOCATORS: tuple[str, ...] = ("mimalloc", "jemalloc")
 
 # The training regime's checks (augbench/analysis/training.py): a measured training throughput
 # beyond this fraction of the starvation model's prediction is flagged; a data wait under this

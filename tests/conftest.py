@@ -199,6 +199,27 @@ def assert_every_row(rows: dict[str, dict], status: str, reason: str) -> None:
     assert all(reason in r["reason"] for r in rows.values()), rows
 
 
+def jpeg_manifest(folder: Path, count: int = 6, size: tuple[int, int] = (320, 288)) -> Path:
+    """A dataset manifest of ``count`` plain JPEGs of ``size`` (width, height) in
+    ``folder``/images: large enough for every 224 px recipe."""
+    from PIL import Image
+
+    images = folder / "images"
+    images.mkdir()
+    files = []
+    for i in range(count):
+        Image.new("RGB", size, (i * 30 % 256, 90, 180)).save(images / f"{i}.jpg")
+        files.append({"path": f"{i}.jpg", "bytes": 1, "width": size[0], "height": size[1]})
+    manifest = folder / "manifest.json"
+    manifest.write_text(
+        json.dumps(
+            {"name": "t", "source": "test", "archive_sha256": "0" * 64, "file_count": count,
+             "total_bytes": count, "images_dir": "images", "files": files}
+        )
+    )  # fmt: skip
+    return manifest
+
+
 def undersized_manifest(folder: Path) -> Path:
     """A dataset manifest of four 160x120 JPEGs in ``folder``/images: smaller than the 224 crops,
     so a crop recipe raises on them while the others are measured."""

@@ -97,6 +97,41 @@ def test_output_pages_count_the_image_of_any_container() -> None:
     assert allocator.output_pages({"image": np.zeros((64, 64, 1), dtype=np.float32)}) == 4.0
 
 
+def test_a_row_made_under_a_preloaded_allocator_records_it(tmp_path) -> None:
+    """A real engine job (cpu_dataloader, memory scope) with the env's own mimalloc (the pinned
+    cmeel-mimalloc wheel) preloaded: its result says mimalloc, with the library's version, and
+    so does its worker."""
+    from conftest import jpeg_manifest
+
+    python = library_env("pillow")
+    env = allocator.environment_for("mimalloc", python.parent.parent)
+    output = tmp_path / "r.json"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(allocator.ENV_PREFIXES)}
+    subprocess.run(
+        [str(python), "-m", "augbench.engines.cpu_dataloader", "--library", "pillow",
+         "--transforms", "HorizontalFlip", "--manifest", str(jpeg_manifest(tmp_path)),
+         "--num-images", "4", "--machine", "t", "--scope", "memory", "--workers", "1",
+         "--batch-size", "2", "--batches-per-run", "2", "--num-runs", "1", "--min-runs", "1",
+         "--baseline-runs", "0", "--output", str(output)],
+        check=True, capture_output=True, env={**clean, "PYTHONPATH": str(REPO), **env},
+    )  # fmt: skip
+    payload = json.loads(output.read_text())
+    recorded = payload["metadata"]["allocator"]
+    assert recorded["name"] == "mimalloc" and recorded["library"] == env["LD_PRELOAD"]
+    assert recorded["version"].startswith("3.")  # from the library itself (mi_version)
+    workers = payload["metadata"]["thread_settings"]["workers"]
+    assert [w["allocator"] for w in workers] == ["mimalloc"]
+    row = payload["results"]["HorizontalFlip"]
+    assert row["status"] == "ok" and row["minor_faults_per_image"] >= 0
+
+
+def test_an_allocator_this_machine_lacks_is_named() -> None:
+    if any(os.path.exists(p) for p in allocator.JEMALLOC_PATHS):
+        pytest.skip("jemalloc is installed here")
+    with pytest.raises(allocator.Unavailable, match="jemalloc is not installed"):
+        allocator.environment_for("jemalloc", sys.prefix)
+
+
 @pytest.mark.workflow
 def test_smoke_rows_record_the_allocator_and_faults(smoke_run: WorkflowRun) -> None:
     import pandas as pd

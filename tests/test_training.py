@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from conftest import REPO, library_env
+from conftest import REPO, jpeg_manifest, library_env
 
 from augbench.analysis import training as training_tables
 from augbench.config import ConfigError, resolve
@@ -157,25 +157,6 @@ def test_the_engine_refuses_a_malformed_accelerator(tmp_path: Path) -> None:
 
 
 # -- the GPU feed's CPU-side logic (the recipe on the device beside the model) ---------------------
-def _manifest(folder: Path, count: int = 6) -> Path:
-    from PIL import Image
-
-    images = folder / "images"
-    images.mkdir()
-    files = []
-    for i in range(count):
-        Image.new("RGB", (320, 288), (i * 30, 90, 180)).save(images / f"{i}.jpg")
-        files.append({"path": f"{i}.jpg", "bytes": 1, "width": 320, "height": 288})
-    manifest = folder / "manifest.json"
-    manifest.write_text(
-        json.dumps(
-            {"name": "t", "source": "test", "archive_sha256": "0" * 64, "file_count": count,
-             "total_bytes": count, "images_dir": "images", "files": files}
-        )
-    )  # fmt: skip
-    return manifest
-
-
 ENGINE_ARGS = ["--transforms", "RandomResizedCrop", "--num-images", "6", "--workers", "1",
                "--batch-size", "2", "--accelerator", "sleep:5", "--steps", "6", "--blocks", "2",
                "--model-steps", "2", "--warmup-steps", "1", "--feeds", "cpu,gpu"]  # fmt: skip
@@ -185,7 +166,7 @@ ENGINE_ARGS = ["--transforms", "RandomResizedCrop", "--num-images", "6", "--work
 def test_both_feeds_give_rows_that_say_what_they_time(library: str, tmp_path: Path) -> None:
     from conftest import run_engine
 
-    manifest = _manifest(tmp_path)
+    manifest = jpeg_manifest(tmp_path)
     common = [*ENGINE_ARGS, "--library", library, "--manifest", str(manifest)]
     python = library_env(library)
     # The device-side chain on CPU tensors (a test switch; rows say the device).
@@ -219,7 +200,7 @@ def test_the_real_model_step_runs_on_cpu_and_says_so(tmp_path: Path) -> None:
     channels_last, synchronize) is the same function on a CUDA machine."""
     from conftest import run_engine
 
-    manifest = _manifest(tmp_path)
+    manifest = jpeg_manifest(tmp_path)
     rows = run_engine(
         library_env("torchvision"), "training",
         "--library", "torchvision", "--transforms", "RandomResizedCrop", "--manifest",
