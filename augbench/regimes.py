@@ -580,7 +580,8 @@ def training_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
         model = "resnet50"
     gpu = "gpu" in s.config["cloud"]["regimes"].get(kind.placement, {})
     return Footprint(
-        w["library"], torch=True, forked=workers,
+        w["library"], torch=w["library"] != "dali",
+        forked=0 if w["library"] == "dali" else workers,  # DALI's workers are threads
         batches_mb=in_flight * 224 * 224 * 12.0 / 2**20,
         extra_mb=0.0 if gpu else policy.TRAINING_MODEL_MB[model] * batch / 32,
     )  # fmt: skip
@@ -776,7 +777,7 @@ DALI = Regime(
 
 TRAINING = Regime(
     "training",
-    CPU_LIBRARIES,
+    (*CPU_LIBRARIES, "dali"),  # DALI feeds the sleep stand-in only (its env has no torch)
     (
         _kind(
             "training", "training", "results",

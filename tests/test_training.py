@@ -214,3 +214,34 @@ def test_the_real_model_step_runs_on_cpu_and_says_so(tmp_path: Path) -> None:
     assert row["variant"] == "resnet18-32px-cpu" and row["model"] == "resnet18"
     assert row["device"] == "cpu" and row["amp"] is False and row["channels_last"] is False
     assert row["model_img_per_s"] > 0 and row["predicted_img_per_s"] > 0
+
+
+def test_dali_feeds_the_stand_in_and_says_what_it_cannot_do(tmp_path: Path) -> None:
+    """DALI's own pipeline (reader, decoder, recipe, crop_mirror_normalize) as the loader, in
+    the DALI env: measured with the sleep stand-in (dali-cpu); its GPU variant needs CUDA; no
+    model (the DALI env has no torch); no zero-worker count (DALI always has its threads)."""
+    from conftest import run_engine
+
+    manifest = jpeg_manifest(tmp_path)
+    python = library_env("dali")
+    common = ["--library", "dali", "--transforms", "RandomResizedCrop", "--manifest",
+              str(manifest), "--num-images", "6", "--batch-size", "2", "--steps", "6",
+              "--blocks", "2", "--model-steps", "2", "--warmup-steps", "1",
+              "--feeds", "cpu,gpu"]  # fmt: skip
+    rows = run_engine(
+        python, "training", *common, "--workers", "1", "--accelerator", "sleep:5",
+        output=tmp_path / "sleep.json",
+    )["results"]  # fmt: skip
+    cpu = rows["RandomResizedCrop"]
+    assert cpu["status"] == "ok", cpu.get("reason")
+    assert cpu["dali_variant"] == "dali-cpu" and cpu["batch_shape"] == [2, 3, 224, 224]
+    assert cpu["predicted_img_per_s"] > 0 and cpu["variant"] == "sleep-5ms"
+    gpu = rows["RandomResizedCrop · gpu-feed"]
+    assert gpu["status"] == "ok" or "no CUDA device" in gpu["reason"]
+    for workers, accelerator, why in (("1", "model", "no torch"), ("0", "sleep:5", "threads")):
+        rows = run_engine(
+            python, "training", *common, "--workers", workers, "--accelerator", accelerator,
+            output=tmp_path / f"{workers}-{accelerator}.json",
+        )["results"]  # fmt: skip
+        for row in rows.values():
+            assert row["status"] == "unsupported" and why in row["reason"], row

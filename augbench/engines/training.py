@@ -182,9 +182,20 @@ def model_accelerator(device: str, cpu_input_size: int, model: str = "auto") -> 
 def choose_device(requested: str) -> str:
     if requested != "auto":
         return requested
-    import torch
-
+    try:
+        import torch
+    except ImportError:  # the DALI env: no torch, DALI's own probe says whether a GPU is there
+        return "cpu"
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def out_of_memory_errors() -> tuple[type[BaseException], ...]:
+    """The exception a model too large for its GPU raises (none where torch is absent)."""
+    try:
+        import torch
+    except ImportError:
+        return ()
+    return (torch.cuda.OutOfMemoryError,)
 
 
 # -- the three measurements ----------------------------------------------------------------------
@@ -365,6 +376,57 @@ def gpu_feed(
     )
 
 
+class DaliBatch:
+    """One DALI output batch (a TensorList, finished: ``Pipeline.run`` is host-synchronous),
+    with the shape and dtype a training step and the row read."""
+
+    def __init__(self, tensors: Any) -> None:
+        self.tensors = tensors
+        self.shape = (len(tensors), *tensors[0].shape())
+        self.dtype = "float32"
+
+
+def dali_batches(pipe: Any) -> Iterator[DaliBatch]:
+    while True:
+        (out,) = pipe.run()
+        yield DaliBatch(out)
+
+
+def dali_feed(
+    args: argparse.Namespace, name: str, files: list[Path], variant: str, batches: int
+) -> Feed:
+    """The DALI regime's pipeline as the loader: reader, decoder, the recipe and
+    crop_mirror_normalize in DALI's own threads (``workers`` of them: DALI's num_threads),
+    ``dali-cpu`` for the cpu feed, ``dali-gpu`` for the gpu feed."""
+    from augbench.engines import dali
+
+    pipe = dali.build_pipeline(
+        files,
+        name if name not in args.pipelines else "Identity",  # a pipeline replaces the recipe
+        variant=variant,
+        batch_size=args.batch_size,
+        num_threads=max(1, args.workers),
+        device_id=0,
+        prefetch_queue_depth=args.prefetch_factor,
+        pipeline=args.pipelines.get(name),
+    )
+    stream = dali_batches(pipe)
+    resident = next(stream)
+    return Feed(
+        stream,
+        resident,
+        lambda batch: batch,
+        {
+            "feed": "cpu" if variant == "dali-cpu" else "gpu",
+            "feed_timed": f"{variant}: one DALI pipeline (reader, decoder, the recipe, "
+            f"crop_mirror_normalize) in {max(1, args.workers)} DALI threads; step: the "
+            "accelerator",
+            "feed_device": "cpu" if variant == "dali-cpu" else "cuda",
+            "dali_variant": variant,
+        },
+    )
+
+
 def pipelines_gpu_steps(pipeline: Any) -> tuple[list[Any], Any]:
     from augbench import pipelines
 
@@ -379,8 +441,6 @@ def measure_feed(
     """The three measurements on one feed: the step alone (on the feed's resident batch,
     prepared as in training), the loader alone, then the training window on the same loader
     (the batches the loader-only pass leaves prefetched are drained by the warm-up steps)."""
-    import torch
-
     from augbench.starvation_model import predict
 
     warmup = max(args.warmup_steps, args.prefetch_factor * args.workers + 1)
@@ -394,7 +454,7 @@ def measure_feed(
 
     try:
         ceiling, model_step_s = model_rate(step, feed.resident, args.model_steps)
-    except torch.cuda.OutOfMemoryError as exc:
+    except out_of_memory_errors() as exc:
         return non_ok_row("error", f"the model does not fit the GPU: {exc}".split("\n")[0])
     batches = endless(feed.loader)
     first = next(batches)  # worker start-up, outside every window
@@ -444,6 +504,8 @@ def feed_row(
     """One recipe through one feed: its measured row, or the row that says why not."""
     from augbench import gpu_recipes
 
+    if args.library == "dali":
+        return dali_row(args, adapter, name, feed, items, accelerator)
     if feed == "gpu":
         if args.library not in gpu_recipes.LIBRARY_RANDOMNESS:
             return non_ok_row(
@@ -481,6 +543,46 @@ def feed_row(
         return skeleton.stage_error_row("training", exc)
 
 
+def dali_row(
+    args: argparse.Namespace,
+    adapter: adapters.Adapter,
+    name: str,
+    feed: str,
+    items: list[Any],
+    accelerator: Accelerator,
+) -> dict[str, Any]:
+    """A recipe fed by DALI: its own threads stand for the workers (0 has no DALI meaning);
+    the GPU feed is DALI's GPU variant, which needs CUDA."""
+    if args.workers == 0:
+        return non_ok_row(
+            "unsupported",
+            "DALI always runs its own threads (num_threads >= 1): its worker counts start at 1",
+        )
+    variant = "dali-gpu" if feed == "gpu" else "dali-cpu"
+    if variant == "dali-gpu":
+        from augbench.engines import dali
+
+        if dali.dali_probe()[0] == 0:
+            return non_ok_row("skipped", "no CUDA device: the GPU feed is DALI's GPU variant")
+    pipeline = args.pipelines.get(name)
+    if pipeline is not None:
+        from augbench import pipelines
+
+        problem = pipelines.gpu_support_problem(adapter, pipeline)
+        if problem is not None:
+            status, reason, extra = problem
+            return non_ok_row(status, reason, **extra)
+    files = [Path(item) for item in items]
+
+    def make(batches: int) -> Feed:
+        return dali_feed(args, name, files, variant, batches)
+
+    try:
+        return measure_feed(args, make, accelerator)
+    except Exception as exc:
+        return skeleton.stage_error_row("training", exc)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from tqdm import tqdm
@@ -498,6 +600,7 @@ def main(argv: list[str] | None = None) -> int:
         "applied_in": "main process before imports; every worker via worker_init_fn",
     }
     setup_error: str | None = None
+    unsupported: str | None = None
     accelerator: Accelerator | None = None
     items: list[Any] = []
     load: Callable[[Any], Any] = lambda item: item  # noqa: E731
@@ -508,9 +611,16 @@ def main(argv: list[str] | None = None) -> int:
             thread_settings["main_process"] = DATALOADER_THREADS.apply_runtime()
             device = choose_device(args.device)
             sleep = SLEEP.match(args.accelerator)
+            if not sleep and args.library == "dali":
+                unsupported = (
+                    "the DALI env has no torch (DALI is locked with its own CUDA stack), so no "
+                    "model steps there; DALI feeds the sleep:<ms> stand-in"
+                )
             accelerator = (
                 sleep_accelerator(float(sleep["ms"]))
                 if sleep
+                else None
+                if unsupported
                 else model_accelerator(device, args.cpu_input_size, args.model)
             )
             items, load, _ = load_items(args, adapter)
@@ -531,6 +641,8 @@ def main(argv: list[str] | None = None) -> int:
                 row = non_ok_row(
                     "skipped", f"{args.workers} workers > {cores} usable cores on this machine"
                 )
+            elif unsupported is not None:
+                row = non_ok_row("unsupported", unsupported)
             elif setup_error is not None or accelerator is None:
                 row = non_ok_row("error", setup_error or "no accelerator")
             else:
