@@ -62,8 +62,8 @@ class PipelineError(ValueError):
 # does). ``p``: the probability that the step is applied to an image (every step but Normalize
 # and ToTensor; default 1, the catalog's convention). ``antialias``: whether a resampling step
 # low-pass filters when it downscales (RandomResizedCrop; absent: the library's own default,
-# recorded per row as ``Adapter.antialias_default``). A library that cannot apply an option as
-# asked gets an ``unsupported`` row naming the step and the option.
+# ``Adapter.antialias_choices``, recorded per row as ``step_antialias``). A library that cannot
+# apply an option as asked gets an ``unsupported`` row naming the step and the option.
 STEP_OPTIONS: dict[str, tuple[type, ...]] = {"p": (int, float), "antialias": (bool,)}
 ANTIALIAS_STEPS: frozenset[str] = frozenset({"RandomResizedCrop"})
 
@@ -726,7 +726,7 @@ def row_fields(pipeline: Pipeline, adapter: Any | None = None, gpu: bool = False
         "transform": pipeline.name,
         "variant": VARIANT,
         "recipe": pipeline.recipe,
-        "pipeline_steps": [s.to_dict() for s in pipeline.steps if s.name],
+        "pipeline_steps": [s.to_dict() for s in pipeline.steps],
         "pipeline_targets": list(pipeline.targets),
         "pipeline_source": pipeline.source,
     }
@@ -736,7 +736,7 @@ def row_fields(pipeline: Pipeline, adapter: Any | None = None, gpu: bool = False
         own = runs_native(adapter, pipeline, gpu)
         fields["recipe_calls"] = mapping_calls(adapter, pipeline)
         fields["compose_call"] = (
-            NATIVE_CALLS[pipeline.native["format"]][1] if own else (adapter.compose_call)
+            NATIVE_CALLS[pipeline.native["format"]][1] if own else adapter.compose_call
         )
         antialias = [
             None if s.unmapped else adapter.antialias(s.name, s.options) for s in pipeline.steps

@@ -560,15 +560,11 @@ def training_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     }
 
 
-def training_threads(s: Sweep, w: Wildcards) -> int:
-    """The main process (the model's step) plus its workers."""
-    return int(w["workers"]) + 1
-
-
 def training_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
     """The DataLoader of the decode scope (forked workers, batches in flight) and the model's
     training state in the main process (policy.TRAINING_MODEL_MB: weights, gradients, momentum
     and activations at the batch size; on a GPU machine the model lives on the GPU)."""
+    from augbench import recipes
     from augbench.memory import Footprint
 
     t = s.config["training"]
@@ -582,7 +578,7 @@ def training_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
     return Footprint(
         w["library"], torch=w["library"] != "dali",
         forked=0 if w["library"] == "dali" else workers,  # DALI's workers are threads
-        batches_mb=in_flight * 224 * 224 * 12.0 / 2**20,
+        batches_mb=in_flight * recipes.OUTPUT_SIZE**2 * 12.0 / 2**20,  # float32 224 px
         extra_mb=0.0 if gpu else policy.TRAINING_MODEL_MB[model] * batch / 32,
     )  # fmt: skip
 
@@ -784,7 +780,7 @@ TRAINING = Regime(
             f"{RAW}/training/{{library}}/w{{workers}}.json",
             "{machine}/{dataset}/training/{library}/w{workers}",
             placement="training", engine="augbench.engines.training", cost="whole_job",
-            jobs=training_jobs, args=training_args, threads=training_threads,
+            jobs=training_jobs, args=training_args, threads=workers_threads,
             thread_policy="dataloader", memory=training_memory,
             constraints={"workers": WORKERS}, config_block="training",
             images_key="training.num_images",

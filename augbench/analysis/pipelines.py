@@ -16,14 +16,13 @@ a comparison group with single transforms.
 
 from __future__ import annotations
 
-import json
 import math
 
 import pandas as pd
 
 from augbench.analysis import speedups
 from augbench.analysis.groups import group_label
-from augbench.analysis.tidy import GROUP_COLUMNS
+from augbench.analysis.tidy import GROUP_COLUMNS, decoded, number
 from augbench.pipelines import STEP_VARIANT, VARIANT
 from augbench.policy import COMPOSITION_EFFECT_NOTE, PIPELINE_HARNESS_TOLERANCE
 
@@ -69,11 +68,6 @@ def pipeline_rows(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[_has(frame, "pipeline") & ~frame.index.isin(step_rows(frame).index)]
 
 
-def _num(value: object) -> float:
-    out = pd.to_numeric(value, errors="coerce")
-    return float(out) if not pd.isna(out) else math.nan
-
-
 def breakdown(frame: pd.DataFrame) -> pd.DataFrame:
     steps = step_rows(frame)
     whole = pipeline_rows(frame)
@@ -92,8 +86,8 @@ def breakdown(frame: pd.DataFrame) -> pd.DataFrame:
         if row["status"] != "ok":
             records.append({**base, "step_index": math.nan, "step": row.get("unsupported_step")})
             continue
-        median = _num(row["median_throughput"])
-        harness = _num(row.get("harness_vs_bare"))
+        median = number(row["median_throughput"])
+        harness = number(row.get("harness_vs_bare"))
         mine = steps[
             (steps["machine"] == row["machine"])
             & (steps["dataset"] == row["dataset"])
@@ -107,21 +101,21 @@ def breakdown(frame: pd.DataFrame) -> pd.DataFrame:
                     **base,
                     "step_index": int(step["_i"]),
                     "step": step["step"],
-                    "ms_per_image": 1000.0 * _num(step.get("seconds_per_image")),
-                    "share": _num(step.get("share")),
+                    "ms_per_image": 1000.0 * number(step.get("seconds_per_image")),
+                    "share": number(step.get("share")),
                     "pipeline_ms_per_image": 1000.0 / median if median > 0 else math.nan,
                     "pipeline_throughput": median,
-                    "bare_ms_per_image": _num(row.get("bare_ms_per_image")),
+                    "bare_ms_per_image": number(row.get("bare_ms_per_image")),
                     "harness_vs_bare": harness,
                     "harness_vs_bare_within": abs(harness - 1.0) <= PIPELINE_HARNESS_TOLERANCE,
-                    "composition_effect": _num(row.get("composition_effect")),
+                    "composition_effect": number(row.get("composition_effect")),
                     "composition_note": row.get("composition_note") or "",
                     "output_copied": step.get("output_copied"),
                     "compose_call": row.get("compose_call"),
                     "output_contract": row.get("output_contract"),
                     "work_contract": row.get("work_contract") or "",
-                    "relative_ci": _num(row.get("relative_ci")),
-                    "values": _num(row.get("num_successful_runs")),
+                    "relative_ci": number(row.get("relative_ci")),
+                    "values": number(row.get("num_successful_runs")),
                 }
             )
     out = pd.DataFrame.from_records(records, columns=list(BREAKDOWN_COLUMNS))
@@ -140,9 +134,7 @@ def output_contract(row: pd.Series) -> str:
     given = row.get("output_contract")
     if isinstance(given, str) and given:
         return given
-    dtype, shape = row.get("batch_dtype"), row.get("batch_shape")
-    if isinstance(shape, str) and shape.startswith("["):  # a tidy table keeps lists as JSON
-        shape = json.loads(shape)
+    dtype, shape = row.get("batch_dtype"), decoded(row.get("batch_shape"))
     if isinstance(dtype, str) and isinstance(shape, list | tuple) and len(shape) > 1:
         return f"torch.Tensor {dtype.removeprefix('torch.')} {'x'.join(str(d) for d in shape[1:])}"
     return ""
@@ -197,8 +189,7 @@ def harness_flags(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _native(value: object) -> dict[str, object]:
-    if isinstance(value, str) and value.startswith("{"):
-        value = json.loads(value)
+    value = decoded(value)
     return value if isinstance(value, dict) else {}
 
 
@@ -256,13 +247,13 @@ def summary_lines(frame: pd.DataFrame) -> list[str]:
     ]
     notes = []
     for _, row in whole.sort_values(["machine", "pipeline", "library"]).iterrows():
-        ratio = _num(row.get("harness_vs_bare"))
+        ratio = number(row.get("harness_vs_bare"))
         ok = abs(ratio - 1.0) <= PIPELINE_HARNESS_TOLERANCE
-        harness_ms = 1000.0 / _num(row["median_throughput"])
-        effect = _num(row.get("composition_effect"))
+        harness_ms = 1000.0 / number(row["median_throughput"])
+        effect = number(row.get("composition_effect"))
         lines.append(
             f"| {row['machine']} | {row['library']} | {row['pipeline']} | {harness_ms:.3f} | "
-            f"{_num(row.get('bare_ms_per_image')):.3f} | "
+            f"{number(row.get('bare_ms_per_image')):.3f} | "
             f"{ratio:.3f}{'' if ok else ' **(flagged)**'} | {effect:.2f} | "
             f"{row.get('output_contract') or ''} |"
         )

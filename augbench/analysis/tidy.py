@@ -316,6 +316,20 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+def decoded(value: Any) -> Any:
+    """A cell as the row held it: dict and list values are kept as JSON text in a tidy table
+    (``rows_from_file``); anything else is returned as it is."""
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        return json.loads(value)
+    return value
+
+
+def number(value: Any) -> float:
+    """A cell as a float; NaN where it is empty or not a number."""
+    out = pd.to_numeric(value, errors="coerce")
+    return float(out) if not pd.isna(out) else float("nan")
+
+
 def find_result_files(roots: list[Path]) -> list[Path]:
     files: list[Path] = []
     for root in roots:

@@ -11,12 +11,12 @@
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 import pandas as pd
 
+from augbench.analysis.tidy import decoded, number
 from augbench.policy import TRAINING_FED_WAIT, TRAINING_PREDICTION_TOLERANCE
 
 SERIES: tuple[str, ...] = ("machine", "dataset", "variant", "library", "transform")
@@ -42,24 +42,16 @@ COLUMNS: tuple[str, ...] = (
 
 
 def _value(cell: Any, key: str) -> float:
-    """``key`` of a dict cell (a tidy table keeps dicts as JSON text)."""
-    if isinstance(cell, str) and cell.startswith("{"):
-        cell = json.loads(cell)
-    if isinstance(cell, dict) and key in cell:
-        return float(cell[key])
-    return math.nan
-
-
-def _num(value: Any) -> float:
-    out = pd.to_numeric(value, errors="coerce")
-    return float(out) if not pd.isna(out) else math.nan
+    """``key`` of a dict cell (percentiles), NaN where the row has none."""
+    cell = decoded(cell)
+    return float(cell[key]) if isinstance(cell, dict) and key in cell else math.nan
 
 
 def predicted_vs_measured(frame: pd.DataFrame) -> pd.DataFrame:
     rows = frame[frame["regime"] == "training"] if "regime" in frame.columns else frame.iloc[:0]
     records = []
     for _, row in rows.iterrows():
-        ratio = _num(row.get("measured_vs_predicted"))
+        ratio = number(row.get("measured_vs_predicted"))
         records.append(
             {
                 **{k: row.get(k) for k in SERIES},
@@ -67,17 +59,17 @@ def predicted_vs_measured(frame: pd.DataFrame) -> pd.DataFrame:
                 "batch_size": row.get("batch_size"),
                 "status": row["status"],
                 "reason": row.get("reason") if row["status"] != "ok" else "",
-                "images_per_second": _num(row.get("images_per_second")),
-                "relative_ci": _num(row.get("relative_ci")),
-                "predicted_img_per_s": _num(row.get("predicted_img_per_s")),
+                "images_per_second": number(row.get("images_per_second")),
+                "relative_ci": number(row.get("relative_ci")),
+                "predicted_img_per_s": number(row.get("predicted_img_per_s")),
                 "measured_vs_predicted": ratio,
                 "prediction_within_tolerance": abs(ratio - 1.0) <= TRAINING_PREDICTION_TOLERANCE
                 if not math.isnan(ratio)
                 else None,
-                "data_wait_fraction": _num(row.get("data_wait_fraction")),
-                "predicted_data_wait_fraction": _num(row.get("predicted_data_wait_fraction")),
-                "loader_img_per_s": _num(row.get("loader_img_per_s")),
-                "model_img_per_s": _num(row.get("model_img_per_s")),
+                "data_wait_fraction": number(row.get("data_wait_fraction")),
+                "predicted_data_wait_fraction": number(row.get("predicted_data_wait_fraction")),
+                "loader_img_per_s": number(row.get("loader_img_per_s")),
+                "model_img_per_s": number(row.get("model_img_per_s")),
                 "step_ms_p95": _value(row.get("step_ms"), "p95"),
                 "batch_wait_ms_p95": _value(row.get("batch_wait_ms"), "p95"),
             }

@@ -330,13 +330,13 @@ def gpu_feed(
     run there (the library's own container), sharing the device with the model."""
     import torch
 
-    from augbench import gpu_recipes
+    from augbench import gpu_recipes, pipelines
     from augbench.engines import gpu_dataloader as gpu
 
     pipeline = args.pipelines.get(name)
     randomness = gpu_recipes.LIBRARY_RANDOMNESS[library][0]
     if pipeline is not None:
-        body, _ = pipelines_gpu_steps(pipeline)
+        body, _ = pipelines.gpu_steps(pipeline)
         crop = gpu_recipes.pipeline_worker_crop(body, args.worker_crop)
         apply, call = gpu.build_pipeline_apply(library, pipeline, randomness, device)
     else:
@@ -425,12 +425,6 @@ def dali_feed(
             "dali_variant": variant,
         },
     )
-
-
-def pipelines_gpu_steps(pipeline: Any) -> tuple[list[Any], Any]:
-    from augbench import pipelines
-
-    return pipelines.gpu_steps(pipeline)
 
 
 def measure_feed(
