@@ -563,7 +563,10 @@ def training_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
 def training_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
     """The DataLoader of the decode scope (forked workers, batches in flight) and the model's
     training state in the main process (policy.TRAINING_MODEL_MB: weights, gradients, momentum
-    and activations at the batch size; on a GPU machine the model lives on the GPU)."""
+    and activations at the batch size). The state is always counted: the device is chosen when
+    the job runs (CUDA where usable), so a job placed on a GPU machine may still train on the
+    CPU; where the placement has a GPU the host's CUDA context is counted too, as for the GPU
+    regimes."""
     from augbench import recipes
     from augbench.memory import Footprint
 
@@ -579,7 +582,7 @@ def training_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
         w["library"], torch=w["library"] != "dali",
         forked=0 if w["library"] == "dali" else workers,  # DALI's workers are threads
         batches_mb=in_flight * recipes.OUTPUT_SIZE**2 * 12.0 / 2**20,  # float32 224 px
-        extra_mb=0.0 if gpu else policy.TRAINING_MODEL_MB[model] * batch / 32,
+        extra_mb=policy.TRAINING_MODEL_MB[model] * batch / 32, gpu=gpu,
     )  # fmt: skip
 
 
