@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,99 @@ def environment_for(setting: str, prefix: Path | str) -> dict[str, str]:
     if setting in PRELOADED_ALLOCATORS:
         return {"LD_PRELOAD": str(preload_library(setting, prefix))}
     raise Unavailable(f"unknown allocator setting {setting!r}")
+
+
+# The setting a workflow job was launched under (config ``allocators``; set by augbench.provision),
+# and why it could not be applied where it could not ("skipped: <reason>" / "error: <reason>").
+SETTING_ENV_VAR = "AUGBENCH_ALLOCATOR"
+PROBLEM_ENV_VAR = "AUGBENCH_ALLOCATOR_PROBLEM"
+DEFAULT_SETTING = "glibc"
+
+
+class NotApplied(RuntimeError):
+    """The job's allocator setting is not the one in force: every row of the job says so, with
+    ``status`` skipped (not installed here) or error (installed, but not loaded)."""
+
+    def __init__(self, status: str, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
+def requested() -> str | None:
+    """The allocator setting this process was launched under (None: not by the workflow)."""
+    return os.environ.get(SETTING_ENV_VAR) or None
+
+
+def setting_of(record: dict[str, Any]) -> str:
+    """The setting a recorded allocator amounts to: a preloaded allocator's name, ``glibc`` with
+    no allocator settings, the ``policy.ALLOCATOR_ENV`` setting whose variables it has, else its
+    label (settings a user chose by hand stay visible)."""
+    from augbench.policy import ALLOCATOR_ENV
+
+    name = str(record.get("name", "unknown"))
+    if name != "glibc":
+        return name
+    env = {k: v for k, v in (record.get("env") or {}).items() if k != "LD_PRELOAD"}
+    for setting, variables in ALLOCATOR_ENV.items():
+        if env == variables:
+            return setting
+    return label(record)
+
+
+def check_requested(record: dict[str, Any] | None = None) -> None:
+    """Raise :class:`NotApplied` where the launcher could not apply the job's setting, or where
+    the process does not run under it: ld.so only warns about a preload it cannot load and goes
+    on with glibc, so the mapped libraries are the proof. Nothing to check without a setting."""
+    setting = requested()
+    if setting is None:
+        return
+    problem = os.environ.get(PROBLEM_ENV_VAR)
+    if problem:
+        status, _, reason = problem.partition(": ")
+        raise NotApplied(status if status in ("skipped", "error") else "error", reason or problem)
+    actual = setting_of(record if record is not None else in_force())
+    if actual != setting:
+        preload = os.environ.get("LD_PRELOAD", "")
+        raise NotApplied(
+            "error",
+            f"allocator {setting} asked for, but the process runs under {actual}"
+            + (f" (LD_PRELOAD={preload} was not loaded)" if preload else ""),
+        )
+
+
+def clean_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` without allocator settings (MALLOC_*, MIMALLOC_*, ..., GLIBC_TUNABLES, which can
+    set glibc.malloc.*, and an allocator's preload in LD_PRELOAD; other preloads kept), so that a
+    setting is exactly what the config says."""
+    out = {
+        k: v
+        for k, v in env.items()
+        if not k.startswith(ENV_PREFIXES)
+        and k not in ("MALLOC_CONF", "_RJEM_MALLOC_CONF", "GLIBC_TUNABLES")  # glibc.malloc.*
+    }
+    preloads = [
+        p
+        for p in out.pop("LD_PRELOAD", "").replace(":", " ").split()
+        if not Path(p).name.startswith(tuple(PRELOADED.values()))
+    ]
+    if preloads:
+        out["LD_PRELOAD"] = " ".join(preloads)
+    return out
+
+
+def launch_environment(setting: str, prefix: Path | str, env: Mapping[str, str]) -> dict[str, str]:
+    """The environment a job's engine starts with under allocator ``setting`` (the launcher,
+    augbench.provision): ``env`` cleaned of other allocator settings, the setting's variables,
+    its name, and where it cannot be applied the reason (:func:`check_requested` turns it into
+    the job's rows: ``skipped`` where the allocator is not installed)."""
+    out = {**clean_environment(env), SETTING_ENV_VAR: setting}
+    try:
+        variables = environment_for(setting, prefix)
+    except Unavailable as exc:
+        return {**out, PROBLEM_ENV_VAR: f"skipped: {exc}"}
+    if "LD_PRELOAD" in variables and "LD_PRELOAD" in out:
+        variables["LD_PRELOAD"] = f"{variables['LD_PRELOAD']} {out['LD_PRELOAD']}"
+    return {**out, **variables}
 
 
 def allocator_environment() -> dict[str, str]:
@@ -185,3 +279,27 @@ def output_pages(output: Any) -> float:
     else:
         return float("nan")
     return size / PAGE_BYTES
+
+
+def reset_peak_rss() -> str:
+    """Reset this process's peak-RSS counter (Linux: /proc/self/clear_refs, value 5), so the peak
+    read after a row is that row's, not an earlier one's. Returns the scope of the peak that will
+    be read: "transform" or, where the reset is not possible, "process"."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return "process"
+    return "transform"
+
+
+def peak_rss_mb() -> float:
+    """This process's peak RSS since start or the last :func:`reset_peak_rss`, MB."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return float(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from augbench import catalog, matrix, regimes
+from augbench import catalog, matrix, policy, regimes
 from augbench.logs import UserError
 
 PRESETS_DIR = Path("config") / "presets"
@@ -44,6 +44,7 @@ def schema(basedir: Path) -> dict[str, Any]:
     props["libraries"]["items"]["enum"] = list(matrix.LIBRARIES)
     props["regimes"]["items"]["enum"] = list(regimes.NAMES)
     props["resolution_regimes"]["items"]["enum"] = list(regimes.NAMES)
+    props["allocators"]["items"]["enum"] = list(policy.ALLOCATOR_SETTINGS)
     props["cpu_dataloader"]["properties"]["job_per"]["enum"] = list(matrix.DATALOADER_JOB_PER)
     props["transforms"]["oneOf"][1]["items"]["enum"] = catalog.names()
     return doc

@@ -503,7 +503,8 @@ def _learn_fixed_kinds(run_dir: Path, models: dict[tuple[str, str], KindModel]) 
         whole: dict[str, list[float]] = defaultdict(list)
         for tsv in sorted(run_dir.glob(f"benchmarks/{pattern}")):
             if (s := _benchmark_seconds(tsv)) is not None:
-                whole[tsv.stem if library_from == "stem" else tsv.parent.name].append(s)
+                name = tsv.stem if library_from == "stem" else tsv.parent.name
+                whole[regimes.split_allocator(name)[0]].append(s)
         for library, times in whole.items():
             models[(kind, library)] = KindModel({}, statistics.median(times))
 

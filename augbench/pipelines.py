@@ -489,7 +489,7 @@ def gpu_support_problem(adapter: Any, pipeline: Pipeline) -> tuple[str, str, dic
 
 
 def gpu_problem_row(
-    adapter: Any, pipeline: Pipeline | None, import_error: str | None
+    adapter: Any, pipeline: Pipeline | None, import_error: tuple[str, str] | None
 ) -> dict[str, Any] | None:
     """The GPU engines' row for a pipeline they do not measure (see :func:`gpu_support_problem`);
     None for a single transform, or where the library does not import (that row wins)."""

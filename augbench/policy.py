@@ -240,6 +240,12 @@ ALLOCATOR_ENV: dict[str, dict[str, str]] = {
 }
 # Allocators that replace malloc when preloaded (augbench.allocator.preload_library).
 PRELOADED_ALLOCATORS: tuple[str, ...] = ("mimalloc", "jemalloc")
+# Every allocator setting (config allocators), glibc as shipped first: the baseline of the others.
+ALLOCATOR_SETTINGS: tuple[str, ...] = (*ALLOCATOR_ENV, *PRELOADED_ALLOCATORS)
+# An allocator-effect ratio is "precise" when both of its rows' relative 95 % CIs are at most this
+# (twice the rows' own goal, RELATIVE_CI_TARGET): the summary's numbers use only precise pairs and
+# the figure draws the others hollow (a one-run DataLoader row at 100 % CI moves a ratio 2x).
+ALLOCATOR_EFFECT_MAX_CI = 0.10
 
 # The training regime's checks (augbench/analysis/training.py): a measured training throughput
 # beyond this fraction of the starvation model's prediction is flagged; a data wait under this

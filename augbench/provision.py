@@ -10,8 +10,11 @@ any clock starts):
    else extracted once per node from ``--archive`` into ``--scratch`` (a cloud VM, or a run whose
    outputs live in a bucket), and checked against the manifest's archive sha256;
 3. the engine is exec'd in the venv's interpreter with ``--manifest`` (the staged copy) and
-   ``--env-marker`` (this node's env) appended, and the setup record in ``AUGBENCH_SETUP`` so the
-   result file keeps what the setup cost.
+   ``--env-marker`` (this node's env) appended, the setup record in ``AUGBENCH_SETUP`` so the
+   result file keeps what the setup cost, and, with ``--allocator``, the environment of that
+   allocator setting (augbench.allocator.launch_environment: set before the interpreter starts,
+   as glibc and the loader require; a setting this node cannot apply is named there, and the
+   engine's rows say so).
 
 Venvs never travel through a bucket: they are built where they are used.
 """
@@ -32,6 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from augbench import allocator
 from augbench.policy import NETWORK_GUARD_ENV_VAR, TELEMETRY_OFF_ENV
 
 LOCK_STAMP = ".augbench-lock.sha256"
@@ -211,6 +215,11 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
     p.add_argument("--manifest", type=Path, required=True)
     p.add_argument("--archive", type=Path, default=None)
     p.add_argument("--scratch", type=Path, required=True)
+    p.add_argument(
+        "--allocator",
+        default=None,
+        help="allocator setting of the engine (config allocators); default: the environment's",
+    )
     return p.parse_args(argv[:split]), argv[split + 1 :]
 
 
@@ -247,8 +256,14 @@ def main(argv: list[str] | None = None) -> int:
         "--env-marker",
         str(marker),
     ]
+    base: Mapping[str, str] = os.environ
+    if args.allocator is not None:
+        prefix = Path(env["python"]).parent.parent  # the venv (or conda env) the engine runs in
+        base = allocator.launch_environment(args.allocator, prefix, os.environ)
+        if problem := base.get(allocator.PROBLEM_ENV_VAR):
+            print(f"provision | {args.library}: allocator {problem}", file=sys.stderr)
     sys.stderr.flush()
-    os.execve(cmd[0], cmd, engine_environment(os.environ, setup))
+    os.execve(cmd[0], cmd, engine_environment(base, setup))
     return 0  # not reached
 
 

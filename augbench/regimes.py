@@ -42,6 +42,14 @@ if TYPE_CHECKING:
 Wildcards = Mapping[str, str]
 
 RAW = "results/raw/{machine}/{dataset}"
+# The allocator setting (config ``allocators``, augbench.allocator) is a dimension of every timed
+# job: its result and log paths carry it after the library, ``<library>+<setting>``, empty for
+# glibc as shipped (so glibc's paths are the ones a run without the dimension writes).
+ALLOCATOR_SEPARATOR = "+"
+ALLOCATOR_WILDCARD = "{allocator}"
+ALLOCATOR_PATTERN = r"(\+[a-z][a-z-]*)?"
+# Roles whose jobs run once per allocator setting (a diagnostic checks outputs, not time).
+ALLOCATOR_ROLES = ("results", "pipelines")
 PIPELINE_RAW = "results/pipelines/raw/{machine}/{dataset}"
 LAZY_RAW = "results/analysis/lazy_outputs/{machine}/{dataset}"
 ROLES = ("results", "pipelines", "diagnostic")
@@ -105,11 +113,19 @@ class JobKind:
         return f"{folder}/{stem}.{suffix}"
 
     def result_path(self, machine: str, dataset: str, library: str, **wildcards: str) -> str:
+        """A result file's path; ``allocator`` (the suffix, :func:`allocator_suffix`) defaults to
+        glibc's empty one."""
+        wildcards = {"allocator": "", **wildcards}
         return self.result.format(machine=machine, dataset=dataset, library=library, **wildcards)
 
     def wildcards_of(self, path: str) -> dict[str, str] | None:
         """The wildcards of a result path of this kind (any machine, dataset), None if not one."""
-        pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+?)", re.escape(self.result))
+
+        def group(found: re.Match[str]) -> str:
+            name = found.group(1)
+            return f"(?P<{name}>{ALLOCATOR_PATTERN if name == 'allocator' else '[^/]+?'})"
+
+        pattern = re.sub(r"\\\{(\w+)\\\}", group, re.escape(self.result))
         found = re.search(pattern + "$", path)
         return None if found is None else found.groupdict()
 
@@ -621,6 +637,8 @@ GPU_TABLES = {
 
 
 def _kind(rule: str, regime: str, role: str, result: str, log: str, **rest: Any) -> JobKind:
+    """A job kind whose result and log paths carry the allocator setting after the library."""
+    result, log = (p.replace("{library}", "{library}" + ALLOCATOR_WILDCARD) for p in (result, log))
     return JobKind(rule=rule, regime=regime, role=role, result=result, log=log, **rest)
 
 
@@ -853,6 +871,29 @@ def kind_of_result(path: str) -> tuple[JobKind, dict[str, str]] | None:
 
 def benchmark_glob(kind: JobKind) -> tuple[str, str]:
     """Where the benchmark files of a kind lie below benchmarks/ (a glob over every machine and
-    dataset) and whether the library is the file's stem or its folder."""
-    pattern = re.sub(r"\{\w+\}", "*", kind.log)
-    return f"{pattern}.tsv", "stem" if kind.log.endswith("{library}") else "folder"
+    dataset) and whether the library is the file's stem or its folder (either may carry an
+    allocator suffix: :func:`split_allocator`)."""
+    pattern = re.sub(r"(\{\w+\})+", "*", kind.log)
+    return f"{pattern}.tsv", "stem" if kind.log.endswith(ALLOCATOR_WILDCARD) else "folder"
+
+
+# -- the allocator dimension (config allocators; augbench.allocator) --------------------------
+def allocator_suffix(setting: str) -> str:
+    """The ``{allocator}`` wildcard of a setting: empty for glibc as shipped."""
+    from augbench.allocator import DEFAULT_SETTING
+
+    return "" if setting == DEFAULT_SETTING else f"{ALLOCATOR_SEPARATOR}{setting}"
+
+
+def allocator_setting(suffix: str) -> str:
+    """The setting of an ``{allocator}`` wildcard (:func:`allocator_suffix` reversed)."""
+    from augbench.allocator import DEFAULT_SETTING
+
+    return suffix.removeprefix(ALLOCATOR_SEPARATOR) or DEFAULT_SETTING
+
+
+def split_allocator(name: str) -> tuple[str, str]:
+    """``albumentationsx+mimalloc`` -> (``albumentationsx``, ``mimalloc``): a path component
+    of a library's results, and the allocator setting it was measured under."""
+    library, _, setting = name.partition(ALLOCATOR_SEPARATOR)
+    return library, allocator_setting(f"{ALLOCATOR_SEPARATOR}{setting}" if setting else "")

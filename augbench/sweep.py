@@ -9,6 +9,7 @@ engine flags of one job come from :func:`engine_command`. Unit-tested in tests/t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 from collections.abc import Callable, Mapping
@@ -26,6 +27,11 @@ LAZY_TABLES = {
     "markdown": "results/analysis/lazy_outputs.md",
 }
 PIPELINE_FIGURE = "results/analysis/pipeline_breakdown.png"
+# With more than one allocator setting: each setting's time / glibc's, per row of the same work.
+ALLOCATOR_TABLES = {
+    "results": "results/tables/allocator_effect.csv",
+    "pipelines": "results/tables/allocator_effect_pipelines.csv",
+}
 
 
 class PlanError(ValueError):
@@ -116,6 +122,9 @@ class Sweep:
         self.pipelines_json = json.dumps(self.pipelines, sort_keys=True)
         self.lazy_enabled = bool(config["lazy_outputs"]["enabled"]) and "micro" in self.regimes
         self.resolution_regimes: list[str] = list(config.get("resolution_regimes") or ["micro"])
+        # Every timed job runs once per allocator setting (augbench.allocator; its paths carry it:
+        # regimes.allocator_suffix); a diagnostic job runs once, under glibc as shipped.
+        self.allocators: list[str] = list(config.get("allocators") or ["glibc"])
 
     # -- what the declarations' enumerators use ------------------------------------------------
     def libraries_of(self, regime: str) -> list[str]:
@@ -158,7 +167,8 @@ class Sweep:
 
     def jobs(self, role: str | None = None) -> list[Job]:
         """Every timed job: the configured regimes on the staged dataset, then the resolution
-        regimes' single-transform jobs on each derived dataset."""
+        regimes' single-transform jobs on each derived dataset; each under every allocator
+        setting (its role's), the settings outermost."""
         out = [
             job
             for regime in self.configured()
@@ -176,7 +186,27 @@ class Sweep:
                 if kind.role == "results"
                 for job in kind.jobs(self, kind, key)
             ]
-        return out
+        return [
+            self.under_allocator(job, setting)
+            for setting in self.allocators
+            for job in out
+            if setting == self.allocators[0] or job.kind.role in regimes.ALLOCATOR_ROLES
+        ]
+
+    def under_allocator(self, job: Job, setting: str) -> Job:
+        """``job`` (planned without a setting) run under allocator ``setting``: its ``allocator``
+        wildcard and the result files that carry it (a diagnostic job: glibc as shipped)."""
+        if job.kind.role not in regimes.ALLOCATOR_ROLES:
+            setting = "glibc"
+        suffix = regimes.allocator_suffix(setting)
+        outputs = []
+        for output in job.outputs:
+            wildcards = job.kind.wildcards_of(output)
+            if wildcards is None:
+                raise PlanError(f"{output} is not a result path of rule {job.rule}")
+            outputs.append(job.kind.result.format(**{**wildcards, "allocator": suffix}))
+        wildcards = (*((k, v) for k, v in job.wildcards if k != "allocator"), ("allocator", suffix))
+        return dataclasses.replace(job, wildcards=wildcards, outputs=tuple(outputs))
 
     def outputs(self, role: str) -> list[str]:
         return [path for job in self.jobs(role) for path in job.outputs]
@@ -192,6 +222,8 @@ class Sweep:
         tables |= {f"throughputs_{r}": f"results/tables/throughputs_{r}.csv" for r in names}
         for regime in self.configured_in_config_order():
             tables |= regime.tables
+        if len(self.allocators) > 1:  # time under each setting / glibc's (docs/allocator.md)
+            tables["allocator_effect"] = ALLOCATOR_TABLES["results"]
         tables |= {
             "resolution_scaling": "results/tables/resolution_scaling.csv",
             "starvation": "results/tables/starvation.csv",
@@ -207,6 +239,11 @@ class Sweep:
             "breakdown": "results/tables/pipeline_breakdown.csv",
             # "Will my GPU starve?" for the pipelines (augbench.analysis.starvation).
             "starvation": "results/tables/starvation_pipelines.csv",
+            **(
+                {"allocator_effect": ALLOCATOR_TABLES["pipelines"]}
+                if len(self.allocators) > 1
+                else {}
+            ),
             **{
                 f"speedups_{name}": f"results/tables/speedups_pipeline_{name}.csv"
                 for name in self.pipeline_names
@@ -279,12 +316,14 @@ class Sweep:
             for placement, rules in missing.items()
         ]
 
-    def launcher(self, library: str, python: str) -> str:
+    def launcher(self, library: str, python: str, allocator: str = "") -> str:
         """The command that prepares a job's node and execs its engine (augbench.provision):
-        the library's venv and the staged dataset; --lock, --archive, --manifest follow."""
+        the library's venv, the staged dataset and the allocator setting the engine starts
+        under (``allocator``: the job's wildcard); --lock, --archive, --manifest follow."""
         envs = self.config["envs"]
+        setting = regimes.allocator_setting(allocator)
         words = [
-            *(python, "-m", "augbench.provision", "--library", library),
+            *(python, "-m", "augbench.provision", "--library", library, "--allocator", setting),
             *("--manager", envs["manager"], "--venv", str(Path(envs["dir"]) / library)),
             *(
                 "--python",
@@ -379,7 +418,7 @@ class Sweep:
         checks = []
         for job in self.jobs():
             machine, mb = available(job.kind)
-            wildcards = {k: v for k, v in job.wildcards if k != "shard"}
+            wildcards = {k: v for k, v in job.wildcards if k != "shard" and v}
             checks.append(
                 memory.Check(
                     job.rule, job.library, job.dataset,

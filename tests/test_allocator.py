@@ -149,3 +149,128 @@ def test_smoke_rows_record_the_allocator_and_faults(smoke_run: WorkflowRun) -> N
     raw = next((smoke_run.workdir / "results/raw/smoke-test").glob("*/micro/*/*.json"))
     meta = json.loads(raw.read_text())["metadata"]
     assert meta["allocator"]["name"] == "glibc" and meta["allocator"]["library"]
+
+
+# -- the allocators dimension: the launcher's environment, the engines' check ---------------------
+
+
+def test_the_launch_environment_is_exactly_the_setting(tmp_path) -> None:
+    """A setting replaces whatever allocator settings the caller's environment had (and keeps
+    other preloads); a setting this machine cannot provide is passed on as `skipped`."""
+    base = {
+        "PATH": "/bin",
+        "MALLOC_ARENA_MAX": "2",
+        "GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=1",
+        "LD_PRELOAD": "/opt/x/libjemalloc.so.2 /opt/other/libfoo.so",
+    }
+    plain = allocator.launch_environment("glibc", tmp_path, base)
+    assert plain == {
+        "PATH": "/bin",
+        "LD_PRELOAD": "/opt/other/libfoo.so",
+        allocator.SETTING_ENV_VAR: "glibc",
+    }
+    steady = allocator.launch_environment("glibc-steady", tmp_path, base)
+    assert {k: steady[k] for k in STEADY} == STEADY and "MALLOC_ARENA_MAX" not in steady
+    missing = allocator.launch_environment("mimalloc", tmp_path, base)  # no wheel in tmp_path
+    assert missing[allocator.PROBLEM_ENV_VAR].startswith("skipped: mimalloc is not installed")
+    assert missing["LD_PRELOAD"] == "/opt/other/libfoo.so"
+
+
+def test_a_record_amounts_to_its_setting() -> None:
+    glibc = {"name": "glibc", "env": {}}
+    assert allocator.setting_of(glibc) == "glibc"
+    assert allocator.setting_of({**glibc, "env": dict(STEADY)}) == "glibc-steady"
+    assert allocator.setting_of({"name": "mimalloc", "env": {"LD_PRELOAD": "x"}}) == "mimalloc"
+    hand = {**glibc, "env": {"MALLOC_ARENA_MAX": "2"}}
+    assert allocator.setting_of(hand) == "glibc MALLOC_ARENA_MAX=2"  # a hand-made setting
+
+
+def test_the_check_refuses_a_setting_that_is_not_in_force(monkeypatch) -> None:
+    monkeypatch.delenv(allocator.SETTING_ENV_VAR, raising=False)
+    allocator.check_requested({"name": "glibc", "env": {}})  # run by hand: nothing to check
+    monkeypatch.setenv(allocator.SETTING_ENV_VAR, "mimalloc")
+    monkeypatch.setenv("LD_PRELOAD", "/nowhere/libmimalloc.so.3")
+    with pytest.raises(allocator.NotApplied, match="runs under glibc") as caught:
+        allocator.check_requested({"name": "glibc", "env": {}})
+    assert caught.value.status == "error" and "was not loaded" in str(caught.value)
+    allocator.check_requested({"name": "mimalloc", "env": {}})
+    monkeypatch.setenv(allocator.PROBLEM_ENV_VAR, "skipped: jemalloc is not installed here")
+    with pytest.raises(allocator.NotApplied) as caught:
+        allocator.check_requested({"name": "mimalloc", "env": {}})
+    assert caught.value.status == "skipped"
+    assert str(caught.value) == "jemalloc is not installed here"
+
+
+def _launch(python, tmp_path, setting: str, engine: list[str], env: dict | None = None) -> dict:
+    """A job as the workflow starts it: augbench.provision with --allocator, then the engine."""
+    from conftest import jpeg_manifest
+
+    folder = tmp_path / setting
+    folder.mkdir()
+    manifest = jpeg_manifest(folder, count=4)
+    output = folder / "r.json"
+    library = engine[engine.index("--library") + 1]
+    lock = REPO / "envs" / f"{library}.txt"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(allocator.ENV_PREFIXES)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "augbench.provision", "--library", library,
+         "--allocator", setting, "--venv", str(python.parent.parent), "--lock", str(lock),
+         "--manifest", str(manifest), "--scratch", str(folder / "scratch"), "--",
+         *engine, "--num-images", "4", "--machine", "t", "--output", str(output)],
+        capture_output=True, text=True, check=False, timeout=900,
+        env={**clean, "PYTHONPATH": str(REPO), **(env or {})},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(output.read_text())
+
+
+def test_pyperf_processes_run_under_the_jobs_allocator(tmp_path) -> None:
+    """A micro job launched with --allocator mimalloc: the manager and the pyperf process that
+    timed each row ran under the env's mimalloc, and the result records the setting."""
+    python = library_env("albumentationsx")
+    payload = _launch(
+        python, tmp_path, "mimalloc",
+        ["-m", "augbench.engines.micro", "--library", "albumentationsx", "--transforms",
+         "HorizontalFlip", "--processes", "1", "--min-processes", "1", "--values", "2"],
+    )  # fmt: skip
+    meta = payload["metadata"]
+    assert meta["allocator"]["name"] == "mimalloc" and meta["allocator_setting"] == "mimalloc"
+    row = payload["results"]["HorizontalFlip"]
+    assert row["status"] == "ok" and row["process_allocator"] == "mimalloc"
+
+
+def test_an_allocator_that_does_not_load_gives_error_rows_and_a_missing_one_skipped(
+    tmp_path,
+) -> None:
+    """An installed allocator whose library does not load (here: the file the launcher would
+    preload is not a shared object; ld.so warns and goes on with glibc): every row is an error
+    saying so, and the job itself succeeds. jemalloc where it is not installed, launched as the
+    workflow does: every row skipped with the reason."""
+    from conftest import jpeg_manifest
+
+    python = library_env("pillow")
+    engine = ["-m", "augbench.engines.pipeline_breakdown", "--library", "pillow",
+              "--min-values", "1", "--max-values", "1", "--pipelines",
+              '[{"name": "p", "steps": [{"name": "HorizontalFlip", "params": {}}]}]']  # fmt: skip
+    bogus = tmp_path / "libmimalloc.so.3"
+    bogus.write_text("not a shared object")
+    output = tmp_path / "broken.json"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(allocator.ENV_PREFIXES)}
+    env = {allocator.SETTING_ENV_VAR: "mimalloc", "LD_PRELOAD": str(bogus)}
+    proc = subprocess.run(
+        [str(python), *engine, "--manifest", str(jpeg_manifest(tmp_path, count=2)),
+         "--num-images", "2", "--machine", "t", "--output", str(output)],
+        capture_output=True, text=True, check=False, timeout=600,
+        env={**clean, "PYTHONPATH": str(REPO), **env},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "cannot be preloaded" in proc.stderr  # the loader's own warning
+    row = json.loads(output.read_text())["results"]["p"]
+    assert row["status"] == "error"
+    assert "allocator mimalloc asked for, but the process runs under glibc" in row["reason"]
+    if any(os.path.exists(p) for p in allocator.JEMALLOC_PATHS):
+        return  # installed here: nothing to skip
+    payload = _launch(python, tmp_path, "jemalloc", engine)
+    row = payload["results"]["p"]
+    assert row["status"] == "skipped" and "jemalloc is not installed" in row["reason"]
+    assert payload["metadata"]["allocator_setting"] == "jemalloc"

@@ -288,13 +288,18 @@ def test_plan_says_why_each_family_is_not_drawn() -> None:
     assert figures.plan(frames["all regimes"]).skipped == (
         ("stability_dali", "no ok dali rows with repeated runs (3 skipped)"),
         ("throughput_vs_resolution", "no ok rows of a resolution sweep (config resolutions)"),
+        (
+            "allocator_effect",
+            "one allocator setting (glibc) in these results; config allocators lists the "
+            "settings to compare (docs/allocator.md)",
+        ),
     )
 
 
 def test_summary_lists_the_figures_not_drawn() -> None:
     text = summary.markdown(multi_regime().query("regime == 'micro'"))
     section = text.split("## Figures not drawn", 1)[1]
-    assert "5 of 16 figure families are drawn" in section
+    assert "5 of 17 figure families are drawn" in section
     assert "| cpu_vs_gpu | no gpu_dataloader or dali rows |" in section
     full = summary.markdown(multi_regime())
     assert "| stability_dali | no ok dali rows with repeated runs (3 skipped) |" in full

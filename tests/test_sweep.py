@@ -50,9 +50,11 @@ def test_the_paper_preset_counts_match_the_workflow_plan() -> None:
     """The counts `snakemake -n` plans for the paper preset (tools/checks/plan_snapshot.py)."""
     s = sweep.Sweep(config("paper"), "ds-0123456789ab", ("r1", "r2", "r3", "r4"))
     counts = per_rule(s.jobs())
-    assert counts["micro"] == 420 and counts["cpu_dataloader"] == 480
-    assert counts["gpu_dataloader"] == 135 and counts["dali"] == counts["dali_cpu"] == 15
-    assert counts["pipeline_dataloader"] == 48 and counts["pipeline_gpu_dataloader"] == 9
+    # Every timed job under each of the preset's four allocator settings.
+    assert s.allocators == ["glibc", "glibc-steady", "mimalloc", "jemalloc"]
+    assert counts["micro"] == 4 * 420 and counts["cpu_dataloader"] == 4 * 480
+    assert counts["gpu_dataloader"] == 4 * 135 and counts["dali"] == counts["dali_cpu"] == 4 * 15
+    assert counts["pipeline_dataloader"] == 4 * 48 and counts["pipeline_gpu_dataloader"] == 4 * 9
     # Resolution datasets get the resolution regimes' single-transform jobs only.
     derived = [j for j in s.jobs() if j.dataset != s.dataset]
     assert derived and {j.kind.role for j in derived} == {"results"}
@@ -180,3 +182,56 @@ def test_the_workflow_defines_a_rule_for_every_declared_kind_and_no_other_timed_
     assert set(listed) - untimed == set(regimes.KINDS)
     profile = yaml.safe_load((REPO / "profiles" / "googlebatch" / "profile.yaml").read_text())
     assert set(profile["preemptible-rules"]) == set(regimes.timed_rules())
+
+
+def test_each_allocator_setting_is_its_own_jobs_and_files() -> None:
+    """allocators: every timed job once per setting, its files beside glibc's with the setting
+    after the library; a diagnostic job once; the launcher starts the engine under it; the
+    allocator-effect tables are planned; nothing else of a job changes."""
+    one = sweep.Sweep(config("smoke"), "ds-0123456789ab")
+    two = sweep.Sweep(config("smoke", allocators=["glibc", "mimalloc"]), "ds-0123456789ab")
+    rules = per_rule(one.jobs())
+    assert per_rule(two.jobs()) == {
+        rule: count * (1 if regimes.KINDS[rule].role == "diagnostic" else 2)
+        for rule, count in rules.items()
+    }
+    glibc = [j for j in two.jobs() if dict(j.wildcards)["allocator"] == ""]
+    assert [j.outputs for j in glibc] == [j.outputs for j in one.jobs()]  # glibc's paths as ever
+    mimalloc = [j for j in two.jobs() if dict(j.wildcards)["allocator"] == "+mimalloc"]
+    micro = next(j for j in mimalloc if j.rule == "micro" and j.library == "kornia")
+    assert micro.outputs == ("results/raw/m/ds-0123456789ab/micro/kornia+mimalloc/s000.json",)
+    many = next(j for j in mimalloc if j.rule == "cpu_dataloader")  # job_per: library
+    assert len(many.outputs) > 1 and all("+mimalloc/" in o for o in many.outputs)
+    for job in mimalloc:
+        wildcards = two.wildcards_of(job)
+        assert job.kind.wildcards_of(job.outputs[0])["allocator"] == "+mimalloc"
+        assert wildcards["library"] == job.library
+        plain = {**wildcards, "allocator": ""}
+        assert job.kind.args(two, job.kind, wildcards) == job.kind.args(two, job.kind, plain)
+    launcher = two.launcher("kornia", "python", "+mimalloc")
+    assert "--allocator mimalloc" in launcher
+    assert "--allocator glibc" in two.launcher("kornia", "python", "")
+    assert two.table_outputs()["allocator_effect"] == "results/tables/allocator_effect.csv"
+    assert "allocator_effect" in two.pipeline_tables()
+    assert "allocator_effect" not in one.table_outputs()
+    assert "allocator_effect" not in one.pipeline_tables()
+    # The cost model prices every setting's jobs, each with its own benchmark file.
+    priced = [j for j in two.cost_jobs() if j.kind == "micro"]
+    assert len(priced) == 2 * len([j for j in one.cost_jobs() if j.kind == "micro"])
+    assert any("/kornia+mimalloc/" in j.benchmark for j in priced)
+
+
+def test_a_setting_path_splits_back_into_library_and_setting() -> None:
+    assert regimes.split_allocator("kornia+glibc-steady") == ("kornia", "glibc-steady")
+    assert regimes.split_allocator("kornia") == ("kornia", "glibc")
+    for setting in ("glibc", "glibc-steady", "mimalloc", "jemalloc"):
+        assert regimes.allocator_setting(regimes.allocator_suffix(setting)) == setting
+
+
+def test_an_unknown_allocator_is_refused_with_the_allowed_names() -> None:
+    from augbench.logs import UserError
+
+    with pytest.raises(UserError, match="allocators") as caught:
+        config("smoke", allocators=["glibc", "tcmalloc"])
+    for name in ("glibc-steady", "mimalloc", "jemalloc"):
+        assert name in str(caught.value)

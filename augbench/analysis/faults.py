@@ -3,24 +3,51 @@
 Every micro, cpu_dataloader and pipeline row records ``minor_faults_per_image`` (minor page faults
 over its timed window / images, workers included where the regime has them) and
 ``output_pages`` (4 KiB pages of one output image). A row faulting more pages per image than one
-output image holds is giving memory back to the kernel and faulting it in again on every call:
-its time measures the allocator's policy (augbench.allocator, docs/pipelines.md "Measured here")
-as much as the library. The summary says so next to the numbers.
+output image holds (twice that with DataLoader workers: :func:`fault_allowance`) is giving memory
+back to the kernel and faulting it in again on every call: its time measures the allocator's
+policy (augbench.allocator, docs/allocator.md) as much as the library. The summary says so next
+to the numbers.
 """
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import pandas as pd
+
+from augbench.analysis.tidy import number
+
+
+def fault_allowance(pages: float, workers: Any) -> float:
+    """Faults per image a row may take without being allocator-bound: one output's pages, twice
+    that with DataLoader workers. A worker hands every batch to the main process in a new
+    shared-memory segment, faulted in once per page whatever the allocator (measured: ~1.0x the
+    output's pages under glibc-steady and mimalloc alike, docs/allocator.md)."""
+    workers = number(workers)
+    return pages * (2.0 if not math.isnan(workers) and workers > 0 else 1.0)
+
+
+def is_bound(faults: Any, pages: Any, workers: Any) -> bool | None:
+    """Whether a row's faults per image exceed its allowance (None: a count is missing)."""
+    faults, pages = number(faults), number(pages)
+    if math.isnan(faults) or math.isnan(pages):
+        return None
+    return bool(faults > fault_allowance(pages, workers))
 
 
 def bound_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    """ok rows with both counts whose faults per image exceed the output's pages."""
+    """ok rows with both counts whose faults per image exceed their allowance."""
     needed = {"minor_faults_per_image", "output_pages"}
     if frame.empty or not needed <= set(frame.columns):
         return frame.iloc[:0]
     faults = pd.to_numeric(frame["minor_faults_per_image"], errors="coerce")
     pages = pd.to_numeric(frame["output_pages"], errors="coerce")
-    bound = (frame["status"] == "ok") & faults.notna() & pages.notna() & (faults > pages)
+    workers = frame["workers"] if "workers" in frame.columns else pd.Series(0, index=frame.index)
+    allowance = pd.Series(
+        [fault_allowance(p, w) for p, w in zip(pages, workers, strict=True)], index=frame.index
+    )
+    bound = (frame["status"] == "ok") & faults.notna() & pages.notna() & (faults > allowance)
     out = frame[bound].assign(_faults=faults[bound], _pages=pages[bound])
     return out.sort_values("_faults", ascending=False)
 
@@ -33,9 +60,10 @@ def summary_lines(frame: pd.DataFrame, most: int = 15) -> list[str]:
         "## Allocator-bound rows",
         "",
         f"{len(rows)} ok rows page-faulted more pages per image in their timed window than one "
-        "output image holds: the allocator returned the buffers to the kernel and faulted them "
-        "in again, so these times measure its policy as much as the library (the `allocator` "
-        "column says which was in force). The largest:",
+        "output image holds (twice that with DataLoader workers, whose batches reach the main "
+        "process in fresh shared memory): the allocator returned the buffers to the kernel and "
+        "faulted them in again, so these times measure its policy as much as the library (the "
+        "`allocator` column says which was in force). The largest:",
         "",
         "| regime | library | transform | allocator | minor faults / image | output pages |",
         "|---|---|---|---|---|---|",

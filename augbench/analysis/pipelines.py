@@ -11,7 +11,9 @@
   never ranked against each other (``contract``).
 
 Pipeline rows carry ``variant: pipeline`` (per-step rows ``pipeline-step``), so they never share
-a comparison group with single transforms.
+a comparison group with single transforms. Under an allocator setting other than glibc the
+variant also carries its tag (``pipeline · allocator mimalloc``): rows are selected by the variant
+without it, and the breakdown keeps every setting apart (``allocator_setting``).
 """
 
 from __future__ import annotations
@@ -21,14 +23,22 @@ import math
 import pandas as pd
 
 from augbench.analysis import speedups
+from augbench.analysis.allocator_effect import base_variant
 from augbench.analysis.groups import group_label
-from augbench.analysis.tidy import GROUP_COLUMNS, decoded, number
+from augbench.analysis.tidy import (
+    DEFAULT_ALLOCATOR,
+    GROUP_COLUMNS,
+    allocator_tag,
+    decoded,
+    number,
+)
 from augbench.pipelines import STEP_VARIANT, VARIANT
 from augbench.policy import COMPOSITION_EFFECT_NOTE, PIPELINE_HARNESS_TOLERANCE
 
 BREAKDOWN_COLUMNS: tuple[str, ...] = (
     "machine",
     "dataset",
+    "allocator_setting",
     "library",
     "pipeline",
     "step_index",
@@ -60,7 +70,7 @@ def _has(frame: pd.DataFrame, col: str) -> pd.Series:
 
 def step_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """Per-step breakdown rows (they are never ranked: only the breakdown table shows them)."""
-    return frame[_has(frame, "step") | (frame.get("variant", "") == STEP_VARIANT)]
+    return frame[_has(frame, "step") | (base_variant(frame) == STEP_VARIANT)]
 
 
 def pipeline_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -71,12 +81,14 @@ def pipeline_rows(frame: pd.DataFrame) -> pd.DataFrame:
 def breakdown(frame: pd.DataFrame) -> pd.DataFrame:
     steps = step_rows(frame)
     whole = pipeline_rows(frame)
-    whole = whole[(whole["regime"] == "micro") & (whole["variant"] == VARIANT)]
+    whole = whole[(whole["regime"] == "micro") & (base_variant(whole) == VARIANT)]
+    steps = steps.assign(_setting=_settings(steps))
     records = []
-    for _, row in whole.iterrows():
+    for (_, row), setting in zip(whole.iterrows(), _settings(whole), strict=True):
         base = {
             "machine": row["machine"],
             "dataset": row["dataset"],
+            "allocator_setting": setting,
             "library": row["library"],
             "pipeline": row["pipeline"],
             "status": row["status"],
@@ -93,6 +105,7 @@ def breakdown(frame: pd.DataFrame) -> pd.DataFrame:
             & (steps["dataset"] == row["dataset"])
             & (steps["library"] == row["library"])
             & (steps["pipeline"] == row["pipeline"])
+            & (steps["_setting"] == setting)
         ]
         mine = mine.assign(_i=pd.to_numeric(mine["step_index"])).sort_values("_i")
         for _, step in mine.iterrows():
@@ -119,9 +132,16 @@ def breakdown(frame: pd.DataFrame) -> pd.DataFrame:
                 }
             )
     out = pd.DataFrame.from_records(records, columns=list(BREAKDOWN_COLUMNS))
-    return out.sort_values(["machine", "dataset", "pipeline", "library", "step_index"]).reset_index(
-        drop=True
-    )
+    order = ["machine", "dataset", "pipeline", "library", "allocator_setting", "step_index"]
+    return out.sort_values(order).reset_index(drop=True)
+
+
+def _settings(frame: pd.DataFrame) -> pd.Series:
+    """Each row's allocator setting as recorded ("" where the row does not say)."""
+    if "allocator_setting" not in frame.columns:
+        return pd.Series("", index=frame.index, dtype=object)
+    values = frame["allocator_setting"].astype(object)
+    return values.where(values.notna(), "").astype(str)
 
 
 def names(frame: pd.DataFrame) -> list[str]:
@@ -184,7 +204,8 @@ def _closest(given: str, measured: set[str]) -> str:
 def harness_flags(frame: pd.DataFrame) -> pd.DataFrame:
     """Whole-pipeline breakdown rows whose harness / bare check is outside the tolerance."""
     table = breakdown(frame)
-    table = table[table["status"] == "ok"].drop_duplicates(["machine", "library", "pipeline"])
+    keys = ["machine", "dataset", "library", "pipeline", "allocator_setting"]
+    table = table[table["status"] == "ok"].drop_duplicates(keys)
     return table[~table["harness_vs_bare_within"].astype(bool)]
 
 
@@ -210,7 +231,9 @@ def native_lines(frame: pd.DataFrame) -> list[str]:
         lines.append(f"**{name}** ({native.get('format')} of {native.get('library')}: {written})")
         lines.append("")
         for library, mine in rows.groupby("library", sort=True):
-            first = mine.sort_values("regime").iloc[0]
+            # The default allocator's rows say whether it ran (another setting may be skipped).
+            default = mine[_settings(mine).isin(["", DEFAULT_ALLOCATOR])]
+            first = (default if len(default) else mine).sort_values("regime").iloc[0]
             if first["status"] != "ok":
                 lines.append(f"- {library}: not run: {first['reason']}")
             elif library == native.get("library"):
@@ -246,18 +269,25 @@ def summary_lines(frame: pd.DataFrame) -> list[str]:
         "|---|---|---|---|---|---|---|---|",
     ]
     notes = []
-    for _, row in whole.sort_values(["machine", "pipeline", "library"]).iterrows():
+    whole = whole.assign(_setting=_settings(whole))
+    for _, row in whole.sort_values(["machine", "pipeline", "library", "_setting"]).iterrows():
         ratio = number(row.get("harness_vs_bare"))
         ok = abs(ratio - 1.0) <= PIPELINE_HARNESS_TOLERANCE
         harness_ms = 1000.0 / number(row["median_throughput"])
         effect = number(row.get("composition_effect"))
         lines.append(
-            f"| {row['machine']} | {row['library']} | {row['pipeline']} | {harness_ms:.3f} | "
+            f"| {row['machine']} | {row['library']} | {_named(row)} | {harness_ms:.3f} | "
             f"{number(row.get('bare_ms_per_image')):.3f} | "
             f"{ratio:.3f}{'' if ok else ' **(flagged)**'} | {effect:.2f} | "
             f"{row.get('output_contract') or ''} |"
         )
         note = row.get("composition_note")
         if isinstance(note, str) and note:
-            notes.append(f"- {row['library']} {row['pipeline']}: {note}.")
+            notes.append(f"- {row['library']} {_named(row)}: {note}.")
     return [*lines, "", *notes, *([""] if notes else [])]
+
+
+def _named(row: pd.Series) -> str:
+    """A pipeline row's name in the summary, with its allocator setting where not glibc."""
+    tag = allocator_tag(str(row.get("_setting") or ""))
+    return f"{row['pipeline']} ({tag})" if tag else str(row["pipeline"])

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from augbench.analysis import faults, lazy_outputs, pipelines, training
+from augbench.analysis import allocator_effect, faults, lazy_outputs, pipelines, training
 from augbench.analysis.dataloader import baseline_exceptions
 from augbench.analysis.diagnostics import diagnose, slow_rows
 from augbench.analysis.groups import iter_groups, library_medians, library_order, winners
@@ -155,6 +155,8 @@ def markdown(
     lines += faults.summary_lines(
         frame if pipeline_rows is None else pd.concat([frame, pipeline_rows], ignore_index=True)
     )
+    # With more than one allocator setting: each setting's time against glibc's.
+    lines += allocator_effect.summary_lines(frame, pipeline_rows)
     if pipeline_rows is not None:  # user pipelines: the harness check, their native sources
         lines += pipelines.summary_lines(pipeline_rows)
         lines += pipelines.native_lines(pipeline_rows)

@@ -47,8 +47,11 @@ COLUMNS: tuple[str, ...] = (
     "device",
     "telemetry",
     # The memory allocator in force in the timed process (augbench.allocator), with the settings
-    # that change it; a non-default one joins the row's variant (never ranked against glibc).
+    # that change it, and the setting the job was launched under (config allocators: glibc,
+    # glibc-steady, mimalloc, jemalloc); a setting other than glibc joins the row's variant, so
+    # its rows are never ranked against glibc's.
     "allocator",
+    "allocator_setting",
     "minor_faults_per_image",
     "output_pages",
     "dataset",
@@ -218,14 +221,34 @@ def _scenario_columns(meta: dict[str, Any], params: dict[str, Any]) -> dict[str,
 
 
 DEFAULT_ALLOCATOR = "glibc"
+ALLOCATOR_TAG = "allocator "  # how a setting other than glibc shows in a row's variant
 
 
-def _allocator(meta: dict[str, Any]) -> str:
-    """The row's allocator label (augbench.allocator.label); "" where the file does not say."""
-    from augbench.allocator import label
+def _allocator(meta: dict[str, Any]) -> dict[str, str]:
+    """The row's allocator in force (augbench.allocator.label) and its setting: the one the job
+    was launched under, else what the record amounts to (a job run by hand); "" where the file
+    does not say."""
+    from augbench.allocator import label, setting_of
 
     record = meta.get("allocator")
-    return label(record) if isinstance(record, dict) else ""
+    if not isinstance(record, dict):
+        return {"allocator": "", "allocator_setting": meta.get("allocator_setting") or ""}
+    setting = meta.get("allocator_setting") or setting_of(record)
+    return {"allocator": label(record), "allocator_setting": setting}
+
+
+def allocator_tag(setting: str) -> str:
+    """The part of a row's variant that names its allocator setting ("" for glibc)."""
+    return "" if setting in ("", DEFAULT_ALLOCATOR) else f"{ALLOCATOR_TAG}{setting}"
+
+
+def variant_without_allocator(variant: str, setting: str) -> str:
+    """A row's variant without its allocator tag: what rows of the same work under another
+    allocator setting share (augbench.analysis.allocator_effect)."""
+    tag = allocator_tag(setting)
+    if not tag:
+        return variant
+    return " · ".join(part for part in str(variant).split(" · ") if part != tag)
 
 
 def _slow_threshold(meta: dict[str, Any], params: dict[str, Any]) -> float | None:
@@ -277,7 +300,7 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
         "layout": meta.get("layout") or "",
         "device": meta.get("device") or "cpu",
         "telemetry": _telemetry(meta),
-        "allocator": _allocator(meta),
+        **_allocator(meta),
     }
     out = []
     for name, row in payload["results"].items():
@@ -309,8 +332,7 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
         for key in ("workers", "batch_size", "variant", "scope", "decoder", "randomness"):
             if key in row and row[key] is not None:
                 record[key] = row[key]
-        if record["allocator"] not in ("", DEFAULT_ALLOCATOR):
-            tag = f"allocator {record['allocator']}"
+        if tag := allocator_tag(record["allocator_setting"]):
             record["variant"] = f"{record['variant']} · {tag}" if record["variant"] else tag
         out.append(record)
     return out

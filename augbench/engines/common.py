@@ -68,6 +68,8 @@ def job_metadata(
     }
     # The allocator the timed process runs under (its mapped library, version and settings).
     meta["allocator"] = allocator.in_force()
+    # The setting the workflow launched the job under (config allocators; None when run by hand).
+    meta["allocator_setting"] = allocator.requested()
     setup = os.environ.get("AUGBENCH_SETUP")
     if setup:
         # What augbench.provision did before this engine started (env build/reuse, staging).

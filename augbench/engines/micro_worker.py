@@ -69,29 +69,6 @@ def _preflight(
     return items, elapsed, policy.verdict(items, elapsed), layouts
 
 
-def reset_peak_rss() -> str:
-    """Reset this process's peak-RSS counter (Linux: /proc/self/clear_refs, value 5), so the peak
-    read after a transform is that transform's, not an earlier one's. Returns the scope of the
-    peak that will be read: "transform" or, where the reset is not possible, "process"."""
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        return "process"
-    return "transform"
-
-
-def peak_rss_mb() -> float:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return float(line.split()[1]) / 1024
-    except OSError:
-        pass
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def measure(
     runner: Any,
     name: str,
@@ -140,7 +117,7 @@ def measure(
         counted["faulted_images"] += loops * len(images)
         return elapsed
 
-    rss_scope = reset_peak_rss()
+    rss_scope = allocator.reset_peak_rss()
     start = time.perf_counter()
     try:
         bench = runner.bench_time_func(f"{adapter.name}:{name}", time_func, inner_loops=len(images))
@@ -153,8 +130,11 @@ def measure(
         "status": "timed",
         **counted,
         "output_pages": allocator.output_pages(materialize(transform(images[0]), images[0])),
+        # The allocator this pyperf process ran under (it inherits the job's environment; set-up
+        # checked it against the job's setting): the row's proof, beside the manager's metadata.
+        "process_allocator": allocator.label(allocator.in_force()),
         "loops": runner.args.loops,
-        "peak_rss_mb": peak_rss_mb(),
+        "peak_rss_mb": allocator.peak_rss_mb(),
         "peak_rss_scope": rss_scope,
         "process_seconds": time.perf_counter() - start,
         **info,
@@ -191,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
 
     adapter = adapters.get(args.library)
     try:
-        adapter.import_library()
+        skeleton.import_library(adapter)
         thread_settings = MICRO_THREADS.apply_runtime()
         if not args.cache.exists():
             if args.manifest is None:

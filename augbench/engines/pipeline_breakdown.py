@@ -381,6 +381,7 @@ def run_pipeline(
     # lasts MICRO_MIN_VALUE_SECONDS, as micro does, so one interrupt cannot swing a value.
     rate = pre.get("preflight_throughput") or 0.0
     passes = passes_per_value(1.0 / rate, len(inputs)) if rate > 0 else 1
+    rss_scope = allocator.reset_peak_rss()  # this pipeline's peak, not an earlier one's
     try:
         result = measure(
             units,
@@ -394,7 +395,8 @@ def run_pipeline(
         )
     except Exception as exc:
         return {pipeline.name: skeleton.stage_error_row("measurement", exc, **fields)}
-    return breakdown_rows(pipeline, result, {**fields, **pre, **output}, copied)
+    memory = {"peak_rss_mb": allocator.peak_rss_mb(), "peak_rss_scope": rss_scope}
+    return breakdown_rows(pipeline, result, {**fields, **pre, **output, **memory}, copied)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -406,17 +408,17 @@ def main(argv: list[str] | None = None) -> int:
     policy = cli.slow_policy(args)
     thread_settings = skeleton.thread_record(MICRO_THREADS)
     images: list[Any] = []
-    setup_error: str | None = None
+    setup_error: tuple[str, str] | None = None  # (status, reason) of every row
     decode_info: dict[str, Any] = {}
     try:
-        adapter.import_library()
+        skeleton.import_library(adapter)
         thread_settings.update(MICRO_THREADS.apply_runtime())
         files = media.select_files(args.manifest, args.num_images)
         start = time.perf_counter()
         images = [adapter.decode(f) for f in files]
         decode_info = {"decoder": adapter.decoder, "preload_seconds": time.perf_counter() - start}
     except Exception as exc:  # the library is broken in this env: every row says so
-        setup_error = f"setup failed: {type(exc).__name__}: {exc}"
+        setup_error = skeleton.setup_problem("setup failed", exc)
 
     label = f"pipeline breakdown | {args.library}"
     bar = tqdm(chosen, desc=label, unit="pipeline")
@@ -425,9 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     for pipeline in bar:
         bar.set_postfix_str(pipeline.name)
         if setup_error is not None:
-            rows = {
-                pipeline.name: non_ok_row("error", setup_error, **pipelines.row_fields(pipeline))
-            }
+            rows = {pipeline.name: non_ok_row(*setup_error, **pipelines.row_fields(pipeline))}
         else:
             rows = run_pipeline(adapter, pipeline, images, args, policy, bar)
         # The whole pipeline's row is reported; its step rows follow it in the file.

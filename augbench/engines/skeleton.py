@@ -2,7 +2,8 @@
 finish. A timing or row fix made here lands in every engine.
 
 * set-up: the command line (augbench.engines.cli), the job's names and slow-transform policy
-  (:func:`job_inputs` for the batch-pipeline engines), :func:`import_failure` and
+  (:func:`job_inputs` for the batch-pipeline engines), :func:`import_library` (the allocator
+  setting checked, then the library imported), :func:`import_failure` and
   :func:`precheck_row` for rows decided without measuring, and the :class:`Job` (label, regime,
   scope, library) that its status lines and its result file name;
 * preflight: augbench.engines.preflight (the same fields in every engine's rows; per sample in
@@ -47,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from augbench import adapters, gpu_recipes, media, pipelines
+from augbench import adapters, allocator, gpu_recipes, media, pipelines
 from augbench.engines import cli
 from augbench.engines.common import job_metadata
 from augbench.engines.streaming import StreamPlan, StreamResult
@@ -103,26 +104,44 @@ def stream_params(
     }
 
 
-def import_failure(adapter: adapters.Adapter) -> str | None:
-    """Why the library cannot be imported in this env (every row then says so), or None."""
+def import_library(adapter: adapters.Adapter) -> None:
+    """Every engine's set-up of its library: the job's allocator setting is checked first
+    (augbench.allocator.check_requested raises NotApplied where it is not in force), then the
+    library is imported. Both failures make every row of the job say why (:func:`setup_problem`)."""
+    allocator.check_requested()
+    adapter.import_library()
+
+
+def setup_problem(stage: str, exc: BaseException) -> tuple[str, str]:
+    """(status, reason) of every row of a job whose set-up failed: an allocator setting not
+    applied keeps its own status (``skipped`` where it is not installed) and reason; any other
+    failure is an ``error`` naming the stage and the exception."""
+    if isinstance(exc, allocator.NotApplied):
+        return exc.status, str(exc)
+    return "error", f"{stage}: {type(exc).__name__}: {exc}"
+
+
+def import_failure(adapter: adapters.Adapter) -> tuple[str, str] | None:
+    """(status, reason) where the library cannot be set up in this process (every row then says
+    so: :func:`setup_problem`), or None."""
     try:
-        adapter.import_library()
+        import_library(adapter)
     except Exception as exc:
-        return f"import failed: {type(exc).__name__}: {exc}"
+        return setup_problem("import failed", exc)
     return None
 
 
 def precheck_row(
     *,
-    import_error: str | None,
+    import_error: tuple[str, str] | None,
     unsupported: str | None,
     unavailable: tuple[str, str] | None,
 ) -> Row | None:
-    """The row of a recipe that is not measured, in order of precedence: the library does not
-    import (error), it lacks the recipe (unsupported), the hardware is not usable here
-    (skipped/error, e.g. augbench.cuda_env); None when the recipe is to be measured."""
+    """The row of a recipe that is not measured, in order of precedence: the library cannot be
+    set up (:func:`import_failure`), it lacks the recipe (unsupported), the hardware is not
+    usable here (skipped/error, e.g. augbench.cuda_env); None when the recipe is measured."""
     if import_error is not None:
-        return non_ok_row("error", import_error)
+        return non_ok_row(*import_error)
     if unsupported is not None:
         return non_ok_row("unsupported", unsupported)
     if unavailable is not None:
@@ -133,7 +152,7 @@ def precheck_row(
 def recipe_precheck(
     adapter: adapters.Adapter,
     user_pipelines: dict[str, pipelines.Pipeline],
-    import_error: str | None,
+    import_error: tuple[str, str] | None,
     unavailable: tuple[str, str] | None,
 ) -> Callable[[str], Row | None]:
     """The GPU regimes' ``precheck``: a user pipeline whose step (or target) the GPU path lacks
@@ -208,7 +227,10 @@ def traceback_tail(exc: BaseException) -> str:
 
 def stage_error_row(stage: str, exc: BaseException, **extra: Any) -> Row:
     """The ``error`` row of a failure at a named stage (setup, preflight, measurement): the
-    stage and the library's message, and the traceback's end."""
+    stage and the library's message, and the traceback's end (an allocator setting that is not
+    in force: its own status and reason, :func:`setup_problem`)."""
+    if isinstance(exc, allocator.NotApplied):
+        return non_ok_row(*setup_problem(stage, exc), **extra)
     message = f"{stage}: {type(exc).__name__}: {exc}"
     return non_ok_row("error", message, traceback=traceback_tail(exc), **extra)
 

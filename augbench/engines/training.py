@@ -593,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
         **skeleton.thread_record(DATALOADER_THREADS),
         "applied_in": "main process before imports; every worker via worker_init_fn",
     }
-    setup_error: str | None = None
+    setup_error: tuple[str, str] | None = None  # (status, reason) of every row
     unsupported: str | None = None
     accelerator: Accelerator | None = None
     items: list[Any] = []
@@ -601,7 +601,7 @@ def main(argv: list[str] | None = None) -> int:
     over_cap = args.workers > cores
     if not over_cap:
         try:
-            adapter.import_library()
+            skeleton.import_library(adapter)
             thread_settings["main_process"] = DATALOADER_THREADS.apply_runtime()
             device = choose_device(args.device)
             sleep = SLEEP.match(args.accelerator)
@@ -619,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             items, load, _ = load_items(args, adapter)
         except Exception as exc:
-            setup_error = f"setup failed: {type(exc).__name__}: {exc}"
+            setup_error = skeleton.setup_problem("setup failed", exc)
     variant = accelerator.label if accelerator is not None else args.accelerator
     label = f"{REGIME} | {args.library} | w{args.workers} | {variant}"
     job = skeleton.Job(args, adapter, REGIME, "decode", label)
@@ -638,7 +638,7 @@ def main(argv: list[str] | None = None) -> int:
             elif unsupported is not None:
                 row = non_ok_row("unsupported", unsupported)
             elif setup_error is not None or accelerator is None:
-                row = non_ok_row("error", setup_error or "no accelerator")
+                row = non_ok_row(*(setup_error or ("error", "no accelerator")))
             else:
                 bar.set_postfix_str(unit)
                 row = feed_row(args, adapter, name, feed, items, load, accelerator, record_dir)

@@ -11,6 +11,11 @@ and left out.
 
 The settings are environment variables of the job's process (set before the interpreter
 starts, as they must be), exactly what a user sets for a training script.
+
+The workflow itself sweeps the settings over every regime (config ``allocators``, with the
+allocator-effect tables and figure); this tool remains for the pipeline breakdowns alone with the
+settings alternated round by round, which cancels a drift over the run that a workflow run (each
+setting's jobs in the scheduler's order) does not.
 """
 
 from __future__ import annotations

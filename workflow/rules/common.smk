@@ -31,6 +31,7 @@ wildcard_constraints:
     machine=MACHINE.replace(".", r"\."),
     library="|".join(matrix.LIBRARIES),
     shard=r"(contiguous-)?(c9)?s\d{3}",
+    allocator=regimes.ALLOCATOR_PATTERN,
     n=r"\d+",
 
 
@@ -185,7 +186,7 @@ def timed_resources(rule):
 def timed_params(rule, output_flag="--output"):
     kind = regimes.KINDS[rule]
     return dict(
-        provision=lambda wildcards: SWEEP.launcher(wildcards.library, sys.executable),
+        provision=lambda w: SWEEP.launcher(w.library, sys.executable, w.allocator),
         root=workflow.basedir,
         thread_env=sweep.thread_env(kind),
         engine=lambda wildcards: sweep.engine_command(
@@ -294,7 +295,6 @@ def plot_targets():
 
 # -- the cost estimate (its job list: augbench.sweep.Sweep.cost_plan) ----------------------------
 def measured_run_fingerprint():
-    """Changes when the local run's timings change, so `cost` reruns (they are not inputs: the
-    run's result paths are outputs of benchmark rules, which `cost` must never plan)."""
+    """Changes with the local run's timings, so `cost` reruns (it never plans timed rules)."""
     files = sorted(Path(CLOUD["estimate_from"]).glob("benchmarks/**/*.tsv"))
     return f"{len(files)}:{max((f.stat().st_mtime_ns for f in files), default=0)}"

@@ -1,11 +1,21 @@
-"""Rule aggregate: tidy all_results.csv plus per-regime speedups/throughputs and coverage."""
+"""Rule aggregate: tidy all_results.csv plus per-regime speedups/throughputs and coverage (and,
+with more than one allocator setting, each setting's time against glibc's)."""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
-from augbench.analysis import dataloader, gpu, resolution, speedups, starvation, tidy, training
+from augbench.analysis import (
+    allocator_effect,
+    dataloader,
+    gpu,
+    resolution,
+    speedups,
+    starvation,
+    tidy,
+    training,
+)
 from augbench.logs import redirect_to_log
 from augbench.results import write_table_atomic
 
@@ -31,6 +41,8 @@ with redirect_to_log(snakemake.log[0]):  # noqa: F821
     if hasattr(sm.output, "gpu_vs_cpu_ratio"):  # present when a GPU regime is configured
         write_table_atomic(gpu.gpu_vs_cpu_ratio(frame), sm.output.gpu_vs_cpu_ratio)
         write_table_atomic(gpu.throughput_vs_memory(frame), sm.output.gpu_memory)
+    if hasattr(sm.output, "allocator_effect"):  # present with more than one allocator setting
+        write_table_atomic(allocator_effect.table(frame), sm.output.allocator_effect)
     write_table_atomic(resolution.scaling_table(frame), sm.output.resolution_scaling)
     models = starvation.models_from_config(sm.params.starvation, sm.params.throughput_targets)
     write_table_atomic(

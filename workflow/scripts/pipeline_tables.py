@@ -1,11 +1,12 @@
-"""Rule pipeline_tables: the per-step breakdown table and one speedup table per pipeline."""
+"""Rule pipeline_tables: the per-step breakdown table and one speedup table per pipeline (and,
+with more than one allocator setting, each setting's time against glibc's, per step too)."""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
-from augbench.analysis import pipelines, starvation, tidy
+from augbench.analysis import allocator_effect, pipelines, starvation, tidy
 from augbench.logs import redirect_to_log
 from augbench.results import write_table_atomic
 
@@ -16,6 +17,8 @@ with redirect_to_log(snakemake.log[0]):  # noqa: F821
     write_table_atomic(pipelines.breakdown(frame), sm.output.breakdown)
     for name in sm.params.pipelines:
         write_table_atomic(pipelines.speedup_table(frame, name), sm.output[f"speedups_{name}"])
+    if hasattr(sm.output, "allocator_effect"):  # present with more than one allocator setting
+        write_table_atomic(allocator_effect.table(frame), sm.output.allocator_effect)
     if hasattr(sm.output, "starvation"):  # from the pipelines' end-to-end (decode-scope) rows
         models = starvation.models_from_config(sm.params.starvation, sm.params.throughput_targets)
         whole = pipelines.pipeline_rows(frame)

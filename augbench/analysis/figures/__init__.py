@@ -28,6 +28,8 @@ NAMES: tuple[str, ...] = (
     "worker_scaling",
     "throughput_vs_resolution",
     "training_vs_workers",
+    # Drawn where the results hold more than one allocator setting (config allocators).
+    "allocator_effect",
 )
 
 # The columns a row's peak memory can be in (augbench.analysis.figures.memory).
@@ -94,6 +96,10 @@ def absent(name: str, frame: pd.DataFrame) -> str | None:
             if (rows["status"] == "ok").any()
             else f"no ok training rows ({_status_counts(rows)})"
         )
+    if name == "allocator_effect":
+        from augbench.analysis.allocator_effect import figure_absent
+
+        return figure_absent(frame)
     raise KeyError(f"no rule for figure {name!r}")  # a family added to NAMES without one
 
 
@@ -172,6 +178,7 @@ def _status_counts(rows: pd.DataFrame) -> str:
 def draw(name: str, frame: pd.DataFrame) -> Drawn:
     """Draw figure ``name`` (one of ``NAMES``) from a tidy table."""
     from augbench.analysis.figures import (
+        allocator,
         coverage,
         cpu_gpu,
         memory,
@@ -191,6 +198,7 @@ def draw(name: str, frame: pd.DataFrame) -> Drawn:
         "worker_scaling": scaling.draw,
         "throughput_vs_resolution": resolution.draw,
         "training_vs_workers": training.draw,
+        "allocator_effect": allocator.draw,
     }
     if name in fixed:
         return fixed[name](frame)

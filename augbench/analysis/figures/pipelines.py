@@ -27,7 +27,13 @@ def _step_colors(steps: list[str]) -> dict[str, object]:
 
 
 def draw(table: pd.DataFrame) -> Drawn:
-    """``table`` is ``augbench.analysis.pipelines.breakdown``."""
+    """``table`` is ``augbench.analysis.pipelines.breakdown``; a setting of config allocators
+    other than glibc gets its own bar per library (``library · setting``)."""
+    if "allocator_setting" in table.columns:
+        setting = table["allocator_setting"].fillna("").astype(str)
+        other = ~setting.isin(["", "glibc"])
+        labels = table["library"].astype(str).where(~other, table["library"] + " · " + setting)
+        table = table.assign(library=labels)
     if table.empty:
         return empty_figure(TITLE, "no pipeline breakdown rows in these results", f"{TITLE}.")
     pipelines = list(dict.fromkeys(table["pipeline"].astype(str)))

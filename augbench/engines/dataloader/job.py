@@ -70,18 +70,18 @@ def measure_setting(args: argparse.Namespace) -> int:
         "applied_in": "main process before imports; every worker via worker_init_fn",
     }
     load_info: dict[str, Any] = {}
-    setup_error: str | None = None
+    setup_error: tuple[str, str] | None = None  # (status, reason) of every row
     import_seconds = 0.0
     if not over_cap:
         try:
             imported = time.perf_counter()
-            adapter.import_library()
+            skeleton.import_library(adapter)
             import torch  # noqa: F401  (the DataLoader; every library env has it)
 
             import_seconds = time.perf_counter() - imported
             thread_settings["main_process"] = DATALOADER_THREADS.apply_runtime()
         except Exception as exc:  # the library is broken in this env: every row says so
-            setup_error = f"import failed: {type(exc).__name__}: {exc}"
+            setup_error = skeleton.setup_problem("import failed", exc)
 
     label = f"{REGIME} | {args.library} | {args.scope} w{args.workers} | {args.shard}"
     job = skeleton.Job(args, adapter, REGIME, args.scope, label)
@@ -93,8 +93,8 @@ def measure_setting(args: argparse.Namespace) -> int:
             try:
                 items, load, load_info = load_items(args, adapter)
             except Exception as exc:
-                setup_error = (
-                    f"loading the {args.scope} dataset failed: {type(exc).__name__}: {exc}"
+                setup_error = skeleton.setup_problem(
+                    f"loading the {args.scope} dataset failed", exc
                 )
         baselines: dict[str, Any] = dict.fromkeys(BASELINE_FIELDS)
         baselines_meta: dict[str, Any] = {"runs": args.baseline_runs}
@@ -123,7 +123,7 @@ def measure_setting(args: argparse.Namespace) -> int:
                     "(cpu_dataloader.cap_workers_at_cores)",
                 )
             elif setup_error is not None:
-                row = non_ok_row("error", setup_error)
+                row = non_ok_row(*setup_error)
             else:
                 row = run_recipe(
                     args, adapter, name, items, load, policy, record_dir, bar, companions
