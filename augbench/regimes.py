@@ -47,7 +47,7 @@ RAW = "results/raw/{machine}/{dataset}"
 # glibc as shipped (so glibc's paths are the ones a run without the dimension writes).
 ALLOCATOR_SEPARATOR = "+"
 ALLOCATOR_WILDCARD = "{allocator}"
-ALLOCATOR_PATTERN = r"(\+[a-z][a-z-]*)?"
+ALLOCATOR_PATTERN = r"(|\+[a-z][a-z-]*)"  # no "?": a storage query is parsed as a URL
 # Roles whose jobs run once per allocator setting (a diagnostic checks outputs, not time).
 ALLOCATOR_ROLES = ("results", "pipelines")
 PIPELINE_RAW = "results/pipelines/raw/{machine}/{dataset}"
@@ -72,6 +72,7 @@ ANALYSIS_RULES: tuple[str, ...] = (
     "lazy_outputs_table",
     "pipeline_tables",
     "pipeline_figure",
+    "pipeline_allocator_figure",
 )
 
 
@@ -117,6 +118,21 @@ class JobKind:
         glibc's empty one."""
         wildcards = {"allocator": "", **wildcards}
         return self.result.format(machine=machine, dataset=dataset, library=library, **wildcards)
+
+    def output_pattern(self, **fixed: str) -> str:
+        """The result pattern a Snakemake rule declares (``fixed`` fills some wildcards), the
+        library and the allocator constrained inline: under a default storage provider an output's
+        storage query keeps no global or rule constraint, and the two wildcards are adjacent."""
+        from augbench.matrix import LIBRARIES
+
+        names = re.findall(r"\{(\w+)\}", self.result)
+        libraries = self.constraints.get("library", "|".join(LIBRARIES))
+        inline = {
+            **{name: f"{{{name}}}" for name in names},
+            "library": f"{{library,{libraries}}}",
+            "allocator": f"{{allocator,{ALLOCATOR_PATTERN}}}",
+        }
+        return self.result.format(**{**inline, **fixed})
 
     def wildcards_of(self, path: str) -> dict[str, str] | None:
         """The wildcards of a result path of this kind (any machine, dataset), None if not one."""

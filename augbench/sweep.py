@@ -27,6 +27,7 @@ LAZY_TABLES = {
     "markdown": "results/analysis/lazy_outputs.md",
 }
 PIPELINE_FIGURE = "results/analysis/pipeline_breakdown.png"
+PIPELINE_ALLOCATOR_FIGURE = "results/analysis/allocator_effect_pipelines.png"
 # With more than one allocator setting: each setting's time / glibc's, per row of the same work.
 ALLOCATOR_TABLES = {
     "results": "results/tables/allocator_effect.csv",
@@ -261,6 +262,11 @@ class Sweep:
             *(LAZY_TABLES.values() if self.lazy_enabled else []),
             *pipelines,
             *([PIPELINE_FIGURE] if self.pipeline_names else []),
+            *(
+                [PIPELINE_ALLOCATOR_FIGURE]
+                if self.pipeline_names and len(self.allocators) > 1
+                else []
+            ),
         ]
 
     def placement(self, kind: JobKind) -> dict[str, Any]:

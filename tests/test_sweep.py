@@ -215,10 +215,32 @@ def test_each_allocator_setting_is_its_own_jobs_and_files() -> None:
     assert "allocator_effect" in two.pipeline_tables()
     assert "allocator_effect" not in one.table_outputs()
     assert "allocator_effect" not in one.pipeline_tables()
+    assert sweep.PIPELINE_ALLOCATOR_FIGURE in two.targets()
+    assert sweep.PIPELINE_ALLOCATOR_FIGURE not in one.targets()
     # The cost model prices every setting's jobs, each with its own benchmark file.
     priced = [j for j in two.cost_jobs() if j.kind == "micro"]
     assert len(priced) == 2 * len([j for j in one.cost_jobs() if j.kind == "micro"])
     assert any("/kornia+mimalloc/" in j.benchmark for j in priced)
+
+
+def test_rules_constrain_library_and_allocator_inline() -> None:
+    """Under a default storage provider an output's storage query keeps no global constraint, and
+    it is parsed as a URL: the adjacent library and allocator wildcards carry their constraints
+    in the pattern itself, with no "?" (a URL's query would cut the path there)."""
+    import re
+
+    for kind in regimes.KINDS.values():
+        pattern = kind.output_pattern()
+        found = re.search(r"\{library,([^}]*)\}\{allocator,([^}]*)\}", pattern)
+        library, allocator = found.groups()
+        assert "?" not in library + allocator
+        lib = "dali" if kind.constraints.get("library") == "dali" else "kornia"
+        both = re.compile(f"(?P<library>{library})(?P<allocator>{allocator})")
+        assert both.fullmatch(lib).group("library", "allocator") == (lib, "")
+        setting = both.fullmatch(f"{lib}+glibc-steady").group("library", "allocator")
+        assert setting == (lib, "+glibc-steady")
+    cpu = regimes.KINDS["cpu_dataloader"].output_pattern(scope="memory", workers="0")
+    assert cpu.endswith("/memory-w0-{shard}.json")
 
 
 def test_a_setting_path_splits_back_into_library_and_setting() -> None:

@@ -106,5 +106,12 @@ def test_the_allocator_effect_tables_pair_each_setting_with_glibc(allocator_run:
     assert set(whole["regime"]) == {"micro", "cpu_dataloader"}
     assert set(whole["transform"]) == {"highres_segmentation"}
     assert (whole["time_vs_glibc"] > 0).all()
-    figures = list((allocator_run / "results/figures").glob("allocator_effect*.png"))
-    assert figures and all(f.stat().st_size > 0 for f in figures)
+    figures = [
+        allocator_run / "results/figures/allocator_effect.png",
+        allocator_run / "results/analysis/allocator_effect_pipelines.png",
+    ]
+    assert all(f.stat().st_size > 0 for f in figures)
+    caption = (
+        allocator_run / "results/analysis/allocator_effect_pipelines.caption.txt"
+    ).read_text()
+    assert "highres_segmentation" in caption

@@ -72,11 +72,12 @@ def main() -> int:
     p.add_argument("run", type=Path)
     args = p.parse_args()
     tables = args.run / "results" / "tables"
-    effect = pd.read_csv(tables / "allocator_effect.csv", dtype={"reason": str, "step": str})
-    print("\n".join(regime_table(effect)))
+    results = tables / "allocator_effect.csv"
+    if results.exists():  # a run asked for its pipeline tables alone has none
+        effect = pd.read_csv(results, dtype={"reason": str, "step": str})
+        print("\n".join(regime_table(effect)), end="\n\n")
     pipelines = tables / "allocator_effect_pipelines.csv"
     if pipelines.exists():
-        print()
         print("\n".join(pipeline_table(pd.read_csv(pipelines, dtype={"reason": str, "step": str}))))
     return 0
 

@@ -1,7 +1,6 @@
 # Configuration and input functions shared by every rule file. What the sweep plans (which jobs,
 # their wildcards, result files and engine flags) comes from augbench.sweep, which reads the
 # regime declarations in augbench/regimes.py; this file only connects them to Snakemake.
-import re
 import sys
 from pathlib import Path
 
@@ -156,10 +155,8 @@ TIMED_SHELL = (
 
 
 def timed_result(rule, **fixed):
-    """A kind's result pattern (its wildcards; ``fixed`` fills some of them)."""
-    pattern = regimes.KINDS[rule].result
-    keep = {name: f"{{{name}}}" for name in re.findall(r"\{(\w+)\}", pattern)}
-    return pattern.format(**{**keep, **fixed})
+    """A kind's result pattern (``fixed`` fills some wildcards): JobKind.output_pattern."""
+    return regimes.KINDS[rule].output_pattern(**fixed)
 
 
 def timed_log(rule, name=None):

@@ -186,3 +186,27 @@ rule pipeline_figure:
         "../../envs/driver.yaml"
     script:
         "../scripts/pipeline_figure.py"
+
+
+# With more than one allocator setting: each pipeline's time under a setting / glibc's.
+rule pipeline_allocator_figure:
+    input:
+        results="results/tables/pipeline_results.csv",
+    output:
+        png=report(
+            sweep.PIPELINE_ALLOCATOR_FIGURE,
+            caption="../report/allocator_effect_pipelines.rst",
+            category="Figures",
+            labels={"figure": "allocator_effect_pipelines", "results": "results"},
+        ),
+        pdf="results/analysis/allocator_effect_pipelines.pdf",
+        caption="results/analysis/allocator_effect_pipelines.caption.txt",
+    log:
+        "logs/pipeline_allocator_figure.log",
+    benchmark:
+        "benchmarks/analysis/pipeline_allocator_figure.tsv"
+    localrule: True
+    conda:
+        "../../envs/driver.yaml"
+    script:
+        "../scripts/pipeline_allocator_figure.py"

@@ -129,7 +129,7 @@ def _without(effect: pd.DataFrame, shown: pd.DataFrame) -> str:
             + ")"
         )
     return (
-        "not drawn (in results/tables/allocator_effect.csv with their reason): "
+        "not drawn (in results/tables/allocator_effect*.csv with their reason): "
         + "; ".join(parts)
         + "."
     )
