@@ -911,5 +911,5 @@ def allocator_setting(suffix: str) -> str:
 def split_allocator(name: str) -> tuple[str, str]:
     """``albumentationsx+mimalloc`` -> (``albumentationsx``, ``mimalloc``): a path component
     of a library's results, and the allocator setting it was measured under."""
-    library, _, setting = name.partition(ALLOCATOR_SEPARATOR)
-    return library, allocator_setting(f"{ALLOCATOR_SEPARATOR}{setting}" if setting else "")
+    library, separator, setting = name.partition(ALLOCATOR_SEPARATOR)
+    return library, allocator_setting(separator + setting)

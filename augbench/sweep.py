@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from augbench import catalog, cost, gpu_recipes, matrix, memory, regimes
+from augbench import allocator, catalog, cost, gpu_recipes, matrix, memory, regimes
 from augbench.policy import DATALOADER_THREADS, MICRO_THREADS, SlowTransformPolicy
 from augbench.regimes import JobKind, Regime
 
@@ -125,7 +125,7 @@ class Sweep:
         self.resolution_regimes: list[str] = list(config.get("resolution_regimes") or ["micro"])
         # Every timed job runs once per allocator setting (augbench.allocator; its paths carry it:
         # regimes.allocator_suffix); a diagnostic job runs once, under glibc as shipped.
-        self.allocators: list[str] = list(config.get("allocators") or ["glibc"])
+        self.allocators: list[str] = list(config.get("allocators") or [allocator.DEFAULT_SETTING])
 
     # -- what the declarations' enumerators use ------------------------------------------------
     def libraries_of(self, regime: str) -> list[str]:
@@ -198,7 +198,7 @@ class Sweep:
         """``job`` (planned without a setting) run under allocator ``setting``: its ``allocator``
         wildcard and the result files that carry it (a diagnostic job: glibc as shipped)."""
         if job.kind.role not in regimes.ALLOCATOR_ROLES:
-            setting = "glibc"
+            setting = allocator.DEFAULT_SETTING
         suffix = regimes.allocator_suffix(setting)
         outputs = []
         for output in job.outputs:

@@ -11,6 +11,8 @@ from typing import Any
 import pandas as pd
 
 from augbench import regimes
+from augbench.allocator import DEFAULT_SETTING, setting_of
+from augbench.allocator import label as allocator_label
 from augbench.analysis.dataloader import add_baselines
 from augbench.matrix import LIBRARIES, STATUSES
 
@@ -220,7 +222,7 @@ def _scenario_columns(meta: dict[str, Any], params: dict[str, Any]) -> dict[str,
     return {"channels": int(channels), "scenario": scenario, "mode": mode, "variant": variant}
 
 
-DEFAULT_ALLOCATOR = "glibc"
+DEFAULT_ALLOCATOR = DEFAULT_SETTING  # glibc as shipped (augbench.allocator)
 ALLOCATOR_TAG = "allocator "  # how a setting other than glibc shows in a row's variant
 
 
@@ -228,13 +230,11 @@ def _allocator(meta: dict[str, Any]) -> dict[str, str]:
     """The row's allocator in force (augbench.allocator.label) and its setting: the one the job
     was launched under, else what the record amounts to (a job run by hand); "" where the file
     does not say."""
-    from augbench.allocator import label, setting_of
-
     record = meta.get("allocator")
     if not isinstance(record, dict):
         return {"allocator": "", "allocator_setting": meta.get("allocator_setting") or ""}
     setting = meta.get("allocator_setting") or setting_of(record)
-    return {"allocator": label(record), "allocator_setting": setting}
+    return {"allocator": allocator_label(record), "allocator_setting": setting}
 
 
 def allocator_tag(setting: str) -> str:

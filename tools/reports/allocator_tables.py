@@ -37,7 +37,7 @@ def regime_table(effect: pd.DataFrame) -> list[str]:
     for (regime, library, setting), rows in pairs.groupby(
         ["regime", "library", "setting"], sort=False
     ):
-        sure = rows[rows["precise"].map(allocator_effect.is_true).astype(bool)]
+        sure = allocator_effect.precise(rows)
         ratio = pd.to_numeric(sure["time_vs_glibc"])
         bound = sure[sure["glibc_allocator_bound"].map(allocator_effect.is_true).astype(bool)]
         lines.append(

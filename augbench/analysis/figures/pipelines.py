@@ -16,6 +16,7 @@ from matplotlib.patches import Patch
 
 from augbench.analysis.figures.style import Drawn, empty_figure
 from augbench.analysis.groups import library_order
+from augbench.analysis.tidy import allocator_tag
 from augbench.policy import PIPELINE_HARNESS_TOLERANCE
 
 TITLE = "Per-step cost of each pipeline: share of per-image time, per library"
@@ -30,9 +31,11 @@ def draw(table: pd.DataFrame) -> Drawn:
     """``table`` is ``augbench.analysis.pipelines.breakdown``; a setting of config allocators
     other than glibc gets its own bar per library (``library · setting``)."""
     if "allocator_setting" in table.columns:
-        setting = table["allocator_setting"].fillna("").astype(str)
-        other = ~setting.isin(["", "glibc"])
-        labels = table["library"].astype(str).where(~other, table["library"] + " · " + setting)
+        settings = table["allocator_setting"].fillna("").astype(str)
+        labels = [
+            f"{lib} · {setting}" if allocator_tag(setting) else str(lib)
+            for lib, setting in zip(table["library"], settings, strict=True)
+        ]
         table = table.assign(library=labels)
     if table.empty:
         return empty_figure(TITLE, "no pipeline breakdown rows in these results", f"{TITLE}.")
