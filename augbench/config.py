@@ -352,6 +352,11 @@ def resolve(user_config: dict[str, Any], basedir: Path) -> dict[str, Any]:
         )
     merged["pipeline_definitions"] = _pipeline_definitions(merged, basedir)
     training = merged["training"]
+    # The out-of-sample prediction of a training row needs a cpu_dataloader row of the same
+    # workers and batch size: by default the training regime takes the loader's settings.
+    for key in ("workers", "batch_size"):
+        if training.get(key) is None:
+            training[key] = merged["cpu_dataloader"][key]
     if training.pop("pipelines", False):  # every configured pipeline, after the named recipes
         names = [p["name"] for p in merged["pipeline_definitions"]]
         training["transforms"] = list(dict.fromkeys([*training["transforms"], *names]))

@@ -43,7 +43,13 @@ from pathlib import Path
 from typing import Any
 
 from augbench import matrix, regimes
-from augbench.policy import DATALOADER_MIN_RUNS, MICRO_MAX_LOOPS, MICRO_MIN_VALUE_SECONDS
+from augbench.policy import (
+    BREAKDOWN_VALUES_PER_PROCESS,
+    DATALOADER_MIN_RUNS,
+    MICRO_MAX_LOOPS,
+    MICRO_MIN_VALUE_SECONDS,
+)
+from augbench.stopping import BREAKDOWN_KINDS, breakdown_passes, breakdown_value_bounds
 
 # Rule names come from the declarations (augbench/regimes.py): a new job kind is priced, or
 # reported as unpriced, without any change here.
@@ -217,10 +223,12 @@ def dataloader_row_work(row: Mapping[str, Any], params: Mapping[str, Any]) -> fl
 
 
 def breakdown_row_work(row: Mapping[str, Any], params: Mapping[str, Any]) -> float:
-    """Seconds of a breakdown row's passes: warm-up and timed pairs (steps and whole pass)."""
+    """Seconds of a breakdown row's passes: every kind's processes, warm-ups included
+    (augbench.stopping.breakdown_passes, the engine's own count)."""
     images = row.get("num_images", params["num_images"]) * row.get("passes_per_value", 1)
-    values = len(row.get("throughputs") or []) + params.get("warmups", 1)
-    return 2 * values * images / row["median_throughput"]
+    per = params.get("values_per_process", BREAKDOWN_VALUES_PER_PROCESS)
+    passes = breakdown_passes(len(row.get("throughputs") or []), params.get("warmups", 1), per)
+    return len(BREAKDOWN_KINDS) * passes * images / row["median_throughput"]
 
 
 def row_work(kind: str, row: Mapping[str, Any], params: Mapping[str, Any]) -> float:
@@ -329,9 +337,13 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
                         baselines[key][setting].append(1.0 / statistics.median(transport))
                 if model == "breakdown":
                     values = len(row.get("throughputs") or [])
-                    most = params["max_values"] + params["max_values"] % 2  # pairs
+                    least, most = breakdown_value_bounds(
+                        params["min_values"],
+                        params["max_values"],
+                        params.get("values_per_process", BREAKDOWN_VALUES_PER_PROCESS),
+                    )
                     run_shares[key].append(values / max(most, 1))
-                    if most > params["min_values"]:
+                    if most > least:
                         observed.add(key)
             if model == "dataloader":  # the job's transport baseline: once per result file
                 work += _baseline_work(payload["results"], params)
@@ -641,14 +653,16 @@ def _arm_seconds(model: KindModel, transform: str, setting: str, arm: str, mp: f
 
 def breakdown_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -> Estimate:
     images = params["num_images"]
-    most = params["max_values"] + params["max_values"] % 2  # values come in pairs
-    expected = min(max(model.run_share * most, params["min_values"]), most)
+    per = BREAKDOWN_VALUES_PER_PROCESS
+    least, most = breakdown_value_bounds(params["min_values"], params["max_values"], per)
+    expected = min(max(model.run_share * most, least), most)
     totals = {"expected": 0.0, "most": 0.0}
     for pipeline in job.transforms:
         s_img = model.seconds_per_image(pipeline, job.megapixels)
         per_pass = _passes(s_img, images) * images * s_img
         for label, values in (("expected", expected), ("most", most)):
-            totals[label] += 2 * (values + params["warmups"]) * per_pass
+            passes = breakdown_passes(math.ceil(values), params["warmups"], per)
+            totals[label] += len(BREAKDOWN_KINDS) * passes * per_pass
     return Estimate(model.overhead_s + totals["expected"], model.overhead_s + totals["most"])
 
 

@@ -77,6 +77,16 @@ MICRO_MAX_LOOPS = 1000
 # is `transport_bound`: the loader, not the library's augmentation, sets most of its speed, so
 # figures mark it instead of presenting it as the library's speed.
 TRANSPORT_BOUND_FRACTION = 0.8
+# The hand-over probe (augbench.engines.dataloader.baselines.measure_handover): the main
+# process's time in next() for a batch a worker has already made (unpickling its shared-memory
+# handles, mapping the batch, freeing the one before), which a training step pays on top of its
+# own time. Measured twice per decode job with workers: "idle", after the workers have finished
+# everything in flight; "busy", reading at HANDOVER_BUSY_PACE times the loader's own batch
+# period, so the workers are still working while the main process receives (on a machine whose
+# cores the workers fill, the main process then waits for a core: about twice the idle time on a
+# 2-core machine). HANDOVER_PROBES batches each, the median reported.
+HANDOVER_PROBES = 6
+HANDOVER_BUSY_PACE = 1.5
 # regime / bare user loop below this: the harness costs the row something; the summary flags it.
 BARE_LOOP_MIN_RATIO = 0.95
 # decode-scope throughput / the composition of the decode floor and the memory-scope row: the goal
@@ -87,6 +97,9 @@ DECODE_COMPOSITION_GOAL = 0.8
 # same images runs interleaved with it, and harness / bare must be within this fraction of 1 or
 # the row is flagged with both numbers (the check that can find harness cost).
 PIPELINE_HARNESS_TOLERANCE = 0.05
+# Timed values per fresh process of the pipeline breakdown (each process: an untimed warm-up pass,
+# then these): few per process, so the interval of a row's median spans several processes.
+BREAKDOWN_VALUES_PER_PROCESS = 2
 # The composition effect (whole / sum of the isolated steps) is information, not a check: the
 # isolated steps materialize every intermediate output and the composition does not. Beyond this
 # fraction of 1 the row says what differs.
@@ -246,12 +259,22 @@ ALLOCATOR_SETTINGS: tuple[str, ...] = (*ALLOCATOR_ENV, *PRELOADED_ALLOCATORS)
 # (twice the rows' own goal, RELATIVE_CI_TARGET): the summary's numbers use only precise pairs and
 # the figure draws the others hollow (a one-run DataLoader row at 100 % CI moves a ratio 2x).
 ALLOCATOR_EFFECT_MAX_CI = 0.10
+# An allocator effect is called real only beyond the spread of the ratio where none is expected
+# (augbench.analysis.allocator_effect.null_spreads): this quantile of |log ratio| over the pairs
+# whose glibc row does not fault, and only with at least MIN_NULL_PAIRS of them.
+ALLOCATOR_NULL_QUANTILE = 0.95
+MIN_NULL_PAIRS = 5
 
-# The training regime's checks (augbench/analysis/training.py): a measured training throughput
-# beyond this fraction of the starvation model's prediction is flagged; a data wait under this
-# fraction of the wall time counts as "the accelerator is fed".
+# "The model is fed": a data wait below this share of the training loop's time, the one
+# definition the starvation and training tables share (augbench.starvation_model.verdict: fed
+# when the wait's whole interval is below it, starved when all of it is at or above it,
+# borderline otherwise).
+FED_WAIT = 0.05
+# The training regime's out-of-sample check (augbench/analysis/training.py): a measured training
+# throughput beyond this fraction of the starvation model's prediction, or a measured data wait
+# more than TRAINING_WAIT_TOLERANCE (absolute share of the loop) from the predicted one, is flagged.
 TRAINING_PREDICTION_TOLERANCE = 0.15
-TRAINING_FED_WAIT = 0.05
+TRAINING_WAIT_TOLERANCE = 0.05
 TRAINING_MODEL_MB: dict[str, float] = {"resnet18": 700.0, "resnet50": 1750.0, "sleep": 0.0}
 # Host memory a CUDA context and the GPU libraries' loaded code add to a process: an
 # assumption (no GPU measured here), named as such wherever a GPU job's memory is printed.
@@ -275,3 +298,35 @@ class MemoryHeadroom:
 
 
 MEMORY_HEADROOM = MemoryHeadroom()
+
+
+# -- quietness of the machine during a job (augbench/quietness.py; docs/methodology.md) ----------
+# Every timed job records what other processes did on its CPUs from its start to its result file;
+# a row is "under load" (tidy's under_load, load_reason) when its job crossed any of these.
+# Measured on amd-epyc-2c (the 2-core development VM), 2026-11-26, with micro (pillow) and
+# cpu_dataloader (albumentationsx, memory and decode, 0 and 2 workers) jobs: quiet jobs read -0.03
+# to +0.03 cores of other load run by hand and 0.04-0.05 under Snakemake (its own polling); with
+# one competing busy loop 0.93-1.0 cores (up to 1.7 where other work ran too). One busy core more
+# than halved the micro job's HorizontalFlip (13,000 -> 3,000-6,000 img/s); 0.72 cores of other
+# work cut it 42 %, 0.25-0.45 cores moved it < 1 %.
+# * Other processes' CPU time over the job's wall time above this fraction of its CPUs (0.25 core
+#   of 2 here): five times the largest quiet reading, so tick accounting and the driver's polling
+#   do not cross it, and low enough that a job filling its cores loses at most ~12 % to others
+#   unflagged.
+UNDER_LOAD_OTHER_CORES_FRACTION = 0.125
+# * Steal (the hypervisor running another guest while this one wanted a CPU) above this share of
+#   the CPUs' time: it falls on the vCPUs the job keeps busy, so it costs a job filling its cores
+#   about that share of its throughput; above RELATIVE_CI_TARGET the neighbour moves the row more
+#   than the row's own precision goal. This VM reads 0-0.3 % per job.
+UNDER_LOAD_STEAL_FRACTION = RELATIVE_CI_TARGET
+# * The fastest counted CPU's clock at the end more than this fraction below the start: beyond
+#   the usual step between single- and all-core turbo, where thermal or power throttling (clocks
+#   back to base, typically 25-40 % below turbo) shows. Not testable here (the VM reports one
+#   fixed clock in /proc/cpuinfo and no cpufreq).
+UNDER_LOAD_CLOCK_DROP = 0.15
+# No verdict for a job shorter than this: /proc/stat counts in 10 ms ticks per CPU, so one second
+# resolves other load to about 0.02 core.
+QUIETNESS_MIN_WALL_SECONDS = 1.0
+# The sample an engine process takes at its start, asleep, of what others load the machine with;
+# paid once per engine process (a fifth of a second on each of a smoke run's ~36 jobs).
+QUIETNESS_PRESTART_SECONDS = 0.2

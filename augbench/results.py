@@ -19,8 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from augbench.intervals import median_interval, process_median_interval
 from augbench.policy import CV_UNSTABLE_THRESHOLD, RELATIVE_CI_TARGET
-from augbench.stopping import relative_ci
 
 SCHEMA_VERSION = 1
 
@@ -61,15 +61,23 @@ def system_info() -> dict[str, Any]:
     }
 
 
-def summarize_throughputs(throughputs: list[float], times: list[float]) -> dict[str, Any]:
-    """Median, mean, sd and CV of repeated throughputs; every repeated value is kept."""
+def summarize_throughputs(
+    throughputs: list[float],
+    times: list[float],
+    groups: list[list[float]] | None = None,
+) -> dict[str, Any]:
+    """Median with the interval of the median (augbench.intervals; ``groups``: the throughputs
+    split by the process that measured them, where a row has several), mean, sd and CV of
+    repeated throughputs; every repeated value is kept."""
     n = len(throughputs)
     mean = statistics.fmean(throughputs)
     std = statistics.stdev(throughputs) if n > 1 else 0.0
     cv = std / mean if mean > 0 else float("nan")
+    interval = process_median_interval(groups) if groups else median_interval(throughputs)
     return {
         "throughputs": throughputs,
         "median_throughput": statistics.median(throughputs),
+        **interval.fields(),
         "mean_throughput": mean,
         "std_throughput": std,
         "cv_throughput": cv,
@@ -78,16 +86,22 @@ def summarize_throughputs(throughputs: list[float], times: list[float]) -> dict[
         "std_time": statistics.stdev(times) if n > 1 else 0.0,
         "num_successful_runs": n,
         "variance_stable": bool(cv <= CV_UNSTABLE_THRESHOLD),
-        "relative_ci": relative_ci(throughputs),
+        # The wider side of the median's interval over the median (augbench.stopping).
+        "relative_ci": interval.relative_half_width,
         "relative_ci_target": RELATIVE_CI_TARGET,
     }
 
 
 def ok_row(
-    throughputs: list[float], times: list[float], *, warmup_iterations: int, **extra: Any
+    throughputs: list[float],
+    times: list[float],
+    *,
+    warmup_iterations: int,
+    groups: list[list[float]] | None = None,
+    **extra: Any,
 ) -> dict[str, Any]:
     row: dict[str, Any] = {"status": "ok", "supported": True, "early_stopped": False}
-    row.update(summarize_throughputs(throughputs, times))
+    row.update(summarize_throughputs(throughputs, times, groups))
     row["warmup_iterations"] = warmup_iterations
     row.update(extra)
     return row

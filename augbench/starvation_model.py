@@ -1,11 +1,46 @@
 """The starvation model: how fast a training loop runs, and how long its model waits for data,
-from a loader's rate and the model's rate. Used by the starvation tables
-(augbench.analysis.starvation) and checked against a measured loop by the training regime
-(augbench.engines.training), which imports it in the library envs (no pandas here)."""
+from what a loader delivers and how fast the model steps. Used by the starvation tables
+(augbench.analysis.starvation) and checked out of sample against measured training loops
+(augbench.analysis.training: the supply from the cpu_dataloader regime's rows, the loop from the
+training regime's). Pure Python: no pandas here.
+
+A loop step is ``batch = next(loader)`` then the model's step (``step_s`` seconds per batch).
+
+- **Without workers** the main process loads the batch, then steps: per batch, the loader's
+  batch period plus the step.
+- **With workers** batches are made while the model steps, but the main process still receives
+  each batch (``Supply.handover_*``: unpickling its shared-memory handles, mapping it, freeing
+  the previous one), which no prefetching hides. That costs ``handover_idle_s`` when the workers
+  are idle and ``handover_busy_s`` when they are working (on a machine whose cores the workers
+  fill, the main process waits for a core); the model takes the share of time the workers are
+  busy, u = min(1, loader period / loop period), between the two. The loop's period is
+  max(step + hand-over, loader period); the model waits for the hand-over, and for the loader
+  where it is slower than the step.
+"""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+from augbench.policy import FED_WAIT
+
+
+@dataclass(frozen=True)
+class Supply:
+    """What a loader delivers to a consumer that reads as fast as it can: ``images_per_second``
+    in steady state, with ``workers`` worker processes (0: the main process loads) and batches of
+    ``batch_size``; with workers, the main process's seconds per batch hand-over."""
+
+    images_per_second: float
+    workers: int
+    batch_size: int
+    handover_idle_s: float = 0.0
+    handover_busy_s: float = 0.0
+
+    @property
+    def period_s(self) -> float:
+        return self.batch_size / self.images_per_second
 
 
 @dataclass(frozen=True)
@@ -14,23 +49,73 @@ class Prediction:
 
     images_per_second: float
     data_wait_fraction: float
+    handover_s: float
     rule: str
 
 
-def predict(data_rate: float, model_rate: float, workers: int) -> Prediction:
-    """Training throughput and data-wait fraction from a loader's rate and the model's rate
-    (images/s). With workers, batches are prepared while the model steps: a step takes
-    max(model time, data time) per batch. Without workers the main process loads, then steps:
-    the two times add up. (The training regime checks this against a measured loop.)"""
-    if workers == 0:
-        per_image = 1.0 / data_rate + 1.0 / model_rate
+def predict(supply: Supply, model_img_per_s: float) -> Prediction:
+    """Training throughput and data-wait fraction of ``supply`` feeding a model of
+    ``model_img_per_s`` (see the module doc)."""
+    batch = supply.batch_size
+    step = batch / model_img_per_s
+    period = supply.period_s
+    if supply.workers == 0:
+        loop = period + step
         return Prediction(
-            1.0 / per_image,
-            (1.0 / data_rate) / per_image,
-            "no workers: load then step, 1 / (1/data + 1/model)",
+            batch / loop,
+            period / loop,
+            0.0,
+            "no workers: load then step, batch / (loader period + step)",
         )
+    handover = supply.handover_idle_s
+    for _ in range(20):  # the busy share and the hand-over depend on each other: iterate
+        busy = min(1.0, period / (step + handover))
+        updated = supply.handover_idle_s + busy * (supply.handover_busy_s - supply.handover_idle_s)
+        if math.isclose(updated, handover, rel_tol=1e-9, abs_tol=1e-12):
+            break
+        handover = updated
+    loop = max(step + handover, period)
     return Prediction(
-        min(data_rate, model_rate),
-        max(0.0, 1.0 - data_rate / model_rate),
-        "workers prefetch while the model steps: min(data, model)",
+        batch / loop,
+        (loop - step) / loop,
+        handover,
+        "workers: batch / max(step + hand-over, loader period), the hand-over between its idle "
+        "and busy cost by the workers' busy share",
     )
+
+
+# The one statement of "fed" a summary makes (augbench.analysis.training, .starvation: the first
+# section that uses it says it).
+FED_DEFINITION = (
+    f"**Fed** means the model waits for data less than {FED_WAIT:.0%} of the loop's time "
+    "(policy.FED_WAIT), on the whole interval of that wait: **fed** when all of it is under the "
+    "line, **starved** when all of it is at or above, **borderline** when it straddles the line "
+    "(a more precise row or another setting decides); the fewest workers fed is the fewest fed "
+    "count with no larger count starved, flagged where more workers did worse. The training "
+    "table and the starvation tables use this one definition."
+)
+
+
+def verdict(wait_low: float, wait_high: float) -> str:
+    """``fed`` when the whole interval of the data wait is below FED_WAIT, ``starved`` when it
+    is all at or above it, ``borderline`` when it straddles it (more measurement, or a
+    different setting, decides)."""
+    if not (math.isfinite(wait_low) and math.isfinite(wait_high)):
+        return "unknown"
+    if wait_high < FED_WAIT:
+        return "fed"
+    if wait_low >= FED_WAIT:
+        return "starved"
+    return "borderline"
+
+
+def fewest_fed(verdicts: dict[int, str]) -> tuple[int | None, bool]:
+    """The fewest worker count that is ``fed`` with no larger measured count ``starved``, and
+    whether the verdicts are monotone in workers (False where a count is fed and a larger one
+    starved: more workers made it worse, which the answer then flags)."""
+    counts = sorted(verdicts)
+    starved = [w for w in counts if verdicts[w] == "starved"]
+    fed = [w for w in counts if verdicts[w] == "fed"]
+    monotone = not any(s > f for f in fed for s in starved)
+    above = [w for w in fed if not any(s > w for s in starved)]
+    return (min(above) if above else None), monotone

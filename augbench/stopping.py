@@ -1,84 +1,69 @@
 """When a repeated measurement is precise enough to stop: one rule for every timing engine.
 
-A row's precision is the half-width of the 95 % confidence interval of its mean throughput,
-relative to the mean (Student's t, the values treated as independent). Engines repeat a
-measurement until that is at most ``policy.RELATIVE_CI_TARGET`` or until their configured maximum
-number of values, never fewer than their minimum; every row records what it reached, and the
-summary flags rows that stopped above the target.
+A row reports the median of its values, so its precision is the relative half-width of the
+interval of that median (augbench.intervals: the order-statistic interval of one process's values,
+or a bootstrap over processes where a row has several; the wider side over the median). Engines
+repeat a measurement until that is at most ``policy.RELATIVE_CI_TARGET`` or until their configured
+maximum number of values, never fewer than their minimum; every row records what it reached, and
+the summary flags rows that stopped above the target.
+
+Checking after every new value and stopping at the first lucky one makes the reported interval
+too narrow (the rule picks the moment it looks best). The rule therefore looks only at block
+boundaries: at the minimum, then every ``block`` values after it (the minimum by default), and
+engines that add values in groups (a process's values, a round of arms) check once per group.
 """
 
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from augbench.intervals import median_interval, process_median_interval
 from augbench.policy import MICRO_MAX_LOOPS, MICRO_MIN_VALUE_SECONDS, RELATIVE_CI_TARGET
 
-# Two-sided 97.5 % quantiles of Student's t by degrees of freedom (standard table values);
-# beyond 30 degrees of freedom the normal quantile is within 2 % of t.
-_T_975: dict[int, float] = {
-    1: 12.706,
-    2: 4.303,
-    3: 3.182,
-    4: 2.776,
-    5: 2.571,
-    6: 2.447,
-    7: 2.365,
-    8: 2.306,
-    9: 2.262,
-    10: 2.228,
-    12: 2.179,
-    15: 2.131,
-    20: 2.086,
-    25: 2.060,
-    30: 2.042,
-}
-_Z_975 = 1.960
 
-
-def t_quantile_975(dof: int) -> float:
-    """The 97.5 % quantile of Student's t with ``dof`` degrees of freedom (table, rounded up to
-    the next tabulated row below, i.e. conservatively)."""
-    if dof < 1:
-        raise ValueError("need at least one degree of freedom")
-    if dof > 30:
-        return _Z_975
-    return _T_975[max(k for k in _T_975 if k <= dof)]
-
-
-def relative_ci(values: Sequence[float]) -> float | None:
-    """Half-width of the 95 % CI of the mean over the mean; None with fewer than two values."""
-    n = len(values)
-    if n < 2:
-        return None
-    mean = statistics.fmean(values)
-    if mean <= 0:
-        return math.inf
-    half = t_quantile_975(n - 1) * statistics.stdev(values) / math.sqrt(n)
-    return half / mean
+def relative_ci(
+    values: Sequence[float], groups: Sequence[Sequence[float]] | None = None
+) -> float | None:
+    """Relative half-width of the interval of the median of ``values`` (of ``groups``, one list
+    per process, where given); None with fewer than two values."""
+    interval = process_median_interval(groups) if groups else median_interval(values)
+    return interval.relative_half_width
 
 
 @dataclass(frozen=True)
 class StoppingRule:
-    """Take at least ``min_values`` and at most ``max_values``; stop earlier once the relative CI
-    is at most ``target``."""
+    """Take at least ``min_values`` and at most ``max_values``; stop earlier once the relative
+    interval of the median is at most ``target``, looked at only at the minimum and then every
+    ``block`` values (``min_values`` when 0)."""
 
     min_values: int
     max_values: int
     target: float = RELATIVE_CI_TARGET
+    block: int = 0
 
     def __post_init__(self) -> None:
         if self.min_values < 1 or self.max_values < self.min_values:
             raise ValueError(f"bad stopping bounds {self.min_values}..{self.max_values}")
 
-    def done(self, values: Sequence[float]) -> bool:
-        if len(values) >= self.max_values:
+    @property
+    def step(self) -> int:
+        return max(1, self.block or self.min_values)
+
+    def looks_at(self, n: int) -> bool:
+        """Whether the rule looks at the interval after ``n`` values (a block boundary)."""
+        return n >= self.min_values and (n - self.min_values) % self.step == 0
+
+    def done(
+        self, values: Sequence[float], groups: Sequence[Sequence[float]] | None = None
+    ) -> bool:
+        n = len(values)
+        if n >= self.max_values:
             return True
-        if len(values) < self.min_values:
+        if not self.looks_at(n):
             return False
-        ci = relative_ci(values)
+        ci = relative_ci(values, groups)
         return ci is not None and ci <= self.target
 
 
@@ -88,3 +73,31 @@ def passes_per_value(seconds_per_image: float, num_images: int) -> int:
     transform's value is then not a handful of milliseconds at the mercy of one interrupt."""
     per_pass = max(seconds_per_image * num_images, 1e-9)
     return max(1, min(MICRO_MAX_LOOPS, math.ceil(MICRO_MIN_VALUE_SECONDS / per_pass)))
+
+
+def epoch_batches(batches_per_run: int, workers: int) -> int:
+    """Batches per timed DataLoader epoch: ``batches_per_run`` rounded up to a whole number of
+    batches per worker, so each of ``workers`` workers makes the same number and the epoch runs
+    at the rate they deliver together (3 batches from 2 workers time one worker's tail)."""
+    per = max(1, workers)
+    return per * math.ceil(max(1, batches_per_run) / per)
+
+
+# The pipeline breakdown's kinds of pass (augbench.engines.pipeline_breakdown): each runs in its
+# own fresh processes, so each costs the same passes.
+BREAKDOWN_KINDS = ("steps", "whole", "bare")
+
+
+def breakdown_value_bounds(min_values: int, max_values: int, per_process: int) -> tuple[int, int]:
+    """The fewest and most timed values per kind of pass, in whole processes of
+    ``per_process`` values (a round runs one process of each kind)."""
+    least = per_process * math.ceil(max(1, min_values) / per_process)
+    most = max(least, per_process * math.ceil(max(1, max_values) / per_process))
+    return least, most
+
+
+def breakdown_passes(values: int, warmups: int, per_process: int) -> int:
+    """Passes over the images for ``values`` timed values of one kind: every process of
+    ``per_process`` values first runs ``warmups`` untimed passes."""
+    processes = math.ceil(max(1, values) / per_process)
+    return processes * (warmups + per_process)

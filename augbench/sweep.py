@@ -126,6 +126,7 @@ class Sweep:
         # Every timed job runs once per allocator setting (augbench.allocator; its paths carry it:
         # regimes.allocator_suffix); a diagnostic job runs once, under glibc as shipped.
         self.allocators: list[str] = list(config.get("allocators") or [allocator.DEFAULT_SETTING])
+        self._unit_ranks: dict[tuple, int] | None = None  # timed_priority's plan order
 
     # -- what the declarations' enumerators use ------------------------------------------------
     def libraries_of(self, regime: str) -> list[str]:
@@ -162,6 +163,44 @@ class Sweep:
             tuple(transforms),
         )
 
+    def training_supply_gaps(self) -> list[str]:
+        """Training rows (cpu feed) whose out-of-sample prediction will be missing: no planned
+        cpu_dataloader decode row of the same library, recipe, workers and batch size
+        (augbench.analysis.training). One line per library and recipe, naming what to add."""
+        if "training" not in self.regimes or "cpu" not in self.config["training"]["feeds"]:
+            return []
+        t, dl, runs = (
+            self.config["training"],
+            self.config["cpu_dataloader"],
+            self.config["pipeline_runs"],
+        )
+        measured = "cpu_dataloader" in self.regimes and t["batch_size"] == dl["batch_size"]
+        recipes = {name for shard in self.dataloader_shards.values() for name in shard}
+        lines = []
+        for recipe in t["transforms"]:
+            pipeline = recipe in self.pipeline_names
+            scopes, workers = (
+                (runs["dataloader_scopes"], runs["dataloader_workers"])
+                if pipeline
+                else (dl["scopes"], dl["workers"])
+            )
+            has = measured and "decode" in scopes and (pipeline or recipe in recipes)
+            missing = [w for w in t["workers"] if not has or w not in workers]
+            libraries = [
+                lib
+                for lib in self.libraries_of("training")
+                if lib in self.libraries_of("cpu_dataloader")
+            ]
+            if missing and libraries:
+                where = "pipeline_runs.dataloader_workers" if pipeline else "cpu_dataloader"
+                lines.append(
+                    f"augbench: training {recipe} at workers {missing}, batch {t['batch_size']}: "
+                    "no out-of-sample prediction (no cpu_dataloader decode row of it is planned; "
+                    f"add regime cpu_dataloader with the recipe, scope decode, those workers in "
+                    f"{where} and batch_size {t['batch_size']})"
+                )
+        return lines
+
     # -- the plan -------------------------------------------------------------------------------
     def configured(self) -> list[Regime]:
         return [r for r in regimes.ALL if r.name in self.regimes]
@@ -193,6 +232,44 @@ class Sweep:
             for job in out
             if setting == self.allocators[0] or job.kind.role in regimes.ALLOCATOR_ROLES
         ]
+
+    def timed_priority(self, kind: JobKind, wildcards: Mapping[str, str]) -> int:
+        """The scheduler's priority of a timed job: with several allocator settings, the jobs of
+        one work unit (the same job under each setting) get adjacent priorities, units in plan
+        order and the settings' order reversed every other unit (A B C, C B A, ...). With one
+        timed job at a time (the bench_slot resource), Snakemake then runs a unit's settings one
+        after the other, so a setting's row and glibc's are measured minutes apart, not a sweep
+        apart, and each setting comes first as often as last. 0 with one setting."""
+        if len(self.allocators) < 2 or kind.role not in regimes.ALLOCATOR_ROLES:
+            return 0
+        if self._unit_ranks is None:  # the plan's order (its settings are outermost)
+            units = (
+                self._unit(j.rule, j.library, j.dataset, dict(j.wildcards)) for j in self.jobs()
+            )
+            self._unit_ranks = {unit: i for i, unit in enumerate(dict.fromkeys(units))}
+        rank = self._unit_ranks.get(
+            self._unit(kind.rule, wildcards["library"], wildcards["dataset"], wildcards)
+        )
+        if rank is None:
+            return 0
+        setting = regimes.allocator_setting(wildcards.get("allocator", ""))
+        if setting not in self.allocators:
+            return 0
+        index = self.allocators.index(setting)
+        within = len(self.allocators) - index if rank % 2 == 0 else index + 1
+        return (len(self._unit_ranks) - rank) * (len(self.allocators) + 1) + within
+
+    @staticmethod
+    def _unit(rule: str, library: str, dataset: str, wildcards: Mapping[str, str]) -> tuple:
+        """A work unit: the job without its allocator setting (or machine)."""
+        rest = tuple(
+            sorted(
+                (k, str(v))
+                for k, v in wildcards.items()
+                if k not in ("machine", "dataset", "library", "allocator")
+            )
+        )
+        return (rule, library, dataset, rest)
 
     def under_allocator(self, job: Job, setting: str) -> Job:
         """``job`` (planned without a setting) run under allocator ``setting``: its ``allocator``

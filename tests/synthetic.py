@@ -123,12 +123,14 @@ def multi_regime() -> pd.DataFrame:
                     regime="training", scope="decode", library=lib, transform="RandomResizedCrop",
                     workers=workers, batch_size=4, variant="sleep-50ms",
                     runs=[served * 0.98, served, served * 1.01], images_per_second=served,
-                    predicted_img_per_s=served, measured_vs_predicted=1.0,
+                    accelerator="sleep:50", ci_low=served * 0.98, ci_high=served * 1.01,
                     data_wait_fraction=0.2 if workers == 0 else 0.01,
-                    predicted_data_wait_fraction=0.2 if workers == 0 else 0.0,
+                    data_wait_median=0.2 if workers == 0 else 0.01,
+                    data_wait_ci_low=0.19 if workers == 0 else 0.005,
+                    data_wait_ci_high=0.21 if workers == 0 else 0.015,
                     loader_img_per_s=s, model_img_per_s=80.0,
-                    step_ms={"p50": 50.0, "p95": 51.0, "p99": 52.0},
-                    batch_wait_ms={"p50": 1.0, "p95": 2.0, "p99": 3.0},
+                    step_ms={"n": 30, "p50": 50.0, "p95": 51.0, "max": 52.0},
+                    batch_wait_ms={"n": 30, "p50": 1.0, "p95": 2.0, "max": 3.0},
                 )
             )  # fmt: skip
     extra = [c for r in rows for c in r if c not in COLUMNS]

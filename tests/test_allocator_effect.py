@@ -48,6 +48,9 @@ def _ok(throughput: float, **extra: Any) -> dict[str, Any]:
         "mean_throughput": throughput,
         "std_throughput": throughput * 0.01,
         "relative_ci": 0.012,
+        "ci_low": throughput * 0.99,
+        "ci_high": throughput * 1.01,
+        "ci_level": 0.75,
         "num_successful_runs": 3,
         **extra,
     }
@@ -317,15 +320,41 @@ def test_the_summary_names_the_effects_and_every_row_without_a_ratio(
 ) -> None:
     text = summary.markdown(micro, pipeline_rows=tidy.load(_pipeline_files(tmp_path)))
     section = text.split("## Allocator effect", 1)[1].split("\n## ", 1)[0]
-    # glibc-steady: GaussianBlur 0.80, HorizontalFlip 1.00 and the pipeline 0.71.
-    assert "| glibc-steady | 3/3 (3 precise) | 0.80 | 0.71-1.00 | 2 |" in section
-    assert "| mimalloc | 2/2 (2 precise) | 0.94 | 0.62-1.25 | 1 | mimalloc |" in section
-    top = section.split("Largest effects (top 5, either direction):", 1)[1].split("\n")[4]
-    assert top == (
-        "| mimalloc | m | micro | albumentationsx | GaussianBlur | 0.62 (glibc allocator-bound) "
-        "| 10.000 | 800 | 49 |"
+    # One pair without faults per setting: too few to know the null spread, so no effect is
+    # called real, whatever the ratios.
+    assert "| glibc-steady | 3/3 | unknown (1 pairs without faults; 5 needed) | 0.80 | 0 | 0 |" in (
+        section
     )
+    assert "No effect beyond the null spread." in section
     assert f"- jemalloc: skipped on 3 rows (micro): {JEMALLOC_MISSING}" in section
+
+
+def _null_files(folder: Path) -> list[Path]:
+    """Six transforms without faults whose ratios stray within 3 % (the null spread), and
+    GaussianBlur, allocator-bound under glibc, 20 % faster under glibc-steady."""
+    quiet = {"minor_faults_per_image": 0.0, "output_pages": 49.0}
+    drift = {"A": 1.0, "B": 1.02, "C": 0.98, "D": 1.03, "E": 0.99, "F": 1.01}
+    glibc = {name: _ok(1000.0, **quiet) for name in drift}
+    steady = {name: _ok(1000.0 / r, **quiet) for name, r in drift.items()}
+    glibc["GaussianBlur"] = _ok(100.0, minor_faults_per_image=800.0, output_pages=49.0)
+    steady["GaussianBlur"] = _ok(125.0, **quiet)
+    return [_write(folder, "glibc", glibc), _write(folder, "glibc-steady", steady)]
+
+
+def test_an_effect_is_real_only_beyond_the_null_spread(tmp_path: Path) -> None:
+    frame = tidy.load(_null_files(tmp_path))
+    effect = allocator_effect.table(frame).set_index("transform")
+    spread = effect["null_spread"].iloc[0]
+    assert math.log(1.02) < spread < math.log(1.031)  # the 95th percentile of |log ratio|
+    blur = effect.loc["GaussianBlur"]
+    assert blur["time_vs_glibc"] == pytest.approx(0.8)
+    assert blur["ratio_low"] < 0.8 < blur["ratio_high"] < math.exp(-spread)
+    assert blur["effect"] == "faster"
+    assert set(effect.drop(index="GaussianBlur")["effect"]) == {"none"}
+    section = summary.markdown(frame).split("## Allocator effect", 1)[1].split("\n## ", 1)[0]
+    assert "| glibc-steady | 7/7 | x0.97-1.03 (6 pairs) | 1.00 | 1 | 0 | 6 |" in section
+    assert "Effects beyond the null spread (1):" in section
+    assert "GaussianBlur | 0.80 [0.79, 0.81] (glibc allocator-bound)" in section
 
 
 def test_worker_rows_are_allowed_the_shared_memory_transfer() -> None:
@@ -349,16 +378,18 @@ def test_worker_rows_are_allowed_the_shared_memory_transfer() -> None:
     assert list(faults.bound_rows(frame).index) == [2, 0]
 
 
-def test_an_imprecise_pair_is_listed_but_left_out_of_the_summary(micro: pd.DataFrame) -> None:
-    """A ratio of a row with a wide CI (a one-run DataLoader row) stays in the table with
-    precise False, and the summary's numbers leave it out."""
+def test_an_imprecise_pair_keeps_its_ratio_and_says_so(micro: pd.DataFrame) -> None:
+    """A ratio of a row with a wide interval (a one-run DataLoader row) stays in the table with
+    precise False and a wide ratio interval."""
     noisy = micro.copy()
     wide = (noisy["allocator_setting"] == "mimalloc") & (noisy["transform"] == "GaussianBlur")
     noisy.loc[wide, "relative_ci"] = 0.5
+    noisy.loc[wide, "ci_low"] = 80.0
+    noisy.loc[wide, "ci_high"] = 240.0
     effect = allocator_effect.table(noisy)
     mimalloc = effect[effect["setting"] == "mimalloc"].set_index("transform")
     assert not mimalloc.loc["GaussianBlur", "precise"]
     assert mimalloc.loc["HorizontalFlip", "precise"]
     assert not math.isnan(mimalloc.loc["GaussianBlur", "time_vs_glibc"])  # still a ratio
-    section = summary.markdown(noisy).split("## Allocator effect", 1)[1].split("\n## ", 1)[0]
-    assert "| mimalloc | 2/2 (1 precise) | 1.25 | 1.25-1.25 | 0 | mimalloc |" in section
+    low, high = mimalloc.loc["GaussianBlur", ["ratio_low", "ratio_high"]]
+    assert low < 0.5 and high > 1.0

@@ -69,8 +69,9 @@ def _local_run(root: Path) -> Path:
     # dali_cpu: 12 x 3 = 36 images at 36 img/s = 1 s of a 3 s job.
     _write(root, "dali/dali/dali-cpu_s000", {"metadata": {"benchmark_params": gpu}, "results": {
         "HorizontalFlip": {"status": "ok", "median_throughput": 36.0}}}, 3.0)  # fmt: skip
-    # pipeline breakdown: 4 images x 2 passes, 4 values + 1 warm-up, steps and whole pass each,
-    # at 200 img/s = 0.4 s of a 2.4 s job (values used: 4 of 4).
+    # pipeline breakdown: 4 images x 2 passes per value; 4 values of each kind (steps, whole,
+    # bare) in 2 fresh processes of a warm-up + 2 values: 3 x 6 passes x 8 images at 200 img/s =
+    # 0.72 s of a 2.72 s job (values used: 4 of 4).
     breakdown = {"num_images": 4, "min_values": 2, "max_values": 4, "warmups": 1}
     raw = root / "results/pipelines/raw/laptop" / DS / "micro/pillow/breakdown.json"
     raw.parent.mkdir(parents=True, exist_ok=True)
@@ -84,7 +85,7 @@ def _local_run(root: Path) -> Path:
                                                  "pipeline": "train_light"},
         },
     }))  # fmt: skip
-    _bench(root, f"laptop/{DS}/pipelines/micro/pillow/breakdown", 2.4)
+    _bench(root, f"laptop/{DS}/pipelines/micro/pillow/breakdown", 2.72)
     _bench(root, f"laptop/{DS}/lazy_outputs/kornia", 4.0)
     for kind, seconds in (("build_env", 1.5), ("stage_dataset", 0.5),
                           ("build_default_archive", 2.0)):  # fmt: skip
@@ -203,9 +204,9 @@ def test_breakdown_stream_whole_job_assumed_and_setup_kinds(tmp_path: Path) -> N
     found, basis = cost.estimate_jobs(
         [breakdown, dali, gpu, lazy, lazy_missing, stage], models, CONFIG, image_scale=10.0
     )
-    # 16 images x 0.005 s = 0.08 s per pass; 6 values (the local share 1.0 of 6) + 1 warm-up,
-    # a steps pass and a whole pass each.
-    assert found[breakdown].expected == pytest.approx(2.0 + 2 * 7 * 0.08)
+    # 16 images x 0.005 s = 0.08 s per pass; 6 values (the local share 1.0 of 6) of each kind
+    # (steps, whole, bare) in 3 processes of a warm-up + 2 values: 3 x 9 passes.
+    assert found[breakdown].expected == pytest.approx(2.0 + 3 * 9 * 0.08)
     assert found[dali].expected == pytest.approx(2.0 + 500 / 36)
     # GPU without CUDA: measured overhead + assumed throughput, labelled as such.
     assert found[gpu].expected == pytest.approx(3.0 + 2 * 500 / 500.0) and basis[gpu] == "assumed"

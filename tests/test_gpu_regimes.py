@@ -563,3 +563,19 @@ def test_rows_without_an_actual_machine_fall_back_to_the_label() -> None:
     table = gpu.gpu_vs_cpu_ratio(frame)
     assert set(table["gpu_machine_actual"]) == set(table["cpu_machine_actual"]) == {"gcp"}
     assert not table["comparison"].str.contains("CPU rows from").any()
+
+
+def test_a_fresh_fork_returns_its_result_and_a_dead_one_an_error_row() -> None:
+    """skeleton.in_fresh_fork: the CPU engines' one process per row; a child that dies
+    without its result costs only that row, named with its signal."""
+    import os
+    import signal
+
+    from augbench.engines import skeleton
+
+    parent = os.getpid()
+    assert skeleton.in_fresh_fork(lambda: {"pid": os.getpid()})["pid"] != parent
+    raised = skeleton.in_fresh_fork(lambda: 1 / 0, "row")
+    assert raised["status"] == "error" and "ZeroDivisionError" in raised["reason"]
+    died = skeleton.in_fresh_fork(lambda: os.kill(os.getpid(), signal.SIGKILL), "row")
+    assert died["status"] == "error" and "SIGKILL" in died["reason"]

@@ -12,8 +12,8 @@ from augbench.analysis import speedups
 
 
 def frame(rows: list[tuple[str, str, str, float | None, float | None]]) -> pd.DataFrame:
-    """Tidy micro rows of one group from (transform, library, status, median, std); a row that
-    is not ok has the reason "why <status>"."""
+    """Tidy micro rows of one group from (transform, library, status, median, half-width of
+    the median's interval); a row that is not ok has the reason "why <status>"."""
     return pd.DataFrame(
         [
             row(
@@ -22,9 +22,10 @@ def frame(rows: list[tuple[str, str, str, float | None, float | None]]) -> pd.Da
                 status=status,
                 reason="" if status == "ok" else f"why {status}",
                 median_throughput=median,
-                std_throughput=std,
+                ci_low=None if median is None else median - width,
+                ci_high=None if median is None else median + width,
             )
-            for transform, library, status, median, std in rows
+            for transform, library, status, median, width in rows
         ]
     )
 
@@ -44,9 +45,10 @@ def test_speedup_is_against_the_fastest_other_ok_library() -> None:
     assert bool(out.loc["a", "is_fastest"])
     assert out.loc["b", "speedup"] == pytest.approx(100 / 300)
     assert out.loc["c", "speedup"] == pytest.approx(0.5)
-    # The interval spans ±1 sd on both sides.
-    assert out.loc["a", "speedup_low"] == pytest.approx(270 / 150)
-    assert out.loc["a", "speedup_high"] == pytest.approx(330 / 150)
+    # The ratio's interval: both medians' relative errors in quadrature (c has none).
+    assert out.loc["a", "speedup_low"] == pytest.approx(2.0 * 270 / 300)
+    assert out.loc["a", "speedup_high"] == pytest.approx(2.0 * 330 / 300)
+    assert out.loc["a", "versus_fastest_other"] == "faster"
     # Non-ok rows stay visible, with their reason and no speedup.
     assert out.loc["d", "status"] == "early_stopped"
     assert out.loc["d", "reason"] == "why early_stopped"
@@ -61,10 +63,22 @@ def test_no_competitor_gives_na_and_non_ok_rows_never_compete() -> None:
     assert out.loc["b", "status"] == "unsupported"
 
 
-def test_interval_upper_bound_is_infinite_when_competitor_sd_reaches_zero() -> None:
-    low, high = speedups.speedup_interval(10.0, 1.0, 5.0, 5.0)
-    assert low == pytest.approx(0.9)
-    assert math.isinf(high)
+def test_overlapping_intervals_are_a_tie_and_foreign_rows_use_their_values() -> None:
+    tidy = frame([("Flip", "a", "ok", 100.0, 8.0), ("Flip", "b", "ok", 96.0, 8.0)])
+    out = speedups.compute(tidy).set_index("library")
+    assert out.loc["a", "speedup"] == pytest.approx(100 / 96)
+    assert set(out["versus_fastest_other"]) == {"tie"}
+    # A row without its own interval (another tool's file): the order statistics of its values.
+    foreign = tidy.assign(
+        ci_low=None,
+        ci_high=None,
+        median_throughput=[100.0, 50.0],
+        throughputs=["[90, 100, 110]", "[40, 50, 60]"],
+    )
+    out = speedups.compute(foreign).set_index("library")
+    assert 1.0 < out.loc["a", "speedup_low"] < 2.0 < out.loc["a", "speedup_high"]
+    assert out.loc["a", "versus_fastest_other"] == "faster"
+    assert out.loc["a", "speedup_level"] == pytest.approx(0.75)
 
 
 def test_throughput_table_keeps_every_transform_and_library() -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from augbench.analysis import starvation
 from augbench.analysis.starvation import Model, data_wait_fraction, models_from_config
+from augbench.starvation_model import predict
 
 SKIP_REASON = "workers 4 > 2 usable cores on this machine"
 
@@ -53,6 +54,20 @@ def test_wait_fraction_is_one_minus_the_rate_ratio_and_zero_when_fed() -> None:
     assert data_wait_fraction(400, 400) == 0.0
     assert data_wait_fraction(800, 400) == 0.0
     assert math.isnan(data_wait_fraction(float("nan"), 400))
+    # Without workers nothing overlaps: load, then step.
+    assert data_wait_fraction(100, 400, workers=0) == pytest.approx(0.8)
+
+
+def test_the_hand_over_counts_where_workers_feed_the_model() -> None:
+    # A loader of 1000 img/s (32 ms per batch of 32) with a 4 ms hand-over (idle and busy)
+    # feeding a model of 500 img/s (64 ms per batch): the loop takes 68 ms per batch.
+    row = {"workers": 2, "batch_size": 32, "handover_idle_ms": 4.0, "handover_busy_ms": 4.0}
+    pred = predict(starvation.supply_of(row, 1000.0), 500.0)
+    assert pred.images_per_second == pytest.approx(32 / 0.068)
+    assert pred.data_wait_fraction == pytest.approx(4 / 68)
+    # The hand-over is scaled to the row's batch bytes from the probe's.
+    double = {**row, "handover_batch_mb": 1.0, "batch_shape": [32, 3, 64, 128]}
+    assert starvation.supply_of(double, 1000.0).handover_idle_s == pytest.approx(0.004 * 3.0)
 
 
 def test_model_from_step_time_and_batch() -> None:
@@ -68,10 +83,12 @@ def test_table_per_worker_count(frame: pd.DataFrame) -> None:
     out = starvation.table(frame, [Model("m", 250.0)], dataset_images=1000)
     assert list(out["workers"]) == [0, 1, 2, 4]  # only the decode-scope loader rows
     ok = out[out["status"] == "ok"].set_index("workers")
-    assert ok.loc[0, "data_wait_fraction"] == pytest.approx(0.6)
+    # No workers: the main process loads then steps (0.32 s + 0.128 s per batch of 32).
+    assert ok.loc[0, "data_wait_fraction"] == pytest.approx(0.32 / 0.448)
     assert ok.loc[1, "data_wait_fraction"] == pytest.approx(1 - 180 / 250)
     assert ok.loc[2, "data_wait_fraction"] == 0.0
     assert list(ok["keeps_model_fed"]) == [False, False, True]
+    assert list(ok["verdict"]) == ["starved", "starved", "fed"]
     assert ok.loc[0, "data_time_per_epoch_s"] == pytest.approx(10.0)
     # The model is the bottleneck once fed: the epoch takes dataset / model rate.
     assert ok.loc[2, "epoch_time_s"] == pytest.approx(1000 / 250)
@@ -114,7 +131,27 @@ def test_pipelines_and_regimes_are_separate_series(frame: pd.DataFrame) -> None:
 def test_markdown_names_machine_cores_and_skipped_counts(frame: pd.DataFrame) -> None:
     text = "\n".join(starvation.markdown(starvation.table(frame, [Model("m", 250.0, "d")])))
     assert "m-2c (2 cores)" in text
-    assert "0: 60%" in text and "2: 0%" in text
+    assert "0: 71% [71%, 71%] starved" in text and "2: 0% [0%, 0%] fed" in text
     assert SKIP_REASON in text
+    assert "not monotone" not in text
     empty = starvation.markdown(starvation.table(frame.iloc[0:0], [Model("m", 1.0)]))
     assert "nothing to estimate from" in "\n".join(empty)
+
+
+def test_the_verdict_has_an_interval_and_flags_more_workers_doing_worse() -> None:
+    # 2 workers: 240-260 img/s against a 260 img/s model straddles the 5 % line; 4 workers
+    # deliver 400 (fed); 8 workers 100 (starved): not monotone, flagged, and the answer is none.
+    frame = pd.DataFrame(
+        [
+            _row(2, 250.0, ci_low=240.0, ci_high=260.0),
+            _row(4, 400.0, ci_low=390.0, ci_high=410.0),
+            _row(8, 100.0, ci_low=95.0, ci_high=105.0),
+        ]
+    )
+    out = starvation.table(frame, [Model("m", 260.0)]).set_index("workers")
+    assert list(out["verdict"]) == ["borderline", "fed", "starved"]
+    assert out.loc[2, "data_wait_low"] == 0.0 and out.loc[2, "data_wait_high"] > 0.05
+    assert set(out["fed_monotone"]) == {False}
+    assert set(out["fewest_workers_keeping_fed"]) == {"none of the measured counts"}
+    text = "\n".join(starvation.markdown(starvation.table(frame, [Model("m", 260.0)])))
+    assert "not monotone in workers" in text

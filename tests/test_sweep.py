@@ -257,3 +257,42 @@ def test_an_unknown_allocator_is_refused_with_the_allowed_names() -> None:
         config("smoke", allocators=["glibc", "tcmalloc"])
     for name in ("glibc-steady", "mimalloc", "jemalloc"):
         assert name in str(caught.value)
+
+
+def test_a_work_units_allocator_settings_run_one_after_another() -> None:
+    """With several allocator settings, the scheduler's priorities keep a work unit's settings
+    adjacent (the unit's jobs run back to back), units in plan order, the settings' order
+    reversed every other unit; one setting: no priorities at all."""
+    s = sweep.Sweep(config("smoke", allocators=["glibc", "mimalloc"]), "ds-0123456789ab")
+
+    def priority(job: sweep.Job) -> int:
+        wildcards = {"machine": "m", "dataset": job.dataset, "library": job.library,
+                     **dict(job.wildcards)}  # fmt: skip
+        return s.timed_priority(job.kind, wildcards)
+
+    jobs = [j for j in s.jobs() if j.kind.role in regimes.ALLOCATOR_ROLES]
+    order = sorted(jobs, key=priority, reverse=True)
+    units = [s._unit(j.rule, j.library, j.dataset, dict(j.wildcards)) for j in order]
+    # Each unit's two settings are neighbours in the order the scheduler picks them.
+    assert all(units[i] == units[i + 1] for i in range(0, len(units), 2))
+    settings = [dict(j.wildcards)["allocator"] for j in order]
+    assert settings[:4] == ["", "+mimalloc", "+mimalloc", ""]
+    assert len({priority(j) for j in jobs}) == len(jobs)
+    single = sweep.Sweep(config("smoke"), "ds-0123456789ab")
+    one = {"library": "pillow", "dataset": "ds-0123456789ab", "shard": "s000", "allocator": ""}
+    assert single.timed_priority(regimes.KINDS["micro"], one) == 0
+
+
+def test_training_rows_without_their_supply_are_named_before_the_run() -> None:
+    """A training row's out-of-sample prediction needs the cpu_dataloader decode row of its
+    recipe, workers and batch: the plan names the rows that will have none."""
+    both = config("smoke", regimes=["cpu_dataloader", "training"])
+    assert both["training"]["workers"] == both["cpu_dataloader"]["workers"]  # taken from it
+    assert sweep.Sweep(both, "ds-0123456789ab").training_supply_gaps() == []
+    alone = sweep.Sweep(config("smoke", regimes=["training"]), "ds-0123456789ab")
+    (line,) = alone.training_supply_gaps()
+    assert "training RandomResizedCrop at workers [0, 2], batch 4" in line
+    assert "no out-of-sample prediction" in line
+    other = config("smoke", regimes=["cpu_dataloader", "training"], training={"workers": [1]})
+    (line,) = sweep.Sweep(other, "ds-0123456789ab").training_supply_gaps()
+    assert "workers [1]" in line

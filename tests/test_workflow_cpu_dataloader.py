@@ -24,6 +24,7 @@ from conftest import (
 )
 
 from augbench import matrix, recipes, regimes
+from augbench.stopping import epoch_batches
 
 pytestmark = pytest.mark.workflow
 
@@ -115,13 +116,27 @@ def test_result_rows_record_decoder_timing_and_threads(smoke_run: WorkflowRun) -
             assert (runs < DL["num_runs"]) == (row["stopped_by"] == "relative_ci")
             assert row["relative_ci"] is not None
             assert all(t > 0 for t in row["throughputs"])
-            assert row["images_per_run"] == DL["batch_size"] * DL["batches_per_run"]
+            window = epoch_batches(DL["batches_per_run"], params["workers"])
+            assert row["window_batches"] == window
+            assert row["images_per_run"] == DL["batch_size"] * window
             assert row["first_batch_s"] > 0
-            assert len(row["first_batch_s_runs"]) == runs
-            # Tail latency: each batch's wait after an epoch's first, over the timed epochs.
+            # Tail latency: each batch's wait after an epoch's first, over the timed epochs; the
+            # percentiles a sample of this size supports, and its maximum.
             waits = row["batch_wait_ms"]
-            assert row["batch_waits_counted"] == runs * (DL["batches_per_run"] - 1)
-            assert 0 < waits["p50"] <= waits["p95"] <= waits["p99"], waits
+            assert row["batch_waits_counted"] == runs * (window - 1) == waits["n"]
+            assert 0 < waits["p50"] <= waits["max"], waits
+            assert ("p99" in waits) is (waits["n"] >= 100)
+            # The interval of the reported median, and what it covers.
+            assert row["ci_low"] <= row["median_throughput"] <= row["ci_high"]
+            assert 0 < row["ci_level"] <= 1 and "values" in row["ci_method"]
+            # The hand-over probe: every decode row with workers carries its job's.
+            if meta["scope"] == "decode" and params["workers"] > 0:
+                assert row["handover_idle_ms"] > 0 and row["handover_busy_ms"] > 0
+                assert row["handover_batch_mb"] == pytest.approx(
+                    DL["batch_size"] * 3 * 224 * 224 * 4 / 2**20
+                )
+            else:
+                assert row["handover_idle_ms"] is None
             assert row["startup_in_timed_window"] is False
             assert row["batch_shape"] == [DL["batch_size"], 3, 224, 224]
             assert row["batch_dtype"] == "torch.float32"

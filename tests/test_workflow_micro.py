@@ -80,6 +80,13 @@ def test_result_files_follow_the_schema(smoke_run: WorkflowRun) -> None:
         assert meta["dataset"]["num_images_used"] == SMOKE["num_images"]
         assert meta["environment"]["env_lock_sha256"]
         assert meta["thread_settings"]["environment"]["OMP_NUM_THREADS"] == "1"
+        # How quiet the machine was (augbench.quietness): both ends, the pre-start sample of the
+        # engine process, and the job's own CPU (its pyperf workers reaped and counted).
+        quiet = meta["quietness"]
+        assert quiet["source"] == "linux /proc" and quiet["cpus"] >= 1
+        assert quiet["pre_start"]["wall_seconds"] > 0
+        assert quiet["start"]["loadavg"] and quiet["end"]["busy_jiffies"]
+        assert quiet["own_cpu_seconds"] > 0 and quiet["other_load_cores"] is not None
         for name, row in payload["results"].items():
             assert row["status"] in STATUSES
             if row["status"] == "ok":
@@ -91,6 +98,23 @@ def test_result_files_follow_the_schema(smoke_run: WorkflowRun) -> None:
                 assert row["preflight_items"] == 10
             else:
                 assert row["reason"], (path, name)
+
+
+def test_every_timed_job_records_quietness(smoke_run: WorkflowRun) -> None:
+    """Every engine of the run writes the block (all regimes, the pipelines' jobs and the
+    lazy-output diagnostic), and the tidy table reads it."""
+    results = smoke_run.workdir / "results"
+    folders = ("raw", "pipelines/raw", "analysis/lazy_outputs")
+    raw = sorted(path for folder in folders for path in (results / folder).rglob("*.json"))
+    assert raw
+    for path in raw:
+        quiet = json.loads(path.read_text())["metadata"].get("quietness")
+        assert quiet and quiet["wall_seconds"] > 0 and quiet["end"]["loadavg"], path
+    table = pd.read_csv(smoke_run.workdir / "results/tables/all_results.csv")
+    assert table["other_load_cores"].notna().all()
+    # No verdict (empty) only for a job shorter than policy.QUIETNESS_MIN_WALL_SECONDS.
+    verdicts = table["under_load"].dropna()
+    assert len(verdicts) and set(verdicts.astype(str)) <= {"True", "False"}
 
 
 def test_env_markers_record_interpreter_versions_and_lock_hash(smoke_run: WorkflowRun) -> None:

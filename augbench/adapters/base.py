@@ -160,6 +160,17 @@ class Adapter:
         """Read and decode one file with the library's own decoder, to its native format."""
         raise NotImplementedError
 
+    # Where the library's decoder also converts the 8-bit pixels to the dtype its augmentations
+    # take (Kornia: float32 in [0, 1]), a pipeline timed on pre-decoded images would skip work
+    # the other libraries do inside their pipeline (their float conversion): the pipeline
+    # breakdown then starts from ``decode_8bit`` and times ``input_conversion`` (label, callable
+    # on the 8-bit image) as the pipeline's first step. None: the native image is 8-bit already.
+    input_conversion: tuple[str, Callable[[Any], Any]] | None = None
+
+    def decode_8bit(self, path: Path) -> Any:
+        """The library's decode before any dtype conversion (see ``input_conversion``)."""
+        return self.decode(path)
+
     def to_array(self, image: Any) -> np.ndarray:
         """Native image -> HWC uint8 numpy array (for caching decoded media)."""
         raise NotImplementedError

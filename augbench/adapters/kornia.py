@@ -17,6 +17,11 @@ import numpy as np
 from augbench.adapters.base import MASK_THRESHOLD, Adapter, Composed, Mapping, Transform
 
 
+def _to_unit_float(image: Any) -> Any:
+    """uint8 -> float32 in [0, 1], keeping the memory order (kornia.io's RGB32 conversion)."""
+    return image.float().div_(255.0)
+
+
 def _k(factory: str, *args: Any, **kwargs: Any) -> Transform:
     import kornia.augmentation as K
 
@@ -43,6 +48,15 @@ class KorniaAdapter(Adapter):
 
         return kornia.io.load_image(str(path), kornia.io.ImageLoadType.RGB32, "cpu")[None]
 
+    def decode_8bit(self, path: Path) -> Any:
+        import kornia.io
+
+        return kornia.io.load_image(str(path), kornia.io.ImageLoadType.RGB8, "cpu")[None]
+
+    # What RGB32 adds to RGB8, exactly (same pixels and strides): timed by the pipeline
+    # breakdown as the first step, as the other libraries time their own float conversion.
+    input_conversion = ("to float32 [0, 1] (what kornia.io's RGB32 decode adds)", _to_unit_float)
+
     def to_array(self, image: Any) -> np.ndarray:
         import torch
 
@@ -65,6 +79,10 @@ class KorniaAdapter(Adapter):
     )
 
     def make_mask(self, image: Any) -> Any:
+        import torch
+
+        if image.dtype == torch.uint8:  # decode_8bit's image (the pipeline breakdown's input)
+            return (image[:, :1] > MASK_THRESHOLD).float()
         # Pixels are v / 255 for 8-bit values v: v > MASK_THRESHOLD exactly where v / 255 is above
         # (MASK_THRESHOLD + 0.5) / 255, the same map as the other libraries'.
         return (image[:, :1] > (MASK_THRESHOLD + 0.5) / 255.0).float()

@@ -14,8 +14,16 @@ batch size, variant without the allocator tag and dataset. Its ratio is
                   = setting time per image / glibc time per image
 
 so **below 1 the setting is faster** (0.71: the same work takes 29 % less time per image under
-the setting), above 1 it is slower, 1 is no effect. It is a ratio of two medians, each with its
-own ``relative_ci`` (both are in the table): a ratio within those intervals of 1 is no effect.
+the setting), above 1 it is slower, 1 is no effect. It is a ratio of two medians measured in
+separate jobs: its interval (``ratio_low``, ``ratio_high``) combines the two rows' intervals of
+the median (augbench.intervals.ratio_interval).
+
+An effect is called real (``effect``: faster or slower) only where the whole interval of the
+ratio lies beyond the **null spread**: the spread of the ratio over the pairs whose glibc row
+does not fault (``null_rows``; no effect is expected there, so their spread is what noise and
+drift between the jobs give), per setting: the 95th percentile of |log ratio| over those pairs
+(at least ``MIN_NULL_PAIRS`` of them; with fewer, the spread is unknown and no effect is called).
+Everything else is ``none`` (within noise) or ``unknown``.
 
 Where glibc faulted more pages per image in the timed window than one output image holds
 (``glibc_allocator_bound``, augbench.analysis.faults), glibc gave the buffers back to the kernel
@@ -36,7 +44,8 @@ import pandas as pd
 from augbench.analysis.faults import is_bound
 from augbench.analysis.groups import library_order, regime_order
 from augbench.analysis.tidy import DEFAULT_ALLOCATOR, number, variant_without_allocator
-from augbench.policy import ALLOCATOR_EFFECT_MAX_CI
+from augbench.intervals import Interval, ratio_interval
+from augbench.policy import ALLOCATOR_EFFECT_MAX_CI, ALLOCATOR_NULL_QUANTILE, MIN_NULL_PAIRS
 
 # What makes two rows the same work (besides the allocator setting).
 KEY_COLUMNS: tuple[str, ...] = (
@@ -65,6 +74,11 @@ COLUMNS: tuple[str, ...] = (
     "glibc_ms_per_image",
     "setting_ms_per_image",
     "time_vs_glibc",
+    "ratio_low",
+    "ratio_high",
+    "ratio_level",
+    "null_spread",
+    "effect",
     "glibc_relative_ci",
     "setting_relative_ci",
     "precise",
@@ -138,6 +152,54 @@ def _ms(row: pd.Series | None) -> float:
     return 1000.0 / throughput if throughput > 0 else math.nan
 
 
+def _time_interval(row: pd.Series | None) -> Interval:
+    """A row's median time per image (ms) with its interval, from its throughput's."""
+    ms = _ms(row)
+    if row is None or math.isnan(ms):
+        return Interval(math.nan, None, None, None, "", 0)
+    low, high = number(row.get("ci_low")), number(row.get("ci_high"))
+    level = number(row.get("ci_level"))
+    return Interval(
+        ms,
+        1000.0 / high if high > 0 else None,
+        1000.0 / low if low > 0 else None,
+        None if math.isnan(level) else level,
+        str(row.get("ci_method") or ""),
+        int(number(row.get("num_successful_runs")) or 0)
+        if not math.isnan(number(row.get("num_successful_runs")))
+        else 0,
+    )
+
+
+def null_spreads(effect: pd.DataFrame) -> dict[str, float]:
+    """Per setting: the spread of the ratio where no effect is expected (pairs whose glibc row
+    does not fault), the ALLOCATOR_NULL_QUANTILE of |log time_vs_glibc|; NaN with fewer than
+    MIN_NULL_PAIRS such pairs."""
+    out: dict[str, float] = {}
+    ratio = pd.to_numeric(effect["time_vs_glibc"], errors="coerce")
+    quiet = effect["glibc_allocator_bound"].map(lambda v: v is False or str(v) == "False")
+    for setting, rows in effect[ratio.notna() & (ratio > 0) & quiet].groupby("setting"):
+        sizes = pd.to_numeric(rows["time_vs_glibc"]).map(lambda r: abs(math.log(r)))
+        out[str(setting)] = (
+            float(sizes.quantile(ALLOCATOR_NULL_QUANTILE))
+            if len(sizes) >= MIN_NULL_PAIRS
+            else math.nan
+        )
+    return out
+
+
+def _effect(low: float, high: float, spread: float) -> str:
+    """faster / slower where the ratio's whole interval lies beyond the null spread, none where
+    it does not, unknown where the spread or the interval is not known."""
+    if any(math.isnan(v) for v in (low, high, spread)):
+        return "unknown"
+    if high < math.exp(-spread):
+        return "faster"
+    if low > math.exp(spread):
+        return "slower"
+    return "none"
+
+
 def _bound(row: pd.Series | None) -> bool | None:
     """glibc faulted more pages per image than its allowance (augbench.analysis.faults: one
     output's pages, two with DataLoader workers); None: not known."""
@@ -199,6 +261,11 @@ def table(frame: pd.DataFrame) -> pd.DataFrame:
         glibc = baseline.get(row["_key"])
         reason = _reason(row, glibc, setting)
         glibc_ms, setting_ms = _ms(glibc), _ms(row)
+        ratio = (
+            ratio_interval(_time_interval(row), _time_interval(glibc))
+            if not reason
+            else Interval(math.nan, None, None, None, "", 0)
+        )
         pages = number(glibc.get("output_pages")) if glibc is not None else math.nan
         if math.isnan(pages):
             pages = number(row.get("output_pages"))
@@ -217,6 +284,9 @@ def table(frame: pd.DataFrame) -> pd.DataFrame:
                 "glibc_ms_per_image": glibc_ms,
                 "setting_ms_per_image": setting_ms,
                 "time_vs_glibc": setting_ms / glibc_ms if not reason else math.nan,
+                "ratio_low": ratio.low if ratio.low is not None else math.nan,
+                "ratio_high": ratio.high if ratio.high is not None else math.nan,
+                "ratio_level": ratio.level if ratio.level is not None else math.nan,
                 "glibc_relative_ci": number(glibc.get("relative_ci"))
                 if glibc is not None
                 else math.nan,
@@ -235,6 +305,14 @@ def table(frame: pd.DataFrame) -> pd.DataFrame:
     # True, False or None (not known): Python values, whatever the mix.
     bound = [r["glibc_allocator_bound"] for r in records]
     out["glibc_allocator_bound"] = pd.Series(bound, index=out.index, dtype=object)
+    spreads = null_spreads(whole_rows(out))
+    out["null_spread"] = out["setting"].map(lambda s: spreads.get(str(s), math.nan))
+    out["effect"] = [
+        _effect(number(r["ratio_low"]), number(r["ratio_high"]), number(r["null_spread"]))
+        if not r["reason"]
+        else ""
+        for _, r in out.iterrows()
+    ]
     return _sorted(out)
 
 
@@ -308,10 +386,11 @@ def _fmt_ratio(value: float) -> str:
     return f"{value:.2f}"
 
 
-def summary_lines(frame: pd.DataFrame, pipeline_rows: pd.DataFrame | None = None, most: int = 5):
+def summary_lines(frame: pd.DataFrame, pipeline_rows: pd.DataFrame | None = None, most: int = 12):
     """Summary section where the results hold more than one allocator setting: per setting the
-    median and range of ``time_vs_glibc`` over ok pairs, the largest effects named, and every
-    setting row without a ratio grouped by its reason."""
+    null spread (where no effect is expected), how many pairs show a real effect, the median
+    ratio; every effect called real with its interval (the first ``most``, the rest in the
+    tables); every setting row without a ratio grouped by its reason."""
     frames = [f for f in (frame, pipeline_rows) if f is not None and not f.empty]
     if not frames or max(len(settings(f)) for f in frames) < 2:
         return []
@@ -321,33 +400,42 @@ def summary_lines(frame: pd.DataFrame, pipeline_rows: pd.DataFrame | None = None
         return []
     effect = whole_rows(pd.concat(parts, ignore_index=True))
     every_pair = compared(effect)
-    pairs = precise(effect)
     lines = [
         "## Allocator effect",
         "",
         "Every timed job ran under each allocator setting (config `allocators`, "
         "docs/allocator.md). `time vs glibc` is a row's time per image under the setting over "
-        "the same work's under glibc (glibc's median img/s / the setting's): **below 1 the "
-        "setting is faster**. The numbers below are over the precise pairs of whole rows (both "
-        f"rows' relative 95 % CI at most {ALLOCATOR_EFFECT_MAX_CI:.2f}, "
-        "policy.ALLOCATOR_EFFECT_MAX_CI); every pair is in results/tables/allocator_effect.csv "
-        "(drawn in the figure `allocator_effect`, imprecise ones hollow) and, for the pipelines "
-        "with their steps, results/tables/allocator_effect_pipelines.csv.",
+        "the same work's under glibc: **below 1 the setting is faster**, with the interval of "
+        "the ratio in brackets. An effect is called real only where that whole interval lies "
+        "beyond the **null spread**: how far the ratio strays on the rows whose glibc row does "
+        "not fault (no effect expected there; the "
+        f"{ALLOCATOR_NULL_QUANTILE:.0%} quantile of |log ratio|, from at least "
+        f"{MIN_NULL_PAIRS} such pairs). Every pair: results/tables/allocator_effect.csv "
+        "(figure `allocator_effect`) and, for the pipelines with their steps, "
+        "results/tables/allocator_effect_pipelines.csv.",
         "",
     ]
     per_setting = []
     for setting, rows in effect.groupby("setting", sort=True):
-        ok = pairs[pairs["setting"] == setting]
         measured = every_pair[every_pair["setting"] == setting]
-        ratio = pd.to_numeric(ok["time_vs_glibc"])
+        ratio = pd.to_numeric(measured["time_vs_glibc"])
+        spread = number(measured["null_spread"].iloc[0]) if len(measured) else math.nan
+        quiet = int(measured["glibc_allocator_bound"].map(lambda v: v is False).sum())
+        calls = measured["effect"].astype(str)
         in_force = ", ".join(sorted({str(a) for a in measured["allocator"] if str(a)})) or "n/a"
         per_setting.append(
             [
                 str(setting),
-                f"{len(measured)}/{len(rows)} ({len(ok)} precise)",
-                _fmt_ratio(ratio.median()) if len(ok) else "n/a",
-                f"{_fmt_ratio(ratio.min())}-{_fmt_ratio(ratio.max())}" if len(ok) else "n/a",
-                str(int((ratio < 1).sum())),
+                f"{len(measured)}/{len(rows)}",
+                (
+                    f"x{math.exp(-spread):.2f}-{math.exp(spread):.2f} ({quiet} pairs)"
+                    if not math.isnan(spread)
+                    else f"unknown ({quiet} pairs without faults; {MIN_NULL_PAIRS} needed)"
+                ),
+                _fmt_ratio(ratio.median()) if len(measured) else "n/a",
+                str(int((calls == "faster").sum())),
+                str(int((calls == "slower").sum())),
+                str(int((calls == "none").sum())),
                 in_force,
             ]
         )
@@ -355,18 +443,26 @@ def summary_lines(frame: pd.DataFrame, pipeline_rows: pd.DataFrame | None = None
         [
             "setting",
             "pairs with a ratio/rows",
+            "null spread",
             "median time vs glibc",
-            "range",
-            "faster rows",
+            "real: faster",
+            "real: slower",
+            "within noise",
             "allocator in force",
         ],
         per_setting,
     )
     lines.append("")
-    if len(pairs):
-        size = pd.to_numeric(pairs["time_vs_glibc"]).map(lambda r: abs(math.log(r)))
-        top = pairs.loc[size.sort_values(ascending=False, kind="stable").index[:most]]
-        lines += [f"Largest effects (top {len(top)}, either direction):", ""]
+    real = every_pair[every_pair["effect"].astype(str).isin(["faster", "slower"])]
+    if len(real):
+        size = pd.to_numeric(real["time_vs_glibc"]).map(lambda r: abs(math.log(r)))
+        shown = real.loc[size.sort_values(ascending=False, kind="stable").index[:most]]
+        lines += [
+            f"Effects beyond the null spread ({len(real)}"
+            + (f"; the {most} largest here, every one in the tables" if len(real) > most else "")
+            + "):",
+            "",
+        ]
         lines += _table(
             [
                 "setting",
@@ -374,7 +470,7 @@ def summary_lines(frame: pd.DataFrame, pipeline_rows: pd.DataFrame | None = None
                 "regime",
                 "library",
                 "transform",
-                "time vs glibc",
+                "time vs glibc [interval]",
                 "glibc ms/img",
                 "glibc faults/img",
                 "output pages",
@@ -386,16 +482,19 @@ def summary_lines(frame: pd.DataFrame, pipeline_rows: pd.DataFrame | None = None
                     _regime_text(r),
                     str(r["library"]),
                     str(r["transform"]),
-                    _fmt_ratio(float(r["time_vs_glibc"]))
+                    f"{_fmt_ratio(float(r['time_vs_glibc']))} "
+                    f"[{_fmt_ratio(float(r['ratio_low']))}, {_fmt_ratio(float(r['ratio_high']))}]"
                     + (" (glibc allocator-bound)" if is_true(r["glibc_allocator_bound"]) else ""),
                     f"{r['glibc_ms_per_image']:.3f}",
                     _count(r["glibc_minor_faults_per_image"]),
                     _count(r["output_pages"]),
                 ]
-                for _, r in top.iterrows()
+                for _, r in shown.iterrows()
             ],
         )
         lines.append("")
+    else:
+        lines += ["No effect beyond the null spread.", ""]
     # Rows without a ratio because of the setting (a work the library does not support, under
     # glibc too, is not the allocator's doing: left to the regime's own tables).
     same = (effect["status"].astype(str) == effect["glibc_status"].astype(str)) & (

@@ -195,10 +195,14 @@ def gpu_vs_cpu_ratio(tidy: pd.DataFrame, keep: tuple[str, ...] = ()) -> pd.DataF
                     f"with scope {scope} under this machine label and dataset"
                 )
             else:
-                m, s = float(row["median_throughput"]), _std(row["std_throughput"])
-                mo, so = record["cpu_reference_throughput"], record["cpu_reference_std"]
-                low, high = speedup_interval(m, s, mo, so)
-                record.update(ratio=m / mo, ratio_low=low, ratio_high=high, ratio_status="ok")
+                m, mo = float(row["median_throughput"]), record["cpu_reference_throughput"]
+                interval = speedup_interval(row, ref)
+                record.update(
+                    ratio=m / mo,
+                    ratio_low=math.nan if interval.low is None else interval.low,
+                    ratio_high=math.nan if interval.high is None else interval.high,
+                    ratio_status="ok",
+                )
             records.append(record)
     columns = [*RATIO_COLUMNS, *(k for k in keep if k not in RATIO_COLUMNS)]
     frame = pd.DataFrame.from_records(records, columns=columns)

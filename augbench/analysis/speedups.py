@@ -6,7 +6,8 @@ import math
 
 import pandas as pd
 
-from augbench.analysis.tidy import GROUP_COLUMNS
+from augbench.analysis.tidy import GROUP_COLUMNS, decoded, number
+from augbench.intervals import Interval, median_interval, ratio_interval
 
 SPEEDUP_COLUMNS: tuple[str, ...] = (
     *GROUP_COLUMNS,
@@ -21,20 +22,55 @@ SPEEDUP_COLUMNS: tuple[str, ...] = (
     "speedup",
     "speedup_low",
     "speedup_high",
+    "speedup_level",
+    # faster / slower where the speedup's whole interval lies above / below 1, tie where it
+    # holds 1 (the two libraries cannot be told apart on this machine), "" without a competitor.
+    "versus_fastest_other",
     "is_fastest",
+    # The row, or the row its speedup is computed against, was measured while other processes
+    # loaded the machine (augbench.quietness; tidy's under_load); None where neither records it.
+    "under_load",
 )
 
 
-def speedup_interval(m: float, s: float, m_other: float, s_other: float) -> tuple[float, float]:
-    """±1 sd interval of m / m_other.
+def _under_load(row: pd.Series) -> bool | None:
+    """A row's ``under_load`` as True / False / None, from a frame or from its CSV."""
+    value = row.get("under_load")
+    if isinstance(value, str):
+        return {"true": True, "false": False}.get(value.strip().lower())
+    return None if value is None or pd.isna(value) else bool(value)
 
-    From (m - s) / (m_other + s_other) to (m + s) / (m_other - s_other).
 
-    The upper bound is infinite when the other library's interval reaches zero.
-    """
-    low = max(m - s, 0.0) / (m_other + s_other)
-    high = (m + s) / (m_other - s_other) if m_other - s_other > 0 else math.inf
-    return low, high
+def row_interval(row: pd.Series) -> Interval:
+    """A row's median with the interval of the median: its own (``ci_low``, ``ci_high``), else
+    the order-statistic interval of its recorded throughputs (files from other tools)."""
+    low, high = number(row.get("ci_low")), number(row.get("ci_high"))
+    median = number(row.get("median_throughput"))
+    if not (math.isnan(low) or math.isnan(high)):
+        level = number(row.get("ci_level"))
+        return Interval(median, low, high, None if math.isnan(level) else level, "", 0)
+    values = decoded(row.get("throughputs"))
+    if isinstance(values, list) and len(values) > 1:
+        found = median_interval([float(v) for v in values])
+        return Interval(median, found.low, found.high, found.level, found.method, found.n)
+    return Interval(median, None, None, None, "no interval", 0)
+
+
+def speedup_interval(row: pd.Series, other: pd.Series) -> Interval:
+    """The interval of median(row) / median(other): the two medians' intervals combined
+    (augbench.intervals.ratio_interval)."""
+    return ratio_interval(row_interval(row), row_interval(other))
+
+
+def versus(interval: Interval) -> str:
+    """faster, slower or tie: where the speedup's interval lies against 1."""
+    if interval.low is None or interval.high is None:
+        return "unknown"
+    if interval.low > 1.0:
+        return "faster"
+    if interval.high < 1.0:
+        return "slower"
+    return "tie"
 
 
 def _with_dataset(tidy: pd.DataFrame) -> pd.DataFrame:
@@ -67,22 +103,28 @@ def compute(tidy: pd.DataFrame) -> pd.DataFrame:
                 speedup=math.nan,
                 speedup_low=math.nan,
                 speedup_high=math.nan,
+                speedup_level=math.nan,
+                versus_fastest_other="",
                 is_fastest=False,
+                under_load=_under_load(row),
             )
             others = ok[ok["library"] != row["library"]]
             if row["status"] == "ok" and len(others):
                 best = others.loc[others["median_throughput"].idxmax()]
-                m, s = float(row["median_throughput"]), float(row["std_throughput"] or 0.0)
-                mo, so = float(best["median_throughput"]), float(best["std_throughput"] or 0.0)
-                low, high = speedup_interval(m, s, mo, so)
+                m, mo = float(row["median_throughput"]), float(best["median_throughput"])
+                interval = speedup_interval(row, best)
                 record.update(
                     fastest_other_library=best["library"],
                     fastest_other_throughput=mo,
                     speedup=m / mo,
-                    speedup_low=low,
-                    speedup_high=high,
+                    speedup_low=math.nan if interval.low is None else interval.low,
+                    speedup_high=math.nan if interval.high is None else interval.high,
+                    speedup_level=math.nan if interval.level is None else interval.level,
+                    versus_fastest_other=versus(interval),
                     is_fastest=m > mo,
                 )
+                if _under_load(best):
+                    record["under_load"] = True
             elif row["status"] == "ok":
                 record["is_fastest"] = True
             records.append(record)

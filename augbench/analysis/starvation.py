@@ -1,15 +1,18 @@
 """Will my GPU starve? The data side of a training step, from measured end-to-end loader rows.
 
-With prefetching, a training step takes max(model time, data time) per batch, so the model waits
-for data a fraction ``max(0, 1 - data_rate / model_rate)`` of the time. For every library, recipe
-(or pipeline: the row's ``transform``) and measured worker count of an end-to-end row
-(cpu_dataloader, gpu_dataloader and dali in their ``decode`` scope: read + decode + transforms),
-the table gives that fraction, whether the model is kept fed, the data-loading time of an epoch
-(``dataset_images / data_rate``) and the epoch time with the model (``dataset_images /
-min(data_rate, model_rate)``); per series, the fewest measured workers that keep the model fed.
-Nothing is extrapolated: worker counts that were not measured ok (skipped because the machine has
-fewer cores, errors, early stops) are listed with their status and reason, never as zeros.
-docs/starvation.md has the details.
+The starvation model (augbench.starvation_model) predicts a training loop from a loader row and
+a model's rate: without workers the main process loads, then steps; with workers, a step takes
+max(step + hand-over, loader period) per batch, where the hand-over is the main process's time to
+receive a batch, measured by the row's job (its hand-over probe; checked against real training
+loops by augbench.analysis.training). For every library, recipe (or pipeline: the row's
+``transform``) and measured worker count of an end-to-end row (cpu_dataloader, gpu_dataloader
+and dali in their ``decode`` scope: read + decode + transforms), the table gives the predicted
+data wait with its interval (from the row's interval), the verdict (fed, borderline, starved:
+one threshold, ``policy.FED_WAIT``), the data-loading time of an epoch (``dataset_images /
+data_rate``) and the epoch time with the model; per series, the fewest measured workers that keep
+the model fed (monotone in workers, or flagged). Nothing is extrapolated: worker counts that were
+not measured ok (skipped because the machine has fewer cores, errors, early stops) are listed
+with their status and reason, never as zeros. docs/starvation.md has the details.
 """
 
 from __future__ import annotations
@@ -20,7 +23,15 @@ from typing import Any
 
 import pandas as pd
 
-from augbench.starvation_model import predict
+from augbench.analysis.tidy import decoded, number
+from augbench.starvation_model import (
+    FED_DEFINITION,
+    Prediction,
+    Supply,
+    fewest_fed,
+    predict,
+    verdict,
+)
 
 # Regimes whose rows are end to end (file read + decode inside the timed loop) in this scope.
 END_TO_END_SCOPE: dict[str, str] = {
@@ -53,11 +64,19 @@ COLUMNS: tuple[str, ...] = (
     "status",
     "reason",
     "data_img_per_s",
+    "data_ci_low",
+    "data_ci_high",
+    "handover_ms",
+    "training_img_per_s",
     "data_wait_fraction",
+    "data_wait_low",
+    "data_wait_high",
+    "verdict",
     "keeps_model_fed",
     "data_time_per_epoch_s",
     "epoch_time_s",
     "fewest_workers_keeping_fed",
+    "fed_monotone",
     "measured_workers",
     "not_measured_workers",
     "dataset_images",
@@ -111,12 +130,35 @@ def models_from_config(
     ]
 
 
-def data_wait_fraction(data_img_per_s: float, model_img_per_s: float) -> float:
-    """Share of each step the model waits for data: step = max(model, data) with prefetching
-    (augbench.starvation_model, the rule the training regime checks against a measured loop)."""
+def supply_of(row: pd.Series | dict[str, Any], rate: float) -> Supply:
+    """The loader of an end-to-end row at ``rate`` img/s: its workers, batch and its job's
+    hand-over per batch (scaled from the probe's batch to the row's; none recorded, as in the
+    GPU regimes, counts as none)."""
+    counted = number(row.get("workers"))
+    # No worker sweep (-1, none: DALI's own threads) is a loader that prefetches.
+    workers = int(counted) if counted >= 0 else 1
+    batch = int(number(row.get("batch_size"))) if number(row.get("batch_size")) > 0 else 1
+    idle = number(row.get("handover_idle_ms"))
+    busy = number(row.get("handover_busy_ms"))
+    if workers == 0 or math.isnan(idle) or math.isnan(busy):
+        return Supply(rate, workers, batch)
+    probe_mb = number(row.get("handover_batch_mb"))
+    shape = decoded(row.get("batch_shape"))
+    row_mb = (
+        math.prod(int(x) for x in shape) * 4 / 2**20
+        if isinstance(shape, list) and shape
+        else math.nan
+    )
+    scale = row_mb / probe_mb if probe_mb > 0 and row_mb > 0 else 1.0
+    return Supply(rate, workers, batch, idle * scale / 1000.0, busy * scale / 1000.0)
+
+
+def data_wait_fraction(data_img_per_s: float, model_img_per_s: float, workers: int = 1) -> float:
+    """Share of each step the model waits for a loader of ``data_img_per_s`` with ``workers``
+    (no hand-over known: the bare arithmetic)."""
     if not data_img_per_s > 0:
         return math.nan
-    return predict(data_img_per_s, model_img_per_s, workers=1).data_wait_fraction
+    return predict(Supply(data_img_per_s, workers, 1), model_img_per_s).data_wait_fraction
 
 
 def end_to_end_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -150,6 +192,18 @@ def _reason(row: pd.Series) -> str:
     return reason if isinstance(reason, str) else ""
 
 
+def _predictions(
+    row: pd.Series, rate: float, model_img_per_s: float
+) -> tuple[Prediction, float, float]:
+    """The prediction at the row's median, and the lowest and highest data wait over the row's
+    interval (its ends and median: the hand-over's share makes it not always monotone)."""
+    low, high = number(row.get("ci_low")), number(row.get("ci_high"))
+    middle = predict(supply_of(row, rate), model_img_per_s)
+    ends = [middle, *(predict(supply_of(row, r), model_img_per_s) for r in (low, high) if r > 0)]
+    waits = [p.data_wait_fraction for p in ends]
+    return middle, min(waits), max(waits)
+
+
 def table(
     frame: pd.DataFrame,
     models: list[Model],
@@ -164,18 +218,29 @@ def table(
         for key, group in part.groupby(keys, sort=True, dropna=False):
             group = group.sort_values("workers")
             ok = group[(group["status"] == "ok") & (group["median_throughput"] > 0)]
-            fed = ok[ok["median_throughput"] >= model.img_per_s]
+            verdicts: dict[int, str] = {}
+            predicted: dict[Any, tuple[Prediction, float, float]] = {}
+            for index, row in ok.iterrows():
+                predicted[index] = _predictions(
+                    row, float(row["median_throughput"]), model.img_per_s
+                )
+                _, wait_low, wait_high = predicted[index]
+                verdicts[int(row["workers"])] = verdict(wait_low, wait_high)
             swept = bool((group["workers"] >= 0).any())
+            fewest, monotone = fewest_fed(verdicts)
             if not swept:
-                fewest = "n/a (no worker sweep in this regime)"
-            elif len(fed):
-                fewest = str(int(fed["workers"].min()))
+                said = "n/a (no worker sweep in this regime)"
+            elif fewest is not None:
+                said = str(fewest)
             else:
-                fewest = "none of the measured counts"
+                said = "none of the measured counts"
             not_ok = group[~group.index.isin(ok.index)]
-            for _, row in group.iterrows():
-                is_ok = row.name in ok.index
+            for index, row in group.iterrows():
+                is_ok = index in predicted
                 rate = float(row["median_throughput"]) if is_ok else math.nan
+                middle, wait_low, wait_high = (
+                    predicted[index] if is_ok else (None, math.nan, math.nan)
+                )
                 record = dict(zip(keys, key, strict=True))
                 record.update(
                     model=model.name,
@@ -184,13 +249,21 @@ def table(
                     status=row["status"],
                     reason="" if is_ok else _reason(row),
                     data_img_per_s=rate,
-                    data_wait_fraction=data_wait_fraction(rate, model.img_per_s),
-                    keeps_model_fed=bool(rate >= model.img_per_s) if is_ok else None,
+                    data_ci_low=number(row.get("ci_low")) if is_ok else math.nan,
+                    data_ci_high=number(row.get("ci_high")) if is_ok else math.nan,
+                    handover_ms=1000.0 * middle.handover_s if middle else math.nan,
+                    training_img_per_s=middle.images_per_second if middle else math.nan,
+                    data_wait_fraction=middle.data_wait_fraction if middle else math.nan,
+                    data_wait_low=wait_low,
+                    data_wait_high=wait_high,
+                    verdict=verdicts.get(int(row["workers"]), "") if is_ok else "",
+                    keeps_model_fed=(verdicts.get(int(row["workers"])) == "fed") if is_ok else None,
                     data_time_per_epoch_s=dataset_images / rate if is_ok else math.nan,
                     epoch_time_s=(
-                        dataset_images / min(rate, model.img_per_s) if is_ok else math.nan
+                        dataset_images / middle.images_per_second if middle else math.nan
                     ),
-                    fewest_workers_keeping_fed=fewest,
+                    fewest_workers_keeping_fed=said,
+                    fed_monotone=monotone,
                     measured_workers=",".join(str(int(w)) for w in ok["workers"] if w >= 0),
                     not_measured_workers="; ".join(
                         f"{int(r['workers'])}: {r['status']}"
@@ -206,6 +279,11 @@ def table(
     return pd.DataFrame.from_records(records, columns=columns)
 
 
+def _is_false(value: Any) -> bool:
+    """A boolean cell that is False (not missing: a series without a verdict)."""
+    return value is not None and not pd.isna(value) and not bool(value)
+
+
 def _pct(value: float) -> str:
     return "n/a" if value is None or math.isnan(value) else f"{value:.0%}"
 
@@ -218,8 +296,9 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-def markdown(starved: pd.DataFrame) -> list[str]:
-    """The summary's section: per model, one line per library and recipe."""
+def markdown(starved: pd.DataFrame, define: bool = True) -> list[str]:
+    """The summary's section: per model, one line per library and recipe; ``define``: state
+    what "fed" means (False where the summary has stated it already)."""
     lines = ["## Will my GPU starve?", ""]
     if starved.empty:
         return [
@@ -229,12 +308,15 @@ def markdown(starved: pd.DataFrame) -> list[str]:
             "",
         ]
     lines += [
-        "From measured end-to-end rows only (read + decode + recipe; decode scope). With "
-        "prefetching a step takes max(model, data), so the model waits "
-        "max(0, 1 - data img/s / model img/s) of the time. Worker counts that were not measured "
-        "ok are listed with their reason and never extrapolated. Details: docs/starvation.md; "
-        "every number: results/tables/starvation.csv.",
+        "From measured end-to-end rows only (read + decode + recipe; decode scope), by the "
+        "starvation model (without workers: load then step; with workers: max(step + "
+        "hand-over, loader period) per batch, the hand-over measured by the row's job). Each "
+        "wait is the prediction at the row's median with, in brackets, its range over the "
+        "row's interval, then its verdict. Worker counts that were not measured ok are listed "
+        "with their reason and never extrapolated. Details: docs/starvation.md; every number: "
+        "results/tables/starvation.csv.",
         "",
+        *([FED_DEFINITION, ""] if define else []),
     ]
     head = ["machine (cores)", "regime", "dataset", "library", "recipe", "fewest workers"]
     head += ["data wait by workers", "data time / epoch (best)", "not measured"]
@@ -252,8 +334,10 @@ def markdown(starved: pd.DataFrame) -> list[str]:
             s = series.iloc[0]
             ok = series[series["data_img_per_s"].notna()]
             waits = ", ".join(
-                f"{'-' if pd.isna(w) else int(w)}: {_pct(f)}"
-                for w, f in zip(ok["workers"], ok["data_wait_fraction"], strict=True)
+                f"{'-' if pd.isna(r['workers']) else int(r['workers'])}: "
+                f"{_pct(r['data_wait_fraction'])} [{_pct(r['data_wait_low'])}, "
+                f"{_pct(r['data_wait_high'])}] {r['verdict']}"
+                for _, r in ok.iterrows()
             )
             best = ok["data_time_per_epoch_s"].min() if len(ok) else math.nan
             cores = "" if pd.isna(s["usable_cores"]) else f" ({int(s['usable_cores'])} cores)"
@@ -266,7 +350,8 @@ def markdown(starved: pd.DataFrame) -> list[str]:
                 dataset,
                 s["library"],
                 str(s["transform"]),
-                s["fewest_workers_keeping_fed"],
+                s["fewest_workers_keeping_fed"]
+                + (" (not monotone in workers)" if _is_false(s["fed_monotone"]) else ""),
                 waits or "none ok",
                 _duration(best),
                 s["not_measured_workers"] or "",

@@ -11,7 +11,14 @@ from augbench.analysis import allocator_effect, faults, lazy_outputs, pipelines,
 from augbench.analysis.dataloader import baseline_exceptions
 from augbench.analysis.diagnostics import diagnose, slow_rows
 from augbench.analysis.groups import iter_groups, library_medians, library_order, winners
-from augbench.policy import BARE_LOOP_MIN_RATIO, DECODE_COMPOSITION_GOAL, RELATIVE_CI_TARGET
+from augbench.policy import (
+    BARE_LOOP_MIN_RATIO,
+    DECODE_COMPOSITION_GOAL,
+    RELATIVE_CI_TARGET,
+    UNDER_LOAD_CLOCK_DROP,
+    UNDER_LOAD_OTHER_CORES_FRACTION,
+    UNDER_LOAD_STEAL_FRACTION,
+)
 
 
 def _fmt(value: float, digits: int = 0) -> str:
@@ -150,6 +157,7 @@ def markdown(
         lambda r: [_fmt(r["median_throughput"]), r["detail"]],
         "None: every ok row is within the variance and warm-up limits.",
     )
+    lines += under_load_section(frame)
     lines += _baseline_section(frame)
     lines += training.summary_lines(frame)
     lines += faults.summary_lines(
@@ -281,3 +289,65 @@ def precision_section(frame: pd.DataFrame) -> list[str]:
         )  # fmt: skip
         lines.append("")
     return lines
+
+
+def under_load_flags(column: pd.Series) -> pd.Series:
+    """``under_load`` as True / False / None, from a frame or from its CSV (text cells)."""
+    text = column.astype(str).str.strip().str.lower()
+    return text.map({"true": True, "false": False}).where(text.isin(["true", "false"]), None)
+
+
+def under_load_section(frame: pd.DataFrame, worst: int = 5) -> list[str]:
+    """Ok rows whose job ran while other processes loaded its CPUs (augbench.quietness):
+    counted per regime and library, the worst jobs with their readings; one line where there
+    are none."""
+    lines = ["## Rows measured under load", ""]
+    flags = under_load_flags(frame["under_load"]) if "under_load" in frame.columns else None
+    measured = frame["status"] == "ok"
+    if flags is None or flags[measured].isna().all():
+        return [*lines, "No ok row's result file records the machine's quietness.", ""]
+    recorded = frame[measured & flags.notna()].assign(under_load=flags)
+    loaded = recorded[recorded["under_load"] == True]  # noqa: E712 (object column)
+    rule = (
+        f"other processes used more than {UNDER_LOAD_OTHER_CORES_FRACTION:.1%} of the job's "
+        f"cores on average, the hypervisor stole more than {UNDER_LOAD_STEAL_FRACTION:.0%} of "
+        f"their time, or the fastest core's clock fell more than {UNDER_LOAD_CLOCK_DROP:.0%} "
+        "from start to end"
+    )
+    if loaded.empty:
+        return [
+            *lines,
+            f"None of {len(recorded)} ok rows: no job crossed a threshold ({rule}).",
+            "",
+        ]
+    lines += [
+        f"{len(loaded)} of {len(recorded)} ok rows come from jobs during which {rule} "
+        '(docs/methodology.md, "Quietness"). They stay in every table and ranking, flagged '
+        "by `under_load` (and `load_reason`) in `all_results.csv` and `speedups_<regime>.csv`; "
+        "rerun them on a quiet machine before trusting a close ranking.",
+        "",
+    ]
+    counts = []
+    for (regime, library), rows in loaded.groupby(["regime", "library"], sort=True):
+        of = recorded[(recorded["regime"] == regime) & (recorded["library"] == library)]
+        counts.append([str(regime), str(library), f"{len(rows)}/{len(of)}"])
+    lines += [*_table(["regime", "library", "rows under load"], counts), ""]
+    other = pd.to_numeric(loaded["other_load_cores"], errors="coerce")
+    jobs = (
+        loaded.assign(other=other)
+        .sort_values("other", ascending=False)
+        .drop_duplicates("source_file")
+        .head(worst)
+    )
+    lines += [f"Most loaded jobs (top {len(jobs)}):", ""]
+    lines += _rows_table(
+        jobs,
+        {"machine": "machine", "regime": "regime", "scope": "scope", "library": "library"},
+        ["other cores", "steal %", "why"],
+        lambda r: [
+            _fmt(r["other"], 2),
+            _fmt(100 * pd.to_numeric(r["steal_fraction"], errors="coerce"), 1),
+            str(r["load_reason"]),
+        ],
+    )
+    return [*lines, ""]

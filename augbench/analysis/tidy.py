@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from augbench import regimes
+from augbench import quietness, regimes
 from augbench.allocator import DEFAULT_SETTING, setting_of
 from augbench.allocator import label as allocator_label
 from augbench.analysis.dataloader import add_baselines
@@ -56,6 +56,13 @@ COLUMNS: tuple[str, ...] = (
     "allocator_setting",
     "minor_faults_per_image",
     "output_pages",
+    # How quiet the machine was during the row's job (augbench.quietness): other processes' load
+    # on its CPUs in cores, the hypervisor's steal share, and whether a threshold of
+    # augbench.policy was crossed (None where the file records no quietness) and which.
+    "other_load_cores",
+    "steal_fraction",
+    "under_load",
+    "load_reason",
     "dataset",
     "dataset_name",
     "dataset_sha256",
@@ -251,6 +258,20 @@ def variant_without_allocator(variant: str, setting: str) -> str:
     return " · ".join(part for part in str(variant).split(" · ") if part != tag)
 
 
+def _quietness(meta: dict[str, Any]) -> dict[str, Any]:
+    """The row's quietness columns from its file's ``quietness`` block (augbench.quietness);
+    None and "" where the file has none (other tools, older runs)."""
+    block = meta.get("quietness")
+    under_load, reason = quietness.verdict(block)
+    block = block if isinstance(block, dict) else {}
+    return {
+        "other_load_cores": block.get("other_load_cores"),
+        "steal_fraction": block.get("steal_fraction"),
+        "under_load": under_load,
+        "load_reason": reason,
+    }
+
+
 def _slow_threshold(meta: dict[str, Any], params: dict[str, Any]) -> float | None:
     """The slow-transform threshold (s/item) the file's own run applied: another tool's recorded
     value, or our policy recorded in benchmark_params. None when the file does not say."""
@@ -301,6 +322,7 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
         "device": meta.get("device") or "cpu",
         "telemetry": _telemetry(meta),
         **_allocator(meta),
+        **_quietness(meta),
     }
     out = []
     for name, row in payload["results"].items():

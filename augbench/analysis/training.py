@@ -1,25 +1,53 @@
-"""The training regime's tables (augbench/engines/training.py, docs/training.md).
+"""The training regime's tables (augbench/engines/training.py, docs/training.md): each measured
+training loop beside the starvation model's prediction **out of sample**.
 
-- ``predicted_vs_measured``: per machine, accelerator (``variant``), library, recipe and worker
-  count: the measured training throughput and data-wait fraction beside the starvation model's
-  prediction from the loader and model rates measured in the same job, their ratio, whether they
-  differ by more than ``policy.TRAINING_PREDICTION_TOLERANCE``, the step-time and batch-wait
-  p95, and, per series, the fewest workers whose measured data wait stays under
-  ``policy.TRAINING_FED_WAIT`` (the answer to "how many workers does my accelerator need").
-- ``summary_lines``: that table in the summary, with the disagreements said in words.
+A training row's prediction never comes from its own job. Its inputs are:
+
+- the **supply**: the cpu_dataloader regime's ``decode`` row of the same machine, dataset,
+  library, recipe (or pipeline), worker count, batch size and allocator setting, another job
+  (its median img/s and interval, and its job's hand-over probe:
+  augbench.engines.dataloader.baselines.measure_handover);
+- the **model rate**: the stand-in's nominal rate (``sleep:<ms>``: batch / ms), or the row's own
+  model-alone rate (the step on a resident batch, before the loader starts).
+
+Rows without a supply row (another batch size, a worker count or recipe the cpu_dataloader regime
+did not measure, the GPU feed, DALI's own loader) say "no out-of-sample prediction" and why.
+
+``predicted_vs_measured``: per machine, accelerator (``variant``), library, recipe and worker
+count, the measured throughput and data wait (median of the row's blocks, with the interval of
+the median), the prediction with its interval (from the supply's), measured / predicted, the
+wait difference, whether both are within ``policy.TRAINING_PREDICTION_TOLERANCE`` and
+``policy.TRAINING_WAIT_TOLERANCE``, the fed verdict of the measured wait and of the predicted
+wait (augbench.starvation_model.verdict, one threshold: ``policy.FED_WAIT``), and per series the
+fewest workers fed (monotone in workers, or flagged). ``summary_lines``: the summary's section.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import pandas as pd
 
+from augbench.analysis.faults import is_bound
 from augbench.analysis.tidy import decoded, number
-from augbench.policy import TRAINING_FED_WAIT, TRAINING_PREDICTION_TOLERANCE
+from augbench.policy import FED_WAIT, TRAINING_PREDICTION_TOLERANCE, TRAINING_WAIT_TOLERANCE
+from augbench.starvation_model import FED_DEFINITION, Supply, fewest_fed, predict, verdict
 
 SERIES: tuple[str, ...] = ("machine", "dataset", "variant", "library", "transform")
+# What a supply row must share with a training row to stand for its loader.
+MATCH: tuple[str, ...] = (
+    "machine",
+    "dataset",
+    "library",
+    "transform",
+    "workers",
+    "batch_size",
+    "allocator_setting",
+)
+SLEEP = re.compile(r"^sleep:(?P<ms>\d+(\.\d+)?)$")
+NO_PREDICTION = "no out-of-sample prediction"
 COLUMNS: tuple[str, ...] = (
     *SERIES,
     "workers",
@@ -27,17 +55,39 @@ COLUMNS: tuple[str, ...] = (
     "status",
     "reason",
     "images_per_second",
-    "relative_ci",
-    "predicted_img_per_s",
-    "measured_vs_predicted",
-    "prediction_within_tolerance",
-    "data_wait_fraction",
-    "predicted_data_wait_fraction",
-    "loader_img_per_s",
+    "ci_low",
+    "ci_high",
+    "data_wait",
+    "data_wait_low",
+    "data_wait_high",
+    "verdict",
+    "supply_img_per_s",
+    "supply_ci_low",
+    "supply_ci_high",
+    "supply_allocator_bound",
+    "handover_ms",
     "model_img_per_s",
+    "model_source",
+    "data_over_model",
+    "predicted_img_per_s",
+    "predicted_low",
+    "predicted_high",
+    "predicted_data_wait",
+    "predicted_wait_low",
+    "predicted_wait_high",
+    "predicted_verdict",
+    "measured_vs_predicted",
+    "wait_difference",
+    "within_tolerance",
+    "prediction",
+    "step_ms_p50",
     "step_ms_p95",
     "batch_wait_ms_p95",
+    "batch_wait_ms_max",
+    "batch_waits",
     "fewest_workers_fed",
+    "fed_monotone",
+    "supply_source",
 )
 
 
@@ -47,42 +97,201 @@ def _value(cell: Any, key: str) -> float:
     return float(cell[key]) if isinstance(cell, dict) and key in cell else math.nan
 
 
+def _text(value: Any) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def supply_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The cpu_dataloader decode rows that are ok: what a training row's loader delivers."""
+    if frame.empty or "regime" not in frame.columns:
+        return frame.iloc[:0]
+    part = frame[
+        (frame["regime"] == "cpu_dataloader")
+        & (frame["scope"].fillna("") == "decode")
+        & (frame["status"] == "ok")
+    ]
+    return part
+
+
+def _key(row: pd.Series | dict[str, Any]) -> tuple[str, ...]:
+    out = []
+    for col in MATCH:
+        value = row.get(col)
+        if col in ("workers", "batch_size"):
+            value = int(number(value)) if not math.isnan(number(value)) else -1
+        out.append(_text(value))
+    return tuple(out)
+
+
+def _model_rate(row: pd.Series) -> tuple[float, str]:
+    """The model's img/s for the prediction and where it comes from."""
+    sleep = SLEEP.match(_text(row.get("accelerator")))
+    if sleep:
+        batch = number(row.get("batch_size"))
+        return batch * 1000.0 / float(sleep["ms"]), f"the stand-in's nominal rate ({sleep[0]})"
+    return number(row.get("model_img_per_s")), "the model alone, measured in the row's job"
+
+
+def _why_no_supply(row: pd.Series) -> str | None:
+    """Why a training row cannot have an out-of-sample supply, before looking for one."""
+    if _text(row.get("feed")) == "gpu":
+        return (
+            "the GPU feed's loader (workers cutting uint8 crops, the recipe on the device) is "
+            "measured by no other regime"
+        )
+    if row.get("library") == "dali":
+        return "DALI's loader runs in the training process's own threads; no other job measures it"
+    return None
+
+
+def _handover(supply: pd.Series, batch_mb: float) -> tuple[float, float]:
+    """The supply job's hand-over per batch (idle, busy), scaled from the probe's batch to this
+    row's batch bytes (the hand-over grows with the bytes a batch maps)."""
+    idle = number(supply.get("handover_idle_ms"))
+    busy = number(supply.get("handover_busy_ms"))
+    probe_mb = number(supply.get("handover_batch_mb"))
+    if math.isnan(idle) or math.isnan(busy):
+        return math.nan, math.nan
+    scale = batch_mb / probe_mb if probe_mb > 0 and batch_mb > 0 else 1.0
+    return idle * scale / 1000.0, busy * scale / 1000.0
+
+
+def _batch_mb(row: pd.Series) -> float:
+    shape = decoded(row.get("batch_shape"))
+    if isinstance(shape, list) and shape:
+        return math.prod(int(x) for x in shape) * 4 / 2**20
+    return math.nan
+
+
+def _prediction(supply: pd.Series, row: pd.Series, model_rate: float) -> dict[str, Any]:
+    """The prediction and its interval (from the supply's interval) for one training row."""
+    workers = int(number(row.get("workers")))
+    batch = int(number(row.get("batch_size")))
+    if workers > 0:
+        idle, busy = _handover(supply, _batch_mb(row))
+        if math.isnan(idle):
+            return {"prediction": f"{NO_PREDICTION}: the supply's job has no hand-over probe"}
+    else:
+        idle = busy = 0.0
+
+    def at(rate: float) -> Any:
+        return predict(Supply(rate, workers, batch, idle, busy), model_rate)
+
+    rate = number(supply.get("median_throughput"))
+    low = number(supply.get("ci_low"))
+    high = number(supply.get("ci_high"))
+    middle = at(rate)
+    # The prediction over the supply's interval (its ends and median: the hand-over's share
+    # makes it not always monotone in the rate).
+    ends = [middle, *(at(r) for r in (low, high) if r > 0)]
+    return {
+        "supply_img_per_s": rate,
+        "supply_ci_low": low,
+        "supply_ci_high": high,
+        # The supply's loader page-faulted beyond its transfer (augbench.analysis.faults): its
+        # rate then depends on its process's allocator history, which another process does not
+        # share (docs/training.md).
+        "supply_allocator_bound": is_bound(
+            supply.get("minor_faults_per_image"), supply.get("output_pages"), supply.get("workers")
+        ),
+        "handover_ms": 1000.0 * middle.handover_s,
+        "data_over_model": rate / model_rate,
+        "predicted_img_per_s": middle.images_per_second,
+        "predicted_low": min(p.images_per_second for p in ends),
+        "predicted_high": max(p.images_per_second for p in ends),
+        "predicted_data_wait": middle.data_wait_fraction,
+        "predicted_wait_low": min(p.data_wait_fraction for p in ends),
+        "predicted_wait_high": max(p.data_wait_fraction for p in ends),
+        "predicted_verdict": verdict(
+            min(p.data_wait_fraction for p in ends), max(p.data_wait_fraction for p in ends)
+        ),
+        "prediction": middle.rule,
+        "supply_source": _text(supply.get("source_file")),
+    }
+
+
 def predicted_vs_measured(frame: pd.DataFrame) -> pd.DataFrame:
     rows = frame[frame["regime"] == "training"] if "regime" in frame.columns else frame.iloc[:0]
+    supplies: dict[tuple[str, ...], pd.Series] = {}
+    for _, supply in supply_rows(frame).iterrows():
+        key = _key(supply)
+        # Several runs of one setting: the latest stands for it.
+        if key not in supplies or _text(supply.get("timestamp")) > _text(
+            supplies[key].get("timestamp")
+        ):
+            supplies[key] = supply
     records = []
     for _, row in rows.iterrows():
-        ratio = number(row.get("measured_vs_predicted"))
-        records.append(
-            {
-                **{k: row.get(k) for k in SERIES},
-                "workers": int(row["workers"]),
-                "batch_size": row.get("batch_size"),
-                "status": row["status"],
-                "reason": row.get("reason") if row["status"] != "ok" else "",
-                "images_per_second": number(row.get("images_per_second")),
-                "relative_ci": number(row.get("relative_ci")),
-                "predicted_img_per_s": number(row.get("predicted_img_per_s")),
-                "measured_vs_predicted": ratio,
-                "prediction_within_tolerance": abs(ratio - 1.0) <= TRAINING_PREDICTION_TOLERANCE
-                if not math.isnan(ratio)
-                else None,
-                "data_wait_fraction": number(row.get("data_wait_fraction")),
-                "predicted_data_wait_fraction": number(row.get("predicted_data_wait_fraction")),
-                "loader_img_per_s": number(row.get("loader_img_per_s")),
-                "model_img_per_s": number(row.get("model_img_per_s")),
-                "step_ms_p95": _value(row.get("step_ms"), "p95"),
-                "batch_wait_ms_p95": _value(row.get("batch_wait_ms"), "p95"),
-            }
-        )
-    table = pd.DataFrame.from_records(records, columns=list(COLUMNS[:-1]))
+        ok = row["status"] == "ok"
+        model_rate, model_source = _model_rate(row)
+        record: dict[str, Any] = {
+            **{k: row.get(k) for k in SERIES},
+            "workers": int(row["workers"]),
+            "batch_size": row.get("batch_size"),
+            "status": row["status"],
+            "reason": row.get("reason") if not ok else "",
+            "images_per_second": number(row.get("median_throughput")),
+            "ci_low": number(row.get("ci_low")),
+            "ci_high": number(row.get("ci_high")),
+            "data_wait": number(row.get("data_wait_median")),
+            "data_wait_low": number(row.get("data_wait_ci_low")),
+            "data_wait_high": number(row.get("data_wait_ci_high")),
+            "model_img_per_s": model_rate,
+            "model_source": model_source,
+            "step_ms_p50": _value(row.get("step_ms"), "p50"),
+            "step_ms_p95": _value(row.get("step_ms"), "p95"),
+            "batch_wait_ms_p95": _value(row.get("batch_wait_ms"), "p95"),
+            "batch_wait_ms_max": _value(row.get("batch_wait_ms"), "max"),
+            "batch_waits": _value(row.get("batch_wait_ms"), "n"),
+        }
+        record["verdict"] = verdict(record["data_wait_low"], record["data_wait_high"]) if ok else ""
+        why = _why_no_supply(row)
+        supply = supplies.get(_key(row)) if why is None else None
+        if why is None and supply is None:
+            why = (
+                f"no ok cpu_dataloader decode row of {row.get('transform')} at "
+                f"{int(row['workers'])} workers, batch {row.get('batch_size')} on this machine, "
+                "dataset and allocator setting (add them to cpu_dataloader.transforms, workers "
+                "and batch_size)"
+            )
+        if why is not None:
+            record["prediction"] = f"{NO_PREDICTION}: {why}"
+        elif not ok or not model_rate > 0:
+            record["prediction"] = f"{NO_PREDICTION}: the row has no measured model rate"
+        else:
+            record.update(_prediction(supply, row, model_rate))
+        predicted = number(record.get("predicted_img_per_s"))
+        if ok and predicted > 0:
+            ratio = record["images_per_second"] / predicted
+            difference = record["data_wait"] - record["predicted_data_wait"]
+            record["measured_vs_predicted"] = ratio
+            record["wait_difference"] = difference
+            record["within_tolerance"] = bool(
+                abs(ratio - 1.0) <= TRAINING_PREDICTION_TOLERANCE
+                and abs(difference) <= TRAINING_WAIT_TOLERANCE
+            )
+        records.append(record)
+    table = pd.DataFrame.from_records(records, columns=list(COLUMNS))
     table["fewest_workers_fed"] = pd.Series(dtype=object)
+    table["fed_monotone"] = pd.Series(dtype=object)
     for _, series in table.groupby(list(SERIES), dropna=False):
-        fed = series[
-            (series["status"] == "ok") & (series["data_wait_fraction"] < TRAINING_FED_WAIT)
-        ]
-        fewest = int(fed["workers"].min()) if not fed.empty else None
+        measured = series[series["status"] == "ok"]
+        fewest, monotone = fewest_fed(
+            dict(zip(measured["workers"], measured["verdict"], strict=True))
+        )
         table.loc[series.index, "fewest_workers_fed"] = fewest
+        table.loc[series.index, "fed_monotone"] = monotone
     return table.sort_values([*SERIES, "workers"]).reset_index(drop=True)
+
+
+def _pct(value: float) -> str:
+    return "n/a" if value is None or math.isnan(value) else f"{value:.1%}"
+
+
+def _between(low: float, high: float, fmt: str) -> str:
+    if math.isnan(low) or math.isnan(high):
+        return ""
+    return f" [{format(low, fmt)}, {format(high, fmt)}]"
 
 
 def summary_lines(frame: pd.DataFrame) -> list[str]:
@@ -90,48 +299,71 @@ def summary_lines(frame: pd.DataFrame) -> list[str]:
     if table.empty:
         return []
     lines = [
-        "## Training: measured vs the starvation model",
+        "## Training: measured against the starvation model, out of sample",
         "",
         "Each row is a real training loop (or the sleep stand-in) fed by the library's "
-        "DataLoader; the prediction comes from the loader and model rates measured in the same "
-        f"job (augbench.starvation_model). Beyond {TRAINING_PREDICTION_TOLERANCE:.0%} the row "
-        f"is flagged; 'fed' is a data wait under {TRAINING_FED_WAIT:.0%}.",
+        "DataLoader. Its prediction comes from another job: the cpu_dataloader row of the same "
+        "recipe, workers and batch (the loader's rate and hand-over) and the model's rate "
+        "(the stand-in's nominal rate, or the model alone). Values are medians over the row's "
+        "blocks with the interval of the median in brackets. "
+        f"A row is flagged beyond {TRAINING_PREDICTION_TOLERANCE:.0%} in throughput or "
+        f"{TRAINING_WAIT_TOLERANCE:.0%} points of data wait.",
         "",
-        "| accelerator | library | recipe | workers | img/s | predicted | measured / predicted | "
-        "data wait | step p95 ms | batch wait p95 ms |",
+        FED_DEFINITION,
+        "",
+        "| accelerator | library | recipe | workers | img/s | predicted | measured / predicted "
+        "| data wait | predicted wait | verdict |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     notes = []
     for _, r in table.iterrows():
+        head = f"| {r['variant']} | {r['library']} | {r['transform']} | {r['workers']} | "
         if r["status"] != "ok":
-            lines.append(
-                f"| {r['variant']} | {r['library']} | {r['transform']} | {r['workers']} | "
-                f"{r['status']}: {r['reason']} | | | | | |"
-            )
+            lines.append(f"{head}{r['status']}: {r['reason']} | | | | | |")
             continue
-        flag = "" if r["prediction_within_tolerance"] else " **(differs)**"
+        measured = f"{r['images_per_second']:.1f}{_between(r['ci_low'], r['ci_high'], '.0f')}"
+        wait = f"{_pct(r['data_wait'])}{_between(r['data_wait_low'], r['data_wait_high'], '.1%')}"
+        if math.isnan(number(r.get("predicted_img_per_s"))):
+            lines.append(f"{head}{measured} | {r['prediction']} | | {wait} | | {r['verdict']} |")
+            continue
+        flag = "" if r["within_tolerance"] else " **(differs)**"
         lines.append(
-            f"| {r['variant']} | {r['library']} | {r['transform']} | {r['workers']} | "
-            f"{r['images_per_second']:.1f} | {r['predicted_img_per_s']:.1f} | "
-            f"{r['measured_vs_predicted']:.2f}{flag} | {r['data_wait_fraction']:.0%} | "
-            f"{r['step_ms_p95']:.1f} | {r['batch_wait_ms_p95']:.1f} |"
+            f"{head}{measured} | {r['predicted_img_per_s']:.1f}"
+            f"{_between(r['predicted_low'], r['predicted_high'], '.0f')} | "
+            f"{r['measured_vs_predicted']:.2f}{flag} | {wait} | "
+            f"{_pct(r['predicted_data_wait'])} | {r['verdict']} |"
         )
-        if not r["prediction_within_tolerance"]:
+        if not r["within_tolerance"]:
+            bound = (
+                r.get("supply_allocator_bound") is True
+                or str(r.get("supply_allocator_bound")) == "True"
+            )
             notes.append(
                 f"- {r['library']} {r['transform']} with {r['workers']} worker(s) "
                 f"({r['variant']}): measured {r['images_per_second']:.1f} img/s is "
-                f"{r['measured_vs_predicted']:.2f}x the prediction (loader alone "
-                f"{r['loader_img_per_s']:.1f} img/s, model alone {r['model_img_per_s']:.1f} "
-                "img/s): the loader and the step do not overlap as the model assumes (they "
-                "share the machine's cores, or the loader's rate moves during the window)."
+                f"{r['measured_vs_predicted']:.2f}x the prediction and its data wait "
+                f"{_pct(r['data_wait'])} against {_pct(r['predicted_data_wait'])} predicted "
+                f"(supply {r['supply_img_per_s']:.0f} img/s, model "
+                f"{r['model_img_per_s']:.0f} img/s, data / model {r['data_over_model']:.2f})"
+                + (
+                    "; the supply's loader is allocator-bound, so its rate depends on its "
+                    "process's allocator history (docs/allocator.md: glibc-steady removes it)."
+                    if bound
+                    else "."
+                )
             )
     lines.append("")
-    fewest = table.drop_duplicates(list(SERIES))
-    for _, r in fewest.iterrows():
+    for _, r in table.drop_duplicates(list(SERIES)).iterrows():
         value = r["fewest_workers_fed"]
         if value is not None and not pd.isna(value):
-            said = f"{int(value)} worker(s) keep the data wait under {TRAINING_FED_WAIT:.0%}"
+            said = f"{int(value)} worker(s) keep it fed (data wait under {FED_WAIT:.0%})"
         else:
-            said = f"no measured worker count keeps the data wait under {TRAINING_FED_WAIT:.0%}"
+            said = f"no measured worker count keeps the data wait under {FED_WAIT:.0%}"
+        if (
+            r["fed_monotone"] is not None
+            and not pd.isna(r["fed_monotone"])
+            and not r["fed_monotone"]
+        ):
+            said += "; not monotone: a count above a fed one is starved"
         lines.append(f"- {r['library']} {r['transform']} ({r['variant']}): {said}.")
     return [*lines, "", *notes, *([""] if notes else [])]

@@ -3,8 +3,16 @@
 Importing this package switches library telemetry off (augbench.policy.TELEMETRY_OFF_ENV) before
 any engine imports a benchmarked library: the launcher (augbench.provision) already sets it for
 workflow jobs; this covers engines started directly (tests, tools/).
+
+It also takes an engine process's quietness start (augbench.quietness): ``python -m
+augbench.engines.<engine>`` imports this package before the engine's own module, so the reading
+precedes the thread settings, the library import and every measurement, in every engine, even in
+those that build their skeleton.Job only when their rows are done. The result file's end reading
+is taken in skeleton.write_result.
 """
 
+from augbench import quietness
 from augbench.policy import apply_telemetry_off
 
 apply_telemetry_off()
+quietness.engine_process_started()

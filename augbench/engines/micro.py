@@ -183,6 +183,7 @@ def measure_transforms(
     rule = StoppingRule(
         min_values=max(args.min_processes, 1) * args.values,
         max_values=max(args.processes, args.min_processes, 1) * args.values,
+        block=args.values,  # looked at once per process, never within one
     )
     benches: dict[str, Any] = {}
     firsts: dict[str, dict[str, Any]] = {}
@@ -213,7 +214,7 @@ def measure_transforms(
                 for key in SUMMED[1:]:  # every pyperf process's own count
                     total[key] += info.get(key, 0)
                 values = [1.0 / v for v in benches[name].get_values()]
-                if not rule.done(values):
+                if not rule.done(values, process_throughputs(benches[name])):
                     still.append(name)
                     continue
                 rows[name] = _ok_row(benches[name], firsts[name], totals[name], rule)
@@ -232,6 +233,12 @@ def measure_transforms(
 SUMMED: tuple[str, ...] = ("peak_rss_mb", "process_seconds", "minor_faults", "faulted_images")
 
 
+def process_throughputs(bench: Any) -> list[list[float]]:
+    """The row's throughputs split by the pyperf process that measured them (its interval is a
+    bootstrap over processes where there are enough, augbench.intervals)."""
+    return [[1.0 / v for v in run.values] for run in bench.get_runs() if run.values]
+
+
 def _ok_row(
     bench: Any, first: dict[str, Any], totals: dict[str, float], rule: StoppingRule
 ) -> dict[str, Any]:
@@ -239,12 +246,14 @@ def _ok_row(
     runs = bench.get_runs()
     num_images = int(bench.get_metadata().get("inner_loops", 1))
     throughputs = [1.0 / v for v in per_image]
-    reached = relative_ci(throughputs)
+    groups = process_throughputs(bench)
+    reached = relative_ci(throughputs, groups)
     kept = {k: v for k, v in first.items() if k not in ("status", *totals)}
     return ok_row(
         throughputs,
         [v * num_images for v in per_image],
         warmup_iterations=len(runs[-1].warmups) if runs and runs[-1].warmups else 0,
+        groups=groups,
         num_images=num_images,
         pyperf_processes=sum(1 for r in runs if r.values),
         peak_rss_mb=totals["peak_rss_mb"],

@@ -13,15 +13,29 @@ native layout, decoded before any clock), three kinds of pass:
 - **steps** (the isolated per-step breakdown): each step timed alone on the previous steps'
   outputs, its own output materialized inside its timer (``Adapter.materialize``).
 
-The three alternate (S W B, B W S, ...) with every value seeded alike, so all see the same
-machine state and do the same crops, until the whole pipeline's throughputs and the paired
-harness / bare ratios reach a relative 95 % CI of ``policy.RELATIVE_CI_TARGET``
-(``augbench.stopping``), between the configured minimum and maximum number of values. Each value
-is one or more passes over the images.
+Every pass runs in a **fresh process**: a child forked from the job's process, which itself
+only imports the library, decodes the images and builds the pipelines, and never runs one (the
+preflight runs in a child too). A child runs one kind of pass: an untimed warm-up, then
+``policy.BREAKDOWN_VALUES_PER_PROCESS`` timed values, each seeded alike (value i of every child
+does the same crops), so no number depends on what ran before it in a process: glibc's allocator
+adapts its thresholds to what a process freed before (augbench.allocator), and a whole pass
+timed after the steps pass, in one process, measured that history. Each child also places its
+inputs behind a pad of a seeded random size and builds its own pipeline objects after them
+(``own_layout``): where buffers lie moves a pipeline's speed by up to 1.5x on this kind of
+machine, and children that shared one layout would repeat it. Children run in the order
+S W B, S B W, ... (steps, whole, bare): over each pair of rounds every kind follows every other
+kind equally often; the job runs one round of each pipeline in turn (round-robin), so a row's
+processes spread over the job's time. Rounds repeat until the whole pipeline's median and the
+harness / bare ratio both reach a relative interval of ``policy.RELATIVE_CI_TARGET``
+(``augbench.stopping``; the
+intervals are bootstraps over the children where there are three or more, augbench.intervals),
+looked at once per round, between the configured minimum and maximum number of values per
+kind. Each value is one or more passes over the images.
 
 Rows (regime ``micro``, scope ``memory``): ``<pipeline>`` is the whole pipeline (variant
 ``pipeline``) with ``harness_vs_bare`` and ``composition_effect`` (whole / sum of the isolated
-steps: information; beyond ``policy.COMPOSITION_EFFECT_NOTE`` the row says what differs), its
+steps: information; beyond ``policy.COMPOSITION_EFFECT_NOTE`` the row says what differs), each
+with the interval of the ratio, its
 ``compose_call`` and ``output_contract``; ``<pipeline> · <i> <step>`` is one step (variant
 ``pipeline-step``, ``step``, ``step_index``, ``share`` of the summed step time). A library lacking
 a step gets one ``unsupported`` row naming it; a slow pipeline is ``early_stopped`` under the
@@ -45,13 +59,23 @@ from typing import Any  # noqa: E402
 
 from augbench import adapters, allocator, media, pipelines  # noqa: E402
 from augbench.engines import cli, preflight, skeleton  # noqa: E402
+from augbench.intervals import (  # noqa: E402
+    Interval,
+    process_median_interval,
+    ratio_interval,
+)
 from augbench.policy import (  # noqa: E402
+    BREAKDOWN_VALUES_PER_PROCESS,
     COMPOSITION_EFFECT_NOTE,
     PIPELINE_HARNESS_TOLERANCE,
     SlowTransformPolicy,
 )
 from augbench.results import non_ok_row, ok_row  # noqa: E402
-from augbench.stopping import StoppingRule, passes_per_value  # noqa: E402
+from augbench.stopping import (  # noqa: E402
+    StoppingRule,
+    breakdown_value_bounds,
+    passes_per_value,
+)
 
 Unit = tuple[str, Callable[[Any], Any]]
 Materialize = Callable[[Any, Any], Any]
@@ -67,22 +91,48 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 @dataclass
 class Breakdown:
-    """Seconds per value: one list per step (steps pass), the whole pipeline through the harness
-    (whole pass) and the bare loop over the same object (bare pass)."""
+    """Seconds per value, by the fresh process that measured them: one list per step (steps
+    pass), the whole pipeline through the harness (whole pass) and the bare loop over the same
+    object (bare pass)."""
 
     labels: list[str]
     images: int  # items per value: the distinct images times the passes over them
     passes: int = 1
-    step_seconds: list[list[float]] = field(default_factory=list)
-    whole_seconds: list[float] = field(default_factory=list)
-    bare_seconds: list[float] = field(default_factory=list)
-    whole_faults: int = 0  # minor page faults over every whole pass (augbench.allocator)
+    step_groups: list[list[list[float]]] = field(default_factory=list)  # process, value, step
+    whole_groups: list[list[float]] = field(default_factory=list)
+    bare_groups: list[list[float]] = field(default_factory=list)
+    whole_faults: int = 0  # minor page faults over every timed whole pass (augbench.allocator)
+    peak_rss_mb: float = 0.0  # the largest peak of the whole pass's processes
+    order: list[str] = field(default_factory=list)  # the kinds, in the order their processes ran
+
+    @property
+    def whole_seconds(self) -> list[float]:
+        return [v for g in self.whole_groups for v in g]
+
+    @property
+    def bare_seconds(self) -> list[float]:
+        return [v for g in self.bare_groups for v in g]
+
+    @property
+    def step_seconds(self) -> list[list[float]]:
+        return [v for g in self.step_groups for v in g]
 
     def faults_per_image(self) -> float:
         return self.whole_faults / (len(self.whole_seconds) * self.images)
 
     def per_image(self, seconds: Sequence[float]) -> float:
         return statistics.median(seconds) / self.images
+
+    def throughputs(self, groups: Sequence[Sequence[float]]) -> list[list[float]]:
+        """Images per second, by process."""
+        return [[self.images / s for s in g] for g in groups]
+
+    def seconds_interval(self, groups: Sequence[Sequence[float]]) -> Interval:
+        """The interval of the median seconds per image over these processes' values."""
+        return process_median_interval([[s / self.images for s in g] for g in groups])
+
+    def step_total_groups(self) -> list[list[float]]:
+        return [[sum(value) for value in g] for g in self.step_groups]
 
     def step_medians(self) -> list[float]:
         """Median seconds per image of each step over the values."""
@@ -95,14 +145,19 @@ class Breakdown:
         total = sum(medians)
         return [m / total if total > 0 else float("nan") for m in medians]
 
-    def harness_ratios(self) -> list[float]:
-        """Whole (harness) over bare, value by value: the two ran next to each other on the
-        same seeded work, so machine drift between values cancels."""
-        return [w / b for w, b in zip(self.whole_seconds, self.bare_seconds, strict=True)]
+    def harness(self) -> Interval:
+        """Whole (harness) over bare seconds: the ratio of the two medians, with its interval
+        (independent processes of the same seeded work)."""
+        return ratio_interval(
+            self.seconds_interval(self.whole_groups), self.seconds_interval(self.bare_groups)
+        )
 
-    def composition_ratios(self) -> list[float]:
-        """Whole over the summed isolated steps, value by value."""
-        return [w / sum(s) for w, s in zip(self.whole_seconds, self.step_seconds, strict=True)]
+    def composition(self) -> Interval:
+        """Whole over the summed isolated steps, with its interval."""
+        return ratio_interval(
+            self.seconds_interval(self.whole_groups),
+            self.seconds_interval(self.step_total_groups()),
+        )
 
 
 def steps_pass(
@@ -126,32 +181,31 @@ def whole_pass(
     whole: Callable[[Any], Any], inputs: Sequence[Any], materialize: Materialize, passes: int = 1
 ) -> float:
     """Seconds of the library's composition over all inputs (``passes`` times) through the
-    harness: one call per sample, the final output materialized, no timer inside."""
+    harness: one call per sample, the final output materialized, no timer inside. Each output
+    stays alive until the next call returns, as in a user's loop (``out = compose(image)``) or
+    a DataLoader worker's batch: when it is freed decides what the allocator reuses."""
     stream = [x for _ in range(passes) for x in inputs]
+    out = None
     start = time.perf_counter()
     for sample in stream:
-        materialize(whole(sample), sample)
-    return time.perf_counter() - start
-
-
-def whole_value(
-    result: Breakdown, whole: Any, inputs: Sequence[Any], materialize: Materialize, passes: int
-) -> None:
-    """One whole-pass value, its minor page faults counted outside its clock."""
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    result.whole_seconds.append(whole_pass(whole, inputs, materialize, passes))
-    result.whole_faults += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+        out = materialize(whole(sample), sample)
+    elapsed = time.perf_counter() - start
+    del out
+    return elapsed
 
 
 def bare_pass(whole: Any, inputs: Sequence[Any], passes: int = 1) -> float:
     """Seconds of a plain loop over the same composition object: the call a user writes
-    (``whole.call``: e.g. ``compose(image=image)["image"]``) and nothing else."""
+    (``whole.call``: e.g. ``out = compose(image=image)["image"]``) and nothing else."""
     obj, call = whole.obj, whole.call
+    out = None
     start = time.perf_counter()
     for _ in range(passes):
         for sample in inputs:
-            call(obj, sample)
-    return time.perf_counter() - start
+            out = call(obj, sample)
+    elapsed = time.perf_counter() - start
+    del out
+    return elapsed
 
 
 def reseed(units: Sequence[Unit], seed: int, whole: Any = None) -> None:
@@ -174,12 +228,144 @@ def reseed(units: Sequence[Unit], seed: int, whole: Any = None) -> None:
         own_seed(seed)
 
 
+# The order of the fresh processes, two rounds: over each pair every kind follows every other
+# kind once (S->W, W->B, B->S, S->B, B->W, W->S).
+ROUNDS: tuple[tuple[str, ...], ...] = (("steps", "whole", "bare"), ("steps", "bare", "whole"))
+
+
+def own_layout(inputs: Sequence[Any], seed: int) -> tuple[list[Any], list[bytearray]]:
+    """The inputs copied into this process's own memory behind a pad of a seeded random size
+    (and the pad, to keep while they are used).
+
+    Where a buffer lies relative to the buffers a pipeline allocates moves its speed on this
+    kind of machine by up to 1.5x (cache-set and page aliasing): two fresh interpreters doing
+    the same thing differ by that much, and forks of one process all inherit its one layout.
+    A process of its own therefore places its inputs at a random offset, so that the processes
+    of a row sample the layouts a user's processes get instead of repeating one
+    (docs/pipelines.md, "Fresh processes")."""
+    import copy
+    import random
+
+    rng = random.Random(seed)
+    pad = [bytearray(rng.randrange(1, 1 << 20)) for _ in range(rng.randrange(1, 8))]
+    return [copy.deepcopy(x) for x in inputs], pad
+
+
+def one_process(
+    kind: str,
+    units: Sequence[Unit],
+    whole: Any,
+    inputs: Sequence[Any],
+    materialize: Materialize,
+    values: int,
+    warmups: int,
+    passes: int,
+    seed: int = 0,
+    build: Callable[[], tuple[list[Unit], Any]] | None = None,
+) -> dict[str, Any]:
+    """What one fresh process of ``kind`` measures: its inputs in a layout of its own
+    (``own_layout``, seeded by ``seed``) and, with ``build``, its own pipeline objects built
+    after them, as a user's process builds its Compose; ``warmups`` untimed passes, then
+    ``values`` timed values, value i seeded with i (every process does the same work)."""
+    inputs, pad = own_layout(inputs, seed)
+    if build is not None:
+        units, whole = build()
+    timed: dict[str, Callable[[], Any]] = {
+        "steps": lambda: steps_pass(units, inputs, materialize, passes),
+        "whole": lambda: whole_pass(whole, inputs, materialize, passes),
+        "bare": lambda: bare_pass(whole, inputs, passes),
+    }
+    for _ in range(warmups):
+        reseed(units, 0, whole)
+        timed[kind]()
+    seconds = []
+    faults = 0
+    for value in range(values):
+        reseed(units, value, whole)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        seconds.append(timed[kind]())
+        faults += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    del pad
+    return {
+        "seconds": seconds,
+        "minor_faults": faults,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
 def precise_enough(result: Breakdown, rule: StoppingRule) -> bool:
-    """The whole pipeline's throughputs and the paired harness / bare ratios both meet ``rule``
-    (or its maximum number of values is reached)."""
-    if not rule.done([result.images / s for s in result.whole_seconds]):
+    """The whole pipeline's median and the harness / bare ratio both meet ``rule`` (or its
+    maximum number of values is reached)."""
+    whole = result.whole_seconds
+    if not rule.done(whole, result.throughputs(result.whole_groups)):
         return False
-    return rule.done(result.harness_ratios())
+    if len(whole) >= rule.max_values:
+        return True
+    spread = result.harness().relative_half_width
+    return spread is not None and spread <= rule.target
+
+
+class Measurement:
+    """One pipeline's rounds of fresh processes: ``step`` runs one round (a process of each
+    kind, in the order of ``ROUNDS``, each ``one_process``) and says whether ``rule`` is met
+    (``precise_enough``). A value is ``passes`` passes over the inputs (so that it lasts long
+    enough to time, ``stopping.passes_per_value``). The job steps its pipelines round-robin,
+    so a row's processes spread over the job's time instead of sharing one stretch of it (a
+    machine that slows down for a few seconds then moves every row a little, not one row a
+    lot, and the rows' intervals see it)."""
+
+    def __init__(
+        self,
+        units: Sequence[Unit],
+        whole: Any,
+        inputs: Sequence[Any],
+        materialize: Materialize,
+        rule: StoppingRule,
+        warmups: int = 1,
+        passes: int = 1,
+        values_per_process: int = BREAKDOWN_VALUES_PER_PROCESS,
+        build: Callable[[], tuple[list[Unit], Any]] | None = None,
+    ) -> None:
+        self.units, self.whole, self.inputs, self.materialize = units, whole, inputs, materialize
+        self.rule, self.warmups, self.passes = rule, warmups, passes
+        self.values_per_process, self.build = values_per_process, build
+        self.result = Breakdown([label for label, _ in units], len(inputs) * passes, passes)
+        self.rounds = 0
+
+    def step(self) -> bool:
+        """One round; True once the rule is met."""
+        result = self.result
+        groups = {
+            "steps": result.step_groups,
+            "whole": result.whole_groups,
+            "bare": result.bare_groups,
+        }
+        for kind in ROUNDS[self.rounds % len(ROUNDS)]:
+            seed = len(result.order)  # each process its own layout, reproducibly
+            measured = skeleton.in_fresh_fork(
+                lambda kind=kind, seed=seed: one_process(
+                    kind,
+                    self.units,
+                    self.whole,
+                    self.inputs,
+                    self.materialize,
+                    self.values_per_process,
+                    self.warmups,
+                    self.passes,
+                    seed,
+                    self.build,
+                ),
+                f"{kind} pass",
+            )
+            if "seconds" not in measured:
+                raise RuntimeError(f"a {kind} pass's process failed: {measured.get('reason')}")
+            groups[kind].append(measured["seconds"])
+            result.order.append(kind)
+            if kind == "whole":
+                result.whole_faults += measured["minor_faults"]
+                result.peak_rss_mb = max(result.peak_rss_mb, measured["peak_rss_mb"])
+        self.rounds += 1
+        return precise_enough(result, self.rule)
 
 
 def measure(
@@ -189,33 +375,17 @@ def measure(
     materialize: Materialize,
     rule: StoppingRule,
     warmups: int = 1,
-    progress: Callable[[str], None] | None = None,
     passes: int = 1,
+    values_per_process: int = BREAKDOWN_VALUES_PER_PROCESS,
+    build: Callable[[], tuple[list[Unit], Any]] | None = None,
 ) -> Breakdown:
-    """Untimed warm-up (one pass of each kind), then rounds of two values of each kind, S W B
-    then B W S, so each kind comes first and last equally often; rounds repeat until ``rule``
-    is met (``precise_enough``). Each value is ``passes`` passes over the inputs (so that it
-    lasts long enough to time, ``stopping.passes_per_value``); the values of a round are seeded
-    alike (``reseed``)."""
-    for _ in range(warmups):
-        steps_pass(units, inputs, materialize)
-        whole_pass(whole, inputs, materialize)
-        bare_pass(whole, inputs)
-    result = Breakdown([label for label, _ in units], len(inputs) * passes, passes)
-    kinds = {
-        "steps": lambda: result.step_seconds.append(steps_pass(units, inputs, materialize, passes)),
-        "whole": lambda: whole_value(result, whole, inputs, materialize, passes),
-        "bare": lambda: result.bare_seconds.append(bare_pass(whole, inputs, passes)),
-    }
-    while not precise_enough(result, rule):
-        for order in (("steps", "whole", "bare"), ("bare", "whole", "steps")):
-            value = len(result.whole_seconds)
-            for which in order:
-                reseed(units, value, whole)
-                kinds[which]()
-        if progress is not None:
-            progress(f"value {len(result.whole_seconds)}")
-    return result
+    """One pipeline's ``Measurement``, its rounds run until the rule is met."""
+    run = Measurement(
+        units, whole, inputs, materialize, rule, warmups, passes, values_per_process, build
+    )
+    while not run.step():
+        pass
+    return run.result
 
 
 class WholeSamples:
@@ -281,44 +451,58 @@ def breakdown_rows(
 ) -> dict[str, dict[str, Any]]:
     """The whole-pipeline row and one row per step, keyed for the result file."""
     n = result.images
-    harness = statistics.median(result.harness_ratios())
-    effect = statistics.median(result.composition_ratios())
+    harness = result.harness()
+    effect = result.composition()
     medians, shares = result.step_medians(), result.shares()
     bare_per_image = result.per_image(result.bare_seconds)
+    within = harness.overlaps(
+        Interval(
+            1.0, 1.0 - PIPELINE_HARNESS_TOLERANCE, 1.0 + PIPELINE_HARNESS_TOLERANCE, 1.0, "", 0
+        )
+    )
     rows: dict[str, dict[str, Any]] = {
         pipeline.name: ok_row(
             [n / s for s in result.whole_seconds],
             result.whole_seconds,
             warmup_iterations=1,
+            groups=result.throughputs(result.whole_groups),
             num_images=n // result.passes,
             passes_per_value=result.passes,
-            harness_vs_bare=harness,
-            harness_vs_bare_within=abs(harness - 1.0) <= PIPELINE_HARNESS_TOLERANCE,
+            processes=len(result.whole_groups),
+            process_order=result.order,
+            harness_vs_bare=harness.estimate,
+            **harness.fields("harness_vs_bare_"),
+            # Flagged only when the whole interval of the ratio lies outside the tolerance.
+            harness_vs_bare_within=within,
             harness_tolerance=PIPELINE_HARNESS_TOLERANCE,
             harness_ms_per_image=1000.0 * result.per_image(result.whole_seconds),
             bare_ms_per_image=1000.0 * bare_per_image,
             bare_throughputs=[n / s for s in result.bare_seconds],
-            composition_effect=effect,
+            composition_effect=effect.estimate,
+            **effect.fields("composition_effect_"),
             minor_faults_per_image=result.faults_per_image(),
             composition_note=composition_note(
-                effect, result.labels, copied, fields["compose_call"]
+                effect.estimate, result.labels, copied, fields["compose_call"]
             ),
             steps=result.labels,
             step_seconds_per_image=medians,
             step_shares=shares,
             step_output_copied=list(copied),
             timing="the library's own composition, one call per image through the harness, its "
-            "final output materialized once; interleaved with a bare loop over the same object "
-            "and with the isolated steps",
+            "final output materialized once and kept until the next call returns; each value "
+            "in a fresh process (forked before any pass ran), whole, bare-loop and isolated-step "
+            "processes in turn",
             **fields,
         )
     }
     for index, label in enumerate(result.labels):
-        seconds = [run[index] for run in result.step_seconds]
+        groups = [[value[index] for value in g] for g in result.step_groups]
+        seconds = [v for g in groups for v in g]
         rows[f"{pipeline.name} · {index} {label}"] = ok_row(
             [n / s if s > 0 else float("inf") for s in seconds],
             seconds,
             warmup_iterations=1,
+            groups=[[n / s if s > 0 else float("inf") for s in g] for g in groups],
             num_images=n // result.passes,
             passes_per_value=result.passes,
             step=label,
@@ -326,28 +510,111 @@ def breakdown_rows(
             share=shares[index],
             seconds_per_image=medians[index],
             output_copied=copied[index],
-            timing="this step alone on the previous steps' materialized outputs",
+            timing="this step alone on the previous steps' materialized outputs, in fresh "
+            "processes of their own",
             **{**fields, "variant": pipelines.STEP_VARIANT},
         )
     return rows
 
 
-def run_pipeline(
+class ConvertedInput:
+    """The library's dtype conversion of the decoded 8-bit image (``Adapter.input_conversion``)
+    as a step: on the image, or on the image of a {"image", "mask"} sample."""
+
+    def __init__(self, convert: Callable[[Any], Any], mask: bool) -> None:
+        self.convert, self.mask = convert, mask
+
+    def __call__(self, sample: Any) -> Any:
+        if self.mask:
+            return {**sample, "image": self.convert(sample["image"])}
+        return self.convert(sample)
+
+
+def with_input_conversion(
+    adapter: adapters.Adapter, pipeline: pipelines.Pipeline, units: list[Unit], whole: Any
+) -> tuple[list[Unit], Any]:
+    """Where the library's decoder converts the pixels' dtype (Kornia), that conversion as the
+    pipeline's first step and inside the whole pipeline's call, on 8-bit inputs
+    (``Adapter.decode_8bit``): every library's row then starts from the same decoded 8-bit
+    image and pays its own conversion inside the clock."""
+    if adapter.input_conversion is None:
+        return units, whole
+    from augbench.adapters.base import Composed
+
+    label, convert = adapter.input_conversion
+    step = ConvertedInput(convert, "mask" in pipeline.targets)
+    inner = whole.call
+
+    def call(obj: Any, sample: Any) -> Any:
+        return inner(obj, step(sample))
+
+    return [(label, step), *units], Composed(whole.obj, f"{label}, then {whole.description}", call)
+
+
+def inspect_pipeline(
+    units: Sequence[Unit],
+    whole: Any,
+    inputs: Sequence[Any],
+    materialize: Materialize,
+    policy: SlowTransformPolicy,
+    pipeline: pipelines.Pipeline,
+) -> dict[str, Any]:
+    """What is known of a pipeline before it is timed (run in a fresh process, like the
+    passes): the shared preflight, its output and which isolated steps had to copy."""
+    samples = WholeSamples(whole, inputs, materialize)
+    pre = preflight.per_sample(samples, pipelines.scaled_policy(policy, pipeline))
+    reseed(units, 0, whole)
+    sample_output = whole(inputs[0])
+    output = {
+        **pipelines.describe_output(sample_output),
+        "output_pages": allocator.output_pages(sample_output),
+    }
+    return {"pre": pre, "output": output, "copied": copied_steps(units, inputs[0], materialize)}
+
+
+def rule_for(args: argparse.Namespace) -> StoppingRule:
+    """The configured values per kind, in whole rounds (one process of each kind, of
+    BREAKDOWN_VALUES_PER_PROCESS values); the rule looks once per round."""
+    per = BREAKDOWN_VALUES_PER_PROCESS
+    least, most = breakdown_value_bounds(args.min_values, args.max_values, per)
+    return StoppingRule(least, most, block=per)
+
+
+Rows = dict[str, dict[str, Any]]
+
+
+@dataclass
+class Prepared:
+    """A pipeline ready to be measured: its Measurement and what its rows will carry."""
+
+    pipeline: pipelines.Pipeline
+    measurement: Measurement
+    fields: dict[str, Any]
+    copied: Sequence[bool]
+
+
+def prepare_pipeline(
     adapter: adapters.Adapter,
     pipeline: pipelines.Pipeline,
     images: list[Any],
     args: argparse.Namespace,
     policy: SlowTransformPolicy,
-    bar: Any,
-) -> dict[str, dict[str, Any]]:
+) -> Prepared | Rows:
+    """The pipeline built and inspected (its preflight in a process of its own): a Prepared
+    measurement, or the rows that say why it is not measured."""
     fields = pipelines.row_fields(pipeline, adapter)
     problem = pipelines.support_problem(adapter, pipeline)
     if problem is not None:
         status, reason, extra = problem
         return {pipeline.name: non_ok_row(status, reason, **extra, **fields)}
-    try:
+
+    def build() -> tuple[list[Unit], Any]:
         units = pipelines.build_units(adapter, pipeline)
         whole = pipelines.build_whole(adapter, pipeline, units)
+        return with_input_conversion(adapter, pipeline, units, whole)
+
+    try:
+        units, whole = build()
         inputs = [pipelines.prepare(adapter, pipeline, image) for image in images]
     except pipelines.PipelineError as exc:  # a user's own pipeline the library refuses
         return {pipeline.name: non_ok_row("error", str(exc), **fields)}
@@ -361,42 +628,71 @@ def run_pipeline(
     def materialize(out: Any, src: Any) -> Any:
         return pipelines.materialize(adapter, out, src)
 
-    try:
-        samples = WholeSamples(whole, inputs, materialize)
-        pre = preflight.per_sample(samples, pipelines.scaled_policy(policy, pipeline))
-        reseed(units, 0, whole)
-        sample_output = whole(inputs[0])
-        output = {
-            **pipelines.describe_output(sample_output),
-            "output_pages": allocator.output_pages(sample_output),
-        }
-        copied = copied_steps(units, inputs[0], materialize)
-    except Exception as exc:
-        return {pipeline.name: skeleton.stage_error_row("preflight", exc, **fields)}
+    inspected = skeleton.in_fresh_fork(
+        lambda: inspect_pipeline(units, whole, inputs, materialize, policy, pipeline), "preflight"
+    )
+    if "pre" not in inspected:  # the preflight raised: its error row, with the stage named
+        row = dict(inspected)
+        row["reason"] = f"preflight: {row.get('reason')}"
+        return {pipeline.name: {**row, **fields}}
+    pre, output, copied = inspected["pre"], inspected["output"], inspected["copied"]
     verdict = pre.pop("verdict")
     if verdict is not None:
         return {pipeline.name: non_ok_row("early_stopped", verdict, **pre, **output, **fields)}
-    rule = StoppingRule(args.min_values, args.max_values)
     # A value of a few images of a fast pipeline lasts milliseconds: repeat the pass until it
     # lasts MICRO_MIN_VALUE_SECONDS, as micro does, so one interrupt cannot swing a value.
     rate = pre.get("preflight_throughput") or 0.0
     passes = passes_per_value(1.0 / rate, len(inputs)) if rate > 0 else 1
-    rss_scope = allocator.reset_peak_rss()  # this pipeline's peak, not an earlier one's
-    try:
-        result = measure(
-            units,
-            whole,
-            inputs,
-            materialize,
-            rule,
-            warmups=args.warmups,
-            progress=lambda text: bar.set_postfix_str(f"{pipeline.name} {text}"),
-            passes=passes,
-        )
-    except Exception as exc:
-        return {pipeline.name: skeleton.stage_error_row("measurement", exc, **fields)}
-    memory = {"peak_rss_mb": allocator.peak_rss_mb(), "peak_rss_scope": rss_scope}
-    return breakdown_rows(pipeline, result, {**fields, **pre, **output, **memory}, copied)
+    measurement = Measurement(
+        units, whole, inputs, materialize, rule_for(args), args.warmups, passes, build=build
+    )
+    return Prepared(pipeline, measurement, {**fields, **pre, **output}, copied)
+
+
+def finish_pipeline(prepared: Prepared) -> Rows:
+    """A measured pipeline's rows."""
+    result = prepared.measurement.result
+    memory = {"peak_rss_mb": result.peak_rss_mb, "peak_rss_scope": "the whole pass's processes"}
+    return breakdown_rows(prepared.pipeline, result, {**prepared.fields, **memory}, prepared.copied)
+
+
+def measure_all(
+    adapter: adapters.Adapter,
+    chosen: list[pipelines.Pipeline],
+    images: list[Any],
+    args: argparse.Namespace,
+    policy: SlowTransformPolicy,
+    bar: Any,
+) -> dict[str, Rows]:
+    """Every pipeline's rows: each prepared, then the measured ones stepped round-robin
+    (``Measurement``) until each meets its rule; a pipeline whose process fails gets an error
+    row naming the stage and the others go on."""
+    rows: dict[str, Rows] = {}
+    active: dict[str, Prepared] = {}
+    for pipeline in chosen:
+        bar.set_postfix_str(f"{pipeline.name}: preflight")
+        prepared = prepare_pipeline(adapter, pipeline, images, args, policy)
+        if isinstance(prepared, Prepared):
+            active[pipeline.name] = prepared
+        else:
+            rows[pipeline.name] = prepared
+            bar.update()
+    while active:
+        for name, prepared in list(active.items()):
+            bar.set_postfix_str(f"{name} round {prepared.measurement.rounds + 1}")
+            try:
+                done = prepared.measurement.step()
+            except Exception as exc:
+                fields = prepared.fields
+                rows[name] = {name: skeleton.stage_error_row("measurement", exc, **fields)}
+                done = True
+            else:
+                if done:
+                    rows[name] = finish_pipeline(prepared)
+            if done:
+                del active[name]
+                bar.update()
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -415,21 +711,30 @@ def main(argv: list[str] | None = None) -> int:
         thread_settings.update(MICRO_THREADS.apply_runtime())
         files = media.select_files(args.manifest, args.num_images)
         start = time.perf_counter()
-        images = [adapter.decode(f) for f in files]
-        decode_info = {"decoder": adapter.decoder, "preload_seconds": time.perf_counter() - start}
+        # 8-bit images for every library: a conversion its decoder would do is timed as the
+        # pipeline's first step (with_input_conversion).
+        images = [adapter.decode_8bit(f) for f in files]
+        decode_info = {
+            "decoder": adapter.decoder,
+            "preload_seconds": time.perf_counter() - start,
+            "input_conversion": adapter.input_conversion[0] if adapter.input_conversion else None,
+        }
     except Exception as exc:  # the library is broken in this env: every row says so
         setup_error = skeleton.setup_problem("setup failed", exc)
 
     label = f"pipeline breakdown | {args.library}"
-    bar = tqdm(chosen, desc=label, unit="pipeline")
+    bar = tqdm(total=len(chosen), desc=label, unit="pipeline")
     job = skeleton.Job(args, adapter, "micro", "memory", label)
     log = job.row_log(bar)
-    for pipeline in bar:
-        bar.set_postfix_str(pipeline.name)
-        if setup_error is not None:
-            rows = {pipeline.name: non_ok_row(*setup_error, **pipelines.row_fields(pipeline))}
-        else:
-            rows = run_pipeline(adapter, pipeline, images, args, policy, bar)
+    if setup_error is not None:
+        measured = {
+            p.name: {p.name: non_ok_row(*setup_error, **pipelines.row_fields(p))} for p in chosen
+        }
+    else:
+        measured = measure_all(adapter, chosen, images, args, policy, bar)
+    bar.close()
+    for pipeline in chosen:  # in the configured order
+        rows = measured[pipeline.name]
         # The whole pipeline's row is reported; its step rows follow it in the file.
         log.add(pipeline.name, rows[pipeline.name], more=rows)
 
@@ -441,8 +746,10 @@ def main(argv: list[str] | None = None) -> int:
             "max_values": args.max_values,
             "warmups": args.warmups,
             "timer_backend": "time.perf_counter",
-            "stopping": "relative 95% CI of the whole pipeline's throughput and of the paired "
-            "harness / bare ratios (augbench.stopping)",
+            "values_per_process": BREAKDOWN_VALUES_PER_PROCESS,
+            "stopping": "relative interval of the whole pipeline's median (a bootstrap over its "
+            "fresh processes) and of the harness / bare ratio, looked at once per round "
+            "(augbench.stopping)",
             "slow_transform_policy": policy.to_dict(),
             "pipelines": [p.to_dict() for p in chosen],
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,

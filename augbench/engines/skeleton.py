@@ -44,11 +44,11 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from augbench import adapters, allocator, gpu_recipes, media, pipelines
+from augbench import adapters, allocator, gpu_recipes, media, pipelines, quietness
 from augbench.engines import cli
 from augbench.engines.common import job_metadata
 from augbench.engines.streaming import StreamPlan, StreamResult
@@ -293,6 +293,43 @@ def measure_isolated(measure: Callable[..., Row], kwargs: dict[str, Any]) -> Row
     return row
 
 
+def _forked_child(measure: Callable[[], Any], out: str) -> None:
+    try:
+        result = measure()
+    except Exception as exc:  # one failing unit never loses the others
+        result = error_row(exc)
+    Path(out).write_text(json.dumps(result, default=str))
+
+
+def in_fresh_fork(measure: Callable[[], Any], what: str = "measurement") -> Any:
+    """``measure()`` in a child forked from this process, its JSON-able result returned.
+
+    The parent only imports and loads; every measurement runs in a child that starts from that
+    state, so no measurement depends on which ran before it in the job: glibc's allocator adapts
+    its thresholds to what a process freed before (augbench.allocator), and a process that timed
+    a large recipe first would time the next one differently from a user's fresh process. A fork
+    costs milliseconds where a fresh interpreter pays the library's import again. (Forking is safe
+    here: the parent has started no threads; CUDA processes use :func:`measure_isolated`.) A child
+    that dies without writing its result becomes an ``error`` row naming its exit code or
+    signal."""
+    ctx = multiprocessing.get_context("fork")
+    with tempfile.TemporaryDirectory(prefix="augbench-fork-") as tmp:
+        out = Path(tmp) / "result.json"
+        # Not a daemon: the measurement's own DataLoader workers are children of this process.
+        proc = ctx.Process(target=_forked_child, args=(measure, str(out)), daemon=False)
+        sys.stdout.flush()
+        sys.stderr.flush()  # nothing buffered is written twice, by parent and child
+        proc.start()
+        proc.join()
+        if out.exists():
+            return json.loads(out.read_text())
+    return non_ok_row(
+        "error",
+        f"the {what}'s process {_death_reason(proc.exitcode)} before writing its result "
+        "(the job's other measurements are unaffected)",
+    )
+
+
 class RowLog:
     """The job's rows by name, in the order they became final, each reported by one status line
     on stderr at that moment (through ``bar``'s writer where the job shows a tqdm bar, so the
@@ -356,11 +393,21 @@ def thread_record(policy: ThreadPolicy) -> dict[str, Any]:
 
 
 def write_result(
-    output: Path, metadata: dict[str, Any], rows: dict[str, Row], *, versioned: bool = True
+    output: Path,
+    metadata: dict[str, Any],
+    rows: dict[str, Row],
+    *,
+    versioned: bool = True,
+    started: quietness.Snapshot | None = None,
 ) -> int:
     """The result file, written atomically (a killed job leaves none that looks complete), and
     the exit status of a job that wrote it. ``versioned`` False: the metadata as given, without
-    the result schema's version (the lazy-outputs diagnostic is not a result file)."""
+    the result schema's version (the lazy-outputs diagnostic is not a result file). The
+    metadata's ``quietness`` (augbench.quietness) runs from ``started`` (the Job's start), else
+    from the engine process's start, to now; none where neither is known."""
+    started = started or quietness.claim_engine_start()
+    if started is not None:
+        metadata = {**metadata, "quietness": quietness.finish(started)}
     payload = result_file(metadata, rows) if versioned else {"metadata": metadata, "results": rows}
     write_json_atomic(output, payload)
     return 0
@@ -377,6 +424,10 @@ class Job:
     regime: str
     scope: str
     label: str
+    # Where the job's quietness record starts (augbench.quietness.job_start).
+    quiet_start: quietness.Snapshot = field(
+        default_factory=quietness.job_start, repr=False, compare=False
+    )
 
     def row_log(self, bar: Any = None) -> RowLog:
         return RowLog(self.label, bar)
@@ -422,7 +473,7 @@ class Job:
             env_marker=args.env_marker,
             extra=extra,
         )
-        return write_result(args.output, metadata, rows)
+        return write_result(args.output, metadata, rows, started=self.quiet_start)
 
 
 def exit_status(label: str, failed: list[str]) -> int:

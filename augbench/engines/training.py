@@ -24,8 +24,13 @@ Three measurements per recipe, in the same job:
    ``--blocks`` consecutive blocks of steps (their spread is the row's CI), its
    ``data_wait_fraction`` the blocked time over the wall time.
 
-The prediction beside it is the starvation model's (``augbench.analysis.starvation.predict``)
-from the measured loader and model rates. Rows of different accelerators or devices never
+No prediction is made here: a prediction from rates measured in the same job can hardly fail.
+The analysis (augbench.analysis.training) predicts each row out of sample, from the
+cpu_dataloader regime's rows of the same recipe, workers and batch (another job) and this row's
+model-alone rate (or the stand-in's nominal rate), and compares. The loader-alone rate here is a
+diagnostic. Each recipe runs in a process of its own (forked from the job's process before any
+measurement; on CUDA, in the job's process in turn, since CUDA does not survive a fork), so no
+row inherits another's allocator history. Rows of different accelerators or devices never
 compete: the row's ``variant`` names them (e.g. ``resnet18-112px-cpu``, ``sleep-20ms``).
 """
 
@@ -60,6 +65,7 @@ from augbench.engines.dataloader.plumbing import (
     worker_records,
 )
 from augbench.engines.dataloader.timing import wait_percentiles_ms
+from augbench.intervals import median_interval
 from augbench.policy import DATALOADER_THREADS
 from augbench.results import non_ok_row, ok_row
 
@@ -217,16 +223,18 @@ class Window:
     def data_wait_fraction(self) -> float:
         return sum(self.waits) / self.wall
 
-    def block_throughputs(self, blocks: int) -> tuple[list[float], list[float]]:
-        """(images/s, seconds) of ``blocks`` consecutive blocks of steps: the row's values."""
+    def block_throughputs(self, blocks: int) -> tuple[list[float], list[float], list[float]]:
+        """(images/s, seconds, data-wait fraction) of ``blocks`` consecutive blocks of steps:
+        the row's values and the values of its data wait's interval."""
         n = len(self.steps)
         edges = [round(i * n / blocks) for i in range(blocks + 1)]
-        rates, times = [], []
+        rates, times, waits = [], [], []
         for lo, hi in itertools.pairwise(edges):
             seconds = sum(self.waits[lo:hi]) + sum(self.steps[lo:hi])
             rates.append(sum(self.images[lo:hi]) / seconds)
             times.append(seconds)
-        return rates, times
+            waits.append(sum(self.waits[lo:hi]) / seconds)
+        return rates, times, waits
 
 
 def train(batches: Iterator[Any], step: Callable[[Any], None], warmup: int, steps: int) -> Window:
@@ -357,6 +365,8 @@ def gpu_feed(
         worker_init_fn=gpu.worker_init if workers else None,
     )
     resident = torch.stack([dataset[i % len(dataset)] for i in range(args.batch_size)])
+    if device == "cuda":  # the loop's batches arrive pinned: the step alone copies the same way
+        resident = resident.pin_memory()
 
     def prepare(batch: Any) -> Any:
         return apply(batch.to(device, non_blocking=True))
@@ -435,16 +445,18 @@ def measure_feed(
     """The three measurements on one feed: the step alone (on the feed's resident batch,
     prepared as in training), the loader alone, then the training window on the same loader
     (the batches the loader-only pass leaves prefetched are drained by the warm-up steps)."""
-    from augbench.starvation_model import predict
-
     warmup = max(args.warmup_steps, args.prefetch_factor * args.workers + 1)
     loader_batches = max(6, 3 * args.workers)
     total = 1 + args.workers + loader_batches + warmup + args.steps
     total += args.prefetch_factor * max(1, args.workers)  # what the workers prefetch at the end
     feed = make_feed(total)
+    synchronize = _device_synchronizer(feed.fields.get("feed_device"))
 
     def step(batch: Any) -> None:
         accelerator.step(feed.prepare(batch))
+        # The device's work (the GPU feed's augmentation, a stand-in that only sleeps) is
+        # finished before the step's clock stops; a model step synchronizes itself as well.
+        synchronize()
 
     try:
         ceiling, model_step_s = model_rate(step, feed.resident, args.model_steps)
@@ -458,31 +470,41 @@ def measure_feed(
     window = train(batches, step, warmup, args.steps)
     tree_rss = process_tree_rss_mb()  # the workers are alive here
     del batches, feed.loader
-    rates, times = window.block_throughputs(args.blocks)
-    predicted = predict(data_rate, ceiling, args.workers)
-    measured = window.throughput
+    rates, times, block_waits = window.block_throughputs(args.blocks)
+    wait = median_interval(block_waits)
     return ok_row(
         rates,
         times,
         warmup_iterations=warmup,
-        images_per_second=measured,
+        images_per_second=window.throughput,
         data_wait_fraction=window.data_wait_fraction,
+        # The data wait per block: its median and interval say how sure the fed verdict is.
+        data_wait_fractions=block_waits,
+        data_wait_median=wait.estimate,
+        **wait.fields("data_wait_"),
         step_ms=wait_percentiles_ms(window.steps),
         batch_wait_ms=wait_percentiles_ms(window.waits),
+        # Diagnostics of this job, never the prediction's inputs (augbench.analysis.training).
         loader_img_per_s=data_rate,
         loader_batches=loader_batches,
         model_img_per_s=ceiling,
         model_step_ms=1000.0 * model_step_s,
-        predicted_img_per_s=predicted.images_per_second,
-        predicted_data_wait_fraction=predicted.data_wait_fraction,
-        measured_vs_predicted=measured / predicted.images_per_second,
-        prediction_rule=predicted.rule,
         timed_steps=args.steps,
         process_tree_rss_mb=tree_rss,
+        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         batch_shape=list(first.shape),
         batch_dtype=str(first.dtype),
         **feed.fields,
     )
+
+
+def _device_synchronizer(device: str | None) -> Callable[[], None]:
+    """What waits for the device's queued work: torch.cuda.synchronize on CUDA, else nothing."""
+    if device == "cuda":
+        import torch
+
+        return torch.cuda.synchronize
+    return lambda: None
 
 
 def feed_row(
@@ -599,6 +621,7 @@ def main(argv: list[str] | None = None) -> int:
     items: list[Any] = []
     load: Callable[[Any], Any] = lambda item: item  # noqa: E731
     over_cap = args.workers > cores
+    device = "cpu"
     if not over_cap:
         try:
             skeleton.import_library(adapter)
@@ -641,7 +664,13 @@ def main(argv: list[str] | None = None) -> int:
                 row = non_ok_row(*(setup_error or ("error", "no accelerator")))
             else:
                 bar.set_postfix_str(unit)
-                row = feed_row(args, adapter, name, feed, items, load, accelerator, record_dir)
+                model = accelerator
+
+                def measure() -> dict[str, Any]:
+                    return feed_row(args, adapter, name, feed, items, load, model, record_dir)
+
+                # A fork per recipe where CUDA is not in use (it does not survive a fork).
+                row = measure() if device == "cuda" else skeleton.in_fresh_fork(measure, unit)
             pipeline = args.pipelines.get(name)
             if pipeline is not None:
                 from augbench import pipelines
@@ -654,10 +683,10 @@ def main(argv: list[str] | None = None) -> int:
                 batch_size=args.batch_size,
                 # Never ranked across accelerators, devices or feeds.
                 variant=f"{variant}{FEEDS[feed]}",
-                peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                 **(accelerator.settings if accelerator is not None else {}),
                 **_gpu_peak(),
             )
+            row.setdefault("peak_rss_mb", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
             return row
 
         rows = skeleton.each_row(bar, row_of, job.row_log(bar))

@@ -1,33 +1,52 @@
-"""Do the workflow's AlbumentationsX whole-pipeline rows say what a user's own loop sees?
+"""Do the workflow's whole-pipeline rows say what a user's own loop sees?
 
-For every ok whole-pipeline row of AlbumentationsX's breakdown result files (``--results``: the
-files, or a results directory searched for ``pipelines/raw/*/*/micro/albumentationsx/*.json``),
-this rebuilds the row's ``A.Compose`` from its recorded ``compose_definition`` (``A.from_dict``:
-what ``A.save`` writes), decodes the row's images from the staged dataset with OpenCV as a user
-would (with a mask where the row's pipeline has one: the image's first channel above 127),
-and times a plain loop ``compose(image=image)["image"]`` in a fresh process of the
-AlbumentationsX env, one thread (the micro policy), none of the harness's code in the loop. It
-prints, per row, the row's ms per image, the independent loop's, and their ratio; the check is
-that they agree within ``--tolerance`` (10 %). Exit status 1 where a row does not.
+For every ok whole-pipeline row of the pipeline breakdown's result files (``--results``: the
+files, or a results directory searched for ``pipelines/raw/*/*/micro/<library>/*.json``), this
+times a plain loop over the same composition in fresh interpreters of the row's library env,
+under glibc as shipped (the caller's allocator settings removed), one thread (the micro policy),
+none of the harness's code in the loop:
+
+- AlbumentationsX: the row's recorded ``compose_definition`` rebuilt with ``A.from_dict`` (what
+  ``A.save`` writes), images decoded with OpenCV as a user would, ``out = compose(image=image)
+  ["image"]`` (with a mask where the row's pipeline has one: the image's first channel above
+  127);
+- the other libraries: the row's pipeline definition (its file's ``benchmark_params``) built as
+  the row built it (augbench.pipelines, the library's own composition object), images decoded by
+  the library's decoder, ``out = call(compose, image)``: only the construction is shared.
+
+Each fresh interpreter: one untimed pass, then ``--values`` timed values of the row's passes over
+the row's images; ``--processes`` interpreters per row. It prints, per row, the row's ms per
+image with its interval, the fresh loop's (median over every value, interval by a bootstrap over
+the interpreters), and their ratio with its interval; the check is that the ratio is within
+``--tolerance`` (10 %) of 1. Exit status 1 where a row is not.
 
     uv run python tools/checks/compose_vs_rows.py --results results \
-        --manifest results/data/default-300-<hash>/manifest.json [--values 7] [--out FILE.tsv]
+        --manifest results/data/default-300-<hash>/manifest.json [--processes 3] [--out FILE.tsv]
 
-The loop runs after the workflow, not interleaved with it: run it on a quiet machine.
+The loops run after the workflow, not interleaved with it: run it on a quiet machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
 
-PROBE = r"""
-import json, statistics, sys, time
+from augbench import allocator  # noqa: E402
+from augbench.intervals import (  # noqa: E402
+    Interval,
+    process_median_interval,
+    ratio_interval,
+)
+
+ALBUMENTATIONS_PROBE = r"""
+import json, sys, time
 sys.path.insert(0, ROOT)
 from augbench.policy import MICRO_THREADS, apply_telemetry_off
 MICRO_THREADS.apply_environment()
@@ -47,7 +66,7 @@ for path in request["files"]:
 compose = A.from_dict(request["definition"])
 compose.set_random_seed(0)
 for sample in samples:  # warm-up
-    compose(**sample)["image"]
+    out = compose(**sample)["image"]
 passes, values = request["passes"], []
 for _ in range(request["values"]):
     start = time.perf_counter()
@@ -55,7 +74,39 @@ for _ in range(request["values"]):
         for sample in samples:
             out = compose(**sample)["image"]
     values.append((time.perf_counter() - start) / (passes * len(samples)))
-print(json.dumps({"ms_per_image": 1000 * statistics.median(values), "values": len(values)}))
+print(json.dumps({"seconds_per_image": values}))
+"""
+
+LIBRARY_PROBE = r"""
+import json, sys, time
+sys.path.insert(0, ROOT)
+from augbench.policy import MICRO_THREADS, apply_telemetry_off
+MICRO_THREADS.apply_environment()
+apply_telemetry_off()
+from augbench import adapters, pipelines
+request = json.loads(sys.stdin.read())
+adapter = adapters.get(request["library"])
+adapter.import_library()
+MICRO_THREADS.apply_runtime()
+from augbench.engines.pipeline_breakdown import with_input_conversion
+pipeline = pipelines.Pipeline.from_dict(request["pipeline"])
+units = pipelines.build_units(adapter, pipeline)
+whole = pipelines.build_whole(adapter, pipeline, units)
+units, whole = with_input_conversion(adapter, pipeline, units, whole)
+samples = [
+    pipelines.prepare(adapter, pipeline, adapter.decode_8bit(path)) for path in request["files"]
+]
+compose, call = whole.obj, whole.call
+for sample in samples:  # warm-up
+    out = call(compose, sample)
+passes, values = request["passes"], []
+for _ in range(request["values"]):
+    start = time.perf_counter()
+    for _ in range(passes):
+        for sample in samples:
+            out = call(compose, sample)
+    values.append((time.perf_counter() - start) / (passes * len(samples)))
+print(json.dumps({"seconds_per_image": values}))
 """
 
 
@@ -63,8 +114,8 @@ def result_files(given: list[Path]) -> list[Path]:
     files: list[Path] = []
     for path in given:
         if path.is_dir():
-            files += sorted(path.glob("**/pipelines/raw/*/*/micro/albumentationsx/*.json"))
-            files += sorted(path.glob("pipelines/raw/*/*/micro/albumentationsx/*.json"))
+            files += sorted(path.glob("**/pipelines/raw/*/*/micro/*/breakdown*.json"))
+            files += sorted(path.glob("pipelines/raw/*/*/micro/*/breakdown*.json"))
         else:
             files.append(path)
     return sorted(set(files))
@@ -76,49 +127,96 @@ def staged_files(manifest: Path, count: int) -> list[str]:
     return [str(root / entry["path"]) for entry in data["files"][:count]]
 
 
+def fresh_loop(python: Path, probe: str, request: dict, processes: int) -> list[list[float]]:
+    """Seconds per image of each value, by fresh interpreter, under glibc as shipped."""
+    env = allocator.launch_environment(allocator.DEFAULT_SETTING, python.parent.parent, os.environ)
+    groups = []
+    for _ in range(processes):
+        run = subprocess.run(
+            [str(python), "-c", f"ROOT = {str(ROOT)!r}\n{probe}"],
+            input=json.dumps(request),
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        )
+        groups.append(json.loads(run.stdout.strip().splitlines()[-1])["seconds_per_image"])
+    return groups
+
+
+def row_interval_ms(row: dict) -> Interval:
+    """The row's median ms per image with its interval (from its throughput interval)."""
+    low, high = row.get("ci_low"), row.get("ci_high")
+    return Interval(
+        1000.0 / float(row["median_throughput"]),
+        1000.0 / float(high) if high else None,
+        1000.0 / float(low) if low else None,
+        row.get("ci_level"),
+        str(row.get("ci_method") or ""),
+        int(row.get("num_successful_runs") or 0),
+    )
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--results", nargs="+", type=Path, required=True)
     p.add_argument("--manifest", type=Path, required=True)
-    p.add_argument("--python", type=Path, default=ROOT / ".venvs/albumentationsx/bin/python")
-    p.add_argument("--values", type=int, default=7)
+    p.add_argument("--venvs", type=Path, default=ROOT / ".venvs")
+    p.add_argument("--processes", type=int, default=3)
+    p.add_argument("--values", type=int, default=3)
     p.add_argument("--tolerance", type=float, default=0.10)
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
-    lines = ["machine\tpipeline\timages\trow_ms_per_image\tbare_loop_ms_per_image\tratio\twithin"]
+    head = (
+        "malloc_env\tmachine\tlibrary\tpipeline\timages\trow_ms_per_image\trow_ci\t"
+        "fresh_loop_ms_per_image\tfresh_ci\tratio\tratio_ci\twithin"
+    )
+    lines = [head]
     failed = False
     for path in result_files(args.results):
         payload = json.loads(path.read_text())
-        machine = payload["metadata"].get("machine", "")
+        meta = payload["metadata"]
+        library = meta.get("library", "")
+        machine = meta.get("machine", "")
+        setting = meta.get("allocator_setting") or allocator.DEFAULT_SETTING
+        if setting != allocator.DEFAULT_SETTING:
+            continue  # the check is of the rows glibc as shipped publishes
+        definitions = {p["name"]: p for p in meta["benchmark_params"].get("pipelines", [])}
+        python = args.venvs / library / "bin" / "python"
         for key, row in payload["results"].items():
-            definition = row.get("compose_definition")
-            if row.get("status") != "ok" or "step" in row or not isinstance(definition, dict):
+            if row.get("status") != "ok" or "step" in row or key not in definitions:
                 continue
             request = {
                 "files": staged_files(args.manifest, int(row["num_images"])),
-                "definition": definition,
                 "passes": int(row.get("passes_per_value") or 1),
                 "mask": "mask" in (row.get("pipeline_targets") or []),
                 "values": args.values,
+                "library": library,
+                "pipeline": definitions[key],
+                "definition": row.get("compose_definition"),
             }
-            probe = subprocess.run(
-                [str(args.python), "-c", f"ROOT = {str(ROOT)!r}\n{PROBE}"],
-                input=json.dumps(request),
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            bare = json.loads(probe.stdout.strip().splitlines()[-1])["ms_per_image"]
-            row_ms = 1000.0 / float(row["median_throughput"])
-            ratio = row_ms / bare
-            within = abs(ratio - 1.0) <= args.tolerance
+            own = library == "albumentationsx" and isinstance(request["definition"], dict)
+            probe = ALBUMENTATIONS_PROBE if own else LIBRARY_PROBE
+            groups = fresh_loop(python, probe, request, args.processes)
+            fresh = process_median_interval([[1000.0 * v for v in g] for g in groups])
+            mine = row_interval_ms(row)
+            ratio = ratio_interval(mine, fresh)
+            within = abs(ratio.estimate - 1.0) <= args.tolerance
             failed |= not within
+
+            def span(i: Interval, fmt: str = ".3f") -> str:
+                if i.low is None or i.high is None:
+                    return ""
+                return f"[{i.low:{fmt}}, {i.high:{fmt}}]"
+
             lines.append(
-                f"{machine}\t{key}\t{len(request['files'])}\t{row_ms:.4f}\t{bare:.4f}\t"
-                f"{ratio:.3f}\t{'yes' if within else 'NO'}"
+                f"glibc as shipped\t{machine}\t{library}\t{key}\t{len(request['files'])}\t"
+                f"{mine.estimate:.4f}\t{span(mine, '.4f')}\t{fresh.estimate:.4f}\t"
+                f"{span(fresh, '.4f')}\t{ratio.estimate:.3f}\t{span(ratio)}\t"
+                f"{'yes' if within else 'NO'}"
             )
+            print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
-    print(text, end="")
     if args.out is not None:
         args.out.write_text(text)
     return 1 if failed else 0

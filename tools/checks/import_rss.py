@@ -1,10 +1,22 @@
-"""Measure the per-process memory constants of the memory model (augbench.policy.IMPORT_RSS_MB,
-MANAGER_RSS_MB): the resident memory of a fresh interpreter in each library's venv after
-importing augbench and the library (its adapter's ``import_library``), and after torch too.
+"""Fit the memory model's constants (augbench.policy) in processes of their own, never from the
+workflow runs they are checked against (tools/checks/cost_validation.py checks the model on a
+measured run; docs/cost_validation.tsv):
+
+- ``IMPORT_RSS_MB``, ``MANAGER_RSS_MB``: the resident memory of a fresh interpreter in each
+  library's venv after importing augbench and the library (its adapter's ``import_library``), and
+  after torch too;
+- ``WORKING_IMAGE_COPIES``: a transform's temporaries on one image, in copies of the image at
+  the library's working dtype: per library, every catalog transform it implements on one
+  synthetic ``--working-px`` square RGB image, the largest growth of the process's peak resident
+  memory over the decoded image's size (a fresh process per library);
+- ``TRAINING_MODEL_MB``: the training regime's model state in the main process at batch 32 (the
+  torchvision env): the peak resident memory a fresh process gains from building the model and
+  its SGD optimizer and running training steps on a batch, as the training engine does on the CPU
+  (ResNet-18 at 112 px, ResNet-50 at 224 px).
 
     uv run python tools/checks/import_rss.py [--envs-dir .venvs] [--repeats 3]
 
-Prints the numbers as the policy's dict literal, with the machine and date, to paste into
+Prints the numbers as the policy's literals, with the machine and date, to paste into
 augbench/policy.py after a lock change (envs/*.txt). Each value is the largest of ``--repeats``
 fresh processes (ru_maxrss, MiB).
 """
@@ -14,6 +26,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import platform
 import subprocess
 import sys
@@ -44,6 +57,71 @@ print(json.dumps({{"alone": alone, "torch": rss()}}))
 """
 
 
+WORKING = """
+import json, resource, sys
+sys.path.insert(0, {root!r})
+from augbench.policy import MICRO_THREADS
+MICRO_THREADS.apply_environment()
+import numpy as np
+from augbench import adapters, catalog
+adapter = adapters.get({library!r})
+adapter.import_library()
+MICRO_THREADS.apply_runtime()
+def peak():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+side = {side}
+rng = np.random.default_rng(0)
+image = adapter.from_array(rng.integers(0, 256, (side, side, 3), dtype=np.uint8))
+held = side * side * 3 * adapter.working_value_bytes
+# Temporaries are freed between transforms, so the process's peak grows to the largest
+# transform's: the growth over the image's own peak, in images, and who set it.
+baseline = peak()
+grew, name = 0, ""
+for transform in catalog.names():
+    if not adapter.supports(transform):
+        continue
+    spec = catalog.get(transform)
+    try:
+        fn = adapter.build(spec.name, spec.params)
+        before = peak()
+        out = adapter.materialize(fn(image), image)
+        del out
+    except Exception:
+        continue
+    if peak() - before > grew:
+        grew, name = peak() - before, transform
+print(json.dumps({{"copies": (peak() - baseline) / held, "transform": name}}))
+"""
+
+TRAINING = """
+import json, resource, sys
+sys.path.insert(0, {root!r})
+from augbench.policy import DATALOADER_THREADS
+DATALOADER_THREADS.apply_environment()
+import torch
+from augbench.engines import training
+DATALOADER_THREADS.apply_runtime()
+def peak():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+batch = torch.zeros(32, 3, {size}, {size})
+before = peak()
+step = training.model_accelerator("cpu", {size}, {model!r}).step
+for _ in range(2):
+    step(batch)
+print(json.dumps({{"state_mb": peak() - before}}))
+"""
+
+# The training models and the CPU input each is fitted at (the engine's CPU step).
+TRAINING_INPUTS = {"resnet18": 112, "resnet50": 224}
+
+
+def run_probe(python: Path, code: str) -> dict[str, float]:
+    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr.strip().splitlines()[-1:])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def probe(python: Path, library: str, manager: bool = False) -> dict[str, float]:
     code = PROBE.format(root=str(ROOT), library=library, manager=manager)
     done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=False)
@@ -56,6 +134,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--envs-dir", type=Path, default=ROOT / ".venvs")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--working-px", type=int, default=2048, help="side of the working-copy image")
     args = p.parse_args()
     found: dict[str, tuple[float, float]] = {}
     manager = 0.0
@@ -75,6 +154,27 @@ def main() -> int:
         print(f'    "{library}": ({alone:.0f}.0, {torch:.0f}.0),')
     print("}")
     print(f"MANAGER_RSS_MB = {manager:.0f}.0")
+    copies = {}
+    for library in matrix.LIBRARIES:
+        python = args.envs_dir / library / "bin" / "python"
+        if library == "dali" or not python.exists():
+            continue
+        code = WORKING.format(root=str(ROOT), library=library, side=args.working_px)
+        copies[library] = run_probe(python, code)
+        print(f"# {library}: {copies[library]['copies']:.2f} copies "
+              f"({copies[library]['transform']}, {args.working_px} px)")  # fmt: skip
+    if copies:
+        print(f"WORKING_IMAGE_COPIES = {math.ceil(max(c['copies'] for c in copies.values()))}")
+    python = args.envs_dir / "torchvision" / "bin" / "python"
+    if python.exists():
+        states = {}
+        for model, size in TRAINING_INPUTS.items():
+            code = TRAINING.format(root=str(ROOT), model=model, size=size)
+            states[model] = max(run_probe(python, code)["state_mb"] for _ in range(args.repeats))
+        inputs = ", ".join(f"{m} at {px} px" for m, px in TRAINING_INPUTS.items())
+        print(f"# training state at batch 32 on the CPU: {inputs}")
+        fitted = ", ".join(f'"{m}": {v:.0f}.0' for m, v in states.items())
+        print(f'TRAINING_MODEL_MB: dict[str, float] = {{{fitted}, "sleep": 0.0}}')
     return 0
 
 

@@ -3,15 +3,16 @@ workflow's own tables: results/tables/allocator_effect.csv and allocator_effect_
 
     uv run python tools/reports/allocator_tables.py RUN_DIR [--label "1280x720"]
 
-Prints (1) per regime x library x setting: precise pairs, their median time vs glibc and range,
-how many were allocator-bound under glibc and those rows' median; (2) every whole-pipeline pair,
-with both rows' precision and glibc's page faults. Only precise pairs (policy.ALLOCATOR_EFFECT_
-MAX_CI) enter a median; the others are counted.
+Prints (1) per regime x library x setting: the pairs, the setting's null spread (how far the
+ratio strays where glibc does not fault, as a factor), and how many pairs were faster or slower
+beyond it (their ratios), within it, or unknown; (2) every whole-pipeline pair with its ratio's
+95 % interval, glibc's page faults and the effect called (augbench.analysis.allocator_effect).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -23,26 +24,33 @@ sys.path.insert(0, str(ROOT))
 from augbench.analysis import allocator_effect  # noqa: E402
 
 
-def _ratio(values: pd.Series) -> str:
-    return f"{values.median():.2f} ({values.min():.2f}-{values.max():.2f})" if len(values) else "-"
+def _ratio(row: pd.Series) -> str:
+    return f"{row['time_vs_glibc']:.2f} [{row['ratio_low']:.2f}, {row['ratio_high']:.2f}]"
+
+
+def _ratios(rows: pd.DataFrame) -> str:
+    if rows.empty:
+        return "-"
+    ratio = pd.to_numeric(rows["time_vs_glibc"])
+    return f"{len(rows)}: {ratio.min():.2f}-{ratio.max():.2f}"
 
 
 def regime_table(effect: pd.DataFrame) -> list[str]:
     pairs = allocator_effect.compared(effect)
     lines = [
-        "| regime | library | setting | pairs (precise) | time vs glibc: median (range) | "
-        "glibc allocator-bound: pairs, median |",
-        "|---|---|---|---|---|---|",
+        "| regime | library | setting | pairs | null spread | faster: n, ratios | "
+        "slower: n, ratios | within noise | unknown |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for (regime, library, setting), rows in pairs.groupby(
         ["regime", "library", "setting"], sort=False
     ):
-        sure = allocator_effect.precise(rows)
-        ratio = pd.to_numeric(sure["time_vs_glibc"])
-        bound = sure[sure["glibc_allocator_bound"].map(allocator_effect.is_true).astype(bool)]
+        calls = rows["effect"].astype(str)
+        spread = float(rows["null_spread"].iloc[0])
         lines.append(
-            f"| {regime} | {library} | {setting} | {len(rows)} ({len(sure)}) | {_ratio(ratio)} | "
-            f"{len(bound)}, {_ratio(pd.to_numeric(bound['time_vs_glibc']))} |"
+            f"| {regime} | {library} | {setting} | {len(rows)} | x{math.exp(spread):.2f} | "
+            f"{_ratios(rows[calls == 'faster'])} | {_ratios(rows[calls == 'slower'])} | "
+            f"{int((calls == 'none').sum())} | {int((calls == 'unknown').sum())} |"
         )
     return lines
 
@@ -51,18 +59,16 @@ def pipeline_table(effect: pd.DataFrame) -> list[str]:
     pairs = allocator_effect.whole_rows(allocator_effect.compared(effect))
     lines = [
         "| regime | library | pipeline | setting | glibc ms/img (faults/img) | setting ms/img "
-        "(faults) | time vs glibc | CIs glibc / setting |",
+        "(faults) | time vs glibc [95 % interval] | effect |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for _, r in pairs.iterrows():
         regime = r["regime"] if r["regime"] == "micro" else f"{r['regime']} w{int(r['workers'])}"
-        mark = "" if allocator_effect.is_true(r["precise"]) else " (imprecise)"
         lines.append(
             f"| {regime} | {r['library']} | {r['transform']} | {r['setting']} | "
             f"{r['glibc_ms_per_image']:.2f} ({r['glibc_minor_faults_per_image']:.0f}) | "
             f"{r['setting_ms_per_image']:.2f} ({r['setting_minor_faults_per_image']:.0f}) | "
-            f"**{r['time_vs_glibc']:.2f}**{mark} | "
-            f"{r['glibc_relative_ci']:.2f} / {r['setting_relative_ci']:.2f} |"
+            f"{_ratio(r)} | {r['effect']} |"
         )
     return lines
 

@@ -172,6 +172,12 @@ def timed_threads(rule):
     return lambda wildcards: SWEEP.timed_threads(kind, dict(wildcards.items()), _cloud)
 
 
+def timed_priority(rule):
+    """Adjacent priorities for a work unit's allocator settings (Sweep.timed_priority)."""
+    kind = regimes.KINDS[rule]
+    return lambda wildcards: SWEEP.timed_priority(kind, dict(wildcards.items()))
+
+
 def timed_resources(rule):
     kind = regimes.KINDS[rule]
     with exit_on_user_error():

@@ -18,6 +18,7 @@ if not SWEEP.dataloader_job_per_library:
             timed_benchmark("cpu_dataloader")
         wildcard_constraints:
             **timed_constraints("cpu_dataloader"),
+        priority: timed_priority("cpu_dataloader")
         conda:
             "../../envs/{library}.yaml"
         threads: timed_threads("cpu_dataloader")
@@ -45,6 +46,7 @@ else:
             timed_benchmark("cpu_dataloader", matrix.dataloader_library_job("{shard}"))
         wildcard_constraints:
             shard=r"s\d+",
+        priority: timed_priority("cpu_dataloader")
         conda:
             "../../envs/{library}.yaml"
         threads: timed_threads("cpu_dataloader")

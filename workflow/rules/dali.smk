@@ -17,6 +17,7 @@ rule dali:
         timed_benchmark("dali")
     wildcard_constraints:
         **timed_constraints("dali"),
+    priority: timed_priority("dali")
     conda:
         "../../envs/dali.yaml"
     threads: timed_threads("dali")

@@ -17,6 +17,7 @@ rule gpu_dataloader:
         timed_benchmark("gpu_dataloader")
     wildcard_constraints:
         **timed_constraints("gpu_dataloader"),
+    priority: timed_priority("gpu_dataloader")
     conda:
         "../../envs/{library}.yaml"
     threads: timed_threads("gpu_dataloader")

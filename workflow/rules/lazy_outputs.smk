@@ -13,6 +13,7 @@ rule lazy_outputs:
         timed_log("lazy_outputs"),
     benchmark:
         timed_benchmark("lazy_outputs")
+    priority: timed_priority("lazy_outputs")
     conda:
         "../../envs/{library}.yaml"
     threads: timed_threads("lazy_outputs")

@@ -12,6 +12,7 @@ rule micro:
         timed_log("micro"),
     benchmark:
         timed_benchmark("micro")
+    priority: timed_priority("micro")
     conda:
         "../../envs/{library}.yaml"
     threads: timed_threads("micro")

@@ -41,6 +41,7 @@ rule pipeline_breakdown:
         timed_log("pipeline_breakdown"),
     benchmark:
         timed_benchmark("pipeline_breakdown")
+    priority: timed_priority("pipeline_breakdown")
     conda:
         "../../envs/{library}.yaml"
     threads: timed_threads("pipeline_breakdown")
@@ -65,6 +66,7 @@ rule pipeline_dataloader:
         timed_benchmark("pipeline_dataloader")
     wildcard_constraints:
         **timed_constraints("pipeline_dataloader"),
+    priority: timed_priority("pipeline_dataloader")
     conda:
         "../../envs/{library}.yaml"
     threads: timed_threads("pipeline_dataloader")
@@ -92,6 +94,7 @@ rule pipeline_gpu_dataloader:
         timed_benchmark("pipeline_gpu_dataloader")
     wildcard_constraints:
         **timed_constraints("pipeline_gpu_dataloader"),
+    priority: timed_priority("pipeline_gpu_dataloader")
     conda:
         "../../envs/{library}.yaml"
     threads: timed_threads("pipeline_gpu_dataloader")
@@ -119,6 +122,7 @@ rule pipeline_dali:
         timed_benchmark("pipeline_dali")
     wildcard_constraints:
         **timed_constraints("pipeline_dali"),
+    priority: timed_priority("pipeline_dali")
     conda:
         "../../envs/dali.yaml"
     threads: timed_threads("pipeline_dali")

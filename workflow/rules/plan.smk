@@ -24,7 +24,7 @@ def print_plan():
         cores = workflow.resource_settings.cores or 1
         by_output = {job.output: job for job in SWEEP.cost_jobs() if job.output}
         found = plan.phases(planned, by_output, models, config, cores)
-        lines = plan.plan_lines(found, source)
+        lines = [*plan.plan_lines(found, source), *SWEEP.training_supply_gaps()]
     except Exception as exc:  # noqa: BLE001
         lines = [f"augbench plan: not available ({type(exc).__name__}: {exc})"]
     print("\n".join(lines), file=sys.stderr, flush=True)

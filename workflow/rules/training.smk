@@ -16,6 +16,7 @@ rule training:
         timed_benchmark("training")
     wildcard_constraints:
         **timed_constraints("training"),
+    priority: timed_priority("training")
     conda:
         "../../envs/{library}.yaml"
     threads: timed_threads("training")

@@ -57,8 +57,13 @@ def write(
         import pandas as pd
 
         from augbench.analysis import starvation
+        from augbench.starvation_model import FED_DEFINITION
 
-        text += "\n" + "\n".join(starvation.markdown(pd.read_csv(starvation_csv))) + "\n"
+        # "Fed" is defined once: by the training section where the summary has one.
+        section = starvation.markdown(
+            pd.read_csv(starvation_csv), define=FED_DEFINITION not in text
+        )
+        text += "\n" + "\n".join(section) + "\n"
     if summary_md:
         Path(summary_md).write_text(text)
     else:

@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.patches import Patch
 
+from augbench.analysis.allocator_effect import is_true
 from augbench.analysis.figures.style import Drawn, empty_figure
 from augbench.analysis.groups import library_order
 from augbench.analysis.tidy import allocator_tag
@@ -72,7 +73,7 @@ def draw(table: pd.DataFrame) -> Drawn:
                 left += share * 100
             head = rows.iloc[0]
             ratio = float(head["harness_vs_bare"])
-            mark = "" if abs(ratio - 1) <= PIPELINE_HARNESS_TOLERANCE else " (!)"
+            mark = "" if is_true(head["harness_vs_bare_within"]) else " (!)"
             if mark:
                 flagged.append(f"{name}/{lib} (harness/bare {ratio:.2f})")
             effect = float(head["composition_effect"])

@@ -1,6 +1,7 @@
-"""Training throughput against DataLoader workers: measured (solid) and predicted by the
-starvation model (dashed), per library, with the model-only ceiling; one panel per accelerator
-and recipe."""
+"""Training throughput against DataLoader workers: measured (solid, with the interval of the
+median) and predicted out of sample by the starvation model (dashed: from the cpu_dataloader
+rows of the same recipe, workers and batch), per library, with the model's rate; one panel per
+accelerator and recipe."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pandas as pd
 from augbench.analysis.figures.style import Drawn, caption, empty_figure, library_color
 from augbench.analysis.groups import library_order
 from augbench.analysis.training import predicted_vs_measured
-from augbench.policy import TRAINING_FED_WAIT
+from augbench.policy import FED_WAIT
 
 TITLE = "Training throughput versus DataLoader workers"
 
@@ -23,10 +24,11 @@ def draw(frame: pd.DataFrame) -> Drawn:
     text = caption(
         TITLE,
         frame[frame["regime"] == "training"] if "regime" in frame.columns else frame,
-        metric="images per second of a training loop (next(loader) + step) over its timed "
-        "window (solid), the starvation model's prediction from the loader and model rates "
-        "measured in the same job (dashed) and the model alone (grey line); a ring marks the "
-        f"fewest workers whose measured data wait is under {TRAINING_FED_WAIT:.0%}",
+        metric="images per second of a training loop (next(loader) + step), median over blocks "
+        "of its timed window with the interval of the median (solid), the starvation model's "
+        "prediction out of sample, from the cpu_dataloader rows of the same recipe, workers "
+        "and batch (dashed, where those rows exist), and the model's rate (grey line); a ring "
+        f"marks the fewest workers fed (the whole interval of the data wait under {FED_WAIT:.0%})",
         rows="ok training rows; others are in results/tables/training.csv with their reason.",
     )
     if ok.empty:
@@ -39,13 +41,27 @@ def draw(frame: pd.DataFrame) -> Drawn:
         for library in library_order(part["library"]):
             mine = part[part["library"] == library].sort_values("workers")
             color = library_color(library)
-            ax.plot(mine["workers"], mine["images_per_second"], "o-", color=color, label=library)
-            ax.plot(mine["workers"], mine["predicted_img_per_s"], "--", color=color, alpha=0.7)
+            ax.errorbar(
+                mine["workers"],
+                mine["images_per_second"],
+                yerr=[
+                    (mine["images_per_second"] - mine["ci_low"]).clip(lower=0).fillna(0),
+                    (mine["ci_high"] - mine["images_per_second"]).clip(lower=0).fillna(0),
+                ],
+                fmt="o-",
+                color=color,
+                capsize=2,
+                label=library,
+            )
+            predicted = mine.dropna(subset=["predicted_img_per_s"])
+            ax.plot(
+                predicted["workers"], predicted["predicted_img_per_s"], "--", color=color, alpha=0.7
+            )
             fed = mine["fewest_workers_fed"].dropna()
             if not fed.empty:
                 at = mine[mine["workers"] == int(fed.iloc[0])]
                 ax.plot(at["workers"], at["images_per_second"], "o", ms=12, mfc="none", color=color)
-        ax.axhline(part["model_img_per_s"].median(), color="#888888", lw=1, label="model alone")
+        ax.axhline(part["model_img_per_s"].median(), color="#888888", lw=1, label="model")
         ax.set_title(f"{transform} · {variant}\n{machine}", fontsize=9, loc="left")
         ax.set_xlabel("DataLoader workers")
         ax.set_ylabel("images / s")

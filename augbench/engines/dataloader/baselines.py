@@ -4,6 +4,7 @@ floor and the memory-scope companion's images (per decode job, timed per recipe 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -11,8 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from augbench import adapters, recipes
-from augbench.engines.dataloader.plumbing import Recipe, RecipeDataset, identity
-from augbench.engines.dataloader.timing import RecipeError, measure_loader
+from augbench.engines.dataloader.plumbing import (
+    EndlessSampler,
+    Recipe,
+    RecipeDataset,
+    identity,
+    regime_loader,
+)
+from augbench.engines.dataloader.timing import RecipeError, Stream, measure_loader
+from augbench.policy import HANDOVER_BUSY_PACE, HANDOVER_PROBES
+from augbench.stopping import epoch_batches
 
 TRANSPORT_SIZE = 224  # the recipes' output side: the transport sample has the recipes' shape
 
@@ -94,14 +103,14 @@ class DecodeFloor:
             self.pool = ProcessPoolExecutor(processes, mp_context=context)
             list(self.pool.map(_decode_all, [c[:1] for c in self.chunks]))  # start them all
 
-    def epoch(self) -> tuple[int, float, float]:
-        """Images decoded, seconds, and 0.0 (no batches: the shape of ``timed_epoch``)."""
+    def epoch(self) -> tuple[int, float]:
+        """Images decoded and seconds (the shape of ``timing.timed_epoch``)."""
         start = time.perf_counter()
         if self.pool is None:
             done = _decode_all(self.paths)
         else:
             done = sum(self.pool.map(_decode_all, self.chunks))
-        return done, time.perf_counter() - start, 0.0
+        return done, time.perf_counter() - start
 
     def close(self) -> None:
         if self.pool is not None:
@@ -117,7 +126,7 @@ def decode_floor(
     try:
         out = []
         for _ in range(runs):
-            images, seconds, _ = floor.epoch()
+            images, seconds = floor.epoch()
             out.append(images / seconds)
         return out
     finally:
@@ -138,12 +147,25 @@ def measure_baselines(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Job-level baselines: (fields every row of the job carries, metadata with the details).
 
-    The transport baseline is measured once per job; the decode floor and the memory-scope
-    companion are measured per recipe, interleaved with its epochs (``DecodeCompanions``)."""
-    fields: dict[str, Any] = dict.fromkeys(BASELINE_FIELDS)
+    The transport baseline is measured once per job (with ``--baseline-runs``); the hand-over
+    probe once per decode job with workers, whatever ``--baseline-runs`` says (the starvation
+    and training predictions need it); the decode floor and the memory-scope companion are
+    measured per recipe, interleaved with its windows (``DecodeCompanions``)."""
+    fields: dict[str, Any] = dict.fromkeys((*BASELINE_FIELDS, *HANDOVER_FIELDS))
     meta: dict[str, Any] = {"runs": args.baseline_runs}
+    if args.scope == "decode" and args.workers > 0:
+        try:
+            fields.update(measure_handover(args, adapter, items, load, record_dir))
+            meta["handover"] = {
+                "sample": f"fixed {TRANSPORT_SIZE}x{TRANSPORT_SIZE} window + "
+                f"{adapter.recipe_tail_call}",
+                "idle": "next() after the workers finished everything in flight",
+                "busy": f"next() while reading at {HANDOVER_BUSY_PACE}x the stream's batch period",
+            }
+        except Exception as exc:
+            meta["handover"] = {"error": str(RecipeError("hand-over probe", exc))}
     if args.baseline_runs < 1:
-        meta["note"] = "baselines off (--baseline-runs 0)"
+        meta["note"] = "transport baseline off (--baseline-runs 0)"
         return fields, meta
     try:
         fields.update(measure_transport(args, adapter, items, load, record_dir, bar))
@@ -158,9 +180,75 @@ def measure_baselines(
         meta["decode_floor"] = {
             "decoder": adapter.decoder,
             "processes": max(1, min(args.workers, cores)),
-            "measured": "per recipe, interleaved with its decode-scope epochs",
+            "measured": "per recipe, interleaved with its decode-scope windows",
         }
     return fields, meta
+
+
+HANDOVER_FIELDS: tuple[str, ...] = (
+    "handover_idle_ms",
+    "handover_busy_ms",
+    "handover_batch_mb",
+    "handover_probes",
+)
+
+
+def measure_handover(
+    args: argparse.Namespace,
+    adapter: adapters.Adapter,
+    items: list[Any],
+    load: Callable[[Any], Any],
+    record_dir: Path,
+) -> dict[str, Any]:
+    """The main process's time in next() for a batch that is ready (policy.HANDOVER_PROBES):
+    the transport sample (a fixed 224 crop through the recipe's tail, a recipe's output shape)
+    through the regime's loader, read after the workers have gone idle, then read at
+    policy.HANDOVER_BUSY_PACE times the stream's own batch period while they work. Each timed
+    next() also frees the batch before it, as a training loop's ``batch = next(loader)`` does."""
+    tail = adapter.recipe_tail(recipes.IMAGENET_MEAN, recipes.IMAGENET_STD)
+    sample_load = identity if load is identity else CroppedLoad(load)
+    chosen = [fixed_crop(i) for i in items] if load is identity else items
+    dataset = RecipeDataset(chosen, sample_load, Recipe([], tail), label="hand-over")
+    stream = Stream(
+        regime_loader(args, dataset, EndlessSampler(len(chosen)), record_dir),
+        args.workers,
+        args.prefetch_factor,
+    )
+    try:
+        _, batch_info = stream.warm_up(max(1, args.workers), args.batch_size, "hand-over warm-up")
+        batches = epoch_batches(max(8, 4 * args.workers), args.workers)
+        _, seconds = stream.window(batches)
+        period = seconds / batches
+        assert stream.batches is not None
+        clock = time.perf_counter
+        idle: list[float] = []
+        held = None
+        for _ in range(HANDOVER_PROBES):
+            # Long enough for every worker to finish what is in flight and go idle.
+            time.sleep(max(0.05, 2.0 * (stream.ahead + 1) * period))
+            start = clock()
+            held = next(stream.batches)
+            idle.append(clock() - start)
+        pace = HANDOVER_BUSY_PACE * period
+        for _ in range(stream.ahead + 1):  # settle into the paced reading
+            held = next(stream.batches)
+            time.sleep(pace)
+        busy: list[float] = []
+        for _ in range(HANDOVER_PROBES):
+            start = clock()
+            held = next(stream.batches)
+            busy.append(clock() - start)
+            time.sleep(pace)
+        del held
+    finally:
+        stream.close()
+    shape = batch_info["batch_shape"]
+    return {
+        "handover_idle_ms": 1000.0 * statistics.median(idle),
+        "handover_busy_ms": 1000.0 * statistics.median(busy),
+        "handover_batch_mb": math.prod(shape) * 4 / 2**20,
+        "handover_probes": HANDOVER_PROBES,
+    }
 
 
 class DecodeCompanions:
@@ -175,7 +263,8 @@ class DecodeCompanions:
         self.images = [decode(p) for p in paths]
         self.preload_seconds = time.perf_counter() - start
         self.processes = max(1, min(args.workers, cores))
-        epoch = [paths[i % len(paths)] for i in range(args.batches_per_run * args.batch_size)]
+        window = epoch_batches(args.batches_per_run, args.workers)
+        epoch = [paths[i % len(paths)] for i in range(window * args.batch_size)]
         self.floor = DecodeFloor(decode, epoch, self.processes)
 
     def close(self) -> None:

@@ -15,6 +15,7 @@ from augbench import adapters, catalog, matrix, recipes
 from augbench.engines import cli, skeleton
 from augbench.engines.dataloader.baselines import (
     BASELINE_FIELDS,
+    HANDOVER_FIELDS,
     DecodeCompanions,
     measure_baselines,
 )
@@ -27,7 +28,7 @@ from augbench.engines.dataloader.plumbing import (
 )
 from augbench.engines.dataloader.rows import REGIME_VS_BARE_ESTIMATOR, recipe_row_fields, run_recipe
 from augbench.engines.dataloader.settings import REGIME, parse_args
-from augbench.engines.dataloader.timing import TIMING_NOTE, RecipeError
+from augbench.engines.dataloader.timing import TIMING_NOTE
 from augbench.policy import DATALOADER_THREADS, RELATIVE_CI_TARGET, SlowTransformPolicy
 from augbench.results import non_ok_row
 
@@ -96,24 +97,40 @@ def measure_setting(args: argparse.Namespace) -> int:
                 setup_error = skeleton.setup_problem(
                     f"loading the {args.scope} dataset failed", exc
                 )
-        baselines: dict[str, Any] = dict.fromkeys(BASELINE_FIELDS)
+        baselines: dict[str, Any] = dict.fromkeys((*BASELINE_FIELDS, *HANDOVER_FIELDS))
         baselines_meta: dict[str, Any] = {"runs": args.baseline_runs}
-        companions: DecodeCompanions | None = None
         bar = tqdm(transforms, desc=label, unit="recipe")
         if not over_cap and setup_error is None:
-            if args.scope == "decode" and args.baseline_runs > 0:
-                # Before any DataLoader: the floor's pool forks a process without loader threads.
-                bar.set_postfix_str("decoding the composition's memory-scope images")
-                try:
-                    companions = DecodeCompanions(args, items, load, cores)
-                    load_info["companion_preload_seconds"] = companions.preload_seconds
-                except Exception as exc:
-                    baselines_meta["decode_companions"] = {
-                        "error": str(RecipeError("decode companions", exc))
-                    }
             bar.set_postfix_str("baselines")
-            baselines, meta = measure_baselines(args, adapter, items, load, cores, record_dir, bar)
-            baselines_meta.update(meta)
+
+            def job_baselines() -> dict[str, Any]:
+                fields, meta = measure_baselines(args, adapter, items, load, cores, record_dir, bar)
+                return {"fields": fields, "meta": meta}
+
+            measured = skeleton.in_fresh_fork(job_baselines, "baselines")
+            if "fields" in measured:
+                baselines.update(measured["fields"])
+                baselines_meta.update(measured["meta"])
+            else:  # the baselines' process died: the rows are measured without them
+                baselines_meta["error"] = measured.get("reason")
+
+        def measure_row(name: str) -> dict[str, Any]:
+            # In a fork of this process: the decode companions' images and decode-floor
+            # processes belong to the row, and no row inherits another's allocator history.
+            companions = None
+            if args.scope == "decode" and args.baseline_runs > 0:
+                bar.set_postfix_str(f"{name}: decoding the composition's memory-scope images")
+                companions = DecodeCompanions(args, items, load, cores)
+            try:
+                row = run_recipe(
+                    args, adapter, name, items, load, policy, record_dir, bar, companions
+                )
+            finally:
+                if companions is not None:
+                    companions.close()
+            if companions is not None:
+                row["companion_preload_seconds"] = companions.preload_seconds
+            return row
 
         def row_of(name: str) -> dict[str, Any]:
             if over_cap:
@@ -125,16 +142,12 @@ def measure_setting(args: argparse.Namespace) -> int:
             elif setup_error is not None:
                 row = non_ok_row(*setup_error)
             else:
-                row = run_recipe(
-                    args, adapter, name, items, load, policy, record_dir, bar, companions
-                )
+                row = skeleton.in_fresh_fork(lambda: measure_row(name), f"{name} row")
             row.update(recipe_row_fields(args, adapter, name))
             row.update(baselines)
             return row
 
         rows = skeleton.each_row(bar, row_of, job.row_log(bar))
-        if companions is not None:
-            companions.close()
         thread_settings["workers"] = worker_records(record_dir)
 
     return job.finish(

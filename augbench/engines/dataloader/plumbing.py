@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import itertools
 import json
 import os
 import time
@@ -78,6 +79,17 @@ class EpochSampler:
         return self.n_items
 
 
+class EndlessSampler:
+    """Indices ``0, 1, ...`` modulo the dataset size without end: a loader read at a pace of
+    the reader's choosing, as a training loop reads one (the hand-over probe)."""
+
+    def __init__(self, dataset_size: int) -> None:
+        self.dataset_size = dataset_size
+
+    def __iter__(self) -> Iterator[int]:
+        return (i % self.dataset_size for i in itertools.count())
+
+
 def worker_init(worker_id: int, record_dir: str) -> None:
     """Apply the thread policy inside a worker and record what is in force there."""
     from augbench import allocator
@@ -95,7 +107,10 @@ def worker_init(worker_id: int, record_dir: str) -> None:
 
 
 def regime_loader(
-    args: argparse.Namespace, dataset: RecipeDataset, sampler: EpochSampler, record_dir: Path
+    args: argparse.Namespace,
+    dataset: RecipeDataset,
+    sampler: EpochSampler | EndlessSampler,
+    record_dir: Path,
 ) -> Any:
     """The regime's DataLoader: the job's batch size, workers, prefetch, persistence and batch
     timeout; every worker applies the thread policy and records it in ``record_dir``."""

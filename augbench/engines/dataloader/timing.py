@@ -9,7 +9,7 @@ import functools
 import gc
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,18 +21,23 @@ from augbench.engines.dataloader.plumbing import (
     process_tree_rss_mb,
     regime_loader,
 )
+from augbench.intervals import percentiles
 from augbench.paired import paired_ratio
 from augbench.results import non_ok_row
-from augbench.stopping import StoppingRule
+from augbench.stopping import StoppingRule, epoch_batches
 
 if TYPE_CHECKING:
     from augbench.engines.dataloader.baselines import DecodeFloor
 
 TIMING_NOTE = (
     "throughput = images / seconds from iter(loader) to the last batch received in the main "
-    "process, per timed epoch; an untimed warm-up epoch of max(1, workers) batches precedes them "
-    "(persistent workers are started there, outside the window); first_batch_s = warm-up "
-    "epoch's iter(loader) -> first batch, including worker start-up"
+    "process, per timed epoch of a whole number of batches per worker (augbench.stopping."
+    "epoch_batches: every worker makes the same number of batches, so the epoch runs at "
+    "the rate the workers deliver in steady state); an untimed warm-up epoch of max(1, workers) "
+    "batches precedes them (persistent workers are started there, outside the window); between "
+    "epochs the workers have nothing in flight, so one loader never works while another is "
+    "timed; first_batch_s = warm-up epoch's iter(loader) -> first batch, including worker "
+    "start-up"
 )
 
 
@@ -64,55 +69,80 @@ def check_batch(batch: Any, batch_size: int) -> dict[str, Any]:
     return {"batch_shape": list(batch.shape), "batch_dtype": str(batch.dtype)}
 
 
-def timed_epoch(loader: Any, waits: list[float] | None = None) -> tuple[int, float, float]:
-    """Images, seconds from iter(loader) to the last batch, and the first batch's latency.
-    ``waits`` (when given) receives each batch's wait after the first: the seconds the main
-    process spent in next(loader) for it, which is what a synchronous training step stalls on
-    (the first batch's wait is the epoch's start-up, reported as first_batch_s)."""
+class Stream:
+    """A DataLoader read without end (its sampler endless): the hand-over probe's loader
+    (augbench.engines.dataloader.baselines.measure_handover), whose batches are read at a pace
+    of the probe's choosing with nothing else timed meanwhile."""
+
+    def __init__(self, loader: Any, workers: int, prefetch_factor: int) -> None:
+        self.loader = loader
+        self.workers = workers
+        self.ahead = prefetch_factor * workers if workers else 0
+        self.batches: Iterator[Any] | None = None
+
+    def warm_up(self, batches: int, batch_size: int, stage: str) -> tuple[float, dict[str, Any]]:
+        """Start the stream (workers start here) and take ``batches`` batches, untimed: the
+        first batch's latency from iter(loader), worker start-up included, and its check."""
+        try:
+            start = time.perf_counter()
+            self.batches = iter(self.loader)
+            first = next(self.batches)
+            first_batch_s = time.perf_counter() - start
+            batch_info = check_batch(first, batch_size)
+            del first
+            for _ in range(batches - 1):
+                next(self.batches)
+        except Exception as exc:
+            raise RecipeError(stage, exc) from exc
+        return first_batch_s, batch_info
+
+    def window(self, batches: int) -> tuple[int, float]:
+        """Images and seconds of ``batches`` batches read back to back, after the ones in
+        flight are taken untimed (the clock starts at the next one's arrival)."""
+        assert self.batches is not None, "warm_up() starts the stream"
+        for _ in range(self.ahead):
+            next(self.batches)
+        if self.ahead:
+            next(self.batches)
+        images = 0
+        start = time.perf_counter()
+        for _ in range(batches):
+            images += next(self.batches).shape[0]
+        return images, time.perf_counter() - start
+
+    def close(self) -> None:
+        """End the stream: its workers shut down with the iterator."""
+        self.batches = None
+        self.loader = None
+
+
+def timed_epoch(loader: Any, waits: list[float] | None = None) -> tuple[int, float]:
+    """Images and seconds from iter(loader) to the last batch of one epoch. ``waits`` (when
+    given) receives each batch's wait after the first: the seconds the main process spent in
+    next(loader) for it, which is what a synchronous training step stalls on (the first batch's
+    wait holds the epoch's start)."""
     images = 0
-    first: float | None = None
+    first = True
     start = last = time.perf_counter()
     for batch in loader:
         now = time.perf_counter()
         images += batch.shape[0]
-        if first is None:
-            first = now - start
-        elif waits is not None:
+        if not first and waits is not None:
             waits.append(now - last)
+        first = False
+        del batch
         last = time.perf_counter()
-    return images, time.perf_counter() - start, first or 0.0
+    return images, time.perf_counter() - start
 
 
-def counted_epoch(
-    loader: Any, waits: list[float], faults: dict[str, int]
-) -> tuple[int, float, float]:
+def counted_epoch(loader: Any, waits: list[float], faults: dict[str, int]) -> tuple[int, float]:
     """:func:`timed_epoch`, with the minor page faults of the main process and its workers
     counted around it, outside its clock (augbench.allocator)."""
     before = tree_minor_faults()
-    images, elapsed, first = timed_epoch(loader, waits)
+    images, elapsed = timed_epoch(loader, waits)
     faults["minor_faults"] += tree_minor_faults() - before
     faults["images"] += images
-    return images, elapsed, first
-
-
-def output_pages_of_batch(batch_info: dict[str, Any]) -> float | None:
-    """Pages of one collated output image (float32 CxHxW) of a checked batch."""
-    shape = batch_info.get("batch_shape") or []
-    if len(shape) < 2:
-        return None
-    return math.prod(shape[1:]) * 4 / PAGE_BYTES
-
-
-def wait_percentiles_ms(waits: list[float]) -> dict[str, float]:
-    """p50, p95 and p99 of the batch waits in milliseconds (nearest rank); empty without
-    waits (an epoch of one batch)."""
-    ordered = sorted(waits)
-    out: dict[str, float] = {}
-    for p in (50, 95, 99):
-        if ordered:
-            rank = max(1, min(len(ordered), math.ceil(p / 100 * len(ordered))))
-            out[f"p{p}"] = 1000.0 * ordered[rank - 1]
-    return out
+    return images, elapsed
 
 
 def warm_up(loader: Any, batch_size: int, stage: str) -> tuple[float, dict[str, Any]]:
@@ -129,6 +159,20 @@ def warm_up(loader: Any, batch_size: int, stage: str) -> tuple[float, dict[str, 
     except Exception as exc:
         raise RecipeError(stage, exc) from exc
     return first_batch_s, batch_info
+
+
+def output_pages_of_batch(batch_info: dict[str, Any]) -> float | None:
+    """Pages of one collated output image (float32 CxHxW) of a checked batch."""
+    shape = batch_info.get("batch_shape") or []
+    if len(shape) < 2:
+        return None
+    return math.prod(shape[1:]) * 4 / PAGE_BYTES
+
+
+def wait_percentiles_ms(waits: list[float]) -> dict[str, float]:
+    """The batch waits in milliseconds: ``n``, ``max`` and the percentiles the sample supports
+    (augbench.intervals.percentiles: p95 from 20 waits, p99 from 100)."""
+    return {k: (v if k == "n" else 1000.0 * v) for k, v in percentiles(waits).items()}
 
 
 ARM_LABELS: dict[str, str] = {
@@ -150,7 +194,10 @@ def measure_loader(
     floor: DecodeFloor | None = None,
 ) -> dict[str, Any]:
     """Warm-up epoch, then timed epochs until the stopping rule ends them; every batch is
-    consumed in the window.
+    consumed in the window. An epoch holds ``epoch_batches(batches_per_run, workers)``
+    batches: every worker makes the same number, so the epoch (from iter() to its last batch,
+    the workers starting together) runs at the rate they deliver; a loader between epochs has
+    nothing in flight, so it never works while another arm is timed.
 
     Companions, each warmed up like the regime's loader and timed in the same rounds, in the
     order regime, bare, memory, floor and reversed every other round (A B B A ...), so each
@@ -164,15 +211,16 @@ def measure_loader(
     Companions take part in the first ``bare_runs`` rounds. Rounds stop at ``args.num_runs``,
     or earlier, after at least ``args.min_runs`` (policy.DATALOADER_MIN_RUNS), once the
     regime's throughputs and its paired ratios to the bare loop are both precise enough
-    (augbench.stopping.StoppingRule).
+    (augbench.stopping.StoppingRule, looked at every ``min_runs`` rounds).
     """
     workers = args.workers
-    images_per_run = args.batches_per_run * args.batch_size
+    window = epoch_batches(args.batches_per_run, workers)
+    images_per_run = window * args.batch_size
     warmup_batches = max(1, workers)
     sampler = EpochSampler(len(dataset), warmup_batches * args.batch_size)
     loader = regime_loader(args, dataset, sampler, record_dir)
     bare_loader = memory_loader = None
-    arms: dict[str, Callable[[], tuple[int, float, float]]] = {}
+    arms: dict[str, Callable[[], tuple[int, float]]] = {}
     try:
         first_batch_s, batch_info = warm_up(loader, args.batch_size, "warm-up epoch")
         sampler.n_items = images_per_run
@@ -207,7 +255,6 @@ def measure_loader(
         rule = StoppingRule(min(args.min_runs, args.num_runs), args.num_runs)
         values: dict[str, list[float]] = {name: [] for name in arms}
         times: list[float] = []
-        first_batches: list[float] = []
         run = 0
         while True:
             order = list(arms) if run < bare_runs else ["regime"]
@@ -216,7 +263,7 @@ def measure_loader(
             for which in order:
                 stage = f"{ARM_LABELS[which]}timed epoch {run + 1}"
                 try:
-                    images, elapsed, run_first = arms[which]()
+                    images, elapsed = arms[which]()
                 except Exception as exc:
                     raise RecipeError(stage, exc) from exc
                 if images != images_per_run:
@@ -227,7 +274,6 @@ def measure_loader(
                 values[which].append(images / elapsed)
                 if which == "regime":
                     times.append(elapsed)
-                    first_batches.append(run_first)
             run += 1
             bar.set_postfix_str(f"{dataset.label} run {run}: {values['regime'][-1]:.0f}/s")
             if precise_enough(rule, values, companions_left=run < bare_runs):
@@ -241,8 +287,7 @@ def measure_loader(
         "throughputs": values["regime"],
         "times": times,
         "first_batch_s": first_batch_s,
-        "first_batch_s_runs": first_batches,
-        # The wait per batch after each epoch's first, over the regime's timed epochs.
+        # The wait in next() of every batch after each timed epoch's first.
         "batch_wait_ms": wait_percentiles_ms(batch_waits),
         "batch_waits_counted": len(batch_waits),
         # Minor page faults per image over the regime's timed epochs, workers included.
@@ -251,6 +296,7 @@ def measure_loader(
         else None,
         "output_pages": output_pages_of_batch(batch_info),
         "warmup_batches": warmup_batches,
+        "window_batches": window,
         "images_per_run": images_per_run,
         "total_rss_mb": total_rss,
         "bare_throughputs": values.get("bare", []),

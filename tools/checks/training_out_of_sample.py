@@ -1,0 +1,176 @@
+"""Does the starvation answer predict a real training loop it was not computed from?
+
+Reads a finished run's cpu_dataloader ``decode`` rows (``--supply``: a run directory; its
+recipes, worker counts and batch size are the ones checked), then runs the training regime's own
+engine through the workflow's launcher (augbench.provision: the library's env, glibc as shipped),
+one job per library, worker count and accelerator, under the allocator setting of the supply
+rows it reads (``--allocator``), writing result files beside the supply's as a workflow run would
+(``--out``). The accelerators:
+
+- ``sleep`` stand-ins placed around each supply row: for every ratio r of ``--ratios``
+  (data / model: 0.5 is data-bound, 1 the crossover, 2 model-bound) a stand-in of supply / r
+  img/s, i.e. a sleep of batch / (supply / r) seconds per step;
+- the real model on this machine's device (``--models``, e.g. ``resnet18:112``: ResNet-18 at a
+  112 px input on the CPU), whose rate the training job measures alone.
+
+Then the product's own analysis (augbench.analysis.training.predicted_vs_measured) predicts
+every training row from the supply rows (another job) and the model's rate, and the table is
+written to ``--table`` with one line per target: measured / predicted within 0.85-1.15 and the
+data wait within 5 points, over the data-bound and crossover rows (the test) and the model-bound
+rows (the sanity check).
+
+    uv run python tools/checks/training_out_of_sample.py --supply RUN_DIR --out RUN_DIR \
+        --ratios 0.5,0.8,1,1.25,2 --models resnet18:112 \
+        --table docs/results/training-out-of-sample-<machine>.csv
+
+Run it on a quiet machine: the supply and the training jobs are compared across time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tqdm import tqdm
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+import pandas as pd  # noqa: E402
+
+from augbench import allocator, catalog, regimes  # noqa: E402
+from augbench.analysis import tidy  # noqa: E402
+from augbench.analysis import training as tables  # noqa: E402
+from augbench.policy import (  # noqa: E402
+    DATALOADER_THREADS,
+    TRAINING_PREDICTION_TOLERANCE,
+    TRAINING_WAIT_TOLERANCE,
+)
+
+
+def supply_rows(run: Path, setting: str) -> pd.DataFrame:
+    files = sorted(run.glob("results/raw/*/*/cpu_dataloader/*/decode-w*.json"))
+    files += sorted(run.glob("results/pipelines/raw/*/*/cpu_dataloader/*/decode-w*.json"))
+    if not files:
+        sys.exit(f"no cpu_dataloader decode result files under {run}/results")
+    frame = tidy.load(files)
+    rows = tables.supply_rows(frame)
+    # The allocator setting asked for, and catalog recipes (a pipeline would need its
+    # definition passed on).
+    settings = ["", setting] if setting == allocator.DEFAULT_SETTING else [setting]
+    rows = rows[rows["allocator_setting"].isin(settings)]
+    return rows[rows["transform"].isin(catalog.CANDIDATES)]
+
+
+def manifest_of(run: Path, dataset: str) -> Path:
+    found = run / "results/data" / dataset / "manifest.json"
+    if not found.exists():
+        sys.exit(f"no staged dataset manifest at {found}")
+    return found
+
+
+def launch(
+    library: str,
+    manifest: Path,
+    output: Path,
+    engine_args: list[str],
+    envs: Path,
+    setting: str,
+) -> None:
+    """The training engine through the workflow's launcher, as the rule runs it."""
+    env = {**os.environ, **DATALOADER_THREADS.environment(), "PYTHONPATH": str(ROOT)}
+    cmd = [
+        sys.executable, "-m", "augbench.provision", "--library", library,
+        "--allocator", setting, "--manager", "uv",
+        "--venv", str(envs / library), "--python", sys.executable,
+        "--scratch", str(ROOT / ".scratch"), "--lock", str(ROOT / "envs" / f"{library}.txt"),
+        "--archive", str(manifest.parent / "missing.tar"), "--manifest", str(manifest),
+        "--", "-m", "augbench.engines.training", "--library", library,
+        "--output", str(output), *engine_args,
+    ]  # fmt: skip
+    output.parent.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        sys.exit(f"training job failed ({' '.join(cmd[-12:])}):\n{done.stderr[-3000:]}")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--supply", type=Path, required=True, help="a finished run's directory")
+    p.add_argument("--out", type=Path, required=True, help="where the training results go")
+    p.add_argument("--ratios", default="0.5,0.8,1,1.25,2", help="data / model of the stand-ins")
+    p.add_argument("--models", default="", help="comma-separated model:input_px, e.g. resnet18:112")
+    p.add_argument("--libraries", default="", help="default: every library of the supply")
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--blocks", type=int, default=5)
+    p.add_argument("--envs", type=Path, default=ROOT / ".venvs")
+    p.add_argument(
+        "--allocator",
+        default=allocator.DEFAULT_SETTING,
+        help="the allocator setting of the supply rows read and of the training jobs run",
+    )
+    p.add_argument("--table", type=Path, required=True)
+    args = p.parse_args()
+    supply = supply_rows(args.supply, args.allocator)
+    if args.libraries:
+        supply = supply[supply["library"].isin(args.libraries.split(","))]
+    ratios = [float(r) for r in args.ratios.split(",") if r]
+    models = [m.split(":") for m in args.models.split(",") if m]
+    jobs = []
+    for (library, dataset, workers, batch), rows in supply.groupby(
+        ["library", "dataset", "workers", "batch_size"]
+    ):
+        machine = str(rows["machine"].iloc[0])
+        recipes = sorted(set(rows["transform"]))
+        common = [
+            "--machine", machine, "--workers", str(int(workers)), "--batch-size",
+            str(int(batch)), "--num-images", str(int(rows["num_images"].iloc[0])),
+            "--steps", str(args.steps), "--blocks", str(args.blocks),
+        ]  # fmt: skip
+        suffix = regimes.allocator_suffix(args.allocator)
+        where = args.out / "results/raw" / machine / dataset / "training" / f"{library}{suffix}"
+        for recipe in recipes:
+            rate = float(rows[rows["transform"] == recipe]["median_throughput"].iloc[0])
+            for ratio in ratios:
+                ms = 1000.0 * batch / (rate / ratio)
+                output = where / f"w{int(workers)}-{recipe}-r{ratio:g}.json"
+                stand_in = ["--transforms", recipe, "--accelerator", f"sleep:{ms:.2f}"]
+                jobs.append((library, dataset, output, [*common, *stand_in]))
+        for model, size in models:
+            output = where / f"w{int(workers)}-{model}-{size}px.json"
+            real = ["--transforms", ",".join(recipes), "--accelerator", "model", "--model", model,
+                    "--cpu-input-size", size, "--device", "cpu"]  # fmt: skip
+            jobs.append((library, dataset, output, [*common, *real]))
+    outputs = []
+    for library, dataset, output, engine_args in tqdm(jobs, desc="training jobs", unit="job"):
+        manifest = manifest_of(args.supply, dataset)
+        launch(library, manifest, output, engine_args, args.envs, args.allocator)
+        outputs.append(output)
+    sources = [Path(s) for s in supply["source_file"].unique()]
+    table = tables.predicted_vs_measured(tidy.load([*sources, *outputs]))
+    table["data_over_model"] = pd.to_numeric(table["data_over_model"], errors="coerce")
+    table["bound"] = table["data_over_model"].map(
+        lambda r: "data" if r < 0.95 else "crossover" if r <= 1.3 else "model"
+    )
+    args.table.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.table, index=False)
+    predicted = table[table["predicted_img_per_s"].notna()]
+    for bound, rows in predicted.groupby("bound"):
+        ratio = rows["measured_vs_predicted"]
+        wait = rows["wait_difference"].abs()
+        print(
+            f"{bound}-bound: {int(rows['within_tolerance'].sum())}/{len(rows)} within "
+            f"{TRAINING_PREDICTION_TOLERANCE:.0%} and {TRAINING_WAIT_TOLERANCE:.0%} points; "
+            f"measured / predicted {ratio.min():.2f}-{ratio.max():.2f}, wait off by at most "
+            f"{100 * wait.max():.1f} points"
+        )
+    print(json.dumps({"table": str(args.table), "rows": len(table)}))
+    return 0 if predicted["within_tolerance"].all() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
