@@ -5,7 +5,9 @@ any clock starts):
 
 1. the library's venv at ``--venv`` is synced to its lock unless the venv already records that
    lock's sha256: at most one build per node and lock, reused by every later job there (a file
-   lock serializes concurrent jobs on one node);
+   lock serializes concurrent jobs on one node); with ``--manager system`` nothing is built: the
+   running interpreter is the env (an offline node's own Python, augbench.gpu_node), and its
+   marker records the versions installed there and where they differ from the lock;
 2. the staged dataset is found next to ``--manifest`` (a local run: stage_dataset's images), or
    else extracted once per node from ``--archive`` into ``--scratch`` (a cloud VM, or a run whose
    outputs live in a bucket), and checked against the manifest's archive sha256;
@@ -24,8 +26,10 @@ from __future__ import annotations
 import argparse
 import fcntl
 import hashlib
+import importlib.metadata
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -112,6 +116,59 @@ def ensure_env(library: str, lock: Path, venv: Path, python: str | None) -> dict
         "lock": str(lock),
         "lock_sha256": lock_sha,
         "reused": reused,
+        "setup_seconds": time.perf_counter() - start,
+    }
+
+
+def lock_pins(lock: Path) -> dict[str, str]:
+    """``{normalized name: version}`` of every ``name==version`` line of a uv/pip lock."""
+    pins: dict[str, str] = {}
+    for line in Path(lock).read_text().splitlines():
+        requirement = line.split("#", 1)[0].split(";", 1)[0].strip()
+        name, sep, version = requirement.partition("==")
+        if sep and name and not name.startswith("-"):
+            pins[normalized_name(name)] = version.strip()
+    return pins
+
+
+def normalized_name(name: str) -> str:
+    """A distribution name as the packaging standards compare them (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def system_env(library: str, lock: Path) -> dict[str, Any]:
+    """The running interpreter as the library's env (``--manager system``): nothing is built.
+    The marker has the fields of a built env's (:func:`ensure_env`'s and those
+    workflow/scripts/build_env.py adds: interpreter, every installed version), with the lock it
+    was compared with instead of one it was built from (``lock_sha256`` is None), and each locked
+    package whose installed version differs (``differs_from_lock``: torch 2.11.0 where the lock
+    says 2.13.0) or that is not installed (``missing_from_lock``)."""
+    lock = Path(lock)
+    if not lock.exists():
+        raise ProvisionError(f"{library}: lock file not found: {lock}")
+    start = time.perf_counter()
+    installed: dict[str, str] = {}
+    for dist in importlib.metadata.distributions():
+        name = dist.metadata["Name"]
+        if name:  # first on sys.path wins, as for the import system
+            installed.setdefault(normalized_name(name), dist.version)
+    pins = lock_pins(lock)
+    return {
+        "library": library,
+        "manager": "system",
+        "python": sys.executable,
+        "python_version": sys.version.split()[0],
+        "packages": dict(sorted(installed.items())),
+        "lock": str(lock),
+        "lock_sha256": None,
+        "compared_with_lock_sha256": sha256_bytes(lock),
+        "differs_from_lock": {
+            name: {"lock": pin, "installed": installed[name]}
+            for name, pin in sorted(pins.items())
+            if name in installed and installed[name] != pin
+        },
+        "missing_from_lock": sorted(name for name in pins if name not in installed),
+        "reused": True,
         "setup_seconds": time.perf_counter() - start,
     }
 
@@ -208,9 +265,14 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
     split = argv.index("--")
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--library", required=True)
-    p.add_argument("--manager", choices=["uv", "conda"], default="uv")
+    p.add_argument(
+        "--manager",
+        choices=["uv", "conda", "system"],
+        default="uv",
+        help="system: run the engine in this interpreter as it is (an offline node's Python)",
+    )
     p.add_argument("--lock", type=Path, required=True)
-    p.add_argument("--venv", type=Path, required=True)
+    p.add_argument("--venv", type=Path, default=None, help="the library's venv (manager uv)")
     p.add_argument("--python", default=None, help="interpreter for new venvs (default: this one)")
     p.add_argument("--manifest", type=Path, required=True)
     p.add_argument("--archive", type=Path, default=None)
@@ -220,7 +282,10 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
         default=None,
         help="allocator setting of the engine (config allocators); default: the environment's",
     )
-    return p.parse_args(argv[:split]), argv[split + 1 :]
+    args = p.parse_args(argv[:split])
+    if args.manager == "uv" and args.venv is None:
+        p.error("--venv is required with --manager uv")
+    return args, argv[split + 1 :]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -235,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
             "reused": True,
             "setup_seconds": 0.0,
         }
+    elif args.manager == "system":
+        env = system_env(args.library, args.lock)
     else:
         env = ensure_env(args.library, args.lock, args.venv, args.python)
     data = ensure_dataset(args.manifest, args.archive, args.scratch)

@@ -24,7 +24,8 @@ Each measured recipe runs in its own process (augbench.engines.skeleton), so a C
 recipe is one ``error`` row. Whether CUDA is usable is decided once by augbench.cuda_env: without
 a driver or GPU every row is ``skipped`` ("no CUDA device"); with a driver that cannot run the
 wheel's CUDA runtime every row is an ``error`` naming both; with ``--gpu required`` either case
-fails the job instead. Nothing is run on the CPU in place of the GPU.
+fails the job instead. Nothing is run on the CPU in place of the GPU, except behind the
+test-only ``--allow-cpu-device`` (the offline node's CPU dry run), whose rows say device cpu.
 
 Randomness: Kornia draws parameters per image (``same_on_batch=False``). torchvision's v2
 transforms draw one parameter set per call, so ``per-sample`` loops over the batch (one call per
@@ -71,6 +72,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch-size", required=True, type=int)
     p.add_argument("--randomness", required=True, choices=gpu_recipes.RANDOMNESS)
     p.add_argument("--worker-crop", type=int, default=256, help="input size for crop transforms")
+    # Tests and the offline node's CPU dry run only (augbench.gpu_node): where no CUDA device is
+    # present, measure the same code path on CPU tensors (rows say device cpu) instead of writing
+    # skipped rows. Never used by the workflow.
+    p.add_argument("--allow-cpu-device", type=cli.as_bool, default=False)
     args = p.parse_args(argv)
     if args.scope == "memory" and args.workers != 0:
         p.error("--scope memory times batches already on the device: it uses no workers, pass 0")
@@ -529,17 +534,21 @@ def main(argv: list[str] | None = None) -> int:
 
     env = cuda_env.detect_torch()  # imports torch only where a driver is there to probe
     cuda_env.require(env, args.gpu, f"{REGIME} job ({args.library}, {args.scope})")
-    if env.verdict != "no_device":
+    cpu_stand_in = args.allow_cpu_device and env.verdict == "no_device"
+    if env.verdict != "no_device" or cpu_stand_in:
         import torch  # noqa: F401  (loaded before the thread policy is applied to it)
     thread_settings = {"policy": GPU_REGIME_THREADS.to_dict(), **GPU_REGIME_THREADS.apply_runtime()}
     device_name = env.device_name if env.ok else f"{env.verdict}: {env.reason}"
     if env.verdict == "no_device":
         device_name = gpu_recipes.SKIP_NO_CUDA
+    if cpu_stand_in:
+        device_name = "cpu (--allow-cpu-device: no CUDA device, the GPU code path on CPU tensors)"
+    measured = env.ok or cpu_stand_in
     # Without a usable GPU nothing of the library runs: every row is the unavailable row, and
     # importing the library (torchvision: seconds) would only delay writing it. An import failure
     # still shows here on a GPU machine, and in the same env's CPU regimes everywhere.
-    import_error = skeleton.import_failure(adapter) if env.ok else None
-    unavailable = None if env.ok else env.unavailable_row()
+    import_error = skeleton.import_failure(adapter) if measured else None
+    unavailable = None if measured else env.unavailable_row()
     precheck = skeleton.recipe_precheck(adapter, args.pipelines, import_error, unavailable)
     job_fields = {  # every single-transform row's, after its mapping and recipe
         "scope": args.scope,
@@ -567,6 +576,7 @@ def main(argv: list[str] | None = None) -> int:
         "variant": args.randomness,
         "device": device_name,
         "cuda_available": env.ok,
+        "cpu_stand_in": cpu_stand_in,
         "torch_cuda_version": env.cuda_runtime,
         "cuda_env": env.to_dict(),
     }
@@ -582,7 +592,7 @@ def main(argv: list[str] | None = None) -> int:
             plan=plan,
             worker_crop=args.worker_crop,
             policy=policy,
-            device="cuda:0",
+            device="cpu" if cpu_stand_in else "cuda:0",
             pipeline=args.pipelines.get(name),
         )
 

@@ -1,0 +1,264 @@
+"""What the offline GPU node runs: the steps, their time budgets and the engine jobs in them.
+
+The engine command lines come from this checkout's own planning code (augbench.config.resolve
+and augbench.sweep, which plan a Snakemake run), so every job gets exactly the flags the
+workflow's rule for it would pass. They are computed where the bundle is built and carried in
+it as ``plan.json``: the node has neither Snakemake nor jsonschema, and runs these command
+lines as they are, with its own machine label in place of :data:`MACHINE`.
+
+Two modes:
+
+- ``node``: a GPU node of the H100 class with 16 cores; the whole run, installation included,
+  within :data:`TOTAL_BUDGET_S`. The GPU DataLoader on the default transforms (torchvision and
+  Kornia, both scopes; torchvision's batch-shared mode last, run where the budget still allows),
+  one shipped pipeline through the same engine, the cpu_dataloader rows the training rows'
+  out-of-sample predictions need (the recipe's decode scope at the same workers and batch), and
+  the training regime (ResNet-50, AMP, channels_last, random weights) for one recipe at 4, 8 and
+  16 workers with both feeds.
+- ``dry``: the same steps with tiny sizes on a CPU: the GPU DataLoader's and the training GPU
+  feed's device-side code on CPU tensors (the engines' test switches), ResNet-18 at 112 px.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+# A label the config schema accepts; replaced on the node by the node's own label.
+MACHINE = "gpu-node-machine-label"
+# The node command's whole wall time (installation, every step, the archive), and what the
+# steps leave for writing the archive and the summary.
+TOTAL_BUDGET_S = 480.0
+FINISH_RESERVE_S = 12.0
+# The one shipped pipeline the node runs: every step of it maps on both GPU libraries
+# (imagenet_train needs an antialiased crop Kornia lacks; highres_segmentation a PadIfNeeded
+# torchvision lacks).
+PIPELINE = "config/pipelines/train_medium.yaml"
+TRAINING_LIBRARY = "torchvision"
+
+# Seconds per step. Node: sized so that their sum, the installation (about 10-30 s) and the
+# finish stay within TOTAL_BUDGET_S; the prover also stops at the overall deadline.
+STEP_BUDGETS_S: dict[str, dict[str, float]] = {
+    "node": {
+        "environment": 20,
+        "dataset": 20,
+        "sync_check": 30,
+        # 4-6 jobs of 11 recipes, each recipe in a process of its own (imports, CUDA context).
+        "gpu_dataloader": 175,
+        "pipeline": 40,
+        # The training recipe's cpu_dataloader rows at the training's workers and batch (three
+        # short jobs on 16 cores): what predicts the training rows out of sample.
+        "supply": 25,
+        "training": 110,
+    },
+    "dry": {
+        "environment": 60,
+        "dataset": 60,
+        "sync_check": 60,
+        "gpu_dataloader": 150,
+        "pipeline": 90,
+        "supply": 60,
+        "training": 150,
+    },
+}
+
+# The configuration each mode plans from (merged over its preset by augbench.config.resolve).
+CONFIGS: dict[str, dict[str, Any]] = {
+    "node": {
+        "preset": "default",
+        "dataset": {"archive": None, "default_images": 300},
+        "libraries": ["torchvision", "kornia"],
+        "regimes": ["gpu_dataloader", "cpu_dataloader", "training"],
+        # A GPU job where CUDA is not usable fails instead of writing skipped rows.
+        "gpu": "required",
+        "pipelines": [PIPELINE],
+        # One job (one engine start) per library x scope x randomness mode.
+        "gpu_dataloader": {"shard_size": 11},
+        "cpu_dataloader": {
+            "job_per": "setting",
+            "transforms": ["RandomResizedCrop"],
+            "scopes": ["decode"],
+            "workers": [4, 8, 16],
+            "batch_size": 64,
+            "batches_per_run": 16,
+            "num_runs": 3,
+            "baseline_runs": 0,
+        },
+        "training": {
+            "transforms": ["RandomResizedCrop"],
+            "feeds": ["cpu", "gpu"],
+            "workers": [4, 8, 16],
+            "accelerator": "model",
+            "model": "auto",  # ResNet-50 with AMP and channels_last on CUDA
+            "batch_size": 64,
+            "steps": 40,
+            "warmup_steps": 5,
+            "model_steps": 10,
+            "blocks": 5,
+        },
+    },
+    "dry": {
+        "preset": "smoke",
+        "dataset": {"archive": None, "default_images": 12},
+        "libraries": ["torchvision", "kornia"],
+        "regimes": ["gpu_dataloader", "cpu_dataloader", "training"],
+        "gpu": "optional",
+        "transforms": ["HorizontalFlip"],
+        "num_images": 8,
+        "pipelines": [PIPELINE],
+        "gpu_dataloader": {
+            "batch_size": 4,
+            "workers": [1],
+            "torchvision_randomness": ["per-sample"],
+            "values": 2,
+            "warmups": 0,
+            "shard_size": 11,
+        },
+        "cpu_dataloader": {
+            "job_per": "setting",
+            "transforms": ["RandomResizedCrop"],
+            "scopes": ["decode"],
+            "workers": [1],
+            "batch_size": 4,
+            "batches_per_run": 2,
+            "num_runs": 2,
+            "baseline_runs": 0,
+        },
+        "training": {
+            "transforms": ["RandomResizedCrop"],
+            "feeds": ["cpu", "gpu"],
+            "workers": [1],
+            "accelerator": "model",
+            "model": "auto",  # ResNet-18 at 112 px on the CPU
+            "batch_size": 4,
+            "steps": 4,
+            "warmup_steps": 1,
+            "model_steps": 2,
+            "blocks": 2,
+        },
+    },
+}
+
+# Flags the dry mode adds: the engines' switches that run the GPU code path on CPU tensors.
+DRY_FLAGS: dict[str, list[str]] = {
+    "gpu_dataloader": ["--allow-cpu-device", "true"],
+    "pipeline_gpu_dataloader": ["--allow-cpu-device", "true"],
+    "training": ["--allow-cpu-device-feed", "true"],
+}
+
+# Which step runs the jobs of which rule.
+STEP_RULES = {
+    "gpu_dataloader": "gpu_dataloader",
+    "pipeline": "pipeline_gpu_dataloader",
+    "supply": "cpu_dataloader",
+    "training": "training",
+}
+
+
+def gpu_priority(w: Mapping[str, str]) -> tuple[bool, bool, bool]:
+    """Node order of GPU DataLoader jobs: per-sample randomness (the like-for-like comparison
+    with Kornia) before batch-shared, memory scope before decode, torchvision before Kornia."""
+    return (
+        w["randomness"] == "batch-shared",
+        w["scope"] == "decode",
+        w["library"] != "torchvision",
+    )
+
+
+def _dry_pick(pairs: set[tuple[str, str]]) -> Callable[[Mapping[str, str]], bool]:
+    return lambda w: (w["library"], w["scope"]) in pairs
+
+
+# Jobs each mode runs of each rule (None: all), in the order given by gpu_priority.
+SELECT: dict[str, dict[str, Callable[[Mapping[str, str]], bool]]] = {
+    "node": {
+        "cpu_dataloader": lambda w: w["library"] == TRAINING_LIBRARY,
+        "training": lambda w: w["library"] == TRAINING_LIBRARY,
+    },
+    "dry": {
+        # Both libraries and both scopes in two jobs, each recipe a process start: Kornia's
+        # decode scope with its recipes, torchvision's memory scope with the pipeline.
+        "gpu_dataloader": _dry_pick({("kornia", "decode")}),
+        "pipeline_gpu_dataloader": _dry_pick({("torchvision", "memory")}),
+        "cpu_dataloader": lambda w: w["library"] == TRAINING_LIBRARY,
+        "training": lambda w: w["library"] == TRAINING_LIBRARY,
+    },
+}
+
+
+def dataset_facts(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The embedded default dataset a mode builds on the node, and its key (the workflow's)."""
+    from augbench.dataset import dataset_name, default_identity
+
+    images = int(config["dataset"]["default_images"])
+    name = dataset_name(dict(config["dataset"]))
+    return {"name": name, "images": images, "key": default_identity(name, images).key}
+
+
+def mode_plan(mode: str, repo: Path) -> dict[str, Any]:
+    """One mode's steps: budgets, the dataset, and per engine step its jobs in run order."""
+    from augbench.config import resolve
+    from augbench.sweep import THREAD_POLICIES, Sweep, flag_words
+
+    config = resolve({**CONFIGS[mode], "machine": MACHINE, "envs": {}}, repo)
+    data = dataset_facts(config)
+    sweep = Sweep(config, data["key"])
+    select = SELECT[mode]
+    jobs: dict[str, list[dict[str, Any]]] = {rule: [] for rule in STEP_RULES.values()}
+    for job in sweep.jobs():
+        if job.rule not in jobs:
+            continue
+        wildcards = sweep.wildcards_of(job)
+        if job.rule in select and not select[job.rule](wildcards):
+            continue
+        kind = job.kind
+        policy = THREAD_POLICIES.get(kind.thread_policy)
+        engine = ["-m", kind.engine, *flag_words(kind.args(sweep, kind, wildcards))]
+        if mode == "dry":
+            engine += DRY_FLAGS.get(job.rule, [])
+        (output,) = job.outputs
+        jobs[job.rule].append(
+            {
+                "rule": job.rule,
+                "library": job.library,
+                "wildcards": {k: v for k, v in wildcards.items() if k not in ("machine",)},
+                "label": job_label(job.rule, wildcards),
+                "engine": engine,
+                # Set before the interpreter starts, as the rule's shell prefix does.
+                "env": policy.environment() if policy is not None else {},
+                "output": output,
+                "recipes": len(job.transforms),
+            }
+        )
+    for rule in ("gpu_dataloader", "pipeline_gpu_dataloader"):
+        jobs[rule].sort(key=lambda j: gpu_priority({**j["wildcards"], "library": j["library"]}))
+    for rule in ("cpu_dataloader", "training"):
+        jobs[rule].sort(key=lambda j: int(j["wildcards"]["workers"]))
+    return {
+        "mode": mode,
+        "preset": config["preset"],
+        "config": CONFIGS[mode],
+        "dataset": data,
+        "budgets_s": STEP_BUDGETS_S[mode],
+        "steps": {step: jobs[rule] for step, rule in STEP_RULES.items()},
+    }
+
+
+def job_label(rule: str, w: Mapping[str, str]) -> str:
+    """A job's name in progress lines and the summary, e.g. ``kornia decode w2 per-sample``."""
+    if rule == "training":
+        return f"{w['library']} w{w['workers']}"
+    if rule == "cpu_dataloader":
+        return f"{w['library']} {w['scope']} w{w['workers']}"
+    return f"{w['library']} {w['scope']} w{w['workers']} {w['randomness']}"
+
+
+def build_plan(repo: Path) -> dict[str, Any]:
+    """Both modes' plans (plan.json of a bundle)."""
+    return {
+        "machine_placeholder": MACHINE,
+        "total_budget_s": TOTAL_BUDGET_S,
+        "finish_reserve_s": FINISH_RESERVE_S,
+        "modes": {mode: mode_plan(mode, repo) for mode in CONFIGS},
+    }

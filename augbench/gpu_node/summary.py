@@ -1,0 +1,349 @@
+"""The node run's summary: what ran, row counts, headline numbers, what did not run and why.
+
+:func:`summarize` reads the run's result files (the workflow's ``{"metadata", "results"}``
+format), the env markers and the sync check into one JSON document (``summary.json``);
+:func:`markdown` renders it (``summary.md``). Only the standard library: the node's interpreter
+runs this.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+# Locked packages whose installed version the summary names first.
+KEY_PACKAGES = ("torch", "torchvision", "kornia", "kornia-rs", "numpy", "pillow", "tqdm")
+NON_OK_LISTED = 40
+# The engines' result families in the order the node runs them.
+FAMILIES = ("gpu_dataloader", "pipeline", "training")
+COMMIT_TO = "docs/results/<machine>/"
+
+
+def result_files(results: Path) -> list[tuple[str, str, dict[str, Any]]]:
+    """(family, path relative to ``results``, document) of every result file: family is the
+    regime, or ``pipeline`` for the pipelines' files."""
+    out = []
+    for path in sorted(results.rglob("*.json")):
+        rel = path.relative_to(results)
+        if rel.parts[0] not in ("raw", "pipelines"):
+            continue
+        doc = json.loads(path.read_text())
+        if not isinstance(doc, dict) or "results" not in doc or "metadata" not in doc:
+            continue
+        family = "pipeline" if rel.parts[0] == "pipelines" else doc["metadata"].get("regime", "?")
+        out.append((family, str(rel), doc))
+    return out
+
+
+def counts(files: list[tuple[str, str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Rows per engine (``pipeline``: the GPU DataLoader's pipeline rows) by status."""
+    out: dict[str, dict[str, Any]] = {family: {"files": 0, "ok": 0, "not_ok": 0, "by_status": {}}
+                                      for family in FAMILIES}  # fmt: skip
+    for family, _, doc in files:
+        entry = out.setdefault(family, {"files": 0, "ok": 0, "not_ok": 0, "by_status": {}})
+        entry["files"] += 1
+        for row in doc["results"].values():
+            status = row.get("status", "?")
+            entry["by_status"][status] = entry["by_status"].get(status, 0) + 1
+            entry["ok" if status == "ok" else "not_ok"] += 1
+    return out
+
+
+def cell(row: dict[str, Any]) -> str:
+    if row.get("status") == "ok":
+        return f"{row['median_throughput']:.0f}"
+    return str(row.get("status"))
+
+
+def gpu_table(files: list[tuple[str, str, dict[str, Any]]], family: str) -> dict[str, Any]:
+    """Median img/s per recipe (rows) and library / scope / randomness (columns, in the plan's
+    order: augbench.gpu_node.plan.gpu_priority)."""
+    from augbench.gpu_node.plan import gpu_priority
+
+    columns: dict[str, tuple[bool, bool, bool]] = {}
+    rows: dict[str, dict[str, str]] = {}
+    peak = 0.0
+    for fam, _, doc in files:
+        if fam != family:
+            continue
+        meta = doc["metadata"]
+        for name, row in doc["results"].items():
+            w = {
+                "library": str(meta.get("library")),
+                "scope": str(row.get("scope", meta.get("scope"))),
+                "randomness": str(row.get("randomness", meta.get("variant"))),
+            }
+            column = f"{w['library']} {w['scope']} {w['randomness']}"
+            columns[column] = gpu_priority(w)
+            rows.setdefault(name, {})[column] = cell(row)
+            peak = max(peak, float(row.get("gpu_peak_allocated_mb") or 0.0))
+    ordered = sorted(columns, key=lambda c: columns[c])
+    return {"columns": ordered, "rows": rows, "gpu_peak_allocated_mb_max": peak or None}
+
+
+def training_table(files: list[tuple[str, str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    out = []
+    for family, _, doc in files:
+        if family != "training":
+            continue
+        for name, row in doc["results"].items():
+            entry = {
+                "recipe": name,
+                "workers": row.get("workers"),
+                "feed": row.get("feed"),
+                "variant": row.get("variant"),
+                "status": row.get("status"),
+            }
+            if row.get("status") == "ok":
+                entry |= {
+                    k: row.get(k)
+                    for k in (
+                        "images_per_second", "data_wait_fraction", "model_img_per_s",
+                        "loader_img_per_s", "data_wait_ci_low", "data_wait_ci_high",
+                        "gpu_peak_allocated_mb",
+                    )
+                }  # fmt: skip
+            else:
+                entry["reason"] = row.get("reason")
+            out.append(entry)
+    return sorted(out, key=lambda e: (int(e["workers"] or 0), str(e["feed"])))
+
+
+def non_ok_rows(files: list[tuple[str, str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    return [
+        {"file": rel, "row": name, "status": row.get("status"), "reason": row.get("reason")}
+        for _, rel, doc in files
+        for name, row in doc["results"].items()
+        if row.get("status") != "ok"
+    ]
+
+
+def lock_differences(results: Path) -> dict[str, dict[str, Any]]:
+    """Per library env marker: installed versions that differ from its lock (key packages)."""
+    out = {}
+    for marker in sorted((results / "envs").glob("*.json")):
+        doc = json.loads(marker.read_text())
+        differs = doc.get("differs_from_lock") or {}
+        out[marker.stem] = {
+            "manager": doc.get("manager"),
+            "lock": Path(str(doc.get("lock"))).name,
+            "differs": {k: v for k, v in differs.items() if k in KEY_PACKAGES},
+            "other_differences": len([k for k in differs if k not in KEY_PACKAGES]),
+        }
+    return out
+
+
+def not_run(
+    mode: str,
+    steps: list[dict[str, Any]],
+    bundle: dict[str, Any],
+    sync: dict[str, Any] | None,
+    cuda: bool,
+) -> list[str]:
+    out = [f"{name}: not brought to the node: {why}" for name, why in
+           (bundle.get("not_brought") or {}).items()]  # fmt: skip
+    out.append(
+        "micro and cpu_dataloader regimes: not part of this proof (pyperf and AlbumentationsX, "
+        "the CPU reference of the GPU/CPU ratio, are not on the node)"
+    )
+    for step in steps:
+        for job in step["jobs"]:
+            if job.get("status") == "not started":
+                out.append(f"{step['name']} {job['label']}: {job['reason']}")
+            elif job.get("status") in ("failed", "timed out"):
+                out.append(f"{step['name']} {job['label']}: {job['status']}: {job['reason']}")
+        if step["status"] == "not run":
+            out.append(f"{step['name']}: not run")
+    if sync and sync.get("cuda_kernel", {}).get("status") == "skipped":
+        out.append(f"sync_check CUDA kernel: {sync['cuda_kernel']['reason']}")
+    if mode == "dry" and not cuda:
+        out.append(
+            "dry run: GPU rows measured on CPU tensors (gpu_dataloader --allow-cpu-device, "
+            "training --allow-cpu-device-feed), ResNet-18 at 112 px on the CPU: the code paths "
+            "are exercised, the numbers say nothing about a GPU"
+        )
+    elif mode == "dry":
+        out.append("dry run on a GPU: tiny sizes, a check of the code paths, not measurements")
+    return out
+
+
+def summarize(
+    *,
+    mode: str,
+    machine: str,
+    elapsed_s: float,
+    budget_s: float,
+    steps: list[dict[str, Any]],
+    results: Path,
+    environment: dict[str, Any],
+    bundle: dict[str, Any],
+    plan: dict[str, Any],
+) -> dict[str, Any]:
+    files = result_files(results)
+    sync_path = results / "checks" / "sync_check.json"
+    sync = json.loads(sync_path.read_text()) if sync_path.is_file() else None
+    return {
+        "mode": mode,
+        "machine": machine,
+        "elapsed_s": round(elapsed_s, 1),
+        "budget_s": budget_s,
+        "dataset": plan.get("dataset"),
+        "bundle": {
+            "python_version": bundle.get("python_version"),
+            "built_at": bundle.get("built_at"),
+            "built_from": bundle.get("built_from"),
+            "wheels": [w["path"].removeprefix("wheels/") for w in bundle.get("wheels", [])],
+        },
+        "environment": {
+            "python_version": environment.get("python_version"),
+            "packages": environment.get("packages"),
+            "cuda": environment.get("cuda_env"),
+            "cpu_model": environment.get("cpu_model"),
+            "usable_cores": environment.get("usable_cores"),
+        },
+        "steps": steps,
+        "rows": counts(files),
+        "result_files": [rel for _, rel, _ in files],
+        "gpu_dataloader": gpu_table(files, "gpu_dataloader"),
+        "pipeline": gpu_table(files, "pipeline"),
+        "training": training_table(files),
+        "sync_check": sync,
+        "lock_differences": lock_differences(results),
+        "not_run": not_run(
+            mode, steps, bundle, sync, (environment.get("cuda_env") or {}).get("verdict") == "ok"
+        ),
+        "non_ok_rows": non_ok_rows(files),
+    }
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+        *("| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in rows),
+    ]
+
+
+def _pct(value: Any) -> str:
+    return "" if value is None else f"{100 * float(value):.1f} %"
+
+
+def _num(value: Any, digits: int = 0) -> str:
+    return "" if value is None else f"{float(value):.{digits}f}"
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    env = doc["environment"]
+    packages = env.get("packages") or {}
+    cuda = env.get("cuda") or {}
+    title = "dry run on the CPU" if doc["mode"] == "dry" else "GPU node"
+    device = "".join(
+        f", {label}{cuda[key]}"
+        for key, label in (("device_name", ""), ("driver_version", "driver "),
+                           ("cuda_runtime", "runtime "))
+        if cuda.get(key)
+    )  # fmt: skip
+    built = doc["bundle"]
+    commit = (built["built_from"] or {}).get("git_commit")
+    lines = [
+        f"# GPU regimes on `{doc['machine']}` ({title})",
+        "",
+        f"Wall time {doc['elapsed_s']:.0f} s of the {doc['budget_s']:.0f} s budget (prove.sh "
+        f"start to the archive). Python {env.get('python_version')}, torch "
+        f"{packages.get('torch')}, torchvision {packages.get('torchvision')}, Kornia "
+        f"{packages.get('kornia')}; {env.get('cpu_model')}, {env.get('usable_cores')} usable "
+        f"cores; CUDA: {cuda.get('verdict')}{device}. Dataset "
+        f"`{(doc.get('dataset') or {}).get('key')}` (the workflow's default, built on the "
+        f"node). Bundle for Python {built['python_version']}, built {built['built_at']} from "
+        f"{commit}.",
+        "",
+        "## Steps",
+        "",
+    ]
+    step_rows = []
+    for step in doc["steps"]:
+        jobs = step["jobs"]
+        ran = sum(1 for j in jobs if j.get("status") == "ok")
+        what = f"{ran}/{len(jobs)} jobs" if jobs else ""
+        notes = "; ".join(step["notes"])
+        wall = f"{step['seconds']:.1f} / {step['budget_s']:.0f} s"
+        step_rows.append([step["name"], step["status"], wall, what, notes])
+    lines += _table(["step", "status", "wall / budget", "jobs", "notes"], step_rows)
+    lines += ["", "## Rows", ""]
+    lines += _table(
+        ["engine", "files", "ok", "not ok", "by status"],
+        [[family, c["files"], c["ok"], c["not_ok"], json.dumps(c["by_status"], sort_keys=True)]
+         for family, c in doc["rows"].items()],
+    )  # fmt: skip
+    for key, title_text in (("gpu_dataloader", "GPU DataLoader"), ("pipeline", "Pipeline")):
+        table = doc[key]
+        if not table["rows"]:
+            continue
+        lines += ["", f"## {title_text}: median img/s (or the row's status)", ""]
+        lines += _table(
+            ["recipe", *table["columns"]],
+            [[name, *(cells.get(c, "") for c in table["columns"])]
+             for name, cells in table["rows"].items()],
+        )  # fmt: skip
+        if table["gpu_peak_allocated_mb_max"]:
+            lines += [
+                "",
+                f"Largest torch allocator peak: {table['gpu_peak_allocated_mb_max']:.0f} MB.",
+            ]
+    if doc["training"]:
+        lines += ["", "## Training: images/s and data wait", ""]
+        lines += _table(
+            ["recipe", "workers", "feed", "variant", "status", "img/s", "data wait",
+             "model alone img/s", "loader alone img/s", "data wait interval"],
+            [[t["recipe"], t["workers"], t["feed"], t["variant"],
+              t["status"] if t["status"] == "ok" else f"{t['status']}: {t.get('reason')}",
+              _num(t.get("images_per_second")), _pct(t.get("data_wait_fraction")),
+              _num(t.get("model_img_per_s")), _num(t.get("loader_img_per_s")),
+              f"{_pct(t.get('data_wait_ci_low'))}-{_pct(t.get('data_wait_ci_high'))}"
+              if t["status"] == "ok" else ""] for t in doc["training"]],
+        )  # fmt: skip
+    sync = doc.get("sync_check")
+    lines += ["", "## Synchronisation check", ""]
+    if sync:
+        synced, control = min(sync["with_sync_times_s"]), min(sync["control_times_s"])
+        lines.append(
+            f"{'Passed' if sync['passed'] else 'FAILED'} ({sync['mode']}, {sync['device']}): "
+            f"floor {1000 * sync['floor_s']:.1f} ms per repetition; with the engine's "
+            f"synchronisation the fastest repetition took {1000 * synced:.1f} ms, without it "
+            f"(negative control) {1000 * control:.1f} ms. Rule: {sync['rule']}."
+        )
+    else:
+        lines.append("Not run (see the steps).")
+    lines += ["", "## Not run or failed, and why", ""]
+    lines += [f"- {item}" for item in doc["not_run"]]
+    differences = doc["lock_differences"]
+    if differences:
+        lines += ["", "## Installed here vs the locks", ""]
+        for library, entry in differences.items():
+            shown = ", ".join(
+                f"{name} {v['installed']} (lock {v['lock']})"
+                for name, v in entry["differs"].items()
+            )
+            lines.append(
+                f"- {library} ({entry['manager']}, compared with {entry['lock']}): "
+                f"{shown or 'the key packages match the lock'}"
+                + (f"; {entry['other_differences']} other packages differ"
+                   if entry["other_differences"] else "")
+            )  # fmt: skip
+    non_ok = doc["non_ok_rows"]
+    if non_ok:
+        lines += ["", f"## Rows that are not ok ({len(non_ok)})", ""]
+        lines += [f"- `{r['file']}` {r['row']}: {r['status']} ({r['reason']})"
+                  for r in non_ok[:NON_OK_LISTED]]  # fmt: skip
+        if len(non_ok) > NON_OK_LISTED:
+            lines.append(f"- ... {len(non_ok) - NON_OK_LISTED} more in summary.json")
+    lines += [
+        "",
+        "## Where the results go",
+        "",
+        f"Unpack `results.tar.gz` into `{COMMIT_TO.replace('<machine>', doc['machine'])}` with "
+        'this summary beside it (docs/gpu_regimes.md, "On an offline GPU node").',
+        "",
+    ]
+    return "\n".join(lines)
