@@ -60,9 +60,10 @@ def apply_telemetry_off() -> None:
 # A result row whose repeated throughputs vary more than this (std / mean) is flagged unstable.
 CV_UNSTABLE_THRESHOLD = 0.15
 
-# Precision goal of every measured row (augbench/stopping.py): the half-width of the 95 % CI of
-# its mean throughput over the mean. Engines stop repeating once a row reaches it; rows that hit
-# their maximum number of values first keep their wider CI and the summary flags them.
+# Precision goal of every measured row (augbench/stopping.py): the half-width of the interval of
+# its median throughput (augbench.intervals) over the median. Engines stop repeating once a row
+# reaches it; rows that hit their maximum number of values first keep their wider CI and the
+# summary flags them.
 RELATIVE_CI_TARGET = 0.05
 
 # Micro regime: one timed value (loops passes over the job's images) lasts at least this long; the
@@ -220,19 +221,19 @@ GPU_REGIME_THREADS = ThreadPolicy(threads=1)
 # -- memory of a planned job (augbench.memory; docs/cloud.md#memory) ----------------------------
 # Resident MiB of one process after ``import augbench`` and the library's adapter import, alone
 # and with torch (DataLoader engines, pipeline tails): (alone, with torch). Measured by
-# tools/checks/import_rss.py on amd-epyc-2c (the 2-core development VM), 2026-11-25, with the
+# tools/checks/import_rss.py on amd-epyc-2c (the 2-core development VM), 2026-11-26, with the
 # locked envs of envs/*.txt; rerun it after a lock change.
 IMPORT_RSS_MB: dict[str, tuple[float, float]] = {
-    "albumentationsx": (567.0, 567.0),
-    "torchvision": (672.0, 672.0),
-    "kornia": (528.0, 528.0),
-    "pillow": (40.0, 515.0),
-    "dali": (101.0, 101.0),  # its env has no torch; no engine imports it there
+    "albumentationsx": (586.0, 586.0),
+    "torchvision": (690.0, 690.0),
+    "kornia": (558.0, 558.0),
+    "pillow": (42.0, 544.0),
+    "dali": (104.0, 104.0),  # its env has no torch; no engine imports it there
 }
 # A library without a measurement (a registered extension): the largest measured one.
 UNKNOWN_LIBRARY_RSS_MB = (700.0, 700.0)
 # A micro job's manager process (augbench.engines.micro imports no library): same tool.
-MANAGER_RSS_MB = 42.0
+MANAGER_RSS_MB = 44.0
 # What one forked DataLoader worker adds of its own (pages it writes: outputs, copy-on-write
 # object headers, its thread arenas); from Snakemake's max_pss of cpu_dataloader jobs.
 WORKER_PRIVATE_MB = 60.0
@@ -275,17 +276,24 @@ FED_WAIT = 0.05
 # more than TRAINING_WAIT_TOLERANCE (absolute share of the loop) from the predicted one, is flagged.
 TRAINING_PREDICTION_TOLERANCE = 0.15
 TRAINING_WAIT_TOLERANCE = 0.05
-TRAINING_MODEL_MB: dict[str, float] = {"resnet18": 700.0, "resnet50": 1750.0, "sleep": 0.0}
+TRAINING_MODEL_MB: dict[str, float] = {"resnet18": 601.0, "resnet50": 3467.0, "sleep": 0.0}
 # Host memory a CUDA context and the GPU libraries' loaded code add to a process: an
 # assumption (no GPU measured here), named as such wherever a GPU job's memory is printed.
 CUDA_CONTEXT_HOST_MB = 2500.0
 
 
 # A transform's temporaries on one image at their peak, in copies of the image at the
-# library's working dtype (adapters' working_value_bytes): blur, colour and affine transforms make
-# a few float32 copies (padding, channel planes, the output). From the micro jobs at 2048 px of the
-# validation run (docs/cost_validation.tsv).
-WORKING_IMAGE_COPIES = 6
+# library's working dtype (adapters' working_value_bytes), per library: the largest over every
+# catalog transform the library implements. Fitted by tools/checks/import_rss.py in processes of
+# their own (one synthetic 2048 px RGB image per library, amd-epyc-2c, 2026-11-26), never on the
+# workflow runs the memory model is checked against (tools/checks/cost_validation.py); the
+# transform that set each is named.
+WORKING_IMAGE_COPIES: dict[str, float] = {
+    "albumentationsx": 69.0,  # ThinPlateSpline
+    "torchvision": 15.0,  # GaussianBlur
+    "kornia": 32.0,  # MedianBlur
+    "pillow": 3.0,  # GaussianBlur
+}
 
 
 @dataclass(frozen=True)

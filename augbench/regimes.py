@@ -453,7 +453,8 @@ def _working_mb(s: Sweep, library: str, dataset: str, images: int) -> float:
     from augbench import adapters
 
     pixels = max(s.sizes[dataset].first(max(images, 1)) or [0])
-    copies = policy.WORKING_IMAGE_COPIES * adapters.get(library).working_value_bytes
+    fitted = policy.WORKING_IMAGE_COPIES
+    copies = fitted.get(library, max(fitted.values())) * adapters.get(library).working_value_bytes
     return copies * pixels * s.config["channels"] / 2**20
 
 
@@ -476,18 +477,23 @@ def micro_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
 
 
 def held_images_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
-    """A one-process job holding its images in the library's form and one output per image
-    (the lazy-output check; the pipeline breakdown, whose float32 tensor tails need torch)."""
+    """A job holding its images in the library's form and one output per image (the lazy-output
+    check; the pipeline breakdown, whose float32 tensor tails need torch). The breakdown times
+    every pass in a child forked from the job's process (augbench.engines.pipeline_breakdown),
+    one at a time: the child shares the job's pages and copies the inputs into a layout of its
+    own, so it is counted as one forked process with one more copy of the images."""
     from augbench.memory import Footprint
 
     images = min(s.num_images_for(kind), s.dataset_images(w["dataset"]))
     value = _value_bytes(w["library"])
+    pixels = s.mean_pixels(w["dataset"], images)
     breakdown = kind.role == "pipelines"
+    child_inputs_mb = images * pixels * s.config["channels"] * value / 2**20 if breakdown else 0.0
     return Footprint(
-        w["library"], torch=breakdown, images=images,
-        pixels=s.mean_pixels(w["dataset"], images),
+        w["library"], torch=breakdown, images=images, pixels=pixels,
         copies=1 + value + (4 if breakdown else value),
         working_mb=_working_mb(s, w["library"], w["dataset"], images),
+        forked=1 if breakdown else 0, extra_mb=child_inputs_mb,
     )  # fmt: skip
 
 

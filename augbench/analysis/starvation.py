@@ -354,7 +354,7 @@ def markdown(starved: pd.DataFrame, define: bool = True) -> list[str]:
                 + (" (not monotone in workers)" if _is_false(s["fed_monotone"]) else ""),
                 waits or "none ok",
                 _duration(best),
-                s["not_measured_workers"] or "",
+                "" if pd.isna(s["not_measured_workers"]) else s["not_measured_workers"],
             ]
             lines.append("| " + " | ".join(str(c).replace("|", "/") for c in cells) + " |")
         lines.append("")

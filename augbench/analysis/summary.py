@@ -265,10 +265,11 @@ def precision_section(frame: pd.DataFrame) -> list[str]:
             [regime, str(len(rows)), str(n_above), str(int(rows["relative_ci"].isna().sum()))]
         )
     lines += [
-        "Each ok row states the half-width of the 95 % confidence interval of its mean "
-        "throughput relative to the mean (`relative_ci`); engines repeat until it is at most "
-        "the target (`relative_ci_target`) or their maximum number of values. Rows above the "
-        "target are measured but less precise than asked for; `no CI` rows have one value.",
+        "Each ok row states the interval of its median throughput (`ci_low`, `ci_high`, at "
+        "`ci_level`) and its half-width relative to the median (`relative_ci`); engines repeat "
+        "until it is at most the target (`relative_ci_target`) or their maximum number of "
+        "values. Rows above the target are measured but less precise than asked for; `no CI` "
+        "rows have one value.",
         "",
     ]
     lines += _table(["regime", "ok rows", "above target", "no CI"], counts)

@@ -164,7 +164,10 @@ def main() -> int:
         print(f"# {library}: {copies[library]['copies']:.2f} copies "
               f"({copies[library]['transform']}, {args.working_px} px)")  # fmt: skip
     if copies:
-        print(f"WORKING_IMAGE_COPIES = {math.ceil(max(c['copies'] for c in copies.values()))}")
+        print("WORKING_IMAGE_COPIES: dict[str, float] = {")
+        for library, fit in copies.items():
+            print(f'    "{library}": {math.ceil(fit["copies"])}.0,  # {fit["transform"]}')
+        print("}")
     python = args.envs_dir / "torchvision" / "bin" / "python"
     if python.exists():
         states = {}

@@ -1,0 +1,87 @@
+"""How much does the same pipeline loop differ between fresh processes on this machine?
+
+The spread where no effect is expected: one whole-pipeline row's Compose (from a finished run's
+breakdown result files, as ``tools/checks/compose_vs_rows.py`` rebuilds it) timed by the same
+plain loop in ``--processes`` fresh interpreters of the library's env, one after another, under
+glibc as shipped, one thread. Per pipeline it prints every process's median ms per image, their
+range and max / min: what a single process's number can be off by on this machine, before any
+harness or allocator setting is involved.
+
+    uv run python tools/experiments/process_spread.py --results RUN/results \
+        --manifest RUN/results/data/default-300-*/manifest.json \
+        --pipelines albumentationsx:train_heavy,kornia:train_light --processes 8 --out spread.tsv
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools" / "checks"))
+
+from compose_vs_rows import (  # noqa: E402
+    ALBUMENTATIONS_PROBE,
+    LIBRARY_PROBE,
+    fresh_loop,
+    result_files,
+    staged_files,
+)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--results", nargs="+", type=Path, required=True)
+    p.add_argument("--manifest", type=Path, required=True)
+    p.add_argument("--pipelines", required=True, help="library:pipeline,...")
+    p.add_argument("--venvs", type=Path, default=ROOT / ".venvs")
+    p.add_argument("--processes", type=int, default=8)
+    p.add_argument("--values", type=int, default=3)
+    p.add_argument("--out", type=Path, default=None)
+    args = p.parse_args()
+    wanted = {tuple(item.split(":", 1)) for item in args.pipelines.split(",") if item}
+    lines = [
+        "machine\tlibrary\tpipeline\timages\tprocesses\tprocess_medians_ms\tmin\tmax\tmax_over_min"
+    ]
+    for path in result_files(args.results):
+        payload = json.loads(path.read_text())
+        meta = payload["metadata"]
+        library = meta.get("library", "")
+        definitions = {d["name"]: d for d in meta["benchmark_params"].get("pipelines", [])}
+        for key, row in payload["results"].items():
+            if (library, key) not in wanted or row.get("status") != "ok" or "step" in row:
+                continue
+            request = {
+                "files": staged_files(args.manifest, int(row["num_images"])),
+                "passes": int(row.get("passes_per_value") or 1),
+                "mask": "mask" in (row.get("pipeline_targets") or []),
+                "values": args.values,
+                "library": library,
+                "pipeline": definitions[key],
+                "definition": row.get("compose_definition"),
+            }
+            own = library == "albumentationsx" and isinstance(request["definition"], dict)
+            probe = ALBUMENTATIONS_PROBE if own else LIBRARY_PROBE
+            python = args.venvs / library / "bin" / "python"
+            medians = []
+            for _ in range(args.processes):  # one at a time, so each is timed alone
+                (values,) = fresh_loop(python, probe, request, 1)
+                medians.append(1000.0 * statistics.median(values))
+            low, high = min(medians), max(medians)
+            lines.append(
+                f"{meta.get('machine', '')}\t{library}\t{key}\t{len(request['files'])}\t"
+                f"{len(medians)}\t{', '.join(f'{m:.3f}' for m in medians)}\t{low:.3f}\t"
+                f"{high:.3f}\t{high / low:.2f}"
+            )
+            print(lines[-1], flush=True)
+    text = "\n".join(lines) + "\n"
+    if args.out is not None:
+        args.out.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
