@@ -338,7 +338,8 @@ def test_the_dry_mode_runs_every_step_and_leaves_a_small_out_folder(
     marker = docs["results/envs/kornia.json"]
     assert marker["manager"] == "system" and marker["python"] == str(torchvision_env)
     assert "results/data/" + key + "/manifest.json" in docs
-    assert [s["status"] for s in summary["steps"]] == ["ok"] * 6
+    assert [s["status"] for s in summary["steps"]] == ["ok"] * 7
+    assert any(name.startswith(f"{raw}/cpu_dataloader/torchvision/") for name in docs)  # supply
     text = (out / "summary.md").read_text()
     assert "nvidia-dali-cuda120: not brought to the node" in text
     assert "no CUDA device: the torch.cuda._sleep kernel check needs one" in text
