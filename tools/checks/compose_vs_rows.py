@@ -127,6 +127,25 @@ def staged_files(manifest: Path, count: int) -> list[str]:
     return [str(root / entry["path"]) for entry in data["files"][:count]]
 
 
+def loop_request(
+    row: dict, library: str, definition: dict, manifest: Path, values: int
+) -> tuple[dict, str]:
+    """What a fresh interpreter needs to loop over a whole-pipeline row's composition (its
+    images, passes, mask and definitions), and the probe that runs it: AlbumentationsX rebuilds
+    the row's recorded Compose, the other libraries build the row's pipeline definition."""
+    request = {
+        "files": staged_files(manifest, int(row["num_images"])),
+        "passes": int(row.get("passes_per_value") or 1),
+        "mask": "mask" in (row.get("pipeline_targets") or []),
+        "values": values,
+        "library": library,
+        "pipeline": definition,
+        "definition": row.get("compose_definition"),
+    }
+    own = library == "albumentationsx" and isinstance(request["definition"], dict)
+    return request, ALBUMENTATIONS_PROBE if own else LIBRARY_PROBE
+
+
 def fresh_loop(python: Path, probe: str, request: dict, processes: int) -> list[list[float]]:
     """Seconds per image of each value, by fresh interpreter, under glibc as shipped."""
     env = allocator.launch_environment(allocator.DEFAULT_SETTING, python.parent.parent, os.environ)
@@ -186,17 +205,9 @@ def main() -> int:
         for key, row in payload["results"].items():
             if row.get("status") != "ok" or "step" in row or key not in definitions:
                 continue
-            request = {
-                "files": staged_files(args.manifest, int(row["num_images"])),
-                "passes": int(row.get("passes_per_value") or 1),
-                "mask": "mask" in (row.get("pipeline_targets") or []),
-                "values": args.values,
-                "library": library,
-                "pipeline": definitions[key],
-                "definition": row.get("compose_definition"),
-            }
-            own = library == "albumentationsx" and isinstance(request["definition"], dict)
-            probe = ALBUMENTATIONS_PROBE if own else LIBRARY_PROBE
+            request, probe = loop_request(
+                row, library, definitions[key], args.manifest, args.values
+            )
             groups = fresh_loop(python, probe, request, args.processes)
             fresh = process_median_interval([[1000.0 * v for v in g] for g in groups])
             mine = row_interval_ms(row)

@@ -23,13 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools" / "checks"))
 
-from compose_vs_rows import (  # noqa: E402
-    ALBUMENTATIONS_PROBE,
-    LIBRARY_PROBE,
-    fresh_loop,
-    result_files,
-    staged_files,
-)
+from compose_vs_rows import fresh_loop, loop_request, result_files  # noqa: E402
 
 
 def main() -> int:
@@ -54,17 +48,9 @@ def main() -> int:
         for key, row in payload["results"].items():
             if (library, key) not in wanted or row.get("status") != "ok" or "step" in row:
                 continue
-            request = {
-                "files": staged_files(args.manifest, int(row["num_images"])),
-                "passes": int(row.get("passes_per_value") or 1),
-                "mask": "mask" in (row.get("pipeline_targets") or []),
-                "values": args.values,
-                "library": library,
-                "pipeline": definitions[key],
-                "definition": row.get("compose_definition"),
-            }
-            own = library == "albumentationsx" and isinstance(request["definition"], dict)
-            probe = ALBUMENTATIONS_PROBE if own else LIBRARY_PROBE
+            request, probe = loop_request(
+                row, library, definitions[key], args.manifest, args.values
+            )
             python = args.venvs / library / "bin" / "python"
             medians = []
             for _ in range(args.processes):  # one at a time, so each is timed alone
