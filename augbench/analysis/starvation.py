@@ -130,6 +130,27 @@ def models_from_config(
     ]
 
 
+def batch_mb(row: pd.Series | dict[str, Any]) -> float:
+    """MiB of the row's collated float32 batch (its recorded ``batch_shape``); NaN without one."""
+    shape = decoded(row.get("batch_shape"))
+    if isinstance(shape, list) and shape:
+        return math.prod(int(x) for x in shape) * 4 / 2**20
+    return math.nan
+
+
+def handover_s(row: pd.Series | dict[str, Any], to_batch_mb: float) -> tuple[float, float]:
+    """The row's job's hand-over per batch in seconds (idle, busy), scaled from the probe's batch
+    to ``to_batch_mb`` (the hand-over grows with the bytes a batch maps; unscaled where either
+    size is unknown); NaN, NaN where the job has no hand-over probe."""
+    idle = number(row.get("handover_idle_ms"))
+    busy = number(row.get("handover_busy_ms"))
+    if math.isnan(idle) or math.isnan(busy):
+        return math.nan, math.nan
+    probe_mb = number(row.get("handover_batch_mb"))
+    scale = to_batch_mb / probe_mb if probe_mb > 0 and to_batch_mb > 0 else 1.0
+    return idle * scale / 1000.0, busy * scale / 1000.0
+
+
 def supply_of(row: pd.Series | dict[str, Any], rate: float) -> Supply:
     """The loader of an end-to-end row at ``rate`` img/s: its workers, batch and its job's
     hand-over per batch (scaled from the probe's batch to the row's; none recorded, as in the
@@ -138,19 +159,10 @@ def supply_of(row: pd.Series | dict[str, Any], rate: float) -> Supply:
     # No worker sweep (-1, none: DALI's own threads) is a loader that prefetches.
     workers = int(counted) if counted >= 0 else 1
     batch = int(number(row.get("batch_size"))) if number(row.get("batch_size")) > 0 else 1
-    idle = number(row.get("handover_idle_ms"))
-    busy = number(row.get("handover_busy_ms"))
-    if workers == 0 or math.isnan(idle) or math.isnan(busy):
+    idle, busy = handover_s(row, batch_mb(row)) if workers > 0 else (math.nan, math.nan)
+    if math.isnan(idle):
         return Supply(rate, workers, batch)
-    probe_mb = number(row.get("handover_batch_mb"))
-    shape = decoded(row.get("batch_shape"))
-    row_mb = (
-        math.prod(int(x) for x in shape) * 4 / 2**20
-        if isinstance(shape, list) and shape
-        else math.nan
-    )
-    scale = row_mb / probe_mb if probe_mb > 0 and row_mb > 0 else 1.0
-    return Supply(rate, workers, batch, idle * scale / 1000.0, busy * scale / 1000.0)
+    return Supply(rate, workers, batch, idle, busy)
 
 
 def data_wait_fraction(data_img_per_s: float, model_img_per_s: float, workers: int = 1) -> float:

@@ -31,6 +31,7 @@ from typing import Any
 import pandas as pd
 
 from augbench.analysis.faults import is_bound
+from augbench.analysis.starvation import batch_mb, handover_s
 from augbench.analysis.tidy import decoded, number
 from augbench.policy import FED_WAIT, TRAINING_PREDICTION_TOLERANCE, TRAINING_WAIT_TOLERANCE
 from augbench.starvation_model import FED_DEFINITION, Supply, fewest_fed, predict, verdict
@@ -144,31 +145,12 @@ def _why_no_supply(row: pd.Series) -> str | None:
     return None
 
 
-def _handover(supply: pd.Series, batch_mb: float) -> tuple[float, float]:
-    """The supply job's hand-over per batch (idle, busy), scaled from the probe's batch to this
-    row's batch bytes (the hand-over grows with the bytes a batch maps)."""
-    idle = number(supply.get("handover_idle_ms"))
-    busy = number(supply.get("handover_busy_ms"))
-    probe_mb = number(supply.get("handover_batch_mb"))
-    if math.isnan(idle) or math.isnan(busy):
-        return math.nan, math.nan
-    scale = batch_mb / probe_mb if probe_mb > 0 and batch_mb > 0 else 1.0
-    return idle * scale / 1000.0, busy * scale / 1000.0
-
-
-def _batch_mb(row: pd.Series) -> float:
-    shape = decoded(row.get("batch_shape"))
-    if isinstance(shape, list) and shape:
-        return math.prod(int(x) for x in shape) * 4 / 2**20
-    return math.nan
-
-
 def _prediction(supply: pd.Series, row: pd.Series, model_rate: float) -> dict[str, Any]:
     """The prediction and its interval (from the supply's interval) for one training row."""
     workers = int(number(row.get("workers")))
     batch = int(number(row.get("batch_size")))
     if workers > 0:
-        idle, busy = _handover(supply, _batch_mb(row))
+        idle, busy = handover_s(supply, batch_mb(row))
         if math.isnan(idle):
             return {"prediction": f"{NO_PREDICTION}: the supply's job has no hand-over probe"}
     else:
