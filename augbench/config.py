@@ -45,6 +45,7 @@ def schema(basedir: Path) -> dict[str, Any]:
     props["regimes"]["items"]["enum"] = list(regimes.NAMES)
     props["resolution_regimes"]["items"]["enum"] = list(regimes.NAMES)
     props["allocators"]["items"]["enum"] = list(policy.ALLOCATOR_SETTINGS)
+    props["allocator_jobs"]["properties"]["rules"]["items"]["enum"] = list(regimes.timed_rules())
     props["cpu_dataloader"]["properties"]["job_per"]["enum"] = list(matrix.DATALOADER_JOB_PER)
     props["transforms"]["oneOf"][1]["items"]["enum"] = catalog.names()
     return doc

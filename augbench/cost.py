@@ -33,11 +33,12 @@ jobs that the profile groups (``groups`` / ``group-components``) share one VM an
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -147,6 +148,9 @@ class KindModel:
     # and each setting's beyond its rows (loaders, workers, baselines' set-up, preloading).
     process_s: float = 0.0
     setting_s: dict[str, float] = field(default_factory=dict)
+    # DataLoader kinds: the usable cores of the machine the rows were measured on (0: unknown),
+    # so a worker count is priced for the cores of the machine it will run on (_arm_seconds).
+    cores: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -156,6 +160,7 @@ class KindModel:
             "per_megapixel_s": self.per_megapixel_s, "process_s": self.process_s,
             "setting_s": self.setting_s, "share_observed": self.share_observed,
             "slope": self.slope, "overhead_per_mp_s": self.overhead_per_mp_s,
+            "cores": self.cores,
         }  # fmt: skip
 
     @classmethod
@@ -172,6 +177,7 @@ class KindModel:
             share_observed=bool(entry.get("share_observed", entry.get("process_share", 1.0) < 1)),
             slope=dict(entry.get("slope", {})),
             overhead_per_mp_s=float(entry.get("overhead_per_mp_s", 0.0)),
+            cores=int(entry.get("cores", 0)),
         )  # fmt: skip
 
     def seconds_per_image(self, transform: str, megapixels: float = 0.0) -> float:
@@ -289,6 +295,7 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
     timed: dict[Path, list[tuple[Key, str, float, float, float]]] = defaultdict(list)
     processes: dict[Key, list[float]] = defaultdict(list)
     settings: dict[Key, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    cores: dict[Key, list[int]] = defaultdict(list)
     for path, bench, kind in _result_files(run_dir):
         if regimes.KINDS[kind].cost == "whole_job":
             continue
@@ -347,6 +354,8 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
                         observed.add(key)
             if model == "dataloader":  # the job's transport baseline: once per result file
                 work += _baseline_work(payload["results"], params)
+                if params.get("usable_cores"):
+                    cores[key].append(int(params["usable_cores"]))
                 timing = payload["metadata"].get("job_timing")
                 first = next(iter(payload["results"].values()), {})
                 setting = setting_of({"scope": payload["metadata"].get("scope"), **first}, params)
@@ -412,6 +421,7 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
             process_s=statistics.median(processes[key]) if processes[key] else 0.0,
             setting_s={s: statistics.median(v) for s, v in settings[key].items()},
             share_observed=key in observed,
+            cores=min(cores[key]) if cores[key] else 0,
         )
     _learn_fixed_kinds(run_dir, models)
     return models
@@ -602,6 +612,9 @@ def pyperf_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -> Es
 
 
 def dataloader_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -> Estimate:
+    """Epochs of every arm at the job's setting, plus its baselines and fixed costs; the arms'
+    rates are the measured ones at the setting, scaled to the cores of the machine the job will
+    run on (``params['target_cores']``; 0 or absent: the measuring machine's)."""
     per_epoch = params["batch_size"] * params["batches_per_run"]
     most_runs = params["num_runs"]
     expected_runs = min(max(model.run_share * most_runs, DATALOADER_MIN_RUNS), most_runs)
@@ -617,7 +630,10 @@ def dataloader_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -
                 if arm in ("memory", "floor") and scope != "decode":
                     epochs = 0
                 if epochs:
-                    s_img = _arm_seconds(model, transform, setting, arm, job.megapixels)
+                    s_img = _arm_seconds(
+                        model, transform, setting, arm, job.megapixels,
+                        int(params.get("target_cores") or 0),
+                    )  # fmt: skip
                     seconds += epochs * per_epoch * s_img
             totals[label] += seconds
     transport = model.baseline_s.get(setting) or _median(model.baseline_s.values())
@@ -630,25 +646,63 @@ def dataloader_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -
     return Estimate(overhead + totals["expected"], overhead + totals["most"])
 
 
-def _arm_seconds(model: KindModel, transform: str, setting: str, arm: str, mp: float) -> float:
-    """An arm's seconds per image at a setting: measured at that setting, else the nearest
-    measured one of the same scope (fewest workers above, or the most below), else the regime
-    arm's per-image time."""
-    found = model.arm_s.get(f"{transform}|{setting}|{arm}")
-    if found is None:
-        scope, _, workers = setting.partition("-w")
+# The DataLoader's main process (collation, the hand-over from the workers, the timing loop) keeps
+# about half a core busy while the workers fill the machine: on the 2-core machine of the shipped
+# reference timings, going from 1 to 2 workers sped rows up 1.04-2.57x (median 1.6x), not 2x.
+MAIN_PROCESS_CORES = 0.5
+
+
+def parallelism(workers: int, cores: int) -> float:
+    """How many images a DataLoader setting transforms at once: its workers, at most the cores
+    the main process leaves them, at least one (0 workers: the main process itself)."""
+    if not cores:
+        return float(max(1, workers))
+    return max(1.0, min(float(workers), cores - MAIN_PROCESS_CORES))
+
+
+def _arm_seconds(
+    model: KindModel, transform: str, setting: str, arm: str, mp: float, target_cores: int = 0
+) -> float:
+    """An arm's seconds per image at a setting on a machine of ``target_cores`` (0: the measuring
+    machine's): measured at that setting, else at the nearest measured one of the same scope
+    (fewest workers above, or the most below), scaled by how many images each transforms at once
+    (:func:`parallelism`, with the measuring machine's cores and the target's). A recipe the run
+    did not measure takes the median of the library's measured recipes at that setting; without
+    any, the regime's per-image time."""
+    scope, _, workers = setting.partition("-w")
+    target = target_cores or model.cores
+
+    def nearest(name: str) -> tuple[int, float] | None:
+        exact = model.arm_s.get(f"{name}|{setting}|{arm}")
+        if exact is not None or not workers.isdigit():
+            return None if exact is None else (int(workers or 0), exact)
         same = sorted(
             (int(k.split("|")[1].partition("-w")[2]), v)
             for k, v in model.arm_s.items()
-            if k.startswith(f"{transform}|{scope}-w") and k.endswith(f"|{arm}")
+            if k.startswith(f"{name}|{scope}-w") and k.endswith(f"|{arm}")
         )
-        if same and workers.isdigit():
-            above = [v for w, v in same if w >= int(workers)]
-            found = above[0] if above else same[-1][1]
-    if found is None:
-        return model.seconds_per_image(transform, mp)
-    measured = model.megapixels.get(transform) or _median(model.megapixels.values())
-    return found * (mp / measured) if mp and measured else found
+        above = [(w, v) for w, v in same if w >= int(workers)]
+        return above[0] if above else (same[-1] if same else None)
+
+    def scaled(found: tuple[int, float]) -> float:
+        measured_workers, seconds = found
+        if workers.isdigit() and model.cores:
+            seconds *= parallelism(measured_workers, model.cores) / parallelism(
+                int(workers), target
+            )
+        return seconds
+
+    found = nearest(transform)
+    if found is not None:
+        seconds, measured = scaled(found), model.megapixels.get(transform)
+    else:
+        names = {k.split("|")[0] for k in model.arm_s}
+        others = [scaled(f) for f in (nearest(n) for n in sorted(names)) if f is not None]
+        if not others:
+            return model.seconds_per_image(transform, mp)
+        seconds, measured = statistics.median(others), None
+    measured = measured or _median(model.megapixels.values())
+    return seconds * (mp / measured) if mp and measured else seconds
 
 
 def breakdown_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -> Estimate:
@@ -682,21 +736,42 @@ ESTIMATORS = {
 }
 
 
+def supported(job: Job) -> tuple[str, ...]:
+    """The job's transforms its library runs: a catalog transform the library's adapter does not
+    support is an `unsupported` row, written without timing anything, so it costs nothing.
+    Names outside the catalog (pipelines, the GPU regimes' Identity baseline) are kept."""
+    from augbench import adapters, catalog
+
+    if not job.library or job.library not in adapters.names():
+        return job.transforms
+    adapter = adapters.get(job.library)
+    known = set(catalog.names())
+    return tuple(t for t in job.transforms if t not in known or adapter.supports(t))
+
+
 def estimate_jobs(
     jobs: list[Job],
     models: dict[tuple[str, str], KindModel],
     config: Mapping[str, Any],
     image_scale: float = 1.0,
+    target_cores: Callable[[Job], int] | None = None,
 ) -> tuple[dict[Job, Estimate | None], dict[Job, str]]:
     """Local seconds of every planned job (None: no model) and the basis of each estimate
     (measured / assumed / none: why). The reusable core: a cloud estimate divides by a machine's
-    speed factor; a local ETA sums it as is. ``image_scale`` scales the dataset setup jobs."""
+    speed factor; a local ETA sums it as is. ``image_scale`` scales the dataset setup jobs;
+    ``target_cores`` gives the cores of the machine a job runs on (DataLoader workers are
+    priced for them; None: the measuring machine's)."""
     assumed = config.get("cloud", {}).get("assumed_img_per_s", {})
     out: dict[Job, Estimate | None] = {}
     basis: dict[Job, str] = {}
     for job in jobs:
         model = models.get((job.kind, job.library if job.kind not in SETUP_KINDS else ""))
-        if job.kind in SETUP_KINDS and model is not None and model.per_megapixel_s:
+        if (
+            job.kind in SETUP_KINDS
+            and model is not None
+            and model.per_megapixel_s
+            and "num_images" in job.params
+        ):
             params = job.params  # a resize job: the megapixels it reads and writes
             mp = params["num_images"] * (params["input_megapixels"] + job.megapixels)
             seconds = model.overhead_s + mp * model.per_megapixel_s
@@ -722,8 +797,10 @@ def estimate_jobs(
         # The job's own flags over its kind's config block (older callers pass no flags).
         block = dict(config.get(declared.config_block) or {}) if declared.config_block else {}
         params = {"num_images": config.get("num_images"), **block, **job.params}
+        params["target_cores"] = target_cores(job) if target_cores else 0
         if model is not None and model.per_image_s:
-            out[job], basis[job] = ESTIMATORS[declared.cost](model, job, params), "measured"
+            priced = dataclasses.replace(job, transforms=supported(job))
+            out[job], basis[job] = ESTIMATORS[declared.cost](model, priced, params), "measured"
             continue
         rate = assumed.get(declared.placement, assumed.get(job.kind, {})).get(job.library)
         if rate and params.get("num_images"):
@@ -744,9 +821,11 @@ def seconds_per_job(
     models: dict[tuple[str, str], KindModel],
     config: Mapping[str, Any],
     image_scale: float = 1.0,
+    cores: int = 0,
 ) -> tuple[dict[Job, float | None], dict[Job, str]]:
-    """Expected local seconds of every job (the plan's ETA): :func:`estimate_jobs`."""
-    found, basis = estimate_jobs(jobs, models, config, image_scale)
+    """Expected local seconds of every job (the plan's ETA) on a machine of ``cores`` (0: the
+    measuring machine's): :func:`estimate_jobs`."""
+    found, basis = estimate_jobs(jobs, models, config, image_scale, lambda job: cores)
     return {j: (e.expected if e is not None else None) for j, e in found.items()}, basis
 
 
@@ -792,6 +871,9 @@ class Row:
     vm_start_s: float
     on_demand_usd_h: float | None
     spot_usd_h: float | None
+    # The longest VM job of the rule (expected): its start-up plus the longest members a group
+    # VM could be handed (Snakemake fills a group job in plan order, so this is the worst case).
+    longest_vm_job_s: float = 0.0
 
     @property
     def startup_vm_hours(self) -> float:
@@ -805,6 +887,19 @@ class Row:
         price = self.spot_usd_h if spot and self.preemptible else self.on_demand_usd_h
         hours = self.vm_hours(which)
         return None if hours is None or price is None else hours * price
+
+
+def placement_cores(config: Mapping[str, Any]) -> Callable[[Job], int]:
+    """The vCPUs of the machine each job is placed on in a cloud sweep (config cloud.regimes;
+    0 where it has no placement: priced as measured)."""
+    placements = config.get("cloud", {}).get("regimes", {})
+
+    def cores(job: Job) -> int:
+        declared = regimes.KINDS.get(job.kind)
+        spec = placements.get(declared.placement) if declared else None
+        return int(spec.get("cpus", 0)) if spec else 0
+
+    return cores
 
 
 def estimate(
@@ -821,7 +916,7 @@ def estimate(
     factors = cloud.get("speed_factors", {})
     on_demand = cloud.get("prices_usd_per_hour", {})
     spot = cloud.get("spot_prices_usd_per_hour", {})
-    found, basis = estimate_jobs(jobs, models, config, image_scale)
+    found, basis = estimate_jobs(jobs, models, config, image_scale, placement_cores(config))
     by_rule: dict[tuple[str, str], list[Job]] = defaultdict(list)
     for job in jobs:
         declared = regimes.KINDS.get(job.kind)
@@ -832,19 +927,26 @@ def estimate(
     vm_counts = {
         kind: sum(1.0 / j.share for j in members) for (kind, _), members in by_rule.items()
     }
-    vm_jobs = (grouping or Grouping()).vm_jobs({k: round(v) for k, v in vm_counts.items()})
+    grouping = grouping or Grouping()
+    vm_jobs = grouping.vm_jobs({k: round(v) for k, v in vm_counts.items()})
     rows = []
     for (kind, machine), members in by_rule.items():
         factor = float(factors.get(machine, 1.0))
         estimates = [found[j] for j in members]
         known = [e for e in estimates if e is not None]
         complete = len(known) == len(estimates)
+        group = grouping.groups.get(kind)
+        per_vm = max(int(grouping.components.get(group, 1)), 1) if group else 1
+        # Result files per VM job: a job_per: library job writes `share` of them.
+        files = per_vm * max((j.share for j in members), default=1)
+        longest = sorted((e.expected for e in known), reverse=True)[:files]
         rows.append(
             Row(kind, machine, round(vm_counts[kind]), kind in preemptible, factor,
                 "; ".join(sorted({basis[j] for j in members})),
                 sum(e.expected for e in known) / factor if complete else None,
                 sum(e.most for e in known) / factor if complete else None,
-                vm_jobs[kind], vm_start_s, on_demand.get(machine), spot.get(machine))
+                vm_jobs[kind], vm_start_s, on_demand.get(machine), spot.get(machine),
+                vm_start_s + sum(longest) / factor)
         )  # fmt: skip
     order = {k: i for i, k in enumerate(SETUP_KINDS + bench_kinds() + whole_job_kinds())}
     return sorted(rows, key=lambda r: (order.get(r.kind, 99), r.machine_type))
@@ -900,12 +1002,19 @@ JOB_COLUMNS = (
 
 
 def write_jobs_tsv(
-    jobs: list[Job], models: dict[Key, KindModel], config: Mapping[str, Any], path: Path
+    jobs: list[Job],
+    models: dict[Key, KindModel],
+    config: Mapping[str, Any],
+    path: Path,
+    cloud: bool = False,
 ) -> None:
-    """Every planned job with its predicted local seconds (expected, at most) and, for timed
-    jobs, its benchmark file and memory: what tools/checks/cost_validation.py compares with a
-    measured run, job by job."""
-    found, basis = estimate_jobs(jobs, models, config)
+    """Every planned job with its predicted seconds (expected, at most) on the machine the
+    timings were measured on (``cloud``: on its cloud placement's cores) and, for timed jobs,
+    its benchmark file and memory: what tools/checks/cost_validation.py compares with a measured
+    run, job by job."""
+    found, basis = estimate_jobs(
+        jobs, models, config, target_cores=placement_cores(config) if cloud else None
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as fh:
         out = csv.writer(fh, delimiter="\t")
@@ -923,6 +1032,30 @@ def startup_share(rows: list[Row]) -> float | None:
     """Start-up VM hours / all VM hours (expected), None without a total."""
     hours = _sum([r.vm_hours("expected") for r in rows])
     return None if not hours else sum(r.startup_vm_hours for r in rows) / hours
+
+
+def wall_hours(rows: list[Row], concurrent: int) -> float:
+    """Expected wall time with ``concurrent`` VM jobs at once: the VM hours spread over them, but
+    never less than the longest VM job."""
+    hours = sum(r.vm_hours("expected") or 0.0 for r in rows)
+    longest = max((r.longest_vm_job_s for r in rows), default=0.0) / 3600
+    return max(hours / max(concurrent, 1), longest)
+
+
+def total_line(rows: list[Row], concurrent: int) -> str:
+    hours = sum(r.vm_hours("expected") or 0.0 for r in rows)
+    most = sum(r.vm_hours("max") or 0.0 for r in rows)
+    longest = max(rows, key=lambda r: r.longest_vm_job_s)
+    share = startup_share(rows) or 0.0
+    return (
+        f"total: {sum(r.jobs for r in rows)} jobs in {sum(r.vm_jobs for r in rows):.0f} VM "
+        f"jobs, {hours:.2f} VM hours expected ({most:.2f} at most; VM start-up "
+        f"{share:.0%} of them), {sum(r.usd(False) or 0 for r in rows):.2f} USD on demand "
+        f"({sum(r.usd(False, 'max') or 0 for r in rows):.2f} at most), "
+        f"{sum(r.usd(True) or 0 for r in rows):.2f} USD with preemptible benchmark jobs; "
+        f"about {wall_hours(rows, concurrent):.2f} h of wall time with {concurrent} jobs at once "
+        f"(longest VM job: {longest.kind}, {longest.longest_vm_job_s / 3600:.2f} h)"
+    )
 
 
 def report(rows: list[Row], planned: list[str], concurrent: int, sources: dict[str, str]) -> str:
@@ -943,24 +1076,17 @@ def report(rows: list[Row], planned: list[str], concurrent: int, sources: dict[s
     modelled = {r.kind for r in rows}
     gaps = [f"{k}: no planned jobs found" for k in planned if k not in modelled]
     gaps += [f"{r.kind} on {r.machine_type}: {r.basis}" for r in rows if r.seconds_expected is None]
-    gaps += [f"{r.kind} on {r.machine_type}: no price for {r.machine_type}"
-             for r in rows if r.seconds_expected is not None and r.usd(True) is None]  # fmt: skip
+    unpriced = {r.machine_type for r in rows if r.seconds_expected is not None}
+    unpriced -= {r.machine_type for r in rows if r.usd(True) is not None}
+    gaps += [
+        f"{m}: no price; set cloud.prices_usd_per_hour.{m} (and "
+        f"cloud.spot_prices_usd_per_hour.{m} for preemptible jobs)"
+        for m in sorted(unpriced)
+    ]
     if gaps:
         lines.append("NO TOTAL: the estimate does not cover every planned job:")
         lines.extend(f"  {g}" for g in gaps)
     else:
-        hours = sum(r.vm_hours("expected") or 0.0 for r in rows)
-        most = sum(r.vm_hours("max") or 0.0 for r in rows)
-        longest = max((r.seconds_max or 0.0) / max(r.jobs, 1) + r.vm_start_s for r in rows) / 3600
-        share = startup_share(rows) or 0.0
-        lines.append(
-            f"total: {sum(r.jobs for r in rows)} jobs in {sum(r.vm_jobs for r in rows):.0f} VM "
-            f"jobs, {hours:.2f} VM hours expected ({most:.2f} at most; VM start-up "
-            f"{share:.0%} of them), {sum(r.usd(False) or 0 for r in rows):.2f} USD on demand "
-            f"({sum(r.usd(False, 'max') or 0 for r in rows):.2f} at most), "
-            f"{sum(r.usd(True) or 0 for r in rows):.2f} USD with preemptible benchmark jobs; "
-            f"at least {max(longest, hours / max(concurrent, 1)):.2f} h of wall time "
-            f"with {concurrent} jobs at once"
-        )
+        lines.append(total_line(rows, concurrent))
     lines.extend(f"{k}: {v}" for k, v in sources.items())
     return "\n".join(lines)

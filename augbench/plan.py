@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from augbench import cost, regimes
+from augbench import cost, memory, regimes
 
 # Rules that are neither benchmarks nor setup: tables, figures, report pieces.
 ANALYSIS_RULES = regimes.ANALYSIS_RULES
@@ -50,6 +50,8 @@ def cost_parts(job: Planned, by_output: dict[str, cost.Job]) -> list[cost.Job]:
         outputs = job.outputs or (job.output,)
         found = [by_output[out] for out in outputs if out in by_output]
         return found or [cost.Job(job.rule, job.wildcards.get("library", ""))]
+    if job.output in by_output:  # a setup job the sweep prices with its own flags (a resize)
+        return [by_output[job.output]]
     if job.rule == "build_env":
         return [cost.Job(job.rule, job.wildcards.get("library", ""))]
     if job.rule in cost.SETUP_KINDS or job.rule in ANALYSIS_RULES:
@@ -63,16 +65,35 @@ def phase_of(kind: str) -> str:
     return kind if kind in regimes.KINDS else "analysis"
 
 
+@dataclass(frozen=True)
+class Reference:
+    """The reference timings shipped with the workflow: models, where and when they were
+    measured, and how many images that run's dataset held (what setup jobs scale from)."""
+
+    models: dict[Any, cost.KindModel]
+    label: str
+    dataset_images: int | None = None
+
+
+def load_reference(path: Path | None) -> Reference:
+    """The models of a JSON written by ``dump_models`` (none where there is no file)."""
+    if path is None or not path.exists():
+        return Reference({}, "no reference timings")
+    payload = json.loads(path.read_text())
+    models = {
+        (entry["kind"], entry["library"]): cost.KindModel.from_dict(entry)
+        for entry in payload["models"]
+    }
+    label = f"reference timings of {payload['machine']} ({payload['measured']})"
+    return Reference(models, label, payload.get("dataset_images"))
+
+
 def load_models(reference: Path | None, run_dir: Path) -> tuple[dict[Any, cost.KindModel], str]:
     """Reference models (a JSON written by ``dump_models``) updated with the models learned from
     ``run_dir``; returns them and a line saying where they come from."""
-    models: dict[Any, cost.KindModel] = {}
-    source = []
-    if reference is not None and reference.exists():
-        payload = json.loads(reference.read_text())
-        for entry in payload["models"]:
-            models[(entry["kind"], entry["library"])] = cost.KindModel.from_dict(entry)
-        source.append(f"reference timings of {payload['machine']} ({payload['measured']})")
+    shipped = load_reference(reference)
+    models = dict(shipped.models)
+    source = [shipped.label] if shipped.models else []
     local = cost.learn(run_dir)
     if local:
         models.update(local)
@@ -80,14 +101,20 @@ def load_models(reference: Path | None, run_dir: Path) -> tuple[dict[Any, cost.K
     return models, " updated with ".join(source) or "no timings"
 
 
-def dump_models(models: dict[Any, cost.KindModel], path: Path, machine: str, measured: str) -> None:
+def dump_models(
+    models: dict[Any, cost.KindModel],
+    path: Path,
+    machine: str,
+    measured: str,
+    dataset_images: int | None = None,
+) -> None:
     entries = [
         {"kind": kind, "library": library, **m.to_dict()}
         for (kind, library), m in sorted(models.items())
     ]
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"machine": machine, "measured": measured, "models": entries}
-    path.write_text(json.dumps(payload, indent=1) + "\n")
+    payload = {"machine": machine, "measured": measured, "dataset_images": dataset_images}
+    path.write_text(json.dumps({**payload, "models": entries}, indent=1) + "\n")
 
 
 @dataclass
@@ -108,7 +135,10 @@ def phases(
 ) -> list[Phase]:
     """Jobs and wall seconds per phase, in the order they run."""
     parts = {i: cost_parts(p, by_output) for i, p in enumerate(planned)}
-    seconds, basis = cost.seconds_per_job([j for js in parts.values() for j in js], models, config)
+    # The machine the ETA is for: this one (DataLoader workers priced for its cores).
+    seconds, basis = cost.seconds_per_job(
+        [j for js in parts.values() for j in js], models, config, cores=memory.this_machine_cores()
+    )
     out = {name: Phase(name) for name in phase_names()}
     # Rules the model does not know (added later, e.g. other engines): counted, never dropped.
     for i, p in enumerate(planned):

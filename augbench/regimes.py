@@ -106,6 +106,9 @@ class JobKind:
     images_cap: bool = False
     # What to change when a job does not fit its machine's memory (the plan's refusal).
     memory_fix: str = "lower num_images"
+    # Whether a job whose `workers` wildcard exceeds its machine's usable cores writes `skipped`
+    # rows without loading anything: "always", or the dotted config key that switches it.
+    caps_workers: str = ""
 
     def log_file(self, folder: str, suffix: str, name: str | None = None) -> str:
         """``<folder>/<log pattern>.<suffix>`` (logs/*.log, benchmarks/*.tsv); ``name`` replaces
@@ -218,13 +221,13 @@ def dataloader_jobs(s: Sweep, kind: JobKind, dataset: str) -> list[Job]:
             if s.dataloader_job_per_library:
                 outputs = [
                     kind.result_path(s.machine, dataset, lib, **setting, shard=shard)
-                    for setting in s.dataloader_settings
+                    for setting in s.dataloader_settings_of(shard)
                 ]
                 out.append(s.job(kind, lib, dataset, {"shard": shard}, transforms, outputs))
             else:
                 out += [
                     s.job(kind, lib, dataset, {**setting, "shard": shard}, transforms)
-                    for setting in s.dataloader_settings
+                    for setting in s.dataloader_settings_of(shard)
                 ]
     return out
 
@@ -554,8 +557,10 @@ def dataloader_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
     else:
         per_image = recipes.OUTPUT_SIZE**2 * 12.0  # every recipe ends in a 224 px float32 crop
     in_flight = (workers * dl["prefetch_factor"] + 1) * batch
+    # Each row (and the baselines) runs in a fresh fork of the job process, which forks the
+    # loaders' workers: all of them share the job process's pages.
     return Footprint(
-        w["library"], torch=True, forked=workers * loaders,
+        w["library"], torch=True, forked=1 + workers * loaders,
         images=images if baselines > 0 or any(x["scope"] == "memory" for x in settings) else 0,
         pixels=pixels, value_bytes=_value_bytes(w["library"]),
         batches_mb=in_flight * per_image / 2**20,
@@ -715,6 +720,7 @@ CPU_DATALOADER = Regime(
             constraints={"scope": SCOPES, "workers": WORKERS}, config_block="cpu_dataloader",
             images_key="cpu_dataloader.num_images",
             memory_fix="lower cpu_dataloader.num_images or the largest cpu_dataloader.workers",
+            caps_workers="cpu_dataloader.cap_workers_at_cores",
         ),
         _kind(
             "pipeline_dataloader", "cpu_dataloader", "pipelines",
@@ -726,6 +732,7 @@ CPU_DATALOADER = Regime(
             constraints={"scope": SCOPES, "workers": WORKERS},
             images_key="cpu_dataloader.num_images",
             memory_fix="lower cpu_dataloader.num_images or pipeline_runs.dataloader_workers",
+            caps_workers="cpu_dataloader.cap_workers_at_cores",
         ),
     ),
     tables={
@@ -828,6 +835,7 @@ TRAINING = Regime(
             constraints={"workers": WORKERS}, config_block="training",
             images_key="training.num_images",
             memory_fix="lower training.batch_size or the largest training.workers",
+            caps_workers="always",
         ),
     ),
     tables={"training": "results/tables/training.csv"},

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from augbench import allocator, catalog, cost, gpu_recipes, matrix, memory, regimes
+from augbench import allocator, catalog, cost, gpu_recipes, matrix, memory, profile, regimes
 from augbench.policy import DATALOADER_THREADS, MICRO_THREADS, SlowTransformPolicy
 from augbench.regimes import JobKind, Regime
 
@@ -104,13 +104,35 @@ class Sweep:
         dl_transforms = (
             self.transforms if chosen is None else catalog.names() if chosen == "all" else chosen
         )
-        self.dataloader_shards = shards(list(dl_transforms), dl["shard_size"])
+        # The recipes of the worker sweep first (every `workers` value), then the others (only
+        # `other_workers`), each in shards of their own, numbered on.
+        swept = dl.get("sweep_transforms")
+        swept = list(dl_transforms) if swept is None else [t for t in dl_transforms if t in swept]
+        rest = [t for t in dl_transforms if t not in swept]
+        self.dataloader_shards = shards(swept, dl["shard_size"])
+        self.dataloader_swept = set(self.dataloader_shards)
+        numbered = shards(rest, dl["shard_size"])
+        self.dataloader_shards |= {
+            f"s{len(self.dataloader_swept) + i:03d}": part
+            for i, part in enumerate(numbered.values())
+        }
         # Every (scope, workers) setting, in the order a job_per: library job measures them.
         self.dataloader_settings = [
             {"scope": scope, "workers": str(workers)}
             for scope in dl["scopes"]
             for workers in dl["workers"]
         ]
+        self.dataloader_other_settings = [
+            {"scope": scope, "workers": str(workers)}
+            for scope in dl["scopes"]
+            for workers in dl["other_workers"]
+        ]
+        # Which jobs run under the allocator settings after the first (Sweep.sweeps_allocators).
+        chosen = config.get("allocator_jobs") or {}
+        rules, layouts = chosen.get("rules"), chosen.get("layouts")
+        self.allocator_rules = set(regimes.timed_rules() if rules is None else rules)
+        self.allocator_layouts = None if layouts is None else set(layouts)
+        self.allocator_resolution_sweep = bool(chosen.get("resolution_sweep", True))
         self.dataloader_job_per_library = dl["job_per"] == "library"
         # The Identity baseline (crop + Normalize only) leads every GPU regime's recipe list.
         gpu_recipes_list = [gpu_recipes.IDENTITY, *self.transforms]
@@ -129,6 +151,12 @@ class Sweep:
         self._unit_ranks: dict[tuple, int] | None = None  # timed_priority's plan order
 
     # -- what the declarations' enumerators use ------------------------------------------------
+    def dataloader_settings_of(self, shard: str) -> list[dict[str, str]]:
+        """The (scope, workers) settings a DataLoader shard is measured at."""
+        if shard in self.dataloader_swept:
+            return self.dataloader_settings
+        return self.dataloader_other_settings
+
     def libraries_of(self, regime: str) -> list[str]:
         return regimes.libraries_for(regime, self.libraries)
 
@@ -230,8 +258,21 @@ class Sweep:
             self.under_allocator(job, setting)
             for setting in self.allocators
             for job in out
-            if setting == self.allocators[0] or job.kind.role in regimes.ALLOCATOR_ROLES
+            if setting == self.allocators[0] or self.sweeps_allocators(job.kind, job)
         ]
+
+    def sweeps_allocators(self, kind: JobKind, job: Job | None = None) -> bool:
+        """Whether a kind's jobs (``job``: this one) run under every allocator setting, not just
+        the first (config allocator_jobs: its rules, the resolution sweep, the layouts)."""
+        if kind.role not in regimes.ALLOCATOR_ROLES or kind.rule not in self.allocator_rules:
+            return False
+        if job is None:
+            return True
+        if job.dataset in self.derived and not self.allocator_resolution_sweep:
+            return False
+        shard = dict(job.wildcards).get("shard", "")
+        layout = "contiguous" if shard.startswith("contiguous-") else "native"
+        return self.allocator_layouts is None or layout in self.allocator_layouts
 
     def timed_priority(self, kind: JobKind, wildcards: Mapping[str, str]) -> int:
         """The scheduler's priority of a timed job: with several allocator settings, the jobs of
@@ -240,7 +281,7 @@ class Sweep:
         timed job at a time (the bench_slot resource), Snakemake then runs a unit's settings one
         after the other, so a setting's row and glibc's are measured minutes apart, not a sweep
         apart, and each setting comes first as often as last. 0 with one setting."""
-        if len(self.allocators) < 2 or kind.role not in regimes.ALLOCATOR_ROLES:
+        if len(self.allocators) < 2 or not self.sweeps_allocators(kind):
             return 0
         if self._unit_ranks is None:  # the plan's order (its settings are outermost)
             units = (
@@ -465,7 +506,8 @@ class Sweep:
             count = len(self.sizes[key].sizes) if known else int(self.config["num_images"])
             flags = {"num_images": count, "input_megapixels": base.mean_pixels(count) / 1e6}
             out.append(cost.Job("resize_dataset", params_json=json.dumps(flags),
-                                megapixels=self.mean_pixels(key, count) / 1e6))  # fmt: skip
+                                megapixels=self.mean_pixels(key, count) / 1e6,
+                                output=f"results/data/archives/{key}.tar"))  # fmt: skip
         return out
 
     # -- memory (augbench.memory) ---------------------------------------------------------------
@@ -495,11 +537,25 @@ class Sweep:
             self._memory[key] = memory.predict(kind.memory(self, kind, self.wildcards_of(job)))
         return self._memory[key]
 
-    def memory_checks(self, available: Callable[[JobKind], tuple[str, int]]) -> list[memory.Check]:
+    def skipped_for_cores(self, job: Job, cores: int) -> bool:
+        """Whether ``job`` would write only `skipped` rows on a machine of ``cores``: more workers
+        than cores where its kind skips those (JobKind.caps_workers)."""
+        switch = job.kind.caps_workers
+        workers = dict(job.wildcards).get("workers", "")
+        if not switch or not workers.isdigit() or int(workers) <= cores:
+            return False
+        return switch == "always" or bool(self.config_value(switch))
+
+    def memory_checks(
+        self, available: Callable[[JobKind], tuple[str, int]], cores: int | None = None
+    ) -> list[memory.Check]:
         """Every planned job's predicted memory against ``available(kind)``: (the machine's
-        name, its MiB)."""
+        name, its MiB). With ``cores`` (a local run), jobs that would write only `skipped` rows
+        on a machine of that many cores are left out: they load nothing."""
         checks = []
         for job in self.jobs():
+            if cores is not None and self.skipped_for_cores(job, cores):
+                continue
             machine, mb = available(job.kind)
             wildcards = {k: v for k, v in job.wildcards if k != "shard" and v}
             checks.append(
@@ -531,7 +587,8 @@ class Sweep:
             + (f", or a larger machine (cloud.regimes.{kind.placement})" if cloud else "")
             for kind in regimes.KINDS.values()
         }  # fmt: skip
-        return memory.refusals(self.memory_checks(available), fixes)
+        cores = None if cloud else memory.this_machine_cores()
+        return memory.refusals(self.memory_checks(available, cores), fixes)
 
     def placement_memory(self, kind: JobKind) -> tuple[str, int]:
         """The machine class a kind is placed on in a cloud sweep and its memory."""
@@ -540,26 +597,20 @@ class Sweep:
             spec["memory_mb"]
         )
 
-    def cost_plan(self, workflow: Any) -> dict[str, Any]:
-        """Every job of the sweep as the cost model prices it, plus what the invocation (the
-        Snakemake ``workflow`` object) says about placement: the profile's preemptible rules,
-        default machine type, jobs at once and groups (jobs of one VM job share its start-up)."""
-        remote = getattr(workflow, "remote_execution_settings", None)
-        preemptible = getattr(remote, "preemptible_rules", None)
-        executor = getattr(workflow, "executor_settings", None)
-        groups = workflow.group_settings
+    def cost_plan(self, placement: profile.Profile) -> dict[str, Any]:
+        """Every job of the sweep as the cost model prices it, plus what the profile it would run
+        under says about placement: its preemptible rules, default machine type, jobs at once and
+        groups (jobs of one VM job share its start-up)."""
+        preemptible = set(placement.preemptible_rules)
         return {
             "jobs": self.cost_jobs(),
             "planned": self.planned_kinds(),
-            "preemptible": [
-                r
-                for r in regimes.timed_rules()
-                if preemptible is not None and preemptible.is_preemptible(r)
-            ],
-            "default_machine": getattr(executor, "machine_type", None) or "e2-standard-2",
-            "jobs_at_once": getattr(workflow.resource_settings, "nodes", None) or 1,
-            "groups": dict(groups.overwrite_groups),
-            "group_components": dict(groups.group_components),
+            "preemptible": [r for r in regimes.timed_rules() if r in preemptible],
+            "default_machine": placement.default_machine,
+            "jobs_at_once": placement.jobs_at_once,
+            "groups": dict(placement.groups),
+            "group_components": dict(placement.group_components),
+            "profile": str(placement.path),
         }
 
     def config_value(self, key: str) -> Any:
@@ -661,6 +712,23 @@ def thread_env(kind: JobKind) -> str:
     return policy.shell_prefix() if policy is not None else ""
 
 
+def command_line_targets(argv: list[str]) -> set[str]:
+    """The targets named on a ``snakemake`` command line: Snakemake parses the Snakefile before it
+    hands its targets to the workflow, so what only a target decides at parse time (``cost``
+    prices the cloud sweep, and checks memory against its machines) reads them here, with
+    Snakemake's own argument parser. Empty where the workflow was not started by that command."""
+    started = Path(argv[0]) if argv else Path()
+    if "snakemake" not in (started.name, started.parent.name):  # `snakemake`, `python -m snakemake`
+        return set()
+    from snakemake.cli import get_argument_parser
+
+    try:
+        parsed, _ = get_argument_parser().parse_known_args(argv[1:])
+    except SystemExit:  # Snakemake reports its own usage errors
+        return set()
+    return {str(t) for t in parsed.targets or ()}
+
+
 def check_regimes(config: Mapping[str, Any]) -> list[str]:
     """Why the configured regimes cannot run (empty: they can)."""
     problems = []
@@ -676,6 +744,21 @@ def check_regimes(config: Mapping[str, Any]) -> list[str]:
                 f"config error at regimes: {name!r} measures "
                 f"{list(regimes.BY_NAME[name].libraries)}, none of which is in libraries "
                 f"{libraries}; add one to libraries or drop the regime"
+            )
+    dl = config.get("cpu_dataloader") or {}
+    if dl.get("sweep_transforms") is not None:
+        known = set(catalog.names())
+        unknown = [t for t in dl["sweep_transforms"] if t not in known]
+        if unknown:
+            problems.append(
+                f"config error at cpu_dataloader.sweep_transforms: {unknown} are not catalog "
+                "recipes (docs/transforms.md)"
+            )
+        if dl.get("job_per") == "library":
+            problems.append(
+                "config error at cpu_dataloader.sweep_transforms: needs job_per: setting (a "
+                "job_per: library job writes every setting of its shard); set "
+                "cpu_dataloader.job_per: setting or sweep_transforms: null"
             )
     for name in config.get("resolution_regimes") or [] if config.get("resolutions") else []:
         if name not in config["regimes"]:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import OFFLINE_ENV, REPO
 
 from augbench import cost
@@ -286,60 +287,79 @@ def test_a_job_per_library_job_pays_its_overhead_once_for_its_settings(tmp_path:
     assert model.overhead_s == pytest.approx(6.0)  # 2 files x 2 epochs x 12/24 s = 2 s of work
 
 
+PAPER_GOAL_VM_HOURS = 150.0  # the paper sweep's expected VM hours must stay within this
+
+
 @pytest.mark.workflow
-def test_cost_target_estimates_the_paper_sweep_without_running_it(tmp_path: Path) -> None:
-    """`snakemake cost --workflow-profile profiles/googlebatch --config preset=paper` plans one
-    job (the estimate), writes results/cost/estimate.tsv (a row per planned rule and a total)
-    and results/cost/jobs.tsv, and prints the table. The executor is local here (the
-    googlebatch one needs credentials); placement, preemptible rules, groups and prices come
-    from the cloud profile and the config as in a sweep."""
-    run = _local_run(tmp_path / "local-run")
-    work = tmp_path / "driver"
+def test_the_readme_cost_command_prices_the_paper_sweep_on_a_fresh_clone(tmp_path: Path) -> None:
+    """`snakemake cost --cores 1 --config preset=paper` with no cloud credentials and no local
+    run: exit 0, a total from the shipped reference timings (named), every regime of the paper
+    priced (GPU ones at assumed rates), within the paper's VM-hour goal; nothing measured."""
+    work = tmp_path / "fresh"
     work.mkdir()
-    config = ("--config", "preset=paper", "machine=gcp-paper",
-              "libraries=[albumentationsx,torchvision,kornia,pillow,dali]",
-              "regimes=[micro,cpu_dataloader,gpu_dataloader,dali]",
-              f"cloud={{'estimate_from': '{run}'}}")  # fmt: skip
-    cloud = ("--workflow-profile", str(REPO / "profiles" / "googlebatch"), "--executor", "local",
-             "--default-storage-provider", "fs",
-             "--default-storage-prefix", str(tmp_path / "b"))  # fmt: skip
-    proc = _snakemake(work, "cost", *cloud, "--cores", "1", *config)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GOOGLE_")}
+    proc = _snakemake(work, "cost", "--cores", "1", "--config", "preset=paper", env=env)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-6000:]
-    assert "Job stats:" in out and "cost         1\ntotal        1" in out
+    assert "Traceback" not in out and "cost         1\ntotal        1" in out
     assert not (work / "results" / "raw").exists()  # nothing was measured
+    assert "measured in: nothing: no finished local run" in out
+    assert "reference timings: reference timings of " in out
+    total_line = next(line for line in out.splitlines() if line.startswith("total: "))
+    assert "VM hours expected" in total_line and "64 jobs at once" in total_line
     with (work / "results/cost/estimate.tsv").open() as fh:
         rows = list(csv.DictReader(fh, delimiter="\t"))
     rules = {r["rule"] for r in rows}
-    planned = {"micro", "lazy_outputs", "pipeline_breakdown", "cpu_dataloader",
-               "pipeline_dataloader", "gpu_dataloader", "pipeline_gpu_dataloader", "dali",
-               "dali_cpu", "pipeline_dali", "pipeline_dali_cpu", "build_env", "stage_dataset",
-               "build_default_archive", "resize_dataset"}  # fmt: skip
-    assert planned <= rules and rows[-1]["rule"] == "total"
+    assert {"micro", "cpu_dataloader", "gpu_dataloader", "dali", "dali_cpu", "training",
+            "pipeline_breakdown", "pipeline_dataloader"} <= rules  # fmt: skip
+    assert all(r["vm_hours_expected"] != "n/a" for r in rows)
     bench = [r for r in rows if r["rule"] in cost.bench_kinds()]
     assert all(r["preemptible"] == "True" for r in bench)  # from the profile's preemptible-rules
-    priced = [r for r in rows if r["vm_hours_expected"] != "n/a"]
-    assert {r["rule"] for r in priced} >= {"gpu_dataloader", "dali_cpu", "build_env"}
-    assert all(float(r["vm_hours_max"]) >= float(r["vm_hours_expected"]) for r in priced)
-    # The profile groups the micro placement's jobs: far fewer VM jobs than jobs.
+    assert float(rows[-1]["vm_hours_expected"]) <= PAPER_GOAL_VM_HOURS
     micro = next(r for r in rows if r["rule"] == "micro")
-    assert float(micro["vm_jobs"]) < int(micro["jobs"]) / 4
-    # kornia was not measured locally in micro or cpu_dataloader: those rows have no model
-    # and there is no total.
-    assert "NO TOTAL" in out and "micro on c3-standard-4: " in out
+    assert float(micro["vm_jobs"]) < int(micro["jobs"]) / 4  # the profile's groups
+
+
+@pytest.mark.workflow
+def test_a_local_run_of_any_preset_is_used_and_the_reference_fills_what_it_lacks(
+    tmp_path: Path,
+) -> None:
+    """The local run measured pillow only: its models price pillow's jobs, the reference every
+    other library's, and the output says which; memory is checked against the cloud machines
+    (the paper's 16-worker jobs would not fit this one). A machine type without a price is
+    named with its key, and there is no total."""
+    run = _local_run(tmp_path / "local-run")
+    work = tmp_path / "driver"
+    work.mkdir()
+    config = ("--config", "preset=paper", f"cloud={{'estimate_from': '{run}'}}")
+    proc = _snakemake(work, "cost", "--cores", "1", *config)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-6000:]
+    assert f"measured in: {run}" in out and "total: " in out
+    used = next(line for line in out.splitlines() if line.startswith("reference timings: "))
+    assert "micro/kornia" in used and "micro/pillow" not in used
     with (work / "results/cost/jobs.tsv").open() as fh:
         jobs = list(csv.DictReader(fh, delimiter="\t"))
     timed = [j for j in jobs if j["benchmark"]]
     assert timed and all(int(j["mem_mb"]) > 0 for j in timed)
+    n4 = "{'machine_type': 'n4-standard-4', 'cpus': 4, 'memory_mb': 14000}"
+    cloud = f"cloud={{'estimate_from': '{run}', 'regimes': {{'micro': {n4}}}}}"
+    unpriced = _snakemake(work, "cost", "--cores", "1", "--forcerun", "cost", *config[:-1], cloud)
+    text = unpriced.stdout + unpriced.stderr
+    assert unpriced.returncode == 0, text[-4000:]
+    assert "NO TOTAL" in text and "total: " not in text
+    assert "n4-standard-4: no price; set cloud.prices_usd_per_hour.n4-standard-4" in text
+    assert "micro " in text  # every other row is still printed
 
 
-def _snakemake(workdir: Path, *args: str):
+def _snakemake(workdir: Path, *args: str, env: dict[str, str] | None = None):
     import subprocess
 
     return subprocess.run(
         [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
          "--directory", str(workdir), *args],
-        capture_output=True, text=True, cwd=workdir, env={**os.environ, **OFFLINE_ENV},
+        capture_output=True, text=True, cwd=workdir,
+        env={**(os.environ if env is None else env), **OFFLINE_ENV},
     )  # fmt: skip
 
 
@@ -372,3 +392,94 @@ def test_early_stopping_the_local_run_could_not_show_is_borrowed_from_the_refere
     assert local[("micro", "pillow")].overhead_s == 1.0  # only the share is borrowed
     observed = {("micro", "pillow"): cost.KindModel({}, 1.0, share_observed=True)}
     assert cost.borrow_shares(observed, reference) == []
+
+
+def _loader_model(cores: int) -> cost.KindModel:
+    """A DataLoader model measured on a machine of ``cores``: HorizontalFlip at 0 and 2 workers,
+    GaussianBlur at 2 only (memory scope)."""
+    return cost.KindModel(
+        {"HorizontalFlip": 0.01, "GaussianBlur": 0.04}, 1.0, megapixels={"HorizontalFlip": 0.2},
+        arm_s={"HorizontalFlip|memory-w0|regime": 0.02, "HorizontalFlip|memory-w2|regime": 0.01,
+               "GaussianBlur|memory-w2|regime": 0.03},
+        cores=cores,
+    )  # fmt: skip
+
+
+def test_a_worker_count_is_priced_for_the_cores_it_will_run_on() -> None:
+    """Measured at 2 workers on 2 cores (1.5 images at once: the main process keeps half a core):
+    16 workers on a 16-core machine transform 15.5 at once; on the 2-core machine no more than 2
+    workers do; 0 workers are as measured; 2 workers on 16 cores, 2 at once."""
+    model = _loader_model(cores=2)
+    arm = cost._arm_seconds
+    at = cost.MAIN_PROCESS_CORES
+    assert arm(model, "HorizontalFlip", "memory-w16", "regime", 0.0, 16) == pytest.approx(
+        0.01 * (2 - at) / (16 - at)
+    )
+    assert arm(model, "HorizontalFlip", "memory-w16", "regime", 0.0, 2) == pytest.approx(0.01)
+    assert arm(model, "HorizontalFlip", "memory-w0", "regime", 0.0, 16) == pytest.approx(0.02)
+    assert arm(model, "HorizontalFlip", "memory-w2", "regime", 0.0, 16) == pytest.approx(
+        0.01 * (2 - at) / 2
+    )
+    # Fewer workers than measured: priced from the nearest above, 1 image at once, not 1.5.
+    assert arm(model, "HorizontalFlip", "memory-w1", "regime", 0.0, 2) == pytest.approx(
+        0.01 * (2 - at)
+    )
+    # Unknown cores of the measuring machine (older results): as measured.
+    assert arm(_loader_model(0), "HorizontalFlip", "memory-w16", "regime", 0.0, 16) == 0.01
+
+
+def test_a_recipe_the_run_did_not_measure_takes_the_librarys_median_at_that_setting() -> None:
+    """Not the regime's per-image median over every setting (which would price 16 workers like
+    0): the measured recipes' rates at the setting, scaled the same way."""
+    model = _loader_model(cores=2)
+    arm = cost._arm_seconds
+    at_16 = arm(model, "Elastic", "memory-w16", "regime", 0.0, 16)
+    scale = (2 - cost.MAIN_PROCESS_CORES) / (16 - cost.MAIN_PROCESS_CORES)
+    assert at_16 == pytest.approx(((0.01 + 0.03) / 2) * scale)
+    # Megapixels scale it from the library's measured size.
+    assert arm(model, "Elastic", "memory-w16", "regime", 0.4, 16) == pytest.approx(2 * at_16)
+
+
+def test_the_longest_vm_job_bounds_the_wall_time_and_a_missing_price_names_its_key() -> None:
+    micro = [_job("micro", "pillow", ("HorizontalFlip",), MICRO_TARGET, output=f"r{i}.json")
+             for i in range(4)]  # fmt: skip
+    models = {("micro", "pillow"): cost.KindModel({"HorizontalFlip": 1.0}, 100.0)}
+    grouping = cost.Grouping({"micro": "bench_micro"}, {"bench_micro": 2})
+    rows = cost.estimate(micro, models, CONFIG, "e2-standard-2", {"micro"}, 60.0,
+                         grouping=grouping)  # fmt: skip
+    (row,) = rows
+    one = cost.estimate_jobs(micro[:1], models, CONFIG)[0][micro[0]].expected / 2.0  # speed 2
+    assert row.longest_vm_job_s == pytest.approx(60.0 + 2 * one)
+    # 4 jobs in 2 VM jobs on 64 machines at once: the wall time is one VM job, not 1/64 of all.
+    assert cost.wall_hours(rows, 64) == pytest.approx(row.longest_vm_job_s / 3600)
+    assert "about" in cost.report(rows, ["micro"], 64, {})
+    unpriced = {**CONFIG, "cloud": {**CONFIG["cloud"], "prices_usd_per_hour": {},
+                                    "spot_prices_usd_per_hour": {}}}  # fmt: skip
+    rows = cost.estimate(micro, models, unpriced, "e2-standard-2", {"micro"}, 60.0)
+    text = cost.report(rows, ["micro"], 64, {})
+    assert "NO TOTAL" in text and "total:" not in text
+    assert "c3-standard-4: no price; set cloud.prices_usd_per_hour.c3-standard-4" in text
+    assert text.count("cloud.prices_usd_per_hour.c3-standard-4") == 1  # one line for it
+
+
+def test_the_cost_reads_the_profile_it_prices_as_a_file(tmp_path: Path) -> None:
+    from augbench import profile
+
+    shipped = profile.read(REPO / "profiles" / "googlebatch")
+    raw = yaml.safe_load((REPO / "profiles" / "googlebatch" / "profile.yaml").read_text())
+    assert shipped.jobs_at_once == raw["jobs"] and shipped.executor == "googlebatch"
+    assert shipped.groups == raw["groups"] and shipped.group_components == raw["group-components"]
+    assert set(shipped.preemptible_rules) == set(raw["preemptible-rules"])
+    assert shipped.default_machine == raw["googlebatch-machine-type"]
+    listed = tmp_path / "listed"
+    listed.mkdir()
+    (listed / "profile.yaml").write_text(
+        "executor: slurm\njobs: 8\ngroups: [micro=g]\ngroup-components: [g=3]\n"
+    )
+    assert profile.read(listed).groups == {"micro": "g"}
+    assert profile.read(listed).group_components == {"g": 3}
+    with pytest.raises(profile.ProfileError, match="cannot read the profile"):
+        profile.read(tmp_path / "absent")
+    (listed / "profile.yaml").write_text("jobs: many\n")
+    with pytest.raises(profile.ProfileError, match="must be integers"):
+        profile.read(listed)

@@ -325,12 +325,13 @@ def dataloader_footprint(s: sweep.Sweep, scope: str, workers: int) -> memory.Foo
 
 def test_a_dataloader_job_grows_with_its_workers() -> None:
     """Protects the forked workers of every live DataLoader (the regime's, the bare loop's and,
-    in the decode scope, the memory-scope companion's) in a cpu_dataloader job's memory."""
+    in the decode scope, the memory-scope companion's) in a cpu_dataloader job's memory, and the
+    fresh fork of the job process each row runs in."""
     s = sweep.Sweep(config("smoke", cpu_dataloader={"job_per": "setting"}), "d")
     assert s.config["cpu_dataloader"]["baseline_runs"] > 0
     for scope, loaders in (("memory", 2), ("decode", 3)):
         none, four = dataloader_footprint(s, scope, 0), dataloader_footprint(s, scope, 4)
-        assert (none.forked, four.forked) == (0, 4 * loaders)
+        assert (none.forked, four.forked) == (1, 1 + 4 * loaders)
         grown = memory.predict(four).mem_mb - memory.predict(none).mem_mb
         factor = policy.MEMORY_HEADROOM.factor
         # Each forked worker's private pages, and 4 x prefetch_factor more batches in flight.
@@ -349,7 +350,7 @@ def test_only_a_job_that_keeps_images_in_memory_holds_them() -> None:
     s = sweep.Sweep(config("smoke", cpu_dataloader={"job_per": "setting", "baseline_runs": 0}), "d")
     images = s.num_images_for(regimes.KINDS["cpu_dataloader"])
     in_memory, decoded = dataloader_footprint(s, "memory", 2), dataloader_footprint(s, "decode", 2)
-    assert (in_memory.images, in_memory.forked) == (images, 2)
+    assert (in_memory.images, in_memory.forked) == (images, 1 + 2)
     assert in_memory.pixels == 4032 * 3024  # the assumed size (no sizes given)
-    assert (decoded.images, decoded.image_mb, decoded.forked) == (0, 0.0, 2)
+    assert (decoded.images, decoded.image_mb, decoded.forked) == (0, 0.0, 1 + 2)
     assert memory.predict(in_memory).mem_mb > memory.predict(decoded).mem_mb

@@ -50,11 +50,14 @@ def test_the_paper_preset_counts_match_the_workflow_plan() -> None:
     """The counts `snakemake -n` plans for the paper preset (tools/checks/plan_snapshot.py)."""
     s = sweep.Sweep(config("paper"), "ds-0123456789ab", ("r1", "r2", "r3", "r4"))
     counts = per_rule(s.jobs())
-    # Every timed job under each of the preset's four allocator settings.
+    # micro at the staged size in the native layout (56 jobs) and the breakdown under each of
+    # the preset's four allocator settings, the rest under glibc; the worker sweep on one shard
+    # of six recipes, the other nine at 8 workers.
     assert s.allocators == ["glibc", "glibc-steady", "mimalloc", "jemalloc"]
-    assert counts["micro"] == 4 * 420 and counts["cpu_dataloader"] == 4 * 480
-    assert counts["gpu_dataloader"] == 4 * 135 and counts["dali"] == counts["dali_cpu"] == 4 * 15
-    assert counts["pipeline_dataloader"] == 4 * 48 and counts["pipeline_gpu_dataloader"] == 4 * 9
+    assert counts["micro"] == 420 + 3 * 56 and counts["cpu_dataloader"] == 4 * (12 + 9 * 2)
+    assert counts["pipeline_breakdown"] == 4 * 4
+    assert counts["gpu_dataloader"] == 135 and counts["dali"] == counts["dali_cpu"] == 15
+    assert counts["pipeline_dataloader"] == 48 and counts["pipeline_gpu_dataloader"] == 9
     # Resolution datasets get the resolution regimes' single-transform jobs only.
     derived = [j for j in s.jobs() if j.dataset != s.dataset]
     assert derived and {j.kind.role for j in derived} == {"results"}
@@ -296,3 +299,80 @@ def test_training_rows_without_their_supply_are_named_before_the_run() -> None:
     other = config("smoke", regimes=["cpu_dataloader", "training"], training={"workers": [1]})
     (line,) = sweep.Sweep(other, "ds-0123456789ab").training_supply_gaps()
     assert "workers [1]" in line
+
+
+def test_only_the_sweep_recipes_get_every_worker_count() -> None:
+    swept = ["RandomResizedCrop", "GaussianBlur"]
+    s = sweep.Sweep(config("paper", cpu_dataloader={
+        "transforms": ["HorizontalFlip", *swept, "Affine"], "shard_size": 2,
+        "workers": [0, 1, 2, 4], "other_workers": [4], "sweep_transforms": swept,
+    }), "d")  # fmt: skip
+    assert s.dataloader_shards == {"s000": swept, "s001": ["HorizontalFlip", "Affine"]}
+    jobs = [j for j in s.jobs() if j.rule == "cpu_dataloader" and j.library == "pillow"]
+    settings = {dict(j.wildcards)["shard"]: set() for j in jobs}
+    for j in jobs:
+        w = dict(j.wildcards)
+        if not w["allocator"]:
+            settings[w["shard"]].add(f"{w['scope']}-w{w['workers']}")
+    assert settings["s000"] == {f"{sc}-w{n}" for sc in ("memory", "decode") for n in (0, 1, 2, 4)}
+    assert settings["s001"] == {"memory-w4", "decode-w4"}
+    problems = sweep.check_regimes(config("paper", cpu_dataloader={
+        "sweep_transforms": ["Nope"], "job_per": "library"}))  # fmt: skip
+    assert any("'Nope'" in p or "['Nope']" in p for p in problems)
+    assert any("needs job_per: setting" in p for p in problems)
+
+
+def test_allocator_settings_after_the_first_run_only_the_named_rules() -> None:
+    rules = {"rules": ["micro", "pipeline_breakdown"]}
+    s = sweep.Sweep(config("smoke", allocators=["glibc", "mimalloc"], allocator_jobs=rules), "d")
+    settings = Counter((j.rule, dict(j.wildcards)["allocator"]) for j in s.jobs())
+    assert settings[("micro", "+mimalloc")] == settings[("micro", "")] > 0
+    assert settings[("pipeline_breakdown", "+mimalloc")] > 0
+    assert settings[("cpu_dataloader", "")] > 0 and ("cpu_dataloader", "+mimalloc") not in settings
+    every = sweep.Sweep(config("smoke", allocators=["glibc", "mimalloc"]), "d")
+    assert ("cpu_dataloader", "+mimalloc") in {
+        (j.rule, dict(j.wildcards)["allocator"]) for j in every.jobs()
+    }
+    # The staged size in the native layout only: no derived dataset, no contiguous shard.
+    narrow = sweep.Sweep(
+        config("smoke", allocators=["glibc", "mimalloc"],
+               micro={"layouts": ["native", "contiguous"]},
+               allocator_jobs={"rules": ["micro"], "resolution_sweep": False,
+                               "layouts": ["native"]}),
+        "d", ("d-r512",),
+    )  # fmt: skip
+    swept = [j for j in narrow.jobs() if dict(j.wildcards)["allocator"] == "+mimalloc"]
+    assert swept and {j.rule for j in swept} == {"micro"} and {j.dataset for j in swept} == {"d"}
+    assert not any(dict(j.wildcards)["shard"].startswith("contiguous-") for j in swept)
+    assert any(dict(j.wildcards)["shard"].startswith("contiguous-") for j in narrow.jobs())
+
+
+def test_a_local_run_does_not_refuse_jobs_that_would_only_write_skipped_rows() -> None:
+    """More DataLoader or training workers than this machine's cores: `skipped` rows, nothing
+    loaded, so no memory to refuse them for; without the cap they would load and are checked."""
+    s = sweep.Sweep(config("smoke", regimes=["cpu_dataloader", "training"],
+                           cpu_dataloader={"workers": [1, 64], "job_per": "setting"},
+                           pipeline_runs={"dataloader_workers": [64]},
+                           training={"workers": [64]}), "d")  # fmt: skip
+    wide = [j for j in s.jobs() if dict(j.wildcards).get("workers") == "64"]
+    assert {j.rule for j in wide} == {"cpu_dataloader", "pipeline_dataloader", "training"}
+    assert all(s.skipped_for_cores(j, 2) for j in wide)
+    assert not any(s.skipped_for_cores(j, 128) for j in wide)
+    checked = {(c.rule, c.wildcards) for c in s.memory_checks(lambda k: ("here", 10**6), 2)}
+    assert not any("workers 64" in w for _, w in checked) and checked
+    uncapped = sweep.Sweep(config("smoke", regimes=["cpu_dataloader"], cpu_dataloader={
+        "workers": [64], "job_per": "setting", "cap_workers_at_cores": False}), "d")  # fmt: skip
+    assert not any(uncapped.skipped_for_cores(j, 2) for j in uncapped.jobs())
+
+
+@pytest.mark.parametrize(
+    ("argv", "targets"),
+    [
+        (["/venv/bin/snakemake", "cost", "--cores", "1", "--config", "preset=paper"], {"cost"}),
+        (["/venv/lib/snakemake/__main__.py", "--snakefile", "S", "cost"], {"cost"}),
+        (["/venv/bin/snakemake", "--cores", "2"], set()),
+        (["pytest", "cost"], set()),
+    ],
+)
+def test_the_command_line_targets_are_read_with_snakemakes_parser(argv, targets) -> None:
+    assert sweep.command_line_targets(argv) == targets

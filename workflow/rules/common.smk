@@ -58,8 +58,10 @@ with exit_on_user_error():
         config, DATASET, tuple(DERIVED), *sweep.dataset_facts(config, DATASET, DERIVED)
     )
 # Every job's memory (augbench.memory) against its machine: the cloud placement under a default
-# storage provider (a cloud sweep, dry runs included), else --resources mem_mb or this machine.
-_cloud = bool(workflow.storage_settings.default_storage_provider)
+# storage provider (a cloud sweep, dry runs included) or when only the cost of the cloud sweep is
+# asked for (`snakemake cost`), else --resources mem_mb or this machine.
+COSTING_ONLY = sweep.command_line_targets(sys.argv) == {"cost"}
+_cloud = bool(workflow.storage_settings.default_storage_provider) or COSTING_ONLY
 _limit = getattr(workflow.global_resources.get("mem_mb"), "value", None)
 if _problems := SWEEP.placement_problems() or SWEEP.memory_refusals(_cloud, _limit):
     exit_with(*_problems)
@@ -297,6 +299,19 @@ def plot_targets():
 
 
 # -- the cost estimate (its job list: augbench.sweep.Sweep.cost_plan) ----------------------------
+def cost_profile():
+    """The profile `cost` prices (config cloud.profile), read as a file: no plugin starts."""
+    from augbench import profile
+
+    folder = Path(CLOUD["profile"])
+    if not folder.is_absolute():
+        folder = Path(workflow.basedir) / folder
+    try:
+        return profile.read(folder)
+    except profile.ProfileError as exc:
+        exit_with(f"config error at cloud.profile: {exc}")
+
+
 def measured_run_fingerprint():
     """Changes with the local run's timings, so `cost` reruns (it never plans timed rules)."""
     files = sorted(Path(CLOUD["estimate_from"]).glob("benchmarks/**/*.tsv"))

@@ -1,6 +1,7 @@
 # Time and cost of the configured sweep, before launching it: `snakemake cost` (docs/cloud.md).
-# Runs on the driver, reads only the finished local run in `cloud.estimate_from` (its result files
-# and benchmark timings), and plans nothing else: no benchmark job runs for it.
+# Runs locally and prices the profile named by `cloud.profile` (read as a file, so no cloud account
+# is needed), from the finished local run in `cloud.estimate_from` (its result files and benchmark
+# timings) filled in from the shipped reference timings; no benchmark job runs for it.
 
 
 localrules:
@@ -17,7 +18,7 @@ rule cost:
         "../../envs/driver.yaml"
     params:
         # A function: evaluated when the job is planned, after the invocation settings are known.
-        plan=lambda wildcards: SWEEP.cost_plan(workflow),
+        plan=lambda wildcards: SWEEP.cost_plan(cost_profile()),
         config=config,
         run_dir=CLOUD["estimate_from"],
         measured=measured_run_fingerprint(),

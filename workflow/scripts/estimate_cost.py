@@ -1,9 +1,11 @@
 """Rule cost: the sweep's jobs, VM hours and USD per kind and machine type, before launching it.
 
-    uv run snakemake cost --workflow-profile profiles/googlebatch --config preset=paper
+    uv run snakemake cost --config preset=paper
 
-Learns per-job times from the finished local run in config `cloud.estimate_from` (augbench.cost),
-writes results/cost/estimate.tsv and prints the table (docs/cloud.md).
+Prices the profile named by config `cloud.profile` (read as a file). Learns per-job times from the
+finished local run in config `cloud.estimate_from` (augbench.cost) where there is one and takes
+every job kind it lacks from the shipped reference timings (workflow/resources/time_model.json),
+saying which; writes results/cost/estimate.tsv and prints the table (docs/cloud.md).
 """
 
 import json
@@ -15,7 +17,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
 from augbench import cost
 from augbench.logs import redirect_to_log
-from augbench.plan import load_models
+from augbench.plan import load_reference
 
 
 def local_images(run_dir: Path) -> int | None:
@@ -32,35 +34,50 @@ def main() -> str:
     sm = snakemake  # noqa: F821
     plan, config = sm.params.plan, sm.params.config
     run_dir = Path(sm.params.run_dir)
-    models = cost.learn(run_dir)
-    # Early stopping the local run could not show: the shares of the shipped reference timings.
-    reference = Path(sm.scriptdir).parent / "resources" / "time_model.json"
-    borrowed = cost.borrow_shares(models, load_models(reference, Path("/nonexistent"))[0])
+    local = cost.learn(run_dir)
+    # The shipped reference: early stopping the local run could not show, and every job kind it
+    # did not run (all of them without a local run).
+    reference_file = Path(sm.scriptdir).parent / "resources" / "time_model.json"
+    reference = load_reference(reference_file)
+    borrowed = cost.borrow_shares(local, reference.models)
+    models = {**reference.models, **local}
     # Every job of the sweep (augbench.sweep.Sweep.cost_jobs: the same job list the rules run).
     jobs = plan["jobs"]
-    local = local_images(run_dir)
+    images = local_images(run_dir) if local else reference.dataset_images
     target = config["dataset"].get("default_images") or config["num_images"]
-    scale = target / local if local else 1.0
+    scale = target / images if images else 1.0
     cloud = config["cloud"]
     grouping = cost.Grouping(plan["groups"], plan["group_components"])
     rows = cost.estimate(
         jobs, models, config, plan["default_machine"], set(plan["preemptible"]),
         cloud["vm_start_s"], scale, grouping,
     )  # fmt: skip
-    cost.write_jobs_tsv(jobs, models, config, Path(sm.output.jobs))
+    # Per job, seconds on the machine the timings were measured on (what a local run checks).
+    cost.write_jobs_tsv(jobs, models, config, Path(sm.output.jobs), cloud=False)
     cost.write_tsv(rows, Path(sm.output.estimate))
     planned = plan["planned"]
+    needed = {(j.kind, j.library if j.kind not in cost.SETUP_KINDS else "") for j in jobs}
+    from_reference = sorted(
+        {f"{k}/{lib}" if lib else k for k, lib in needed if (k, lib) in reference.models}
+        - {f"{k}/{lib}" if lib else k for k, lib in local}
+    )
     sources = {
-        "measured in": f"{run_dir.resolve()} ({len(models)} job models)",
+        "profile priced": f"{plan['profile']} ({plan['jobs_at_once']} jobs at once)",
+        "measured in": (
+            f"{run_dir.resolve()} ({len(local)} job models)"
+            if local
+            else f"nothing: no finished local run in {run_dir.resolve()} (cloud.estimate_from)"
+        ),
+        "reference timings": (f"{reference.label} for " + (", ".join(from_reference) or "nothing")),
         "on-demand prices": cloud.get("price_source", "unspecified"),
         "Spot prices": cloud.get("spot_price_source", "unspecified"),
         "speed factors": cloud.get("speed_factor_source", "unspecified"),
         "assumed GPU throughput": cloud.get("assumed_img_per_s_source", "unspecified"),
         "early stopping": (
-            f"shares of the maximum from {reference.name} for {', '.join(borrowed)} (the local "
-            "rows could not stop early)"
+            f"shares of the maximum from the reference timings for {', '.join(borrowed)} (the "
+            "local rows could not stop early)"
             if borrowed
-            else "as the local rows stopped"
+            else "as the rows of the timings stopped"
         ),
         "per VM job also": f"{cloud['vm_start_s']:.0f} s of VM start (cloud.vm_start_s, "
         f"assumed); groups {dict(grouping.components) or 'none'} (jobs per VM job)",
