@@ -355,6 +355,15 @@ def test_an_effect_is_real_only_beyond_the_null_spread(tmp_path: Path) -> None:
     assert "| glibc-steady | 7/7 | x0.97-1.03 (6 pairs) | 1.00 | 1 | 0 | 6 |" in section
     assert "Effects beyond the null spread (1):" in section
     assert "GaussianBlur | 0.80 [0.79, 0.81] (glibc allocator-bound)" in section
+    # The figure fills exactly the effects the table calls real, whatever their rows' precision.
+    import matplotlib.pyplot as plt
+
+    drawn = figures.draw("allocator_effect", frame)
+    markers = [c for ax in drawn.figure.axes for c in ax.collections if len(c.get_offsets())]
+    filled = sum(len(c.get_offsets()) for c in markers if len(c.get_facecolors()))
+    hollow = sum(len(c.get_offsets()) for c in markers if not len(c.get_facecolors()))
+    assert (filled, hollow) == (1, len(effect) - 1)
+    plt.close("all")
 
 
 def test_worker_rows_are_allowed_the_shared_memory_transfer() -> None:

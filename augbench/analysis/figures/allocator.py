@@ -26,7 +26,6 @@ from augbench.analysis.figures.style import (
     stacked_panels,
 )
 from augbench.analysis.groups import library_order, regime_order
-from augbench.policy import ALLOCATOR_EFFECT_MAX_CI
 
 TITLE = "Time per image under each allocator setting, relative to glibc"
 
@@ -148,8 +147,11 @@ def draw(frame: pd.DataFrame) -> Drawn:
         "regime, scope, library, transform, workers, batch size, variant and dataset; shaded "
         "rows, with their glibc faults per image at the right, were allocator-bound under glibc "
         "(more minor page faults per image in the timed window than one output image has "
-        "pages, twice that with DataLoader workers); hollow markers: a ratio whose rows are not "
-        f"both precise (relative 95 % CI above {ALLOCATOR_EFFECT_MAX_CI:.2f}), within noise",
+        "pages, twice that with DataLoader workers); filled markers: an effect, the ratio's "
+        "whole 95 % interval beyond the null spread (the setting's spread over the pairs whose "
+        "glibc row does not fault, where no effect is expected; column `effect`: faster or "
+        "slower); "
+        "hollow: no effect beyond that spread, or not known",
         rows=f"ok rows under {', '.join(present[1:]) or 'another setting'} with an ok glibc "
         f"row; {_without(effect, shown)}",
     )
@@ -199,7 +201,9 @@ def draw(frame: pd.DataFrame) -> Drawn:
                 continue
             color, marker = styles[setting]
             offset = (i - (len(setting_names) - 1) / 2) * step
-            sure = mine["precise"].map(allocator_effect.is_true)
+            # Filled: an effect beyond the spread measured where none is expected (the table's
+            # `effect` column, faster or slower); hollow: none, or not known.
+            sure = mine["effect"].astype(str).isin(["faster", "slower"])
             for part_rows, hollow in ((mine[sure], False), (mine[~sure], True)):
                 if part_rows.empty:
                     continue
