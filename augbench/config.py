@@ -387,11 +387,9 @@ def _pipeline_definitions(cfg: dict[str, Any], basedir: Path) -> list[dict[str, 
 
 def auto_machine_label() -> str:
     """Stable across reruns on one machine: CPU model and usable core count, slugged."""
-    import os
+    from augbench.results import cpu_model, usable_cores
 
-    from augbench.results import cpu_model
-
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = usable_cores()
     model = re.sub(r"\(r\)|\(tm\)|cpu|processor|@.*$", "", cpu_model().lower())
     slug = re.sub(r"[^a-z0-9]+", "-", model).strip("-") or "cpu"
     return f"{slug}-{cores}c"

@@ -275,6 +275,18 @@ def _result_files(run_dir: Path) -> list[tuple[Path, Path, str]]:
     return out
 
 
+def run_dataset_images(run_dir: Path) -> int | None:
+    """Images of a finished run's dataset (the median over its manifests: the resolution
+    sweep's datasets hold the same images resized), what dataset setup jobs scale from."""
+    counts = []
+    for manifest in run_dir.glob("results/data/*/manifest.json"):
+        try:
+            counts.append(int(json.loads(manifest.read_text())["file_count"]))
+        except (OSError, ValueError, KeyError):
+            continue
+    return int(statistics.median(counts)) if counts else None
+
+
 def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
     """(kind, library) -> model, from the result files of a finished local run and the matching
     Snakemake benchmark files (benchmarks/<machine>/<dataset>/[pipelines/]<regime>/<library>/
@@ -889,14 +901,20 @@ class Row:
         return None if hours is None or price is None else hours * price
 
 
-def placement_cores(config: Mapping[str, Any]) -> Callable[[Job], int]:
-    """The vCPUs of the machine each job is placed on in a cloud sweep (config cloud.regimes;
-    0 where it has no placement: priced as measured)."""
+def placement_of(config: Mapping[str, Any], job: Job) -> Mapping[str, Any] | None:
+    """The cloud machine class a job's kind is placed on (config cloud.regimes), None for jobs
+    without a placement of their own (setup jobs: the profile's default machine)."""
+    declared = regimes.KINDS.get(job.kind)
     placements = config.get("cloud", {}).get("regimes", {})
+    return placements.get(declared.placement) if declared else None
+
+
+def placement_cores(config: Mapping[str, Any]) -> Callable[[Job], int]:
+    """The vCPUs of the machine each job is placed on in a cloud sweep (0 where it has no
+    placement: priced as measured)."""
 
     def cores(job: Job) -> int:
-        declared = regimes.KINDS.get(job.kind)
-        spec = placements.get(declared.placement) if declared else None
+        spec = placement_of(config, job)
         return int(spec.get("cpus", 0)) if spec else 0
 
     return cores
@@ -919,8 +937,7 @@ def estimate(
     found, basis = estimate_jobs(jobs, models, config, image_scale, placement_cores(config))
     by_rule: dict[tuple[str, str], list[Job]] = defaultdict(list)
     for job in jobs:
-        declared = regimes.KINDS.get(job.kind)
-        placement = cloud.get("regimes", {}).get(declared.placement) if declared else None
+        placement = placement_of(config, job)
         machine = placement["machine_type"] if placement else default_machine
         by_rule[(job.kind, machine)].append(job)
     # A job_per: library job is one VM job however many result files (model jobs) it writes.

@@ -216,15 +216,6 @@ def refusals(checks: Iterable[Check], fixes: Mapping[str, str]) -> list[str]:
     ]
 
 
-def this_machine_cores() -> int:
-    """Usable cores of this machine, as the engines count them (what a local job may use)."""
-    import os
-
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 def this_machine_mb() -> int:
     """Physical memory of this machine (MiB), for local runs."""
     try:

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from augbench import cost, memory, regimes
+from augbench import cost, regimes
+from augbench.results import usable_cores
 
 # Rules that are neither benchmarks nor setup: tables, figures, report pieces.
 ANALYSIS_RULES = regimes.ANALYSIS_RULES
@@ -137,7 +138,7 @@ def phases(
     parts = {i: cost_parts(p, by_output) for i, p in enumerate(planned)}
     # The machine the ETA is for: this one (DataLoader workers priced for its cores).
     seconds, basis = cost.seconds_per_job(
-        [j for js in parts.values() for j in js], models, config, cores=memory.this_machine_cores()
+        [j for js in parts.values() for j in js], models, config, cores=usable_cores()
     )
     out = {name: Phase(name) for name in phase_names()}
     # Rules the model does not know (added later, e.g. other engines): counted, never dropped.

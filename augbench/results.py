@@ -45,6 +45,14 @@ def memory_total_bytes() -> int | None:
     return None
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity; the CPU count where the platform has
+    none): what a job may use, what worker counts are capped at, what the plan prices for."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def system_info() -> dict[str, Any]:
     return {
         "python_version": sys.version,

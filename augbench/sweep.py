@@ -20,6 +20,7 @@ from typing import Any
 from augbench import allocator, catalog, cost, gpu_recipes, matrix, memory, profile, regimes
 from augbench.policy import DATALOADER_THREADS, MICRO_THREADS, SlowTransformPolicy
 from augbench.regimes import JobKind, Regime
+from augbench.results import usable_cores
 
 THREAD_POLICIES = {"micro": MICRO_THREADS, "dataloader": DATALOADER_THREADS}
 LAZY_TABLES = {
@@ -587,7 +588,7 @@ class Sweep:
             + (f", or a larger machine (cloud.regimes.{kind.placement})" if cloud else "")
             for kind in regimes.KINDS.values()
         }  # fmt: skip
-        cores = None if cloud else memory.this_machine_cores()
+        cores = None if cloud else usable_cores()
         return memory.refusals(self.memory_checks(available, cores), fixes)
 
     def placement_memory(self, kind: JobKind) -> tuple[str, int]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import sys
 from pathlib import Path
 
@@ -20,18 +19,6 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from augbench import cost, plan  # noqa: E402
-
-
-def local_images(run: Path) -> int | None:
-    """Images of the run's staged dataset (the largest manifest: derived datasets hold the same
-    images resized), what the estimate scales dataset setup jobs from."""
-    counts = []
-    for manifest in run.glob("results/data/*/manifest.json"):
-        try:
-            counts.append(int(json.loads(manifest.read_text())["file_count"]))
-        except (OSError, ValueError, KeyError):
-            continue
-    return max(counts) if counts else None
 
 
 def main() -> int:
@@ -55,7 +42,7 @@ def main() -> int:
             raise SystemExit(f"{run}: no results/raw or benchmarks/ timings found")
         models.update(learned)
     measured = datetime.date.today().isoformat()
-    images = [n for n in (local_images(run) for run in args.runs) if n]
+    images = [n for n in (cost.run_dataset_images(run) for run in args.runs) if n]
     plan.dump_models(models, args.output, args.machine, measured, images[-1] if images else None)
     print(f"{len(models)} job models -> {args.output}")
     return 0

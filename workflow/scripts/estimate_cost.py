@@ -8,8 +8,6 @@ every job kind it lacks from the shipped reference timings (workflow/resources/t
 saying which; writes results/cost/estimate.tsv and prints the table (docs/cloud.md).
 """
 
-import json
-import statistics
 import sys
 from pathlib import Path
 
@@ -18,16 +16,6 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 from augbench import cost
 from augbench.logs import redirect_to_log
 from augbench.plan import load_reference
-
-
-def local_images(run_dir: Path) -> int | None:
-    counts = []
-    for manifest in run_dir.glob("results/data/*/manifest.json"):
-        try:
-            counts.append(json.loads(manifest.read_text())["file_count"])
-        except (OSError, ValueError, KeyError):
-            continue
-    return int(statistics.median(counts)) if counts else None
 
 
 def main() -> str:
@@ -43,7 +31,7 @@ def main() -> str:
     models = {**reference.models, **local}
     # Every job of the sweep (augbench.sweep.Sweep.cost_jobs: the same job list the rules run).
     jobs = plan["jobs"]
-    images = local_images(run_dir) if local else reference.dataset_images
+    images = cost.run_dataset_images(run_dir) if local else reference.dataset_images
     target = config["dataset"].get("default_images") or config["num_images"]
     scale = target / images if images else 1.0
     cloud = config["cloud"]
@@ -57,10 +45,8 @@ def main() -> str:
     cost.write_tsv(rows, Path(sm.output.estimate))
     planned = plan["planned"]
     needed = {(j.kind, j.library if j.kind not in cost.SETUP_KINDS else "") for j in jobs}
-    from_reference = sorted(
-        {f"{k}/{lib}" if lib else k for k, lib in needed if (k, lib) in reference.models}
-        - {f"{k}/{lib}" if lib else k for k, lib in local}
-    )
+    borrowed_kinds = (needed & reference.models.keys()) - local.keys()
+    from_reference = sorted(f"{k}/{lib}" if lib else k for k, lib in borrowed_kinds)
     sources = {
         "profile priced": f"{plan['profile']} ({plan['jobs_at_once']} jobs at once)",
         "measured in": (

@@ -19,12 +19,7 @@ from typing import Any
 
 from augbench import adapters, catalog, media, pipelines, recipes
 from augbench.policy import DATALOADER_THREADS
-
-
-def usable_cores() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+from augbench.results import usable_cores  # noqa: F401  (the engines import it from here)
 
 
 @dataclass(eq=False)
