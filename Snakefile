@@ -26,6 +26,7 @@ include: "workflow/rules/training.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/lazy_outputs.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/recommendation.smk"
 include: "workflow/rules/cost.smk"
 include: "workflow/rules/plan.smk"
 
@@ -34,3 +35,9 @@ rule all:
     default_target: True
     input:
         final_targets(),
+
+
+# The answer, in a few lines, at the end of every run that has one (results/analysis/summary.md
+# and the report have the intervals).
+onsuccess:
+    print_recommendation()

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from augbench import catalog, matrix, policy, regimes
+from augbench import catalog, matrix, policy, regimes, starvation_model
 from augbench.logs import UserError
 
 PRESETS_DIR = Path("config") / "presets"
@@ -369,6 +369,11 @@ def resolve(user_config: dict[str, Any], basedir: Path) -> dict[str, Any]:
             f"recipes nor configured pipelines; pipelines: "
             f"{sorted(p['name'] for p in merged['pipeline_definitions'])}"
         )
+    target_problem = starvation_model.target_problem(
+        merged["starvation"], merged["cpu_dataloader"]["required_throughput"]
+    )
+    if target_problem:
+        raise ConfigError(target_problem)
     if merged["machine"] == "auto":
         merged["machine"] = auto_machine_label()
     return merged

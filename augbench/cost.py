@@ -47,6 +47,7 @@ from augbench import matrix, regimes
 from augbench.policy import (
     BREAKDOWN_VALUES_PER_PROCESS,
     DATALOADER_MIN_RUNS,
+    MAIN_PROCESS_CORES,
     MICRO_MAX_LOOPS,
     MICRO_MIN_VALUE_SECONDS,
 )
@@ -656,12 +657,6 @@ def dataloader_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -
     else:
         overhead = model.overhead_s / job.share + baseline
     return Estimate(overhead + totals["expected"], overhead + totals["most"])
-
-
-# The DataLoader's main process (collation, the hand-over from the workers, the timing loop) keeps
-# about half a core busy while the workers fill the machine: on the 2-core machine of the shipped
-# reference timings, going from 1 to 2 workers sped rows up 1.04-2.57x (median 1.6x), not 2x.
-MAIN_PROCESS_CORES = 0.5
 
 
 def parallelism(workers: int, cores: int) -> float:

@@ -316,6 +316,21 @@ def load_file(path: Path, *, allow_diagnostic: bool = False, source: str | None 
 RESOLVED = "results/pipelines/resolved/{name}.json"
 
 
+# The pipelines the workflow ships; every other configured pipeline is the user's own.
+SHIPPED_DIR = "config/pipelines"
+
+
+def shipped(source: str, basedir: Path) -> bool:
+    """Whether a configured pipeline (its ``source`` as configured) is one the workflow ships,
+    rather than the user's own (a file elsewhere, a module, an inline mapping)."""
+    if source == "inline" or (":" in source and not Path(source).exists()):
+        return False
+    path = Path(source)
+    if not path.is_absolute() and not path.exists():
+        path = Path(basedir) / source
+    return path.resolve().parent == (Path(basedir) / SHIPPED_DIR).resolve()
+
+
 def from_config(cfg: dict[str, Any], basedir: Path) -> list[Pipeline]:
     """The configured pipelines: ``pipeline`` (one entry, e.g. from ``--config pipeline=...``)
     replaces the ``pipelines`` list. An entry is a file (relative paths are looked up in the

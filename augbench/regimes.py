@@ -73,6 +73,7 @@ ANALYSIS_RULES: tuple[str, ...] = (
     "pipeline_tables",
     "pipeline_figure",
     "pipeline_allocator_figure",
+    "recommendation",
 )
 
 

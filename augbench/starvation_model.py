@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from augbench.policy import FED_WAIT
 
@@ -119,3 +120,110 @@ def fewest_fed(verdicts: dict[int, str]) -> tuple[int | None, bool]:
     monotone = not any(s > f for f in fed for s in starved)
     above = [w for w in fed if not any(s > w for s in starved)]
     return (min(above) if above else None), monotone
+
+
+@dataclass(frozen=True)
+class Model:
+    """What the accelerator consumes: images per second, with where the number comes from."""
+
+    name: str
+    img_per_s: float
+    description: str = ""
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.img_per_s > 0:
+            raise ValueError(f"model {self.name!r}: images per second must be > 0")
+
+
+def _target_rate(target: Any) -> float | None:
+    """``starvation.target`` as images per second where it is a number (a number given as text
+    on the command line too); None where it names a model."""
+    if isinstance(target, bool) or target is None:
+        return None
+    if isinstance(target, int | float):
+        return float(target)
+    try:
+        return float(str(target))
+    except ValueError:
+        return None
+
+
+def _rate_model(rate: float) -> Model:
+    return Model(f"{rate:g}-img-per-s", rate, f"{rate:g} img/s", "config starvation.target")
+
+
+def models_from_config(
+    starvation: dict[str, Any], required_throughput: list[dict[str, Any]] | None = None
+) -> list[Model]:
+    """The config's model (``model_step_ms`` + ``batch_size``, or ``model_img_per_s``); with
+    neither, the ``cpu_dataloader.required_throughput`` targets. A ``target`` given as images
+    per second is one more model, so the tables have its rows."""
+    name = starvation.get("name") or "my-model"
+    if starvation.get("model_step_ms") is not None:
+        step_ms = float(starvation["model_step_ms"])
+        batch = int(starvation["batch_size"])
+        models = [
+            Model(
+                name,
+                batch * 1000.0 / step_ms,
+                f"{step_ms:g} ms per training step of {batch} images",
+                "config starvation.model_step_ms",
+            )
+        ]
+    elif starvation.get("model_img_per_s") is not None:
+        rate = float(starvation["model_img_per_s"])
+        models = [Model(name, rate, f"{rate:g} img/s", "config starvation.model_img_per_s")]
+    else:
+        models = [
+            Model(
+                str(t["name"]),
+                float(t["images_per_second"]),
+                str(t.get("description", "")),
+                str(t.get("source", "")),
+            )
+            for t in required_throughput or []
+        ]
+    rate = _target_rate(starvation.get("target"))
+    if rate is not None and rate > 0 and _rate_model(rate).name not in {m.name for m in models}:
+        models.append(_rate_model(rate))
+    return models
+
+
+def target_problem(
+    starvation: dict[str, Any], required_throughput: list[dict[str, Any]] | None = None
+) -> str | None:
+    """One line where ``starvation.target`` is neither a known model nor a positive number of
+    images per second, naming the valid models; None where it is fine (or unset)."""
+    target = starvation.get("target")
+    if target is None:
+        return None
+    rate = _target_rate(target)
+    if rate is not None and rate > 0:
+        return None
+    names = [m.name for m in models_from_config(starvation, required_throughput)]
+    if rate is None and str(target) in names:
+        return None
+    return (
+        f"config error at starvation.target: {target!r} is neither a known model nor a "
+        f"positive number of images per second; models: {names} (cpu_dataloader."
+        "required_throughput, or starvation.name with model_step_ms / model_img_per_s)"
+    )
+
+
+def target_model(
+    starvation: dict[str, Any], required_throughput: list[dict[str, Any]] | None = None
+) -> Model | None:
+    """The model the recommendation answers for: ``starvation.target`` (a model's name, or
+    images per second); unset, the first model (the config's own, else the first
+    ``cpu_dataloader.required_throughput`` target). None where no model is configured."""
+    problem = target_problem(starvation, required_throughput)
+    if problem:
+        raise ValueError(problem)
+    models = models_from_config(starvation, required_throughput)
+    target = starvation.get("target")
+    if target is None:
+        return models[0] if models else None
+    rate = _target_rate(target)
+    name = _rate_model(rate).name if rate is not None else str(target)
+    return next(m for m in models if m.name == name)

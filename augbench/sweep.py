@@ -713,21 +713,35 @@ def thread_env(kind: JobKind) -> str:
     return policy.shell_prefix() if policy is not None else ""
 
 
-def command_line_targets(argv: list[str]) -> set[str]:
-    """The targets named on a ``snakemake`` command line: Snakemake parses the Snakefile before it
-    hands its targets to the workflow, so what only a target decides at parse time (``cost``
-    prices the cloud sweep, and checks memory against its machines) reads them here, with
-    Snakemake's own argument parser. Empty where the workflow was not started by that command."""
+def command_line(argv: list[str]) -> Any:
+    """A ``snakemake`` command line as Snakemake's own argument parser reads it: Snakemake parses
+    the Snakefile before it hands its targets and flags to the workflow, so what only a target or
+    a flag decides at parse time (``cost`` prices the cloud sweep and checks memory against its
+    machines; a dry run prints the plan when Snakemake is done) reads them here. None where the
+    workflow was not started by that command."""
     started = Path(argv[0]) if argv else Path()
     if "snakemake" not in (started.name, started.parent.name):  # `snakemake`, `python -m snakemake`
-        return set()
+        return None
     from snakemake.cli import get_argument_parser
 
     try:
         parsed, _ = get_argument_parser().parse_known_args(argv[1:])
     except SystemExit:  # Snakemake reports its own usage errors
-        return set()
-    return {str(t) for t in parsed.targets or ()}
+        return None
+    return parsed
+
+
+def command_line_targets(argv: list[str]) -> set[str]:
+    """The targets named on a ``snakemake`` command line (empty where none, or not started by
+    that command)."""
+    parsed = command_line(argv)
+    return {str(t) for t in parsed.targets or ()} if parsed else set()
+
+
+def command_line_dry_run(argv: list[str]) -> bool:
+    """Whether a ``snakemake`` command line only plans (``-n``): no job runs, so no onstart."""
+    parsed = command_line(argv)
+    return bool(parsed and parsed.dryrun)
 
 
 def check_regimes(config: Mapping[str, Any]) -> list[str]:

@@ -50,7 +50,18 @@ TABLE = [
         "placement-integers",
         ("cloud={regimes: {micro: {machine_type: c3-standard-8, cpus: 8, memory_mb: 30000}}}",),
     ),
+    Case("starvation-target-model", ("starvation={target: resnet50-v100-amp}",)),
+    Case("starvation-target-rate", ("starvation={target: 450}",)),
     # -- one line each, exit 1 ---------------------------------------------------------------------
+    Case(
+        "starvation-target-unknown",
+        ("starvation={target: resnet51}",),
+        (
+            "config error at starvation.target: 'resnet51' is neither a known model nor a "
+            "positive number of images per second; models: ['resnet50-a100-amp', "
+            "'resnet50-v100-amp']",
+        ),
+    ),
     Case(
         "unknown-top-level-key",
         ("micor={values: 3}",),

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from augbench.analysis import starvation
-from augbench.analysis.starvation import Model, data_wait_fraction, models_from_config
-from augbench.starvation_model import predict
+from augbench.analysis.starvation import data_wait_fraction
+from augbench.starvation_model import Model, models_from_config, predict
 
 SKIP_REASON = "workers 4 > 2 usable cores on this machine"
 

@@ -81,6 +81,30 @@ def test_every_library_regime_and_pipeline_has_a_row(smoke_run: WorkflowRun) -> 
     assert not set(tidy["transform"]) & set(PIPELINES)
 
 
+def test_the_answer_page_has_every_pipeline_and_says_what_was_not_measured(
+    smoke_run: WorkflowRun,
+) -> None:
+    rec = pd.read_csv(smoke_run.workdir / "results/tables/recommendation.csv")
+    assert list(rec["pipeline"]) == PIPELINES and not rec["yours"].any()
+    measured = rec[rec["status"] == "measured"]
+    assert len(measured) >= len(PIPELINES) - 1, rec[["pipeline", "why"]]
+    assert set(measured["library"]) <= set(CPU_LIBRARIES)
+    assert (measured["img_per_s"] > 0).all() and (measured["usd_per_million_images"] > 0).all()
+    # The smoke preset runs the pipelines' DataLoader rows on decoded images only: ranked there,
+    # and the starvation answer says it has no end-to-end rows instead of guessing.
+    assert set(measured["regime"]) == {"cpu_dataloader"}
+    assert measured["fed_answer"].str.startswith("not measured: no end-to-end").all()
+    assert rec.loc[rec["status"] != "measured", "why"].str.len().gt(0).all()
+    summary = (smoke_run.workdir / "results/analysis/summary.md").read_text()
+    answer = summary.split("## The answer", 1)[1].split("\n## ", 1)[0]
+    assert all(f"| {name} |" in answer for name in PIPELINES)
+    assert "nan" not in answer.lower()
+    page = (smoke_run.workdir / "results/analysis/recommendation.md").read_text()
+    assert page.startswith("# The answer")
+    # Printed at the end of the run.
+    assert "Recommendation (results/analysis/summary.md has the intervals):" in smoke_run.output
+
+
 def test_missing_steps_and_targets_are_named(smoke_run: WorkflowRun) -> None:
     rows = _results(smoke_run)
     whole = rows[rows["step"].isna()].set_index(["regime", "library", "pipeline"])

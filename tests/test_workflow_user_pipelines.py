@@ -49,6 +49,7 @@ def user_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         f"envs={{'manager': 'uv', 'dir': '{REPO / '.venvs'}'}}",
         f"libraries=[{','.join(LIBRARIES)}]", "regimes=[micro,cpu_dataloader]",
         "--", "results/tables/pipeline_results.csv", "results/tables/pipeline_breakdown.csv",
+        "results/tables/recommendation.csv",
     )  # fmt: skip
     return workdir
 
@@ -96,3 +97,17 @@ def test_a_torchvision_module_runs_as_written_and_maps_to_the_others(user_run: P
     resolved = json.loads((user_run / "results/pipelines/resolved/train_preset.json").read_text())
     steps = [s["name"] for s in resolved["pipeline"]["steps"]]
     assert steps == ["RandomResizedCrop", "HorizontalFlip", "Normalize"]
+
+
+def test_the_answer_page_names_the_users_pipelines_first(user_run: Path) -> None:
+    rec = pd.read_csv(user_run / "results/tables/recommendation.csv").set_index("pipeline")
+    assert list(rec.index) == ["my_albx", "train_preset"] and rec["yours"].all()
+    # Only AlbumentationsX runs the user's A.save file: no runner-up, the others named.
+    mine = rec.loc["my_albx"]
+    assert mine["status"] == "measured" and mine["library"] == "albumentationsx"
+    assert pd.isna(mine["runner_up"]) and "torchvision unsupported" in mine["other_libraries"]
+    # The torchvision module runs in all three: a runner-up with a margin and its interval.
+    tv = rec.loc["train_preset"]
+    assert tv["runner_up"] in LIBRARIES and tv["margin"] >= 1
+    assert tv["versus_runner_up"] in {"faster", "tie"}
+    assert tv["margin_low"] <= tv["margin"] <= tv["margin_high"]

@@ -18,7 +18,6 @@ with their status and reason, never as zeros. docs/starvation.md has the details
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -26,6 +25,7 @@ import pandas as pd
 from augbench.analysis.tidy import decoded, number
 from augbench.starvation_model import (
     FED_DEFINITION,
+    Model,
     Prediction,
     Supply,
     fewest_fed,
@@ -83,51 +83,6 @@ COLUMNS: tuple[str, ...] = (
     "model_description",
     "model_source",
 )
-
-
-@dataclass(frozen=True)
-class Model:
-    """What the accelerator consumes: images per second, with where the number comes from."""
-
-    name: str
-    img_per_s: float
-    description: str = ""
-    source: str = ""
-
-    def __post_init__(self) -> None:
-        if not self.img_per_s > 0:
-            raise ValueError(f"model {self.name!r}: images per second must be > 0")
-
-
-def models_from_config(
-    starvation: dict[str, Any], required_throughput: list[dict[str, Any]] | None = None
-) -> list[Model]:
-    """The config's model (``model_step_ms`` + ``batch_size``, or ``model_img_per_s``); with
-    neither, the ``cpu_dataloader.required_throughput`` targets."""
-    name = starvation.get("name") or "my-model"
-    if starvation.get("model_step_ms") is not None:
-        step_ms = float(starvation["model_step_ms"])
-        batch = int(starvation["batch_size"])
-        return [
-            Model(
-                name,
-                batch * 1000.0 / step_ms,
-                f"{step_ms:g} ms per training step of {batch} images",
-                "config starvation.model_step_ms",
-            )
-        ]
-    if starvation.get("model_img_per_s") is not None:
-        rate = float(starvation["model_img_per_s"])
-        return [Model(name, rate, f"{rate:g} img/s", "config starvation.model_img_per_s")]
-    return [
-        Model(
-            str(t["name"]),
-            float(t["images_per_second"]),
-            str(t.get("description", "")),
-            str(t.get("source", "")),
-        )
-        for t in required_throughput or []
-    ]
 
 
 def batch_mb(row: pd.Series | dict[str, Any]) -> float:

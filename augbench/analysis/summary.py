@@ -93,12 +93,14 @@ def markdown(
     title: str = "Benchmark summary",
     lazy: pd.DataFrame | None = None,
     pipeline_rows: pd.DataFrame | None = None,
+    answer: list[str] | None = None,
 ) -> str:
     """``lazy``: the lazy-output diagnostic's table (augbench.analysis.lazy_outputs); its rows
-    where materialization is over half of the measured time are listed with their numbers."""
+    where materialization is over half of the measured time are listed with their numbers.
+    ``answer``: the recommendation's section (augbench.analysis.recommendation), first."""
     lines = [f"# {title}", ""]
     if frame.empty:
-        return "\n".join([*lines, "No result rows (so no figure is drawn).", ""])
+        return "\n".join([*lines, "No result rows (so no figure is drawn).", "", *(answer or [])])
     machines = sorted(frame["machine"].astype(str).unique())
     lines += [
         f"{len(frame)} result rows from {len(machines)} machine(s): {', '.join(machines)}. "
@@ -108,6 +110,7 @@ def markdown(
         "",
     ]
     lines += _dataset_lines(frame)
+    lines += answer or []
     for group in iter_groups(frame):
         rows = group.rows
         win = winners(rows)

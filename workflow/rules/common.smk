@@ -61,6 +61,9 @@ with exit_on_user_error():
 # storage provider (a cloud sweep, dry runs included) or when only the cost of the cloud sweep is
 # asked for (`snakemake cost`), else --resources mem_mb or this machine.
 COSTING_ONLY = sweep.command_line_targets(sys.argv) == {"cost"}
+# `snakemake answer`: only the configured pipelines' jobs and their answer page (no micro or
+# transform DataLoader job waits to be measured first).
+ANSWER_ONLY = sweep.command_line_targets(sys.argv) == {"answer"}
 _cloud = bool(workflow.storage_settings.default_storage_provider) or COSTING_ONLY
 _limit = getattr(workflow.global_resources.get("mem_mb"), "value", None)
 if _problems := SWEEP.placement_problems() or SWEEP.memory_refusals(_cloud, _limit):
@@ -233,12 +236,13 @@ def pipeline_table_inputs(wildcards=None):
 
 
 def summary_extra_inputs(wildcards):
-    """The lazy-output table (its flags), the starvation table and the user pipelines' rows, for
-    this workflow's own sweep."""
+    """The lazy-output table (its flags), the starvation table, the recommendation and the user
+    pipelines' rows, for this workflow's own sweep."""
     if wildcards.root != "results":
         return {}
     extra = {"lazy": LAZY_TABLES["csv"]} if SWEEP.lazy_enabled else {}
     extra["starvation"] = "results/tables/starvation.csv"
+    extra["recommendation"] = RECOMMENDATION["table"]
     if PIPELINE_NAMES:
         extra["pipelines"] = "results/tables/pipeline_results.csv"
     return extra
@@ -248,6 +252,8 @@ def after_timed_jobs(wildcards=None):
     """Every timed job's output as ancient() inputs of the untimed jobs that could otherwise start
     while a measurement still runs: they wait for the last timed job instead of sharing its
     cores; a rewritten file never re-runs them by itself, their own inputs do."""
+    if ANSWER_ONLY:
+        return ancient(pipeline_table_inputs())
     lazy = lazy_outputs_inputs() if SWEEP.lazy_enabled else []
     return ancient([*aggregate_inputs(), *lazy, *pipeline_table_inputs()])
 
@@ -266,7 +272,34 @@ def figure_targets(root="results"):
 
 
 def final_targets():
-    return [*SWEEP.targets(), *figure_targets()]
+    return [*SWEEP.targets(), *figure_targets(), *RECOMMENDATION.values()]
+
+
+# -- the answer page (augbench.analysis.recommendation) -----------------------------------------
+RECOMMENDATION = {
+    "table": "results/tables/recommendation.csv",
+    "page": "results/analysis/recommendation.md",
+}
+
+
+def recommendation_inputs(wildcards=None):
+    """The pipelines' tidy rows and starvation table; none where no pipeline is configured (the
+    page then says so)."""
+    tables = SWEEP.pipeline_tables()
+    if not tables:
+        return {}
+    return {"rows": tables["results"], "starvation": tables["starvation"]}
+
+
+def recommendation_pipelines():
+    """The configured pipelines in config order, each marked as the user's own or shipped."""
+    return [
+        {
+            "name": p["name"],
+            "yours": not user_pipelines.shipped(p["source"], Path(workflow.basedir)),
+        }
+        for p in config["pipeline_definitions"]
+    ]
 
 
 def tidy_table(wildcards):
@@ -316,3 +349,20 @@ def measured_run_fingerprint():
     """Changes with the local run's timings, so `cost` reruns (it never plans timed rules)."""
     files = sorted(Path(CLOUD["estimate_from"]).glob("benchmarks/**/*.tsv"))
     return f"{len(files)}:{max((f.stat().st_mtime_ns for f in files), default=0)}"
+
+
+def print_recommendation():
+    """The answer page's short form, where this run (or an earlier one) has made it."""
+    table = Path(RECOMMENDATION["table"])
+    if not table.exists():
+        return
+    import pandas as pd
+
+    from augbench.analysis import recommendation
+
+    try:
+        rec = pd.read_csv(table)
+    except (OSError, ValueError) as exc:
+        print(f"augbench: {table} not readable ({exc})", file=sys.stderr)
+        return
+    print(recommendation.short_text(rec), file=sys.stderr)

@@ -1,8 +1,11 @@
 # Figures, report tables, summaries: downstream of a tidy table, never of a benchmark.
 #
 # {root} is "results" (this workflow's own sweep) or "results/plots/<name>" (results that already
-# exist, configured under plot_from). `snakemake --until figures` and `snakemake plots` therefore
-# never schedule a measurement.
+# exist, configured under plot_from). `snakemake plots` (results/plots/<name>) therefore never
+# schedules a measurement. `snakemake --until figures` (root "results") needs this workflow's own
+# results/tables/all_results.csv, which needs every configured benchmark job: it schedules each
+# one whose result is missing or out of date (in a fresh working directory, all of them), and on
+# complete, up-to-date results only the aggregation and plotting jobs that are out of date.
 
 
 wildcard_constraints:

@@ -3,8 +3,9 @@
 # line per finished job ("N of M steps done").
 
 
-def print_plan():
-    """Advisory only: a plan that cannot be made never stops the run."""
+def print_plan(planned_only=False):
+    """Advisory only: a plan that cannot be made never stops the run. ``planned_only``: after a
+    dry run, whose jobs count as finished once planned."""
     from augbench import plan
 
     try:
@@ -15,7 +16,7 @@ def print_plan():
                 str(job.output[0]) if job.output else "",
                 tuple(str(out) for out in job.output),
             )
-            for job in workflow.dag.needrun_jobs()
+            for job in workflow.dag.needrun_jobs(exclude_finished=not planned_only)
         ]
         models, source = plan.load_models(
             Path(workflow.basedir) / "workflow" / "resources" / "time_model.json",
@@ -32,3 +33,16 @@ def print_plan():
 
 onstart:
     print_plan()
+
+
+# A dry run starts no job, so onstart never runs: the same plan is printed when Snakemake is done
+# planning (the workflow's job graph is complete by then).
+def print_plan_after_dry_run():
+    if getattr(workflow, "_dag", None) is not None:
+        print_plan(planned_only=True)
+
+
+if sweep.command_line_dry_run(sys.argv):
+    import atexit
+
+    atexit.register(print_plan_after_dry_run)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
+from augbench import starvation_model
 from augbench.analysis import (
     allocator_effect,
     dataloader,
@@ -44,7 +45,7 @@ with redirect_to_log(snakemake.log[0]):  # noqa: F821
     if hasattr(sm.output, "allocator_effect"):  # present with more than one allocator setting
         write_table_atomic(allocator_effect.table(frame), sm.output.allocator_effect)
     write_table_atomic(resolution.scaling_table(frame), sm.output.resolution_scaling)
-    models = starvation.models_from_config(sm.params.starvation, sm.params.throughput_targets)
+    models = starvation_model.models_from_config(sm.params.starvation, sm.params.throughput_targets)
     write_table_atomic(
         starvation.table(frame, models, sm.params.starvation["dataset_images"]),
         sm.output.starvation,

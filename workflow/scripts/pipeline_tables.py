@@ -6,6 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
+from augbench import starvation_model
 from augbench.analysis import allocator_effect, pipelines, starvation, tidy
 from augbench.logs import redirect_to_log
 from augbench.results import write_table_atomic
@@ -20,7 +21,9 @@ with redirect_to_log(snakemake.log[0]):  # noqa: F821
     if hasattr(sm.output, "allocator_effect"):  # present with more than one allocator setting
         write_table_atomic(allocator_effect.table(frame), sm.output.allocator_effect)
     if hasattr(sm.output, "starvation"):  # from the pipelines' end-to-end (decode-scope) rows
-        models = starvation.models_from_config(sm.params.starvation, sm.params.throughput_targets)
+        models = starvation_model.models_from_config(
+            sm.params.starvation, sm.params.throughput_targets
+        )
         whole = pipelines.pipeline_rows(frame)
         write_table_atomic(
             starvation.table(whole, models, sm.params.starvation["dataset_images"]),

@@ -43,6 +43,7 @@ def write(
     lazy_csv: str | None = None,
     starvation_csv: str | None = None,
     pipelines_csv: str | None = None,
+    recommendation_csv: str | None = None,
 ) -> None:
     diag = diagnostics.diagnose(frame)
     slow = diagnostics.slow_rows(frame, slowest=slowest)
@@ -52,7 +53,12 @@ def write(
 
         lazy = pd.read_csv(lazy_csv)
     pipeline_rows = read_table(pipelines_csv) if pipelines_csv else None
-    text = summary.markdown(frame, lazy=lazy, pipeline_rows=pipeline_rows)
+    answer = None
+    if recommendation_csv:
+        from augbench.analysis import recommendation
+
+        answer = recommendation.markdown(read_table(recommendation_csv))
+    text = summary.markdown(frame, lazy=lazy, pipeline_rows=pipeline_rows, answer=answer)
     if starvation_csv:
         import pandas as pd
 
@@ -108,6 +114,7 @@ if "snakemake" in globals():
             lazy_csv=sm.input.get("lazy"),
             starvation_csv=sm.input.get("starvation"),
             pipelines_csv=sm.input.get("pipelines"),
+            recommendation_csv=sm.input.get("recommendation"),
         )
 elif __name__ == "__main__":
     sys.exit(main())

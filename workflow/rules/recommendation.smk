@@ -1,0 +1,38 @@
+# The answer page: per pipeline and machine, the fastest library, the workers that feed the
+# target model and the cost per million images (augbench/analysis/recommendation.py), from the
+# pipelines' tables. Its short form is printed at the end of every run (Snakefile onsuccess).
+
+
+rule recommendation:
+    input:
+        unpack(recommendation_inputs),
+    output:
+        table=RECOMMENDATION["table"],
+        page=report(
+            RECOMMENDATION["page"],
+            caption="../report/recommendation.rst",
+            category="Answer",
+            labels={"table": "recommendation", "results": "results"},
+        ),
+    log:
+        "logs/analysis/recommendation.log",
+    benchmark:
+        "benchmarks/analysis/recommendation.tsv"
+    localrule: True
+    conda:
+        "../../envs/driver.yaml"
+    params:
+        pipelines=recommendation_pipelines(),
+        starvation=config["starvation"],
+        throughput_targets=config["cpu_dataloader"]["required_throughput"],
+        cloud=CLOUD,
+    script:
+        "../scripts/recommend.py"
+
+
+# `snakemake --cores 8 answer --config pipeline=my_pipeline.yaml`: your pipeline's breakdown,
+# DataLoader rows and answer page, without the micro and transform DataLoader jobs.
+rule answer:
+    input:
+        **RECOMMENDATION,
+    localrule: True
