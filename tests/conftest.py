@@ -123,6 +123,15 @@ def run_snakemake(
     return proc
 
 
+# Three of the shipped pipelines in the shared smoke run: the classification reference preset,
+# the one with a mask and the lightest trio member. Every shipped pipeline's mapping to every
+# library is checked in tests/test_pipelines.py, and its GPU chain is run on CPU tensors in
+# tests/test_workflow_gpu.py; the default run profiles all six.
+SMOKE_PIPELINES = (
+    "config/pipelines/imagenet_train.yaml",
+    "config/pipelines/highres_segmentation.yaml",
+    "config/pipelines/train_light.yaml",
+)
 SMOKE_CONFIG = (
     "--config",
     "preset=smoke",
@@ -130,6 +139,7 @@ SMOKE_CONFIG = (
     f"envs={{'manager': 'uv', 'dir': '{REPO / '.venvs'}'}}",
     "libraries=[albumentationsx,torchvision,kornia,pillow,dali]",
     "regimes=[micro,cpu_dataloader,gpu_dataloader,dali]",
+    f"pipelines=[{','.join(SMOKE_PIPELINES)}]",
 )
 
 

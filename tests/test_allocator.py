@@ -45,6 +45,7 @@ def test_the_process_says_which_allocator_and_settings_are_in_force() -> None:
     assert steady["label"] == "glibc " + " ".join(f"{k}={v}" for k, v in STEADY.items())
 
 
+@pytest.mark.envs
 def test_dataloader_workers_report_their_parents_allocator(tmp_path) -> None:
     code = f"""
     import json
@@ -97,6 +98,7 @@ def test_output_pages_count_the_image_of_any_container() -> None:
     assert allocator.output_pages({"image": np.zeros((64, 64, 1), dtype=np.float32)}) == 4.0
 
 
+@pytest.mark.envs
 def test_a_row_made_under_a_preloaded_allocator_records_it(tmp_path) -> None:
     """A real engine job (cpu_dataloader, memory scope) with the env's own mimalloc (the pinned
     cmeel-mimalloc wheel) preloaded: its result says mimalloc, with the library's version, and
@@ -224,6 +226,7 @@ def _launch(python, tmp_path, setting: str, engine: list[str], env: dict | None 
     return json.loads(output.read_text())
 
 
+@pytest.mark.envs
 def test_pyperf_processes_run_under_the_jobs_allocator(tmp_path) -> None:
     """A micro job launched with --allocator mimalloc: the manager and the pyperf process that
     timed each row ran under the env's mimalloc, and the result records the setting."""
@@ -239,6 +242,7 @@ def test_pyperf_processes_run_under_the_jobs_allocator(tmp_path) -> None:
     assert row["status"] == "ok" and row["process_allocator"] == "mimalloc"
 
 
+@pytest.mark.envs
 def test_an_allocator_that_does_not_load_gives_error_rows_and_a_missing_one_skipped(
     tmp_path,
 ) -> None:

@@ -16,6 +16,8 @@ import pytest
 import yaml
 from conftest import REPO, run_snakemake
 
+pytestmark = pytest.mark.workflow  # every case runs the real CLI
+
 EARLIER = Path("results/tables/all_results.csv")
 EARLIER_TEXT = "machine,library,transform\nearlier-run,pillow,HorizontalFlip\n"
 

@@ -97,6 +97,7 @@ def instance_policy(request: dict[str, Any]) -> dict[str, Any]:
     return request["job"]["allocationPolicy"]["instances"][0]
 
 
+@pytest.mark.workflow
 def test_job_spec_of_every_rule(batch_run: dict[str, Any]) -> None:
     by_rule: dict[str, list[dict[str, Any]]] = {}
     for rec in batch_run["requests"]:
@@ -141,6 +142,7 @@ def test_job_spec_of_every_rule(batch_run: dict[str, Any]) -> None:
                 assert not policy.get("accelerators"), rule
 
 
+@pytest.mark.workflow
 def test_a_group_job_runs_on_one_vm_sized_for_its_largest_member(
     batch_run: dict[str, Any],
 ) -> None:

@@ -67,6 +67,7 @@ def resources_by_rule(dry_run: str) -> dict[str, list[dict[str, str]]]:
     return found
 
 
+@pytest.mark.workflow
 def test_googlebatch_dry_run_places_every_regime_rule_on_its_machine(tmp_path: Path) -> None:
     plan = resources_by_rule(googlebatch_dry_run(tmp_path))
     regime_rules = [rule for rule in plan if rule in CLOUD_CONFIG["regimes"]]
@@ -83,6 +84,7 @@ def test_googlebatch_dry_run_places_every_regime_rule_on_its_machine(tmp_path: P
         assert all("googlebatch_machine_type" not in r for r in plan[rule])
 
 
+@pytest.mark.workflow
 def test_gpu_placement_from_config_reaches_the_job(tmp_path: Path) -> None:
     """A GPU class for a regime (as gpu_dataloader and dali have) becomes nvidia_gpu."""
     override = tmp_path / "gpu.yaml"

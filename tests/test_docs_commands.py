@@ -275,9 +275,11 @@ def test_doc_command_plans(command: DocCommand, dry_runs: dict[str, DryRun]) -> 
     planned = run.planned()
     if "plots" in _argv(command):  # "without running any benchmark"
         assert planned and not planned & timed, f"{command.where} plans {planned & timed}"
-    if "--until" in _argv(command) and "pipeline_breakdown" in _argv(command):
-        # docs/pipelines.md: "only that pipeline's own jobs ... no single-transform job"
-        assert planned == (SETUP_RULES & planned) | {"pipeline_breakdown", "pipeline_dataloader"}
+    if "answer" in _argv(command):
+        # README, docs/pipelines.md: only the pipeline's jobs and its answer page, no
+        # single-transform job
+        pipeline_only = {"pipeline_breakdown", "pipeline_dataloader", "pipeline_tables"}
+        assert planned == (SETUP_RULES & planned) | pipeline_only | {"recommendation", "answer"}
 
 
 @pytest.mark.slow

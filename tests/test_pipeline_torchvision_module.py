@@ -107,6 +107,7 @@ def _catalog_steps(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return entries
 
 
+@pytest.mark.envs
 @needs_env
 @pytest.mark.parametrize("attribute", ["train_preset", "train_preset_pil"])
 def test_reference_training_preset_resolves_to_catalog_steps(
@@ -139,6 +140,7 @@ def test_reference_training_preset_resolves_to_catalog_steps(
     assert native["step_index"] == (mapped if attribute == "train_preset" else [None, *mapped])
 
 
+@pytest.mark.envs
 @needs_env
 def test_unmappable_transforms_are_kept_with_their_reason(tmp_path: Path) -> None:
     doc = _cli("tv_reference:with_unmapped", tmp_path / "out.json")
@@ -200,6 +202,7 @@ print(json.dumps(out))
     return {ref: (rc, doc) for ref, (rc, doc) in json.loads(proc.stdout).items()}
 
 
+@pytest.mark.envs
 @needs_env
 @pytest.mark.parametrize(("ref", "message"), ERRORS, ids=[ref for ref, _ in ERRORS])
 def test_cli_writes_one_line_errors(
@@ -212,6 +215,7 @@ def test_cli_writes_one_line_errors(
     assert "\n" not in doc["error"]
 
 
+@pytest.mark.envs
 @needs_env
 def test_cli_fails_on_unexpected_errors(tmp_path: Path) -> None:
     proc = _env(
@@ -222,6 +226,7 @@ def test_cli_fails_on_unexpected_errors(tmp_path: Path) -> None:
     assert "IsADirectoryError" in proc.stderr
 
 
+@pytest.mark.envs
 @needs_env
 def test_the_current_directory_is_searched(tmp_path: Path) -> None:
     (tmp_path / "local_tf.py").write_text(
@@ -237,6 +242,7 @@ def test_the_current_directory_is_searched(tmp_path: Path) -> None:
     assert doc["pipeline"]["source"] == "local_tf:mine"
 
 
+@pytest.mark.envs
 @needs_env
 def test_native_steps_are_the_users_own_objects(tmp_path: Path) -> None:
     code = f"""
@@ -401,6 +407,7 @@ print(json.dumps({e: [s.to_dict() for s in found] for e, found in steps.items()}
     return json.loads(proc.stdout)
 
 
+@pytest.mark.envs
 @needs_env
 @pytest.mark.parametrize(("expression", "expected"), MAPPINGS, ids=[e for e, _ in MAPPINGS])
 def test_transform_maps_exactly_or_says_why_not(

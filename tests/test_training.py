@@ -108,6 +108,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.envs
 def test_measured_data_wait_matches_the_analytic_value_for_0_1_2_workers() -> None:
     python = library_env("torchvision")
     code = KNOWN_COST_LOOP.format(item_s=ITEM_S, batch=BATCH, step_ms=STEP_S * 1000)
@@ -233,6 +234,7 @@ ENGINE_ARGS = ["--transforms", "RandomResizedCrop", "--num-images", "6", "--work
                "--model-steps", "2", "--warmup-steps", "1", "--feeds", "cpu,gpu"]  # fmt: skip
 
 
+@pytest.mark.envs
 @pytest.mark.parametrize("library", ["torchvision", "pillow"])
 def test_both_feeds_give_rows_that_say_what_they_time(library: str, tmp_path: Path) -> None:
     from conftest import run_engine
@@ -265,6 +267,7 @@ def test_both_feeds_give_rows_that_say_what_they_time(library: str, tmp_path: Pa
         assert plain["status"] == "skipped" and "no CUDA device" in plain["reason"]
 
 
+@pytest.mark.envs
 def test_the_real_model_step_runs_on_cpu_and_says_so(tmp_path: Path) -> None:
     """The model accelerator's own code (random-weight torchvision ResNet-18, forward, backward,
     SGD) on a tiny input: the row names the model, its input and device; the CUDA branch (AMP,
@@ -287,6 +290,7 @@ def test_the_real_model_step_runs_on_cpu_and_says_so(tmp_path: Path) -> None:
     assert row["model_img_per_s"] > 0 and "predicted_img_per_s" not in row  # never in-job
 
 
+@pytest.mark.envs
 def test_dali_feeds_the_stand_in_and_says_what_it_cannot_do(tmp_path: Path) -> None:
     """DALI's own pipeline (reader, decoder, recipe, crop_mirror_normalize) as the loader, in
     the DALI env: measured with the sleep stand-in (dali-cpu); its GPU variant needs CUDA; no

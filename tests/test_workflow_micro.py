@@ -251,7 +251,8 @@ def test_plan_is_printed_before_the_first_job(smoke_run: WorkflowRun) -> None:
     # The pipelines' jobs have their own phases and a time model (the reference timings).
     for kind in ("pipeline_breakdown", "pipeline_dataloader"):
         assert phases[kind] == 4, kind
-    # aggregate, figures, speedup report, summary, lazy-output table, pipeline tables and figure
-    assert phases["analysis"] == 7
+    # aggregate, figures, speedup report, summary, lazy-output table, pipeline tables and figure,
+    # the answer page
+    assert phases["analysis"] == 8
     eta = next(line for line in lines if "ETA ~" in line)
     assert "time model:" in eta

@@ -29,8 +29,9 @@ def training_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         workdir, "--cores", "2", "--config", "preset=smoke", "machine=smoke-test",
         f"envs={{'manager': 'uv', 'dir': '{REPO / '.venvs'}'}}",
         f"libraries=[{','.join(LIBRARIES)}]", "regimes=[training,cpu_dataloader]",
-        # The supply rows the prediction needs, and nothing else of the DataLoader regime.
-        "cpu_dataloader={scopes: [decode], transforms: [RandomResizedCrop]}",
+        # The supply rows the prediction needs, and nothing else of the DataLoader regime (no
+        # pipelines: their DataLoader jobs are tested on the session's smoke run).
+        "cpu_dataloader={scopes: [decode], transforms: [RandomResizedCrop]}", "pipelines=[]",
     )  # fmt: skip
     return workdir
 
