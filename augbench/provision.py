@@ -103,7 +103,13 @@ def ensure_env(library: str, lock: Path, venv: Path, python: str | None) -> dict
             try:
                 _run([uv, "venv", "--quiet", "--python", python or sys.executable, str(venv)])
                 # uv hardlinks from its cache, so several torch-based envs cost the disk once.
-                _run([uv, "pip", "sync", "--python", str(venv / "bin" / "python"), str(lock)])
+                # Compiled bytecode: where Python may not write it (PYTHONDONTWRITEBYTECODE, a
+                # read-only venv) every process would compile torch's modules again at import,
+                # about 2 s per job and per pyperf worker on a 2-core VM.
+                _run([
+                    uv, "pip", "sync", "--compile-bytecode",
+                    "--python", str(venv / "bin" / "python"), str(lock),
+                ])  # fmt: skip
             except subprocess.CalledProcessError as exc:
                 raise ProvisionError(
                     f"{library}: building {venv} from {lock} failed: {exc}"

@@ -106,10 +106,9 @@ def test_the_answer_page_has_every_pipeline_and_says_what_was_not_measured(
 def test_missing_steps_and_targets_are_named(smoke_run: WorkflowRun) -> None:
     rows = _results(smoke_run)
     whole = rows[rows["step"].isna()].set_index(["regime", "library", "pipeline"])
+    # (Pillow's missing ColorJitter in imagenet_train_colorjitter, not in the smoke run's three
+    # pipelines: tests/test_pipelines.py::test_a_library_lacking_a_step_or_target_names_it.)
     for regime in ("micro", "cpu_dataloader"):
-        pillow = whole.loc[(regime, "pillow", "imagenet_train_colorjitter")]
-        pillow = pillow.iloc[0] if isinstance(pillow, pd.DataFrame) else pillow
-        assert pillow["status"] == "unsupported" and "ColorJitter" in pillow["reason"]
         tv = whole.loc[(regime, "torchvision", "highres_segmentation")]
         tv = tv.iloc[0] if isinstance(tv, pd.DataFrame) else tv
         assert tv["status"] == "unsupported" and "PadIfNeeded" in tv["reason"]
