@@ -461,8 +461,9 @@ def markdown(
     lines += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in body]
     lines += [
         "",
-        "Throughputs are medians with the interval of the median (its level as measured: "
-        "DataLoader rows from few epochs have wide, low-level intervals); the runner-up's margin "
+        "Throughputs are medians with the interval of the median, at the level its values allow "
+        "(a DataLoader row of two epochs gives a 50 % interval, and two runs can differ by more "
+        "than it: measure more epochs before trusting a close call); the runner-up's margin "
         "is the ratio of the two medians with the ratio's interval, a **tie** where it holds 1. "
         "The workers column is the starvation model's answer for the fastest library (every "
         "count: results/tables/starvation_pipelines.csv). Cost: the ranked regime's cloud "
