@@ -103,13 +103,7 @@ def ensure_env(library: str, lock: Path, venv: Path, python: str | None) -> dict
             try:
                 _run([uv, "venv", "--quiet", "--python", python or sys.executable, str(venv)])
                 # uv hardlinks from its cache, so several torch-based envs cost the disk once.
-                # Compiled bytecode: where Python may not write it (PYTHONDONTWRITEBYTECODE, a
-                # read-only venv) every process would compile torch's modules again at import,
-                # about 2 s per job and per pyperf worker on a 2-core VM.
-                _run([
-                    uv, "pip", "sync", "--compile-bytecode",
-                    "--python", str(venv / "bin" / "python"), str(lock),
-                ])  # fmt: skip
+                _run([uv, "pip", "sync", "--python", str(venv / "bin" / "python"), str(lock)])
             except subprocess.CalledProcessError as exc:
                 raise ProvisionError(
                     f"{library}: building {venv} from {lock} failed: {exc}"
@@ -253,11 +247,18 @@ def write_marker(path: Path, report: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
+NO_BYTECODE_ENV_VAR = "PYTHONDONTWRITEBYTECODE"
+
+
 def engine_environment(base: Mapping[str, str], setup: dict[str, Any]) -> dict[str, str]:
     """The engine's environment: the job's, with library telemetry off (set before the engine's
     interpreter starts: augbench.policy.TELEMETRY_OFF_ENV), the setup record, and, where a network
     guard is asked for (augbench/netguard), its start-up hook first on PYTHONPATH."""
     env = {**base, **TELEMETRY_OFF_ENV, SETUP_ENV_VAR: json.dumps(setup)}
+    # The engine may cache the bytecode of what it imports in the library's venv: where the
+    # machine sets PYTHONDONTWRITEBYTECODE, every job and pyperf worker would otherwise compile
+    # torch's modules again (docs/results/bytecode-amd-epyc-2c.md). Outside every timed scope.
+    env.pop(NO_BYTECODE_ENV_VAR, None)
     if env.get(NETWORK_GUARD_ENV_VAR):
         guard = str(Path(__file__).resolve().parent / "netguard")
         env["PYTHONPATH"] = os.pathsep.join(p for p in (guard, env.get("PYTHONPATH")) if p)

@@ -25,6 +25,10 @@ from augbench.policy import NETWORK_GUARD_ENV_VAR
 
 REPO = Path(__file__).resolve().parents[1]
 NETWORK_GUARD_LOG = "network-guard.jsonl"
+# The tests start hundreds of Python processes (Snakemake, engines, library envs): let them cache
+# the bytecode of what they import where the machine says not to (PYTHONDONTWRITEBYTECODE), as
+# the workflow's engines do (augbench.provision.engine_environment).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 
