@@ -344,3 +344,11 @@ QUIETNESS_PRESTART_SECONDS = 0.2
 # about half a core busy while the workers fill the machine: on the 2-core machine of the shipped
 # reference timings, going from 1 to 2 workers sped rows up 1.04-2.57x (median 1.6x), not 2x.
 MAIN_PROCESS_CORES = 0.5
+
+
+# The answer page calls a runner-up margin faster, slower or a tie only from a ratio interval of at
+# least this level; below it (e.g. a DataLoader row of two epochs: a 50 % interval) the margin is
+# shown with its interval and "not decided". Three default runs on one 2-core VM within 90 minutes
+# named three different train_light winners from their 50 % intervals
+# (docs/results/answer-amd-epyc-2c/README.md).
+ANSWER_MIN_INTERVAL_LEVEL = 0.9

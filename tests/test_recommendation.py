@@ -66,6 +66,9 @@ def rows() -> pd.DataFrame:
             # "close": the two intervals overlap: a tie.
             _row("close", "albumentationsx", 2, 500.0, spread=0.2),
             _row("close", "torchvision", 2, 480.0, spread=0.2),
+            # "rough": a clear-looking margin from 50 % intervals (two epochs): not decided.
+            _row("rough", "albumentationsx", 2, 600.0, ci_level=0.5),
+            _row("rough", "torchvision", 2, 400.0, ci_level=0.5),
             # "single": one-thread rows only (no DataLoader rows), one library.
             _row("single", "kornia", -1, 50.0, regime="micro", scope="memory"),
             _row("single", "torchvision", -1, None, status="unsupported", regime="micro"),
@@ -77,7 +80,13 @@ def rows() -> pd.DataFrame:
 
 PIPELINES = [
     {"name": n, "yours": y}
-    for n, y in [("fast", False), ("close", False), ("single", False), ("broken", False)]
+    for n, y in [
+        ("fast", False),
+        ("close", False),
+        ("rough", False),
+        ("single", False),
+        ("broken", False),
+    ]
 ] + [{"name": "mine", "yours": True}]
 
 
@@ -92,7 +101,7 @@ def test_the_users_pipeline_comes_first_and_says_why_it_has_no_answer(rec: pd.Da
     assert rec.index[0] == "mine"
     mine = rec.loc["mine"]
     assert mine["status"] == "not measured" and "no rows yet" in mine["why"]
-    assert list(rec.index) == ["mine", "fast", "close", "single", "broken"]
+    assert list(rec.index) == ["mine", "fast", "close", "rough", "single", "broken"]
 
 
 def test_fastest_library_margin_workers_and_cost(rec: pd.DataFrame) -> None:
@@ -121,6 +130,16 @@ def test_overlapping_intervals_are_a_tie(rec: pd.DataFrame) -> None:
     assert close["margin_low"] <= 1 <= close["margin_high"]
     text = "\n".join(recommendation.markdown(rec.reset_index()))
     assert "tie (1.04x" in text
+
+
+def test_a_margin_from_low_level_intervals_is_not_called(rec: pd.DataFrame) -> None:
+    rough = rec.loc["rough"]
+    assert rough["margin"] == pytest.approx(1.5) and rough["margin_level"] == 0.5
+    assert rough["margin_low"] > 1  # looks decided, but only at 50 %
+    assert rough["versus_runner_up"] == "undecided"
+    text = "\n".join(recommendation.markdown(rec.reset_index()))
+    assert "1.50x [" in text and "50% CI], not decided" in text
+    assert "1.50x torchvision, not decided" in recommendation.short_text(rec.reset_index())
 
 
 def test_no_dataloader_rows_and_no_price_are_said_in_words(rec: pd.DataFrame) -> None:

@@ -9,7 +9,8 @@ Read from rows that exist only (the pipelines' tidy rows and their starvation ta
   allocator setting only (glibc where measured), so a setting never competes with itself.
 - **Fastest and runner-up**: the two highest medians, each with the interval of its median; the
   margin is their ratio with the ratio's interval (augbench.analysis.speedups); ``tie`` where
-  that interval holds 1.
+  that interval holds 1; called only from an interval of at least policy.ANSWER_MIN_INTERVAL_LEVEL
+  (``undecided`` below it, ``unknown`` without one).
 - **Workers that feed the target**: from the starvation table (one definition of "fed",
   augbench.starvation_model), for the fastest library: the fewest measured worker count that
   keeps the target model fed, with the predicted data wait and its interval; where no measured
@@ -32,7 +33,8 @@ import pandas as pd
 
 from augbench.analysis.speedups import row_interval, speedup_interval, versus
 from augbench.analysis.tidy import number
-from augbench.policy import MAIN_PROCESS_CORES
+from augbench.intervals import Interval
+from augbench.policy import ANSWER_MIN_INTERVAL_LEVEL, MAIN_PROCESS_CORES
 from augbench.starvation_model import FED_DEFINITION, Model
 
 COLUMNS: tuple[str, ...] = (
@@ -212,6 +214,16 @@ def _ranked_rows(part: pd.DataFrame) -> tuple[str, pd.DataFrame, pd.DataFrame]:
     return "", part.iloc[0:0], part
 
 
+def _verdict(margin: Interval) -> str:
+    """faster / tie (augbench.analysis.speedups.versus) from an interval of at least
+    ANSWER_MIN_INTERVAL_LEVEL; "undecided" from a lower-level one; "unknown" without one."""
+    if margin.low is None or margin.high is None:
+        return "unknown"
+    if margin.level is None or margin.level < ANSWER_MIN_INTERVAL_LEVEL:
+        return "undecided"
+    return versus(margin)
+
+
 def _answer(
     key: dict[str, Any],
     part: pd.DataFrame,
@@ -269,7 +281,7 @@ def _answer(
             margin_low=math.nan if margin.low is None else margin.low,
             margin_high=math.nan if margin.high is None else margin.high,
             margin_level=math.nan if margin.level is None else margin.level,
-            versus_runner_up=versus(margin),
+            versus_runner_up=_verdict(margin),
         )
     if regime == "cpu_dataloader" and best["scope"] == "decode":
         record.update(_fed(starved, model, key, str(best["library"])))
@@ -373,6 +385,12 @@ def _runner_cell(r: pd.Series) -> str:
         )
     if math.isnan(_num(r["margin_low"])):
         return cell + f"fastest is {_num(r['margin']):.2f}x faster (no interval)"
+    if r["versus_runner_up"] == "undecided":
+        return cell + (
+            f"{_num(r['margin']):.2f}x [{_num(r['margin_low']):.2f}, "
+            f"{_num(r['margin_high']):.2f}{_level(r['margin_level'])}], not decided (a margin is "
+            f"called from a {ANSWER_MIN_INTERVAL_LEVEL:.0%} interval; measure more epochs)"
+        )
     return cell + (
         f"fastest is {_num(r['margin']):.2f}x [{_num(r['margin_low']):.2f}, "
         f"{_num(r['margin_high']):.2f}{_level(r['margin_level'])}] faster"
@@ -464,7 +482,8 @@ def markdown(
         "Throughputs are medians with the interval of the median, at the level its values allow "
         "(a DataLoader row of two epochs gives a 50 % interval, and two runs can differ by more "
         "than it: measure more epochs before trusting a close call); the runner-up's margin "
-        "is the ratio of the two medians with the ratio's interval, a **tie** where it holds 1. "
+        "is the ratio of the two medians with the ratio's interval, a **tie** where it holds 1, "
+        f"and called only from an interval of at least {ANSWER_MIN_INTERVAL_LEVEL:.0%}. "
         "The workers column is the starvation model's answer for the fastest library (every "
         "count: results/tables/starvation_pipelines.csv). Cost: the ranked regime's cloud "
         "placement priced per vCPU-hour for the cores the measured rate kept busy, at the "
@@ -491,6 +510,7 @@ def short_text(rec: pd.DataFrame) -> str:
             "tie with " + str(r["runner_up"])
             if r["versus_runner_up"] == "tie"
             else f"{_num(r['margin']):.2f}x {r['runner_up']}"
+            + (", not decided" if r["versus_runner_up"] in ("undecided", "unknown") else "")
             if isinstance(r["runner_up"], str) and r["runner_up"]
             else "only library"
         )
