@@ -69,6 +69,9 @@ def rows() -> pd.DataFrame:
             # "rough": a clear-looking margin from 50 % intervals (two epochs): not decided.
             _row("rough", "albumentationsx", 2, 600.0, ci_level=0.5),
             _row("rough", "torchvision", 2, 400.0, ci_level=0.5),
+            # ... and its one-thread rows (95 %) say the same library is faster.
+            _row("rough", "albumentationsx", -1, 900.0, regime="micro"),
+            _row("rough", "torchvision", -1, 450.0, regime="micro"),
             # "single": one-thread rows only (no DataLoader rows), one library.
             _row("single", "kornia", -1, 50.0, regime="micro", scope="memory"),
             _row("single", "torchvision", -1, None, status="unsupported", regime="micro"),
@@ -139,7 +142,11 @@ def test_a_margin_from_low_level_intervals_is_not_called(rec: pd.DataFrame) -> N
     assert rough["versus_runner_up"] == "undecided"
     text = "\n".join(recommendation.markdown(rec.reset_index()))
     assert "1.50x [" in text and "50% CI], not decided" in text
-    assert "1.50x torchvision, not decided" in recommendation.short_text(rec.reset_index())
+    assert rough["one_thread_margin"] == pytest.approx(2.0)
+    assert rough["one_thread_versus"] == "faster"
+    assert "; one thread on decoded images: 2.00x [" in text and "95% CI] faster" in text
+    short = recommendation.short_text(rec.reset_index())
+    assert "1.50x torchvision, not decided; one thread 2.00x, faster" in short
 
 
 def test_no_dataloader_rows_and_no_price_are_said_in_words(rec: pd.DataFrame) -> None:
