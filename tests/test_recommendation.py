@@ -144,7 +144,8 @@ def test_a_margin_from_low_level_intervals_is_not_called(rec: pd.DataFrame) -> N
     assert "1.50x [" in text and "50% CI], not decided" in text
     assert rough["one_thread_margin"] == pytest.approx(2.0)
     assert rough["one_thread_versus"] == "faster"
-    assert "; one thread on decoded images: 2.00x [" in text and "95% CI] faster" in text
+    assert "; one thread on decoded images: albumentationsx at 2.00x torchvision's rate [" in text
+    assert "95% CI], faster" in text
     short = recommendation.short_text(rec.reset_index())
     assert "1.50x torchvision, not decided; one thread 2.00x, faster" in short
 

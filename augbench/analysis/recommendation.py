@@ -439,8 +439,9 @@ def _one_thread_words(r: pd.Series) -> str:
         str(r.get("one_thread_versus")), "not decided"
     )
     return (
-        f"; one thread on decoded images: {margin:.2f}x [{_num(r['one_thread_low']):.2f}, "
-        f"{_num(r['one_thread_high']):.2f}{_level(r['one_thread_level'])}] {words}"
+        f"; one thread on decoded images: {r['library']} at {margin:.2f}x {r['runner_up']}'s "
+        f"rate [{_num(r['one_thread_low']):.2f}, {_num(r['one_thread_high']):.2f}"
+        f"{_level(r['one_thread_level'])}], {words}"
     )
 
 
