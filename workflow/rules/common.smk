@@ -1,10 +1,15 @@
 # Configuration and input functions shared by every rule file. What the sweep plans (which jobs,
 # their wildcards, result files and engine flags) comes from augbench.sweep, which reads the
 # regime declarations in augbench/regimes.py; this file only connects them to Snakemake.
+import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, workflow.basedir)
+# Every job's Python (rule scripts, the engines' launcher, the engines: augbench.provision) may
+# cache the bytecode of what it imports: where the machine sets PYTHONDONTWRITEBYTECODE, each
+# process would compile its imports again, 2-3 s apiece (docs/results/bytecode-amd-epyc-2c.md).
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 from augbench import matrix, regimes, sweep  # noqa: E402
 from augbench import pipelines as user_pipelines  # noqa: E402
