@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, workflow.basedir)
-# Every job's Python (rule scripts, the engines' launcher, the engines: augbench.provision) may
-# cache the bytecode of what it imports: where the machine sets PYTHONDONTWRITEBYTECODE, each
+# Every job's Python (the scripts of rules, the engines and their launcher, augbench.provision)
+# may cache the bytecode of what it imports. Where the machine sets PYTHONDONTWRITEBYTECODE, each
 # process would compile its imports again, 2-3 s apiece (docs/results/bytecode-amd-epyc-2c.md).
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
