@@ -320,15 +320,22 @@ RESOLVED = "results/pipelines/resolved/{name}.json"
 SHIPPED_DIR = "config/pipelines"
 
 
+def _entry_path(entry: str, basedir: Path) -> Path:
+    """A configured pipeline file: relative paths in the working directory, else in the
+    workflow's directory."""
+    path = Path(entry)
+    if not path.is_absolute() and not path.exists():
+        path = Path(basedir) / entry
+    return path
+
+
 def shipped(source: str, basedir: Path) -> bool:
     """Whether a configured pipeline (its ``source`` as configured) is one the workflow ships,
     rather than the user's own (a file elsewhere, a module, an inline mapping)."""
-    if source == "inline" or (":" in source and not Path(source).exists()):
+    if source == "inline":
         return False
-    path = Path(source)
-    if not path.is_absolute() and not path.exists():
-        path = Path(basedir) / source
-    return path.resolve().parent == (Path(basedir) / SHIPPED_DIR).resolve()
+    path = _entry_path(source, basedir)
+    return path.exists() and path.resolve().parent == (Path(basedir) / SHIPPED_DIR).resolve()
 
 
 def from_config(cfg: dict[str, Any], basedir: Path) -> list[Pipeline]:
@@ -344,9 +351,7 @@ def from_config(cfg: dict[str, Any], basedir: Path) -> list[Pipeline]:
     out: list[Pipeline] = []
     for entry in entries:
         if isinstance(entry, str):
-            path = Path(entry)
-            if not path.is_absolute() and not path.exists():
-                path = Path(basedir) / entry
+            path = _entry_path(entry, basedir)
             if not path.exists() and torchvision_module.is_module_ref(entry):
                 pipeline = torchvision_module.placeholder(entry, source=entry)
                 resolved = RESOLVED.format(name=pipeline.name)

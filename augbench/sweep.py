@@ -10,6 +10,7 @@ engine flags of one job come from :func:`engine_command`. Unit-tested in tests/t
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import shlex
 from collections.abc import Callable, Mapping
@@ -718,7 +719,13 @@ def command_line(argv: list[str]) -> Any:
     the Snakefile before it hands its targets and flags to the workflow, so what only a target or
     a flag decides at parse time (``cost`` prices the cloud sweep and checks memory against its
     machines; a dry run prints the plan when Snakemake is done) reads them here. None where the
-    workflow was not started by that command."""
+    workflow was not started by that command. Parsed once per command line: building
+    Snakemake's parser takes a fifth of a second, and the Snakefile asks more than once."""
+    return _parsed_command_line(tuple(argv))
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed_command_line(argv: tuple[str, ...]) -> Any:
     started = Path(argv[0]) if argv else Path()
     if "snakemake" not in (started.name, started.parent.name):  # `snakemake`, `python -m snakemake`
         return None
