@@ -37,6 +37,12 @@ rule all:
         final_targets(),
 
 
+# On a SLURM cluster only the timed jobs are submitted; env builds, dataset staging and the tables
+# run where snakemake runs, on the shared file system (augbench/slurm.py).
+if SUBMITTING_TO_SLURM:
+    workflow.localrules(*slurm.local_rules(rule.name for rule in workflow.rules))
+
+
 # The answer, in a few lines, at the end of every run that has one (results/analysis/summary.md
 # and the report have the intervals).
 onsuccess:

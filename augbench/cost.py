@@ -1070,35 +1070,73 @@ def total_line(rows: list[Row], concurrent: int) -> str:
     )
 
 
-def report(rows: list[Row], planned: list[str], concurrent: int, sources: dict[str, str]) -> str:
-    """The table, then a total only when every planned kind has a model and a price."""
+def node_total_line(rows: list[Row], concurrent: int) -> str:
+    """The total of a SLURM cluster's estimate: node-hours, and USD only where every partition
+    used has a configured price per node-hour."""
+    hours = sum(r.vm_hours("expected") or 0.0 for r in rows)
+    most = sum(r.vm_hours("max") or 0.0 for r in rows)
+    longest = max(rows, key=lambda r: r.longest_vm_job_s)
+    share = startup_share(rows) or 0.0
+    unpriced = sorted({r.machine_type for r in rows if r.on_demand_usd_h is None})
+    usd = (
+        f"{sum(r.usd(False) or 0 for r in rows):.2f} USD at the configured node-hour prices "
+        f"({sum(r.usd(False, 'max') or 0 for r in rows):.2f} at most)"
+        if not unpriced
+        else "no USD (no price per node-hour for "
+        + ", ".join(unpriced)
+        + ": slurm.prices_usd_per_node_hour)"
+    )
+    return (
+        f"total: {sum(r.jobs for r in rows)} jobs in {sum(r.vm_jobs for r in rows):.0f} SLURM "
+        f"jobs, {hours:.2f} node-hours expected ({most:.2f} at most; job start-up "
+        f"{share:.0%} of them), {usd}; about {wall_hours(rows, concurrent):.2f} h of wall time "
+        f"with {concurrent} jobs at once (longest SLURM job: {longest.kind}, "
+        f"{longest.longest_vm_job_s / 3600:.2f} h)"
+    )
+
+
+def report(
+    rows: list[Row],
+    planned: list[str],
+    concurrent: int,
+    sources: dict[str, str],
+    unit: str = "VM",
+) -> str:
+    """The table, then a total only when every planned kind has a model (and, for cloud VMs, a
+    price). ``unit``: "VM" (a cloud sweep) or "node" (the partitions of a SLURM cluster, USD
+    only where configured)."""
+    nodes = unit == "node"
     width = max([22, *(len(r.kind) + 2 for r in rows)])  # the longest rule name, then a gap
-    head = (f"{'rule':<{width}}{'machine':<16}{'jobs':>6}{'VM jobs':>8}{'speed x':>8}"
-            f"{'VM h exp':>10}{'VM h max':>10}{'USD exp':>10}{'USD max':>10}{'USD Spot exp':>14}"
-            f"  basis")  # fmt: skip
+    place = "partition" if nodes else "machine"
+    jobs_head = "SLURM jobs" if nodes else "VM jobs"
+    jw, hw = (11, 12) if nodes else (8, 10)  # column widths: the longer node headings
+    head = (f"{'rule':<{width}}{place:<16}{'jobs':>6}{jobs_head:>{jw}}{'speed x':>8}"
+            f"{unit + ' h exp':>{hw}}{unit + ' h max':>{hw}}{'USD exp':>10}{'USD max':>10}"
+            + ("" if nodes else f"{'USD Spot exp':>14}") + "  basis")  # fmt: skip
     lines = [head]
     for r in rows:
         spot = _fmt(r.usd(True)) if r.preemptible else "(on-demand)"
         lines.append(
-            f"{r.kind:<{width}}{r.machine_type:<16}{r.jobs:>6}{r.vm_jobs:>8.1f}"
-            f"{r.speed_factor:>8.2f}{_fmt(r.vm_hours('expected')):>10}"
-            f"{_fmt(r.vm_hours('max')):>10}{_fmt(r.usd(False)):>10}"
-            f"{_fmt(r.usd(False, 'max')):>10}{spot:>14}  {r.basis}"
+            f"{r.kind:<{width}}{r.machine_type:<16}{r.jobs:>6}{r.vm_jobs:>{jw}.1f}"
+            f"{r.speed_factor:>8.2f}{_fmt(r.vm_hours('expected')):>{hw}}"
+            f"{_fmt(r.vm_hours('max')):>{hw}}{_fmt(r.usd(False)):>10}"
+            f"{_fmt(r.usd(False, 'max')):>10}" + ("" if nodes else f"{spot:>14}") + f"  {r.basis}"
         )
     modelled = {r.kind for r in rows}
     gaps = [f"{k}: no planned jobs found" for k in planned if k not in modelled]
     gaps += [f"{r.kind} on {r.machine_type}: {r.basis}" for r in rows if r.seconds_expected is None]
-    unpriced = {r.machine_type for r in rows if r.seconds_expected is not None}
-    unpriced -= {r.machine_type for r in rows if r.usd(True) is not None}
-    gaps += [
-        f"{m}: no price; set cloud.prices_usd_per_hour.{m} (and "
-        f"cloud.spot_prices_usd_per_hour.{m} for preemptible jobs)"
-        for m in sorted(unpriced)
-    ]
+    if not nodes:
+        unpriced = {r.machine_type for r in rows if r.seconds_expected is not None}
+        unpriced -= {r.machine_type for r in rows if r.usd(True) is not None}
+        gaps += [
+            f"{m}: no price; set cloud.prices_usd_per_hour.{m} (and "
+            f"cloud.spot_prices_usd_per_hour.{m} for preemptible jobs)"
+            for m in sorted(unpriced)
+        ]
     if gaps:
         lines.append("NO TOTAL: the estimate does not cover every planned job:")
         lines.extend(f"  {g}" for g in gaps)
     else:
-        lines.append(total_line(rows, concurrent))
+        lines.append(node_total_line(rows, concurrent) if nodes else total_line(rows, concurrent))
     lines.extend(f"{k}: {v}" for k, v in sources.items())
     return "\n".join(lines)

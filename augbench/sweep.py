@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -571,12 +572,15 @@ class Sweep:
             )  # fmt: skip
         return checks
 
-    def memory_refusals(self, cloud: bool, limit_mb: int | None = None) -> list[str]:
+    def memory_refusals(
+        self, where: str, limit_mb: int | None = None, config_key: str = "cloud.regimes"
+    ) -> list[str]:
         """Why some planned job cannot fit its machine (empty: every job fits), one line per
-        rule (its largest job): in a cloud sweep against its placement's memory_mb, locally
-        against ``--resources mem_mb`` where given, else this machine's memory."""
-        if cloud:
-            available = self.placement_memory
+        rule (its largest job). ``where``: "cloud" (a cloud sweep: its placement's memory_mb),
+        "cluster" (a SLURM cluster: slurm.regimes, ``config_key``), else "local" (``--resources
+        mem_mb`` where given, else this machine's memory)."""
+        if where in ("cloud", "cluster"):
+            available = functools.partial(self.placement_memory, config_key)
         else:
             local = (
                 ("--resources mem_mb", limit_mb)
@@ -584,20 +588,22 @@ class Sweep:
                 else ("this machine", memory.this_machine_mb())
             )
             available = lambda kind: local  # noqa: E731
+        larger = "a larger machine" if where == "cloud" else "a partition with larger nodes"
         fixes = {
             kind.rule: f"{kind.memory_fix}"
-            + (f", or a larger machine (cloud.regimes.{kind.placement})" if cloud else "")
+            + (f", or {larger} ({config_key}.{kind.placement})" if where != "local" else "")
             for kind in regimes.KINDS.values()
         }  # fmt: skip
-        cores = None if cloud else usable_cores()
+        cores = None if where != "local" else usable_cores()
         return memory.refusals(self.memory_checks(available, cores), fixes)
 
-    def placement_memory(self, kind: JobKind) -> tuple[str, int]:
-        """The machine class a kind is placed on in a cloud sweep and its memory."""
-        spec = self.config["cloud"]["regimes"][kind.placement]
-        return f"{spec['machine_type']} (cloud.regimes.{kind.placement}.memory_mb)", int(
-            spec["memory_mb"]
-        )
+    def placement_memory(self, config_key: str, kind: JobKind) -> tuple[str, int]:
+        """The machine a kind is placed on (``config_key``: cloud.regimes, a machine type, or
+        slurm.regimes, a partition's nodes) and its memory."""
+        section, table = config_key.split(".")
+        spec = self.config[section][table][kind.placement]
+        machine = spec.get("machine_type") or f"partition {spec.get('partition') or '(default)'}"
+        return f"{machine} ({config_key}.{kind.placement}.memory_mb)", int(spec["memory_mb"])
 
     def cost_plan(self, placement: profile.Profile) -> dict[str, Any]:
         """Every job of the sweep as the cost model prices it, plus what the profile it would run
@@ -613,6 +619,7 @@ class Sweep:
             "groups": dict(placement.groups),
             "group_components": dict(placement.group_components),
             "profile": str(placement.path),
+            "executor": placement.executor,
         }
 
     def config_value(self, key: str) -> Any:
@@ -743,6 +750,39 @@ def command_line_targets(argv: list[str]) -> set[str]:
     that command)."""
     parsed = command_line(argv)
     return {str(t) for t in parsed.targets or ()} if parsed else set()
+
+
+def command_line_executor(argv: list[str], workflow_dir: Path, started_in: Path) -> str:
+    """The executor a ``snakemake`` command line runs its jobs with: ``--executor``, else the
+    ``executor`` of the profile it names (``--workflow-profile``, else ``--profile``: a folder,
+    relative to ``started_in``, the directory snakemake was started in, or a profile of the
+    workflow's ``profiles/``), else "local". A profile's settings never reach the command line
+    Snakemake hands the workflow, so they are read from its file."""
+    parsed = command_line(argv)
+    if parsed is None:
+        return "local"
+    if parsed.executor:
+        return str(parsed.executor)
+    named = parsed.profile if isinstance(parsed.profile, list) else [parsed.profile]
+    for chosen in (parsed.workflow_profile, *named):
+        if not chosen or str(chosen) == "none":
+            continue
+        # Snakemake reads the profile before it changes to --directory: a relative path is
+        # relative to where it started (started_in; the shell's PWD where the workflow was given
+        # another directory), else to the workflow.
+        candidates = (
+            started_in / chosen,
+            Path(os.environ.get("PWD", started_in)) / chosen,
+            workflow_dir / chosen,
+            workflow_dir / "profiles" / str(chosen),
+        )
+        for folder in candidates:
+            if (folder / "profile.yaml").is_file():
+                try:
+                    return profile.read(folder).executor
+                except profile.ProfileError:
+                    return "local"
+    return "local"
 
 
 def command_line_dry_run(argv: list[str]) -> bool:

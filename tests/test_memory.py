@@ -6,6 +6,7 @@ that cannot fit its machine (augbench/sweep.py). No Snakemake, no benchmarked li
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import json
 import math
@@ -277,11 +278,11 @@ def test_every_paper_job_fits_its_cloud_placement(paper: sweep.Sweep) -> None:
     than its placement's memory_mb, so the plan refuses nothing."""
     assert {s.source for s in paper.sizes.values()} == {"default archive"}
     assert sorted(paper.resolutions.values()) == config("paper")["resolutions"]
-    checks = paper.memory_checks(paper.placement_memory)
+    checks = paper.memory_checks(functools.partial(paper.placement_memory, "cloud.regimes"))
     assert len(checks) == len(paper.jobs())
     too_big = [c for c in checks if c.predicted_mb > c.available_mb]
     assert not too_big, too_big[:3]
-    assert paper.memory_refusals(cloud=True) == []
+    assert paper.memory_refusals("cloud") == []
 
 
 def test_a_rules_mem_mb_resource_is_its_prediction(paper: sweep.Sweep) -> None:
@@ -296,7 +297,7 @@ def test_a_micro_machine_too_small_is_refused_with_the_fix(tmp_path: Path) -> No
     """Protects the refusal before any job starts: one line for the rule that does not fit, with
     its need, the machine's MB and what to change."""
     small = paper_sweep(tmp_path, cloud={"regimes": {"micro": {"memory_mb": 2000}}})
-    refusals = small.memory_refusals(cloud=True)
+    refusals = small.memory_refusals("cloud")
     assert len(refusals) == 1, refusals
     line = refusals[0]
     for part in ("rule micro", "MB", "2000", "micro.max_megapixels"):

@@ -1,6 +1,7 @@
 # Configuration and input functions shared by every rule file. What the sweep plans (which jobs,
 # their wildcards, result files and engine flags) comes from augbench.sweep, which reads the
 # regime declarations in augbench/regimes.py; this file only connects them to Snakemake.
+import functools
 import os
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ sys.path.insert(0, workflow.basedir)
 # process would compile its imports again, 2-3 s apiece (docs/results/bytecode-amd-epyc-2c.md).
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
-from augbench import matrix, regimes, sweep  # noqa: E402
+from augbench import matrix, regimes, slurm, sweep  # noqa: E402
 from augbench import pipelines as user_pipelines  # noqa: E402
 from augbench.config import resolve  # noqa: E402
 from augbench.logs import exit_on_user_error, exit_with  # noqa: E402
@@ -71,8 +72,64 @@ COSTING_ONLY = sweep.command_line_targets(sys.argv) == {"cost"}
 ANSWER_ONLY = sweep.command_line_targets(sys.argv) == {"answer"}
 _cloud = bool(workflow.storage_settings.default_storage_provider) or COSTING_ONLY
 _limit = getattr(workflow.global_resources.get("mem_mb"), "value", None)
-if _problems := SWEEP.placement_problems() or SWEEP.memory_refusals(_cloud, _limit):
+
+
+def cost_profile():
+    """The profile `cost` prices (config cloud.profile), read as a file: no plugin starts."""
+    from augbench import profile
+
+    folder = Path(CLOUD["profile"])
+    if not folder.is_absolute():
+        folder = Path(workflow.basedir) / folder
+    try:
+        return profile.read(folder)
+    except profile.ProfileError as exc:
+        exit_with(f"config error at cloud.profile: {exc}")
+
+
+# A SLURM cluster (`--executor slurm`, profiles/slurm; augbench/slurm.py): every job against its
+# partition (slurm.regimes), and, before anything is submitted, the partitions against the
+# cluster itself (a dry run asks the config only). Inside a submitted job (the executor's
+# job step) the rules keep the resources they were submitted with, and nothing is checked again.
+_EXECUTOR = sweep.command_line_executor(
+    sys.argv, Path(workflow.basedir), Path(workflow.workdir_init)
+)
+SUBMITTING_TO_SLURM = _EXECUTOR == slurm.EXECUTOR and not COSTING_ONLY
+ON_SLURM = SUBMITTING_TO_SLURM or _EXECUTOR == slurm.JOB_STEP_EXECUTOR
+# `snakemake cost` of a SLURM profile (cloud.profile: profiles/slurm) checks the same plan.
+_COSTING_SLURM = COSTING_ONLY and cost_profile().executor == slurm.EXECUTOR
+_problems = []
+if SUBMITTING_TO_SLURM or _COSTING_SLURM:
+    _problems = SWEEP.placement_problems() or slurm.plan_problems(
+        config, (job.kind for job in SWEEP.jobs())
+    )
+    _problems = _problems or SWEEP.memory_refusals(
+        "cluster", config_key="slurm.regimes"
+    )
+    if (
+        not _problems
+        and SUBMITTING_TO_SLURM
+        and not sweep.command_line_dry_run(sys.argv)
+    ):
+        with exit_on_user_error():
+            _problems = slurm.cluster_problems(config, slurm.query_nodes())
+elif not ON_SLURM:
+    _problems = SWEEP.placement_problems() or SWEEP.memory_refusals(
+        "cloud" if _cloud else "local", _limit
+    )
+if _problems:
     exit_with(*_problems)
+
+
+@functools.cache
+def slurm_time_limits():
+    """Each timed rule's SLURM time limit (augbench.slurm.time_limits), computed once: when
+    a job's runtime is first asked for."""
+    from augbench import plan
+
+    reference = Path(workflow.basedir) / "workflow" / "resources" / "time_model.json"
+    models, _ = plan.load_models(reference, Path("."))
+    return slurm.time_limits(config, SWEEP.cost_jobs(), models)
 
 
 def key_pattern(keys):
@@ -179,7 +236,10 @@ def timed_benchmark(rule, name=None):
 
 def timed_threads(rule):
     kind = regimes.KINDS[rule]
-    return lambda wildcards: SWEEP.timed_threads(kind, dict(wildcards.items()), _cloud)
+    own = lambda wildcards: SWEEP.timed_threads(kind, dict(wildcards.items()), _cloud)
+    if ON_SLURM:
+        return lambda wildcards: slurm.threads(config, kind, own(wildcards))
+    return own
 
 
 def timed_priority(rule):
@@ -193,6 +253,11 @@ def timed_resources(rule):
     with exit_on_user_error():
         placement = SWEEP.placement(kind)
     mem_mb = lambda wildcards: SWEEP.resources(kind, dict(wildcards.items()))["mem_mb"]
+    if ON_SLURM:  # partition, GPUs, time limit, the node to itself (augbench/slurm.py)
+        limit = lambda wildcards: slurm_time_limits().get(
+            kind.rule, config["slurm"]["max_time_minutes"]
+        )
+        return {**placement, "mem_mb": mem_mb, **slurm.resources(config, kind, limit)}
     return {**placement, "mem_mb": mem_mb}
 
 
@@ -337,19 +402,6 @@ def plot_targets():
 
 
 # -- the cost estimate (its job list: augbench.sweep.Sweep.cost_plan) ----------------------------
-def cost_profile():
-    """The profile `cost` prices (config cloud.profile), read as a file: no plugin starts."""
-    from augbench import profile
-
-    folder = Path(CLOUD["profile"])
-    if not folder.is_absolute():
-        folder = Path(workflow.basedir) / folder
-    try:
-        return profile.read(folder)
-    except profile.ProfileError as exc:
-        exit_with(f"config error at cloud.profile: {exc}")
-
-
 def measured_run_fingerprint():
     """Changes with the local run's timings, so `cost` reruns (it never plans timed rules)."""
     files = sorted(Path(CLOUD["estimate_from"]).glob("benchmarks/**/*.tsv"))

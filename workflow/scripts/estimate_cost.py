@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
-from augbench import cost
+from augbench import cost, slurm
 from augbench.logs import redirect_to_log
 from augbench.plan import load_reference
 
@@ -30,7 +30,14 @@ def main() -> str:
     borrowed = cost.borrow_shares(local, reference.models)
     models = {**reference.models, **local}
     # Every job of the sweep (augbench.sweep.Sweep.cost_jobs: the same job list the rules run).
-    jobs = plan["jobs"]
+    jobs, planned = plan["jobs"], plan["planned"]
+    # A SLURM cluster: node-hours of its partitions; setup and analysis jobs run on the login
+    # node (augbench/slurm.py) and cost no node-hours.
+    nodes = plan["executor"] == slurm.EXECUTOR
+    if nodes:
+        config = slurm.cost_config(config)
+        jobs = [j for j in jobs if slurm.is_submitted(j.kind)]
+        planned = [k for k in planned if slurm.is_submitted(k)]
     images = cost.run_dataset_images(run_dir) if local else reference.dataset_images
     target = config["dataset"].get("default_images") or config["num_images"]
     scale = target / images if images else 1.0
@@ -43,7 +50,6 @@ def main() -> str:
     # Per job, seconds on the machine the timings were measured on (what a local run checks).
     cost.write_jobs_tsv(jobs, models, config, Path(sm.output.jobs), cloud=False)
     cost.write_tsv(rows, Path(sm.output.estimate))
-    planned = plan["planned"]
     needed = {(j.kind, j.library if j.kind not in cost.SETUP_KINDS else "") for j in jobs}
     borrowed_kinds = (needed & reference.models.keys()) - local.keys()
     from_reference = sorted(f"{k}/{lib}" if lib else k for k, lib in borrowed_kinds)
@@ -55,9 +61,21 @@ def main() -> str:
             else f"nothing: no finished local run in {run_dir.resolve()} (cloud.estimate_from)"
         ),
         "reference timings": (f"{reference.label} for " + (", ".join(from_reference) or "nothing")),
-        "on-demand prices": cloud.get("price_source", "unspecified"),
-        "Spot prices": cloud.get("spot_price_source", "unspecified"),
-        "speed factors": cloud.get("speed_factor_source", "unspecified"),
+        **(
+            {
+                "node-hour prices": (
+                    str(config["slurm"].get("prices_usd_per_node_hour") or "none configured")
+                    + " (slurm.prices_usd_per_node_hour)"
+                ),
+                "speed": "each partition's cores as fast as the measuring machine's",
+            }
+            if nodes
+            else {
+                "on-demand prices": cloud.get("price_source", "unspecified"),
+                "Spot prices": cloud.get("spot_price_source", "unspecified"),
+                "speed factors": cloud.get("speed_factor_source", "unspecified"),
+            }
+        ),
         "assumed GPU throughput": cloud.get("assumed_img_per_s_source", "unspecified"),
         "early stopping": (
             f"shares of the maximum from the reference timings for {', '.join(borrowed)} (the "
@@ -65,10 +83,20 @@ def main() -> str:
             if borrowed
             else "as the rows of the timings stopped"
         ),
-        "per VM job also": f"{cloud['vm_start_s']:.0f} s of VM start (cloud.vm_start_s, "
-        f"assumed); groups {dict(grouping.components) or 'none'} (jobs per VM job)",
+        **(
+            {
+                "per SLURM job also": f"{cloud['vm_start_s']:.0f} s of Snakemake starting in the "
+                f"job (slurm.job_start_s); groups {dict(grouping.components) or 'none'} (jobs per "
+                "SLURM job); setup and analysis jobs run on the login node, not counted",
+            }
+            if nodes
+            else {
+                "per VM job also": f"{cloud['vm_start_s']:.0f} s of VM start (cloud.vm_start_s, "
+                f"assumed); groups {dict(grouping.components) or 'none'} (jobs per VM job)",
+            }
+        ),
     }
-    return cost.report(rows, planned, plan["jobs_at_once"], sources)
+    return cost.report(rows, planned, plan["jobs_at_once"], sources, unit="node" if nodes else "VM")
 
 
 with redirect_to_log(snakemake.log[0]):  # noqa: F821
