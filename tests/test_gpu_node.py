@@ -17,7 +17,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from conftest import REPO, jpeg_manifest, run_engine
+from conftest import REPO, apart_from, jpeg_manifest, run_engine
 
 from augbench import provision
 from augbench.gpu_node import bundle, plan
@@ -286,7 +286,7 @@ def test_without_a_cuda_device_the_node_command_stops_in_one_line(
 @pytest.mark.slow
 @pytest.mark.envs
 def test_the_dry_mode_runs_every_step_and_leaves_a_small_out_folder(
-    tmp_path: Path, torchvision_env: Path
+    tmp_path: Path, torchvision_env: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """A bundle for the torchvision env's Python (pyyaml added: the node has it, the env not),
     then prove.sh --dry with that env as the node's interpreter, from an unrelated folder."""
@@ -299,11 +299,13 @@ def test_the_dry_mode_runs_every_step_and_leaves_a_small_out_folder(
     assert proc.returncode == 0, proc.stderr[-3000:]
     out, scratch = tmp_path / "out", tmp_path / "tmp"
     scratch.mkdir()
-    proc = subprocess.run(
-        ["bash", str(built / "prove.sh"), "--dry", "--python", str(torchvision_env), str(out)],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path,
-        env={**os.environ, "TMPDIR": str(scratch)},
-    )  # fmt: skip
+    with apart_from("slurm-jobs", tmp_path_factory):
+        proc = subprocess.run(
+            ["bash", str(built / "prove.sh"), "--dry", "--python", str(torchvision_env),
+             str(out)],
+            capture_output=True, text=True, timeout=600, cwd=tmp_path,
+            env={**os.environ, "TMPDIR": str(scratch)},
+        )  # fmt: skip
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
     files = sorted(p.name for p in out.iterdir())
     assert files == ["prove.log", "results.tar.gz", "summary.json", "summary.md"]
