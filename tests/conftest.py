@@ -170,22 +170,6 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> WorkflowRun:
     return WorkflowRun(workdir, "smoke-test", result["returncode"], result["output"])
 
 
-@contextlib.contextmanager
-def apart_from(name: str, factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Hold the session-wide lock ``name`` (shared by every pytest-xdist worker): tests that
-    take the same lock never run at the same time. The gpu node kit's dry run and the SLURM
-    cluster's jobs take "slurm-jobs": beside running SLURM jobs, that dry run's DataLoader
-    workers were seen to stall until its step budgets ran out (both waiting on their queues)."""
-    base = factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    with (shared / f"{name}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def copy_of(run: WorkflowRun, dest: Path) -> WorkflowRun:
     """A private copy of a finished run's working directory (results, staged data, Snakemake's
     metadata, file times kept), so a test can break or extend it without a run of its own."""

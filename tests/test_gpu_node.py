@@ -14,10 +14,11 @@ import os
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import REPO, apart_from, jpeg_manifest, run_engine
+from conftest import REPO, jpeg_manifest, run_engine
 
 from augbench import provision
 from augbench.gpu_node import bundle, plan
@@ -286,7 +287,7 @@ def test_without_a_cuda_device_the_node_command_stops_in_one_line(
 @pytest.mark.slow
 @pytest.mark.envs
 def test_the_dry_mode_runs_every_step_and_leaves_a_small_out_folder(
-    tmp_path: Path, torchvision_env: Path, tmp_path_factory: pytest.TempPathFactory
+    tmp_path: Path, torchvision_env: Path
 ) -> None:
     """A bundle for the torchvision env's Python (pyyaml added: the node has it, the env not),
     then prove.sh --dry with that env as the node's interpreter, from an unrelated folder."""
@@ -297,16 +298,21 @@ def test_the_dry_mode_runs_every_step_and_leaves_a_small_out_folder(
         "--also", "pyyaml==6.0.3",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    out, scratch = tmp_path / "out", tmp_path / "tmp"
-    scratch.mkdir()
-    with apart_from("slurm-jobs", tmp_path_factory):
+    out = tmp_path / "out"
+    # A short TMPDIR, as a node's /tmp: the DataLoader workers hand tensors over through Unix
+    # sockets below it (multiprocessing's resource sharer), whose paths may not pass 107 bytes;
+    # below a deep pytest folder the hand-over fails inside the worker and the loader waits.
+    with tempfile.TemporaryDirectory(prefix="gn-", dir="/tmp") as scratch:
         proc = subprocess.run(
             ["bash", str(built / "prove.sh"), "--dry", "--python", str(torchvision_env),
              str(out)],
             capture_output=True, text=True, timeout=600, cwd=tmp_path,
-            env={**os.environ, "TMPDIR": str(scratch)},
+            env={**os.environ, "TMPDIR": scratch},
         )  # fmt: skip
+        # The temporary install and work folder are gone (torch keeps its own cache there).
+        left = list(Path(scratch).glob("augbench-gpu-node.*"))
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
+    assert not left, left
     files = sorted(p.name for p in out.iterdir())
     assert files == ["prove.log", "results.tar.gz", "summary.json", "summary.md"]
     # Progress: labelled lines with the elapsed time, per step.
@@ -347,5 +353,3 @@ def test_the_dry_mode_runs_every_step_and_leaves_a_small_out_folder(
     assert "no CUDA device: the torch.cuda._sleep kernel check needs one" in text
     assert "dry run: GPU rows measured on CPU tensors" in text
     assert "kornia decode per-sample" in text and "| training | ok |" in text
-    # The temporary install and work folder are gone (torch keeps its own cache folder there).
-    assert not list(scratch.glob("augbench-gpu-node.*"))

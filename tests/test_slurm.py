@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import slurm_cluster
 import yaml
-from conftest import REPO, SNAKEMAKE, WorkflowRun, apart_from
+from conftest import REPO, SNAKEMAKE, WorkflowRun
 from test_slurm_plan import path_without_slurm
 
 pytestmark = [pytest.mark.workflow, pytest.mark.slow]
@@ -46,10 +46,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[slurm_cluster.
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    with (
-        apart_from("slurm-jobs", tmp_path_factory),
-        slurm_cluster.running(tmp_path_factory.mktemp("slurm")) as found,
-    ):
+    with slurm_cluster.running(tmp_path_factory.mktemp("slurm")) as found:
         yield found
 
 
