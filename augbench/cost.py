@@ -1054,11 +1054,17 @@ def wall_hours(rows: list[Row], concurrent: int) -> float:
     return max(hours / max(concurrent, 1), longest)
 
 
-def total_line(rows: list[Row], concurrent: int) -> str:
+def _totals(rows: list[Row]) -> tuple[float, float, Row, float]:
+    """Machine hours expected and at most, the rule with the longest machine job, and the
+    start-up share: what both totals say."""
     hours = sum(r.vm_hours("expected") or 0.0 for r in rows)
     most = sum(r.vm_hours("max") or 0.0 for r in rows)
     longest = max(rows, key=lambda r: r.longest_vm_job_s)
-    share = startup_share(rows) or 0.0
+    return hours, most, longest, startup_share(rows) or 0.0
+
+
+def total_line(rows: list[Row], concurrent: int) -> str:
+    hours, most, longest, share = _totals(rows)
     return (
         f"total: {sum(r.jobs for r in rows)} jobs in {sum(r.vm_jobs for r in rows):.0f} VM "
         f"jobs, {hours:.2f} VM hours expected ({most:.2f} at most; VM start-up "
@@ -1073,10 +1079,7 @@ def total_line(rows: list[Row], concurrent: int) -> str:
 def node_total_line(rows: list[Row], concurrent: int) -> str:
     """The total of a SLURM cluster's estimate: node-hours, and USD only where every partition
     used has a configured price per node-hour."""
-    hours = sum(r.vm_hours("expected") or 0.0 for r in rows)
-    most = sum(r.vm_hours("max") or 0.0 for r in rows)
-    longest = max(rows, key=lambda r: r.longest_vm_job_s)
-    share = startup_share(rows) or 0.0
+    hours, most, longest, share = _totals(rows)
     unpriced = sorted({r.machine_type for r in rows if r.on_demand_usd_h is None})
     usd = (
         f"{sum(r.usd(False) or 0 for r in rows):.2f} USD at the configured node-hour prices "

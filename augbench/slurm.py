@@ -20,7 +20,7 @@ import math
 import shutil
 import subprocess
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,13 +78,6 @@ def placement_of(config: Mapping[str, Any], kind: regimes.JobKind) -> Placement:
     return found
 
 
-def runs_on_gpu(config: Mapping[str, Any], kind: regimes.JobKind) -> bool:
-    """Whether a job of ``kind`` asks for a GPU: its kind needs one and its partition has them
-    (without them it runs on the partition's CPUs and writes `skipped` rows, where the config
-    allows: slurm.without_gpu)."""
-    return kind.gpu and placement_of(config, kind).gpus > 0
-
-
 # -- what a job asks the scheduler for ---------------------------------------------------------
 def resources(config: Mapping[str, Any], kind: regimes.JobKind, minutes: Any) -> dict[str, Any]:
     """The SLURM executor's resources of a timed job (mem_mb comes with its other resources);
@@ -92,7 +85,9 @@ def resources(config: Mapping[str, Any], kind: regimes.JobKind, minutes: Any) ->
     placement = placement_of(config, kind)
     out: dict[str, Any] = {
         "runtime": minutes,
-        "gpu": 1 if runs_on_gpu(config, kind) else 0,
+        # One GPU where the kind needs one and its partition has them; without, it runs on the
+        # partition's CPUs and writes `skipped` rows, where slurm.without_gpu allows.
+        "gpu": 1 if kind.gpu and placement.gpus > 0 else 0,
     }
     if placement.partition:
         out["slurm_partition"] = placement.partition
@@ -207,9 +202,7 @@ def gpu_count(gres: str) -> int:
     return total
 
 
-def query_nodes(
-    run: Callable[..., subprocess.CompletedProcess[str]] = subprocess.run,
-) -> list[Node]:
+def query_nodes() -> list[Node]:
     """Every node of every partition as ``sinfo`` reports it."""
     if shutil.which("sbatch") is None or shutil.which("sinfo") is None:
         raise ClusterError(
@@ -217,7 +210,7 @@ def query_nodes(
             "(a login node), or install the client (Debian: apt-get install slurm-client)"
         )
     try:
-        done = run(
+        done = subprocess.run(
             ["sinfo", "--noheader", "--Node", "--format", SINFO_FORMAT],
             capture_output=True, text=True, timeout=30,
         )  # fmt: skip
