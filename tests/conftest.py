@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import snakemake_runner
 
 from augbench.policy import NETWORK_GUARD_ENV_VAR
 
@@ -116,9 +117,7 @@ def run_snakemake(
         "--workflow-profile", str(REPO / "profiles" / "default"),
         *args,
     ]  # fmt: skip
-    proc = subprocess.run(
-        cmd, capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=workdir
-    )
+    proc = snakemake_runner.run(cmd[len(SNAKEMAKE) :], workdir, {**os.environ, **(env or {})})
     if check and proc.returncode != 0:
         raise AssertionError(
             f"snakemake {' '.join(args)} failed ({proc.returncode}):\n"

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+import snakemake_runner
 import yaml
 from conftest import OFFLINE_ENV, REPO
 
@@ -48,11 +47,9 @@ def test_a_user_value_replaces_the_presets_list_and_merges_into_its_blocks() -> 
 
 def _planned(workdir: Path, *args: str) -> dict[str, int]:
     """Jobs per rule of a `snakemake -n` plan."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
-         "--directory", str(workdir), "-n", *args],
-        capture_output=True, text=True, cwd=workdir, env={**os.environ, **OFFLINE_ENV},
-        timeout=300,
+    proc = snakemake_runner.run(
+        ["--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir), "-n", *args],
+        workdir, {**os.environ, **OFFLINE_ENV}, timeout=300,
     )  # fmt: skip
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
@@ -91,14 +88,14 @@ def test_the_paper_plan_under_the_cloud_profile_has_the_gpu_regimes(
         storage.Client(project="test").create_bucket("augbench-plan")
     finally:
         del os.environ["STORAGE_EMULATOR_HOST"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+    proc = snakemake_runner.run(
+        ["--snakefile", str(REPO / "Snakefile"),
          "--directory", str(tmp_path), "-n",
          "--workflow-profile", str(REPO / "profiles" / "googlebatch"),
          "--default-storage-prefix", "gs://augbench-plan/sweep", "--storage-gcs-project", "test",
          "--config", "preset=paper", *SMALL],
-        capture_output=True, text=True, cwd=tmp_path, timeout=300,
-        env={**os.environ, **OFFLINE_ENV, "STORAGE_EMULATOR_HOST": gcs_emulator},
+        tmp_path, {**os.environ, **OFFLINE_ENV, "STORAGE_EMULATOR_HOST": gcs_emulator},
+        timeout=300,
     )  # fmt: skip
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]

@@ -7,10 +7,10 @@ from __future__ import annotations
 import csv
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
+import snakemake_runner
 import yaml
 from conftest import OFFLINE_ENV, REPO
 
@@ -353,13 +353,9 @@ def test_a_local_run_of_any_preset_is_used_and_the_reference_fills_what_it_lacks
 
 
 def _snakemake(workdir: Path, *args: str, env: dict[str, str] | None = None):
-    import subprocess
-
-    return subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
-         "--directory", str(workdir), *args],
-        capture_output=True, text=True, cwd=workdir,
-        env={**(os.environ if env is None else env), **OFFLINE_ENV},
+    return snakemake_runner.run(
+        ["--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir), *args],
+        workdir, {**(os.environ if env is None else env), **OFFLINE_ENV},
     )  # fmt: skip
 
 

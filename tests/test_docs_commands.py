@@ -20,12 +20,12 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import snakemake_runner
 from conftest import OFFLINE_ENV, REPO
 
 from augbench import regimes
@@ -234,10 +234,7 @@ def _dry_run(command: DocCommand, workdir: Path) -> DryRun:
         (workdir / name).parent.mkdir(parents=True, exist_ok=True)
         (workdir / name).write_text(text)
     args = _dry_run_args(command, workdir)
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", *args], capture_output=True, text=True, cwd=workdir,
-        env={**os.environ, **OFFLINE_ENV}, timeout=300,
-    )  # fmt: skip
+    proc = snakemake_runner.run(args, workdir, {**os.environ, **OFFLINE_ENV}, timeout=300)
     return DryRun(args, proc.returncode, proc.stdout + proc.stderr)
 
 

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import snakemake_runner
+
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
@@ -15,7 +17,7 @@ def _run(*cmd: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_snakemake_lint_is_clean() -> None:
-    proc = _run(sys.executable, "-m", "snakemake", "--lint", "--config", "preset=smoke")
+    proc = snakemake_runner.run(["--lint", "--config", "preset=smoke"], REPO)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "Congratulations, your workflow is in a good condition!" in out, out

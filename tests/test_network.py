@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import snakemake_runner
 from conftest import NETWORK_GUARD_LOG, OFFLINE_ENV, REPO, copy_of
 
 from augbench import provision, regimes
@@ -116,8 +117,8 @@ def test_a_used_checkout_plans_a_cloud_sweep_of_another_dataset(smoke_run, tmp_p
     """After a local run, the same folder plans a googlebatch sweep of another preset (another
     dataset key): the local results of the smoke dataset are not inputs of the bucket's run."""
     run = copy_of(smoke_run, tmp_path / "used")
-    proc = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n",
+    proc = snakemake_runner.run(
+        ["-n",
          "--snakefile", str(REPO / "Snakefile"), "--directory", str(run.workdir),
          "--workflow-profile", str(REPO / "profiles" / "googlebatch"),
          "--default-storage-provider", "fs",
@@ -125,19 +126,19 @@ def test_a_used_checkout_plans_a_cloud_sweep_of_another_dataset(smoke_run, tmp_p
          "--config", "preset=default", f"machine={run.machine}",
          "libraries=[albumentationsx,torchvision,kornia,pillow,dali]",
          "regimes=[micro,cpu_dataloader,gpu_dataloader,dali]"],
-        capture_output=True, text=True, cwd=run.workdir, env={**os.environ, **OFFLINE_ENV},
+        run.workdir, {**os.environ, **OFFLINE_ENV},
     )  # fmt: skip
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-5000:]
     assert "MissingInputException" not in out and "rule aggregate:" in out
     # Locally, the same checkout keeps the smoke dataset's rows in the tables (--forceall: the
     # whole plan, whatever is up to date).
-    local = subprocess.run(
-        [sys.executable, "-m", "snakemake", "-n", "--snakefile", str(REPO / "Snakefile"),
+    local = snakemake_runner.run(
+        ["-n", "--snakefile", str(REPO / "Snakefile"),
          "--directory", str(run.workdir), "--config", "preset=default",
          f"machine={run.machine}", "libraries=[pillow]", "regimes=[micro]",
          "--forceall"],
-        capture_output=True, text=True, cwd=run.workdir,
+        run.workdir,
     )  # fmt: skip
     smoke_key = next((run.workdir / "results/raw" / run.machine).iterdir()).name
     assert local.returncode == 0, local.stderr[-3000:]

@@ -6,11 +6,10 @@ from __future__ import annotations
 import copy
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+import snakemake_runner
 import yaml
 from conftest import REPO, smoke_settings
 from test_memory import paper_sweep
@@ -182,13 +181,12 @@ def path_without_slurm(folder: Path) -> str:
 def test_no_sbatch_on_a_real_command_line_is_one_line(tmp_path: Path) -> None:
     """The workflow itself, launched with the SLURM profile where no scheduler is installed on
     PATH: one line, before anything is submitted."""
-    done = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--snakefile",
+    done = snakemake_runner.run(
+        ["--snakefile",
          str(REPO / "Snakefile"), "--directory", str(tmp_path), "--workflow-profile",
          str(REPO / "profiles" / "slurm"), "--config", "preset=smoke", "libraries=[pillow]",
          "regimes=[micro]"],
-        capture_output=True, text=True, env={"PATH": path_without_slurm(tmp_path / "bin"),
-                                             "HOME": str(tmp_path)},
+        tmp_path, {"PATH": path_without_slurm(tmp_path / "bin"), "HOME": str(tmp_path)},
     )  # fmt: skip
     assert done.returncode != 0
     lines = [line for line in done.stderr.splitlines() if line.startswith("augbench:")]
@@ -202,12 +200,12 @@ def test_no_sbatch_on_a_real_command_line_is_one_line(tmp_path: Path) -> None:
 def test_snakemake_cost_of_the_slurm_profile_prints_node_hours(tmp_path: Path) -> None:
     """docs/slurm.md's cost command on a fresh directory: node-hours per partition of the example
     cluster, no dollars (no price configured), the login node's jobs not counted."""
-    done = subprocess.run(
-        [sys.executable, "-m", "snakemake", "cost", "--cores", "1", "--snakefile",
+    done = snakemake_runner.run(
+        ["cost", "--cores", "1", "--snakefile",
          str(REPO / "Snakefile"), "--directory", str(tmp_path), "--configfile",
          str(REPO / "profiles" / "slurm" / "cluster.yaml"), "--config", "preset=paper",
          "cloud={profile: profiles/slurm}"],
-        capture_output=True, text=True, env={**os.environ, "HOME": str(tmp_path)},
+        os.getcwd(), {**os.environ, "HOME": str(tmp_path)},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     total = next(line for line in done.stdout.splitlines() if line.startswith("total: "))

@@ -5,12 +5,11 @@ the workflow defines, so that no timed rule exists outside the declarations."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+import snakemake_runner
 import yaml
 
 from augbench import cost, memory, plan, regimes, sweep
@@ -174,12 +173,14 @@ def test_a_registered_regime_is_planned_costed_and_tabled(dummy_regime) -> None:
 
 
 def test_the_workflow_defines_a_rule_for_every_declared_kind_and_no_other_timed_rule() -> None:
-    listed = subprocess.run(
-        [sys.executable, "-m", "snakemake", "--list-rules", "--config", "machine=m",
+    listed = snakemake_runner.run(
+        ["--list-rules", "--config", "machine=m",
          "libraries=[albumentationsx,torchvision,kornia,pillow,dali]",
          "regimes=[micro,cpu_dataloader,gpu_dataloader,dali]", "resolutions=[224]"],
-        cwd=REPO, capture_output=True, text=True, check=True,
-    ).stdout.split()  # fmt: skip
+        REPO,
+    )  # fmt: skip
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    listed = listed.stdout.split()
     targets = {"all", "figures", "plots", "cost", "collect_results", "answer"}
     untimed = set(regimes.SETUP_RULES) | set(regimes.ANALYSIS_RULES) | targets
     assert set(listed) - untimed == set(regimes.KINDS)

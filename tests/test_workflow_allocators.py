@@ -31,6 +31,8 @@ def allocator_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         f"envs={{'manager': 'uv', 'dir': '{REPO / '.venvs'}'}}",
         "libraries=[albumentationsx]", "regimes=[micro,cpu_dataloader]",
         "allocators=[glibc,mimalloc,jemalloc]",
+        # One DataLoader setting per worker count is enough to pair each setting with glibc's.
+        "cpu_dataloader={scopes: [memory], transforms: [HorizontalFlip]}",
         "pipeline=config/pipelines/highres_segmentation.yaml",
         "lazy_outputs={enabled: false}",
     )  # fmt: skip
