@@ -383,9 +383,10 @@ def _pipeline_definitions(cfg: dict[str, Any], basedir: Path) -> list[dict[str, 
     """The configured pipelines, parsed and checked against the catalog (augbench.pipelines);
     derived, like ``machine``: never part of the user's config."""
     from augbench import pipelines
+    from augbench.pipeline_sources import configured
 
     try:
-        return [p.to_dict() for p in pipelines.from_config(cfg, basedir)]
+        return [p.to_dict() for p in configured.from_config(cfg, basedir)]
     except pipelines.PipelineError as exc:
         raise ConfigError(f"config error at pipelines: {exc}") from None
 

@@ -163,12 +163,12 @@ def _allowed_steps(allow_diagnostic: bool) -> list[str]:
     return [*catalog.CANDIDATES, *(DIAGNOSTIC_STEPS if allow_diagnostic else ())]
 
 
-def _shape_ok(default: Any, value: Any) -> bool:
+def shape_ok(default: Any, value: Any) -> bool:
     if isinstance(default, tuple | list):
         return (
             isinstance(value, tuple | list)
             and len(value) == len(default)
-            and all(_shape_ok(d, v) for d, v in zip(default, value, strict=True))
+            and all(shape_ok(d, v) for d, v in zip(default, value, strict=True))
         )
     if isinstance(default, bool):
         return isinstance(value, bool)
@@ -177,7 +177,7 @@ def _shape_ok(default: Any, value: Any) -> bool:
     return isinstance(value, type(default))
 
 
-def _step(entry: Any, where: str, allow_diagnostic: bool) -> Step:
+def parse_step(entry: Any, where: str, allow_diagnostic: bool) -> Step:
     if isinstance(entry, str):
         name, overrides = entry, {}
     elif isinstance(entry, dict) and len(entry) == 1:
@@ -207,7 +207,7 @@ def _step(entry: Any, where: str, allow_diagnostic: bool) -> Step:
                 f"{where}: step {name!r} has no parameter {key!r}; allowed: "
                 f"{', '.join(defaults) or 'none'}"
             )
-        if not _shape_ok(defaults[key], value):
+        if not shape_ok(defaults[key], value):
             raise PipelineError(
                 f"{where}: step {name!r} parameter {key!r} = {value!r} does not have the shape "
                 f"of its catalog value {defaults[key]!r}"
@@ -267,7 +267,9 @@ def parse(data: Any, *, source: str = "inline", allow_diagnostic: bool = False) 
     entries = data.get("steps")
     if not isinstance(entries, list) or not entries:
         raise PipelineError(f"{where}: steps must be a non-empty list")
-    steps = [_step(e, f"{where} step {i + 1}", allow_diagnostic) for i, e in enumerate(entries)]
+    steps = [
+        parse_step(e, f"{where} step {i + 1}", allow_diagnostic) for i, e in enumerate(entries)
+    ]
     for i, step in enumerate(steps):
         after = steps[i + 1 :]
         if step.name == TAIL_STEP and any(s.name != TENSOR_STEP for s in after):
@@ -291,26 +293,6 @@ def parse(data: Any, *, source: str = "inline", allow_diagnostic: bool = False) 
     )
 
 
-def load_file(path: Path, *, allow_diagnostic: bool = False, source: str | None = None) -> Pipeline:
-    """One pipeline file; ``source`` is how rows name it (default: the path). A file written by
-    AlbumentationsX (``A.save``, YAML or JSON) is read as the user's own Compose
-    (``augbench.pipeline_sources.albumentations_file``), named after the file's stem."""
-    import yaml
-
-    path = Path(path)
-    if not path.is_file():
-        raise PipelineError(f"pipeline file {path} does not exist")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise PipelineError(f"pipeline file {path}: not valid YAML: {exc}") from None
-    from augbench.pipeline_sources import albumentations_file
-
-    if albumentations_file.is_albumentations_data(data):
-        return albumentations_file.parse(data, source=source or str(path), name=path.stem)
-    return parse(data, source=source or str(path), allow_diagnostic=allow_diagnostic)
-
-
 # Where the workflow writes a ``module:attr`` pipeline resolved in the torchvision env
 # (rule resolve_pipeline); engines read it (:func:`from_json`).
 RESOLVED = "results/pipelines/resolved/{name}.json"
@@ -320,7 +302,7 @@ RESOLVED = "results/pipelines/resolved/{name}.json"
 SHIPPED_DIR = "config/pipelines"
 
 
-def _entry_path(entry: str, basedir: Path) -> Path:
+def entry_path(entry: str, basedir: Path) -> Path:
     """A configured pipeline file: relative paths in the working directory, else in the
     workflow's directory."""
     path = Path(entry)
@@ -334,38 +316,8 @@ def shipped(source: str, basedir: Path) -> bool:
     rather than the user's own (a file elsewhere, a module, an inline mapping)."""
     if source == "inline":
         return False
-    path = _entry_path(source, basedir)
+    path = entry_path(source, basedir)
     return path.exists() and path.resolve().parent == (Path(basedir) / SHIPPED_DIR).resolve()
-
-
-def from_config(cfg: dict[str, Any], basedir: Path) -> list[Pipeline]:
-    """The configured pipelines: ``pipeline`` (one entry, e.g. from ``--config pipeline=...``)
-    replaces the ``pipelines`` list. An entry is a file (relative paths are looked up in the
-    working directory, then in the workflow's directory: the benchmark's own format, or an
-    AlbumentationsX ``A.save`` file), ``package.module:attribute`` of a torchvision v2 Compose
-    (resolved in the torchvision env by the workflow), or an inline mapping."""
-    from augbench.pipeline_sources import torchvision_module
-
-    allow = bool((cfg.get("pipeline_runs") or {}).get("allow_diagnostic_steps", False))
-    entries = [cfg["pipeline"]] if cfg.get("pipeline") else list(cfg.get("pipelines") or [])
-    out: list[Pipeline] = []
-    for entry in entries:
-        if isinstance(entry, str):
-            path = _entry_path(entry, basedir)
-            if not path.exists() and torchvision_module.is_module_ref(entry):
-                pipeline = torchvision_module.placeholder(entry, source=entry)
-                resolved = RESOLVED.format(name=pipeline.name)
-                out.append(replace(pipeline, native={**pipeline.native, "resolved": resolved}))
-                continue
-            # Rows record the path as configured: the same on every machine and checkout.
-            out.append(load_file(path, allow_diagnostic=allow, source=entry))
-        else:
-            out.append(parse(entry, allow_diagnostic=allow))
-    names = [p.name for p in out]
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise PipelineError(f"pipelines: names {repeated} are used more than once")
-    return out
 
 
 def module_refs(items: Sequence[Pipeline]) -> dict[str, str]:
@@ -598,40 +550,6 @@ class MaskUnit:
         return {"image": self.fn(sample["image"]), "mask": sample["mask"]}
 
 
-def build_units(adapter: Any, pipeline: Pipeline) -> list[tuple[str, Callable[[Any], Any]]]:
-    """(label, callable) per timed unit of the per-step breakdown; with a mask target the
-    callables take and return ``{"image", "mask"}`` samples. A pipeline written in the
-    library's own format gives the user's own step objects, one unit each."""
-    if runs_native(adapter, pipeline):
-        fmt = pipeline.native["format"]
-        steps = native_source(pipeline).native_steps(pipeline)
-        return [(label, NativeStep(obj, fmt)) for label, obj in steps]
-    units = [(label, build_unit(adapter, steps)) for label, steps in pipeline.units()]
-    if "mask" in pipeline.targets:
-        units = [(label, MaskUnit(adapter, fn)) for label, fn in units]
-    return units
-
-
-def build_whole(
-    adapter: Any, pipeline: Pipeline, units: Sequence[tuple[str, Callable[[Any], Any]]] = ()
-) -> Any:
-    """The whole pipeline as its library runs it (``Adapter.compose``: A.Compose, v2.Compose,
-    K.AugmentationSequential, a Pillow function chain), built once per job and called once per
-    sample: the user's own Compose where the pipeline is written in the library's format.
-    ``units`` (from :func:`build_units`) share their step objects with it, so one seed drives
-    both; the user's own Compose is built from their file apart from its step objects, and
-    each is seeded on its own (``pipeline_breakdown.reseed``)."""
-    if runs_native(adapter, pipeline):
-        from augbench.adapters.base import Composed
-
-        fmt = pipeline.native["format"]
-        whole = native_source(pipeline).native_compose(pipeline)
-        return Composed(whole, NATIVE_CALLS[fmt][1], NATIVE_CALLS[fmt][0])
-    units = list(units) or build_units(adapter, pipeline)
-    fns = [getattr(fn, "fn", fn) for _, fn in units]  # a MaskUnit wraps the library callable
-    return adapter.compose(fns, mask="mask" in pipeline.targets)
-
-
 def _call_with_image_keyword(transform: Any, image: Any) -> Any:
     return transform(image=image)["image"]
 
@@ -661,20 +579,6 @@ class NativeStep:
 
     def __call__(self, image: Any) -> Any:
         return self.call(self.transform, image)
-
-
-def native_source(pipeline: Pipeline) -> Any:
-    """The module that reads and builds a pipeline written in a library's own format."""
-    fmt = pipeline.native.get("format")
-    if fmt == "albumentations":
-        from augbench.pipeline_sources import albumentations_file
-
-        return albumentations_file
-    if fmt == "module":
-        from augbench.pipeline_sources import torchvision_module
-
-        return torchvision_module
-    raise PipelineError(f"pipeline {pipeline.name!r}: unknown native format {fmt!r}")
 
 
 def materialize(adapter: Any, output: Any, source: Any) -> Any:
@@ -712,18 +616,6 @@ class Prepare:
 
     def __call__(self, image: Any) -> Any:
         return prepare(self.adapter, self.pipeline, image)
-
-
-def recipe_parts(
-    adapter: Any, pipeline: Pipeline
-) -> tuple[list[Callable[[Any], Any]], Callable[[Any], Any]]:
-    """(steps, tail) of ``cpu_dataloader.Recipe``: the library's whole composition
-    (:func:`build_whole`) is the recipe, called once per sample; with targets the sample is
-    built first and the image goes to collation."""
-    whole = build_whole(adapter, pipeline)
-    if pipeline.targets:
-        return [Prepare(adapter, pipeline)], ImageOf(whole)
-    return [], whole
 
 
 def scaled_policy(policy: Any, pipeline: Pipeline) -> Any:

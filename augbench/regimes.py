@@ -20,7 +20,8 @@ each a Snakemake rule with its own jobs, e.g. DALI's two variants (``dali`` need
   its ``--num-images`` and the dataset check before staging come from one place;
 - ``jobs``, ``args``, ``threads``, ``memory``: how its jobs are enumerated from a configuration,
   the engine's flags of one job, its threads and what it holds in memory
-  (:class:`augbench.memory.Footprint`): pure functions of an :class:`augbench.sweep.Sweep`.
+  (:class:`augbench.memory.Footprint`): pure functions of a :class:`Planner` (what they read of
+  the run's plan; :class:`augbench.sweep.Sweep` implements it).
 
 How to add a regime: docs/architecture.md.
 """
@@ -31,13 +32,12 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from augbench import policy
 
 if TYPE_CHECKING:
-    from augbench.memory import Footprint
-    from augbench.sweep import Job, Sweep
+    from augbench.memory import Footprint, ImageSizes
 
 Wildcards = Mapping[str, str]
 
@@ -89,11 +89,11 @@ class JobKind:
     placement: str
     engine: str
     cost: str
-    jobs: Callable[[Sweep, JobKind, str], list[Job]]
-    args: Callable[[Sweep, JobKind, Wildcards], dict[str, Any]]
-    threads: Callable[[Sweep, Wildcards], int]
+    jobs: Callable[[Planner, JobKind, str], list[Job]]
+    args: Callable[[Planner, JobKind, Wildcards], dict[str, Any]]
+    threads: Callable[[Planner, Wildcards], int]
     # What one job holds in memory (augbench.memory): its rule's mem_mb and the plan's refusal.
-    memory: Callable[[Sweep, JobKind, Wildcards], Footprint]
+    memory: Callable[[Planner, JobKind, Wildcards], Footprint]
     thread_policy: str = ""  # "micro" | "dataloader" | "" (the engine sets its own)
     gpu: bool = False
     # Wildcard constraints of the rule beyond machine/dataset/library/shard (common.smk).
@@ -102,7 +102,7 @@ class JobKind:
     # job priced without its own flags: augbench.cost.estimate_jobs).
     config_block: str = ""
     # The config key (dotted) that sets how many images a job reads (its --num-images): replacing
-    # the top-level num_images where set, or, with images_cap, capping it. Sweep.num_images_for.
+    # the top-level num_images where set, or, with images_cap, capping it. Planner.num_images_for.
     images_key: str = "num_images"
     images_cap: bool = False
     # What to change when a job does not fit its machine's memory (the plan's refusal).
@@ -165,14 +165,80 @@ class Regime:
     figures: tuple[str, ...] = ("throughput", "stability")
 
 
-# -- job enumeration: pure functions of a Sweep (augbench/sweep.py) ----------------------------
+@dataclass(frozen=True)
+class Job:
+    """One planned job of a timed rule: the record the plan, the Snakemake rules and the cost
+    model share."""
+
+    rule: str
+    library: str
+    dataset: str
+    wildcards: tuple[tuple[str, str], ...]
+    outputs: tuple[str, ...]
+    transforms: tuple[str, ...]
+
+    @property
+    def kind(self) -> JobKind:
+        return KINDS[self.rule]
+
+
+class Planner(Protocol):
+    """What a kind's functions (``jobs``, ``args``, ``threads``, ``memory``) read of a run's plan:
+    the resolved config and what the plan derives from it. ``augbench.sweep.Planner`` is the one
+    implementation; the declarations depend on this much of it and nothing more."""
+
+    config: Mapping[str, Any]
+    dataset: str
+    machine: str
+    transforms: list[str]
+    sizes: Mapping[str, ImageSizes]
+    policy_json: str
+    pipelines: list[dict[str, Any]]
+    pipeline_names: list[str]
+    pipelines_json: str
+    lazy_enabled: bool
+    micro_shards: dict[str, list[str]]
+    micro_layouts: list[str]
+    dataloader_shards: dict[str, list[str]]
+    dataloader_settings: list[dict[str, str]]
+    dataloader_job_per_library: bool
+    gpu_shards: dict[str, list[str]]
+    dali_shards: dict[str, list[str]]
+    dali_variants: list[str]
+
+    def job(
+        self,
+        kind: JobKind,
+        library: str,
+        dataset: str,
+        wildcards: Mapping[str, str],
+        transforms: list[str],
+        outputs: list[str] | None = None,
+    ) -> Job: ...
+
+    def libraries_of(self, regime: str) -> list[str]: ...
+
+    def gpu_settings(self, library: str) -> list[dict[str, str]]: ...
+
+    def dataloader_settings_of(self, shard: str) -> list[dict[str, str]]: ...
+
+    def num_images_for(self, kind: JobKind) -> int: ...
+
+    def dataset_images(self, dataset: str) -> int: ...
+
+    def mean_pixels(self, dataset: str, images: int) -> float: ...
+
+    def micro_images(self, dataset: str) -> int: ...
+
+
+# -- job enumeration: pure functions of a Planner ----------------------------------------------
 
 
 def _layout_prefix(layout: str) -> str:
     return "" if layout == "native" else f"{layout}-"
 
 
-def micro_jobs(s: Sweep, kind: JobKind, dataset: str) -> list[Job]:
+def micro_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
     from augbench import matrix
 
     return [
@@ -192,7 +258,7 @@ def micro_layout(shard: str) -> str:
     return "native"
 
 
-def micro_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
+def micro_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     layout = micro_layout(w["shard"])
     micro = s.config["micro"]
     return {
@@ -213,7 +279,7 @@ def micro_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     }
 
 
-def dataloader_jobs(s: Sweep, kind: JobKind, dataset: str) -> list[Job]:
+def dataloader_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
     """One job per library x setting x shard (job_per: setting), or per library x shard writing
     every setting's file (job_per: library)."""
     out = []
@@ -233,7 +299,7 @@ def dataloader_jobs(s: Sweep, kind: JobKind, dataset: str) -> list[Job]:
     return out
 
 
-def _dataloader_common(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
+def _dataloader_common(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     dl = s.config["cpu_dataloader"]
     return {
         "library": w["library"],
@@ -248,7 +314,7 @@ def _dataloader_common(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     }
 
 
-def dataloader_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
+def dataloader_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     from augbench import matrix
 
     dl = s.config["cpu_dataloader"]
@@ -268,7 +334,7 @@ def dataloader_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     }
 
 
-def dataloader_threads(s: Sweep, w: Wildcards) -> int:
+def dataloader_threads(s: Planner, w: Wildcards) -> int:
     """The main process plus its workers (Snakemake lowers it to --cores where it is larger);
     a job_per: library job, the most workers any of its settings starts."""
     if "workers" in w:
@@ -276,7 +342,7 @@ def dataloader_threads(s: Sweep, w: Wildcards) -> int:
     return max(int(x["workers"]) for x in s.dataloader_settings) + 1
 
 
-def gpu_dataloader_jobs(s: Sweep, kind: JobKind, dataset: str) -> list[Job]:
+def gpu_dataloader_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
     return [
         s.job(kind, lib, dataset, {**setting, "shard": shard}, transforms)
         for lib in s.libraries_of(kind.regime)
@@ -285,7 +351,7 @@ def gpu_dataloader_jobs(s: Sweep, kind: JobKind, dataset: str) -> list[Job]:
     ]
 
 
-def _streamed(s: Sweep, kind: JobKind, w: Wildcards, shard_map: dict[str, list[str]]) -> dict:
+def _streamed(s: Planner, kind: JobKind, w: Wildcards, shard_map: dict[str, list[str]]) -> dict:
     """What a GPU-regime job streams: one shard of recipes, or (role pipelines) every pipeline."""
     pipelines = kind.role == "pipelines"
     return {
@@ -297,11 +363,11 @@ def _streamed(s: Sweep, kind: JobKind, w: Wildcards, shard_map: dict[str, list[s
     }
 
 
-def _repeats(s: Sweep, block: Mapping[str, Any]) -> dict[str, Any]:
+def _repeats(s: Planner, block: Mapping[str, Any]) -> dict[str, Any]:
     return {"values": block["values"], "warmups": block["warmups"], "policy": s.policy_json}
 
 
-def gpu_dataloader_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
+def gpu_dataloader_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     gpu = s.config["gpu_dataloader"]
     return {
         "library": w["library"],
@@ -314,11 +380,11 @@ def gpu_dataloader_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]
     }
 
 
-def workers_threads(s: Sweep, w: Wildcards) -> int:
+def workers_threads(s: Planner, w: Wildcards) -> int:
     return int(w["workers"]) + 1
 
 
-def dali_jobs(s: Sweep, kind: JobKind, dataset: str) -> list[Job]:
+def dali_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
     if dali_variant(kind) not in s.dali_variants:
         return []
     return [
@@ -333,7 +399,7 @@ def dali_variant(kind: JobKind) -> str:
     return "dali-cpu" if kind.rule.endswith("_cpu") else "dali-gpu"
 
 
-def dali_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
+def dali_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     dali = s.config["dali"]
     gpu = dali_variant(kind) == "dali-gpu"
     return {
@@ -348,22 +414,22 @@ def dali_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     }
 
 
-def dali_threads(s: Sweep, w: Wildcards) -> int:
+def dali_threads(s: Planner, w: Wildcards) -> int:
     return int(s.config["dali"]["num_threads"]) + 1
 
 
-def one_thread(s: Sweep, w: Wildcards) -> int:
+def one_thread(s: Planner, w: Wildcards) -> int:
     return 1
 
 
-def lazy_outputs_jobs(s: Sweep, kind: JobKind, dataset: str) -> list[Job]:
+def lazy_outputs_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
     """The lazy-output diagnostic runs on the staged dataset only."""
     if not s.lazy_enabled or dataset != s.dataset:
         return []
     return [s.job(kind, lib, dataset, {}, s.transforms) for lib in s.libraries_of(kind.regime)]
 
 
-def lazy_outputs_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
+def lazy_outputs_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     return {
         "library": w["library"],
         "transforms": s.transforms,
@@ -373,14 +439,14 @@ def lazy_outputs_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     }
 
 
-def breakdown_jobs(s: Sweep, kind: JobKind, dataset: str) -> list[Job]:
+def breakdown_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
     """One breakdown job per library runs every pipeline (staged dataset only)."""
     if not s.pipelines or dataset != s.dataset:
         return []
     return [s.job(kind, lib, dataset, {}, s.pipeline_names) for lib in s.libraries_of(kind.regime)]
 
 
-def breakdown_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
+def breakdown_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     runs = s.config["pipeline_runs"]
     return {
         "library": w["library"],
@@ -394,7 +460,7 @@ def breakdown_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     }
 
 
-def pipeline_dataloader_jobs(s: Sweep, kind: JobKind, dataset: str) -> list[Job]:
+def pipeline_dataloader_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
     """One job per library x scope x workers runs every pipeline as its recipe."""
     if not s.pipelines or dataset != s.dataset:
         return []
@@ -407,7 +473,7 @@ def pipeline_dataloader_jobs(s: Sweep, kind: JobKind, dataset: str) -> list[Job]
     ]
 
 
-def pipeline_dataloader_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
+def pipeline_dataloader_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     runs = s.config["pipeline_runs"]
     return {
         "scope": w["scope"],
@@ -422,7 +488,7 @@ def pipeline_dataloader_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str,
     }
 
 
-def pipeline_gpu_jobs(s: Sweep, kind: JobKind, dataset: str) -> list[Job]:
+def pipeline_gpu_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
     """One job per library x scope x workers x randomness (the single-transform settings)."""
     if not s.pipelines or dataset != s.dataset:
         return []
@@ -433,7 +499,7 @@ def pipeline_gpu_jobs(s: Sweep, kind: JobKind, dataset: str) -> list[Job]:
     ]
 
 
-def pipeline_dali_jobs(s: Sweep, kind: JobKind, dataset: str) -> list[Job]:
+def pipeline_dali_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
     """One DALI job per variant runs every pipeline."""
     if not s.pipelines or dataset != s.dataset:
         return []
@@ -452,7 +518,7 @@ def _value_bytes(library: str) -> int:
     return adapters.get(library).value_bytes
 
 
-def _working_mb(s: Sweep, library: str, dataset: str, images: int) -> float:
+def _working_mb(s: Planner, library: str, dataset: str, images: int) -> float:
     """A transform's temporaries on the largest of the job's images (augbench.memory)."""
     from augbench import adapters
 
@@ -462,7 +528,7 @@ def _working_mb(s: Sweep, library: str, dataset: str, images: int) -> float:
     return copies * pixels * s.config["channels"] / 2**20
 
 
-def micro_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
+def micro_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     """One pyperf worker at a time holds the job's images (within micro.max_megapixels) twice at
     its peak: the decoded cache and the library's own form of them (float32 for Kornia; and its
     row-major copy for the contiguous layout); a light manager process runs beside it."""
@@ -480,7 +546,7 @@ def micro_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
     )  # fmt: skip
 
 
-def held_images_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
+def held_images_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     """A job holding its images in the library's form and one output per image (the lazy-output
     check; the pipeline breakdown, whose float32 tensor tails need torch). The breakdown times
     every pass in a child forked from the job's process (augbench.engines.pipeline_breakdown),
@@ -515,7 +581,7 @@ def output_pixels(steps: list[Any], pixels: float) -> float:
     return float(pixels)
 
 
-def dataloader_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
+def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     """The main process (torch and the library) holds the memory scope's decoded images (in the
     decode scope too, for its memory-scope companion); every live DataLoader (the regime's, the
     bare loop's, the companion's) has its own forked workers; the loader measured at a time has
@@ -568,7 +634,7 @@ def dataloader_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
     )  # fmt: skip
 
 
-def training_jobs(s: Sweep, kind: JobKind, dataset: str) -> list[Job]:
+def training_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
     """One job per library x worker count, every training recipe (catalog recipes and user
     pipelines) in it."""
     transforms = list(s.config["training"]["transforms"])
@@ -579,7 +645,7 @@ def training_jobs(s: Sweep, kind: JobKind, dataset: str) -> list[Job]:
     ]
 
 
-def training_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
+def training_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     t = s.config["training"]
     transforms = list(t["transforms"])
     used = [p for p in s.pipelines if p["name"] in transforms]
@@ -604,7 +670,7 @@ def training_args(s: Sweep, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     }
 
 
-def training_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
+def training_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     """The DataLoader of the decode scope (forked workers, batches in flight) and the model's
     training state in the main process (policy.TRAINING_MODEL_MB: weights, gradients, momentum
     and activations at the batch size). The state is always counted: the device is chosen when
@@ -630,7 +696,7 @@ def training_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
     )  # fmt: skip
 
 
-def gpu_dataloader_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
+def gpu_dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     """Host side: torch with a CUDA context and the DataLoader's forked workers (batches live
     on the GPU)."""
     from augbench.memory import Footprint
@@ -638,7 +704,7 @@ def gpu_dataloader_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
     return Footprint(w["library"], torch=True, forked=int(w["workers"]), gpu=True)
 
 
-def dali_memory(s: Sweep, kind: JobKind, w: Wildcards) -> Footprint:
+def dali_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     """DALI's pipeline holds its prefetch queue of batches (plus one in flight), each batch in
     its stages' buffers: decoded, augmented (uint8) and the float32 output."""
     from augbench.memory import Footprint

@@ -15,13 +15,12 @@ import json
 import os
 import shlex
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from augbench import allocator, catalog, cost, gpu_recipes, matrix, memory, profile, regimes
 from augbench.policy import DATALOADER_THREADS, MICRO_THREADS, SlowTransformPolicy
-from augbench.regimes import JobKind, Regime
+from augbench.regimes import Job, JobKind, Regime
 from augbench.results import usable_cores
 
 THREAD_POLICIES = {"micro": MICRO_THREADS, "dataloader": DATALOADER_THREADS}
@@ -40,22 +39,6 @@ ALLOCATOR_TABLES = {
 
 class PlanError(ValueError):
     """A configuration the workflow cannot plan; the message names the key to change."""
-
-
-@dataclass(frozen=True)
-class Job:
-    """One planned job of a timed rule."""
-
-    rule: str
-    library: str
-    dataset: str
-    wildcards: tuple[tuple[str, str], ...]
-    outputs: tuple[str, ...]
-    transforms: tuple[str, ...]
-
-    @property
-    def kind(self) -> JobKind:
-        return regimes.KINDS[self.rule]
 
 
 def shards(items: list[str], size: int, prefix: str = "") -> dict[str, list[str]]:

@@ -19,6 +19,7 @@ from augbench.analysis import pipelines as pipeline_tables
 from augbench.analysis import tidy
 from augbench.config import ConfigError, resolve
 from augbench.engines import pipeline_breakdown
+from augbench.pipeline_sources import configured
 from augbench.stopping import StoppingRule
 
 REPO = Path(__file__).resolve().parents[1]
@@ -110,7 +111,7 @@ def test_pipeline_steps_never_join_a_paper_set() -> None:
 
 
 def _shipped(name: str) -> pipelines.Pipeline:
-    return pipelines.load_file(REPO / f"config/pipelines/{name}.yaml")
+    return configured.load_file(REPO / f"config/pipelines/{name}.yaml")
 
 
 @pytest.mark.parametrize(

@@ -18,12 +18,12 @@ from augbench.engines.dataloader.baselines import (
     TRANSPORT_SIZE,
     CroppedLoad,
     DecodeCompanions,
-    DecodeFloor,
     decode_floor,
     fixed_crop,
     measure_baselines,
     measure_transport,
 )
+from augbench.engines.dataloader.decode_floor import DecodeFloor
 from augbench.engines.dataloader.job import main, measure_setting
 from augbench.engines.dataloader.plumbing import (
     EpochSampler,

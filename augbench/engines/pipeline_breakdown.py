@@ -57,7 +57,7 @@ from collections.abc import Callable, Sequence  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from typing import Any  # noqa: E402
 
-from augbench import adapters, allocator, media, pipelines  # noqa: E402
+from augbench import adapters, allocator, media, pipeline_builders, pipelines  # noqa: E402
 from augbench.engines import cli, preflight, skeleton  # noqa: E402
 from augbench.intervals import (  # noqa: E402
     Interval,
@@ -609,8 +609,8 @@ def prepare_pipeline(
         return {pipeline.name: non_ok_row(status, reason, **extra, **fields)}
 
     def build() -> tuple[list[Unit], Any]:
-        units = pipelines.build_units(adapter, pipeline)
-        whole = pipelines.build_whole(adapter, pipeline, units)
+        units = pipeline_builders.build_units(adapter, pipeline)
+        whole = pipeline_builders.build_whole(adapter, pipeline, units)
         return with_input_conversion(adapter, pipeline, units, whole)
 
     try:

@@ -308,13 +308,13 @@ def _apply(rule: _Rule, args: dict[str, Any], where: str) -> pipelines.Step:
     given = rule.convert(args)
     defaults = catalog.CANDIDATES[rule.step].params
     for key, value in given.items():
-        if key not in pipelines.STEP_OPTIONS and not pipelines._shape_ok(defaults[key], value):
+        if key not in pipelines.STEP_OPTIONS and not pipelines.shape_ok(defaults[key], value):
             raise _NoEquivalent(
                 f"{key}={_short(value)} does not have the shape of the catalog {rule.step}'s "
                 f"{_short(defaults[key])}"
             )
     options = {"p": p} if p != 1 else {}
-    return pipelines._step({rule.step: {**given, **options}}, where, False)
+    return pipelines.parse_step({rule.step: {**given, **options}}, where, False)
 
 
 def _class_name(child: Mapping[str, Any]) -> str:

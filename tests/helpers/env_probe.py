@@ -27,7 +27,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from augbench import adapters, catalog, pipelines
+from augbench import adapters, catalog, pipeline_builders, pipelines
 
 
 def native_to_hwc(output: Any) -> tuple[np.ndarray, str, list[int]]:
@@ -108,7 +108,7 @@ def run_mask_case(
             {"name": f"mask_{case['id']}", "targets": ["mask"], "steps": case["steps"]}
         )
         seed_everything(case.get("seed", 0))
-        units = pipelines.build_units(adapter, pipeline)
+        units = pipeline_builders.build_units(adapter, pipeline)
         for _, unit in units:
             own = getattr(unit.fn, "albumentations_transform", None)
             if own is not None:

@@ -83,15 +83,15 @@ sys.path.insert(0, ROOT)
 from augbench.policy import MICRO_THREADS, apply_telemetry_off
 MICRO_THREADS.apply_environment()
 apply_telemetry_off()
-from augbench import adapters, pipelines
+from augbench import adapters, pipeline_builders, pipelines
 request = json.loads(sys.stdin.read())
 adapter = adapters.get(request["library"])
 adapter.import_library()
 MICRO_THREADS.apply_runtime()
 from augbench.engines.pipeline_breakdown import with_input_conversion
 pipeline = pipelines.Pipeline.from_dict(request["pipeline"])
-units = pipelines.build_units(adapter, pipeline)
-whole = pipelines.build_whole(adapter, pipeline, units)
+units = pipeline_builders.build_units(adapter, pipeline)
+whole = pipeline_builders.build_whole(adapter, pipeline, units)
 units, whole = with_input_conversion(adapter, pipeline, units, whole)
 samples = [
     pipelines.prepare(adapter, pipeline, adapter.decode_8bit(path)) for path in request["files"]

@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from augbench import allocator, pipelines  # noqa: E402
+from augbench.pipeline_sources import configured  # noqa: E402
 from augbench.policy import ALLOCATOR_ENV, PRELOADED_ALLOCATORS  # noqa: E402
 
 LIBRARIES = ("albumentationsx", "torchvision", "kornia", "pillow")
@@ -64,7 +65,7 @@ def main() -> int:
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
     config = {"pipelines": sorted(str(f) for f in (ROOT / "config/pipelines").glob("*.yaml"))}
-    defs = pipelines.to_json(pipelines.from_config(config, ROOT))
+    defs = pipelines.to_json(configured.from_config(config, ROOT))
     ms: dict[tuple[str, str, str], list[float]] = {}
     faults: dict[tuple[str, str, str], list[float]] = {}
     envs: dict[tuple[str, str], dict[str, str]] = {}

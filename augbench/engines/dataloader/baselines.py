@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from augbench import adapters, recipes
+from augbench.engines.dataloader.decode_floor import DecodeFloor
 from augbench.engines.dataloader.plumbing import (
     EndlessSampler,
     Recipe,
@@ -67,55 +68,6 @@ def measure_transport(
         "transport_throughput": statistics.median(measured["throughputs"]),
         "transport_throughputs": measured["throughputs"],
     }
-
-
-_FLOOR_DECODE: Callable[[Any], Any] | None = None  # inherited by the forked floor processes
-
-
-def _decode_all(paths: list[Any]) -> int:
-    assert _FLOOR_DECODE is not None
-    for path in paths:
-        _FLOOR_DECODE(path)
-    return len(paths)
-
-
-class DecodeFloor:
-    """Pure decoding of one epoch's files in ``processes`` processes, nothing else.
-
-    One process: a loop in this process. More: forked processes, started (untimed) when the
-    floor is created, each decode 1/processes of the files; the clock spans the submission to the
-    last one finishing. Create it before any DataLoader so the pool forks a process without
-    loader threads; ``close()`` ends the pool.
-    """
-
-    def __init__(self, decode: Callable[[Any], Any], paths: list[Any], processes: int) -> None:
-        global _FLOOR_DECODE
-        _FLOOR_DECODE = decode
-        self.paths = paths
-        self.processes = processes
-        self.chunks = [paths[i::processes] for i in range(processes)]
-        self.pool: Any = None
-        if processes > 1:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
-            context = multiprocessing.get_context("fork")
-            self.pool = ProcessPoolExecutor(processes, mp_context=context)
-            list(self.pool.map(_decode_all, [c[:1] for c in self.chunks]))  # start them all
-
-    def epoch(self) -> tuple[int, float]:
-        """Images decoded and seconds (the shape of ``timing.timed_epoch``)."""
-        start = time.perf_counter()
-        if self.pool is None:
-            done = _decode_all(self.paths)
-        else:
-            done = sum(self.pool.map(_decode_all, self.chunks))
-        return done, time.perf_counter() - start
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown()
-            self.pool = None
 
 
 def decode_floor(

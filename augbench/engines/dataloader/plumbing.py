@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from augbench import adapters, catalog, media, pipelines, recipes
+from augbench import adapters, catalog, media, pipeline_builders, pipelines, recipes
 from augbench.policy import DATALOADER_THREADS
 from augbench.results import usable_cores  # noqa: F401  (the engines import it from here)
 
@@ -167,7 +167,7 @@ def build_recipe(
     """The recipe of ``transform`` (``augbench.recipes``) or of a user pipeline, built from the
     library's own transform objects."""
     if pipeline is not None:  # a user pipeline is the whole recipe, tail included
-        return Recipe(*pipelines.recipe_parts(adapter, pipeline))
+        return Recipe(*pipeline_builders.recipe_parts(adapter, pipeline))
     steps = []
     for name in recipes.steps(transform):
         spec = catalog.get(name)

@@ -27,7 +27,7 @@ from augbench.results import non_ok_row
 from augbench.stopping import StoppingRule, epoch_batches
 
 if TYPE_CHECKING:
-    from augbench.engines.dataloader.baselines import DecodeFloor
+    from augbench.engines.dataloader.decode_floor import DecodeFloor
 
 TIMING_NOTE = (
     "throughput = images / seconds from iter(loader) to the last batch received in the main "

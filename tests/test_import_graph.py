@@ -1,0 +1,90 @@
+"""The package's modules import each other without a circle: no module reaches itself through its
+imports, counting the ones inside functions and those only for type checking (a circle hidden in
+a function is still two modules that each need the other)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+from conftest import REPO
+
+PACKAGE = REPO / "augbench"
+
+
+def module_names() -> dict[str, Path]:
+    names = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return names
+
+
+def imported(name: str, path: Path, modules: dict[str, Path]) -> Iterator[str]:
+    """The package's modules that ``name`` imports anywhere in its file (``from a import b``
+    counts ``a.b`` where that is a module, else ``a``)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets = [f"{base}.{alias.name}" for alias in node.names] + [base]
+        else:
+            continue
+        for target in targets:
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                yield target
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in graph[node]:
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_package_has_no_import_circle() -> None:
+    modules = module_names()
+    graph = {name: set(imported(name, path, modules)) for name, path in modules.items()}
+    # Imports at the top, inside a function, and of a module from its package are all edges.
+    assert "augbench.regimes" in graph["augbench.sweep"]
+    assert "augbench.pipeline_sources.configured" in graph["augbench.config"]
+    assert "augbench.engines.dataloader.decode_floor" in graph["augbench.engines.dataloader.timing"]
+    assert circles(graph) == []
+
+
+def test_a_circle_hidden_in_a_function_is_found() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert circles(graph) == [["a", "b", "c"]]
