@@ -1,8 +1,9 @@
 """Catalog of benchmarked transforms: canonical names, parameters and probability semantics.
 
 The catalog holds *candidates*. Which of them are benchmarked is not hand-kept: a transform is in
-the paper set when at least ``MIN_DIRECT_IMPLEMENTATIONS`` of ``ELIGIBILITY_LIBRARIES`` implement
-it directly, i.e. their adapter (``augbench.adapters.<library>``) declares a mapping to the
+the paper set when at least ``MIN_DIRECT_IMPLEMENTATIONS`` of the libraries that transform images
+on the CPU (:func:`eligibility_libraries`: their declarations' ``cpu_transforms``) implement it
+directly, i.e. their adapter (``augbench.adapters.<library>``) declares a mapping to the
 library's own operation. Adapters convert units and may draw the canonical random parameters
 (Pillow has no random API), but never implement an operation themselves; a library without a
 direct implementation is an ``unsupported`` row. Mappings and mismatch notes are rendered into
@@ -21,8 +22,6 @@ from typing import Any, Literal
 
 Kind = Literal["crop", "geometric", "pixel"]
 
-# The libraries whose direct implementations count towards eligibility (DALI is a separate regime).
-ELIGIBILITY_LIBRARIES: tuple[str, ...] = ("albumentationsx", "torchvision", "kornia", "pillow")
 MIN_DIRECT_IMPLEMENTATIONS = 2
 CHANNEL_SCENARIOS: tuple[int, ...] = (3, 9)
 
@@ -416,12 +415,25 @@ _CANDIDATES: tuple[TransformSpec, ...] = (
 CANDIDATES: dict[str, TransformSpec] = {spec.name: spec for spec in _CANDIDATES}
 
 
-@cache
+def eligibility_libraries() -> tuple[str, ...]:
+    """The libraries whose direct implementations count towards eligibility: those that transform
+    images on the CPU (DALI's operators are a regime of their own)."""
+    # Imported here: the adapters read the catalog only through this module's public functions.
+    from augbench import adapters
+    from augbench.adapters.base import CPU_TRANSFORMS
+
+    return adapters.with_capability(CPU_TRANSFORMS)
+
+
 def _adapters() -> dict[str, Any]:
-    # Imported lazily: adapters read the catalog only through this module's public functions.
+    return _built(eligibility_libraries())
+
+
+@cache  # per set of libraries: a library registered later counts from then on
+def _built(libraries: tuple[str, ...]) -> dict[str, Any]:
     from augbench import adapters
 
-    return {lib: adapters.get(lib) for lib in ELIGIBILITY_LIBRARIES}
+    return {lib: adapters.get(lib) for lib in libraries}
 
 
 def direct_implementations(name: str, channels: int = 3) -> list[str]:
@@ -435,10 +447,14 @@ def direct_implementations(name: str, channels: int = 3) -> list[str]:
     return out
 
 
-@cache
 def eligible(channels: int = 3) -> tuple[str, ...]:
     """The generated transform set of a channel scenario, in catalog order."""
     _check_channels(channels)
+    return _eligible(channels, eligibility_libraries())
+
+
+@cache
+def _eligible(channels: int, libraries: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(
         name
         for name, spec in CANDIDATES.items()

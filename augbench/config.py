@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from augbench import catalog, matrix, policy, regimes, starvation_model
+from augbench import adapters, catalog, matrix, policy, regimes, starvation_model
 from augbench.logs import UserError
 
 PRESETS_DIR = Path("config") / "presets"
@@ -41,7 +41,7 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
 def schema(basedir: Path) -> dict[str, Any]:
     doc = yaml.safe_load((Path(basedir) / SCHEMA_PATH).read_text())
     props = doc["properties"]
-    props["libraries"]["items"]["enum"] = list(matrix.LIBRARIES)
+    props["libraries"]["items"]["enum"] = adapters.names()
     props["regimes"]["items"]["enum"] = list(regimes.NAMES)
     props["resolution_regimes"]["items"]["enum"] = list(regimes.NAMES)
     props["allocators"]["items"]["enum"] = list(policy.ALLOCATOR_SETTINGS)

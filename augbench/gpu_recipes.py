@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from augbench import catalog
+from augbench import adapters, catalog
 from augbench.cuda_env import SKIP_NO_CUDA as SKIP_NO_CUDA  # the skip reason is cuda_env's
 
 # ImageNet statistics, as fractions of 255 (torchvision's Normalize convention).
@@ -49,12 +49,11 @@ GPU_UNSUPPORTED: dict[tuple[str, str], str] = {
     ),
 }
 
-# Randomness modes each gpu_dataloader library can run: Kornia samples per image by design;
-# torchvision's v2 transforms draw one parameter set per call, so both modes exist for it.
-LIBRARY_RANDOMNESS: dict[str, tuple[str, ...]] = {
-    "torchvision": ("per-sample", "batch-shared"),
-    "kornia": ("per-sample",),
-}
+
+def randomness_of(library: str) -> tuple[str, ...]:
+    """The randomness modes the GPU DataLoader can run a library in, its default first (its
+    declaration's ``gpu_randomness``; none for a library without GPU batches)."""
+    return adapters.declared(library).gpu_randomness if library in adapters.names() else ()
 
 
 def check_name(transform: str) -> None:

@@ -16,16 +16,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from augbench import adapters
+from augbench.adapters.base import CPU_TRANSFORMS
 from augbench.policy import DATALOADER_THREADS
 
 REPO = Path(__file__).resolve().parents[1]
-LIBRARIES: tuple[str, ...] = ("albumentationsx", "torchvision", "kornia", "pillow")
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, output: str, batches_per_run: int) -> None:
     """Arguments every such script takes (the inner run gets them forwarded)."""
     parser.add_argument("--manifest", required=True, type=Path)
-    parser.add_argument("--libraries", nargs="+", default=list(LIBRARIES), choices=LIBRARIES)
+    libraries = adapters.with_capability(CPU_TRANSFORMS)
+    parser.add_argument("--libraries", nargs="+", default=list(libraries), choices=libraries)
     parser.add_argument("--num-images", type=int, default=100)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--batches-per-run", type=int, default=batches_per_run)

@@ -1,20 +1,21 @@
-"""Libraries, input layouts, row statuses and the DataLoader job naming. Which libraries a regime
-measures is declared with the regime (augbench/regimes.py)."""
+"""Input layouts, row statuses and the DataLoader job naming. The libraries are their
+declarations (augbench.adapters); which a regime measures follows from their capabilities."""
 
 from __future__ import annotations
 
-LIBRARIES: tuple[str, ...] = ("albumentationsx", "torchvision", "kornia", "pillow", "dali")
+from augbench import adapters
 
 # Input memory layouts of the micro regime (docs/methodology.md). `native` (what the library's
 # own decoder returns) is every library's default; `contiguous` (a row-major copy) is a variant
 # only where the two differ: the tensor libraries, whose decoders return channels-last memory.
 LAYOUTS: tuple[str, ...] = ("native", "contiguous")
-LAYOUT_VARIANT_LIBRARIES: tuple[str, ...] = ("torchvision", "kornia")
 
 
 def layouts_for(library: str, configured: list[str]) -> list[str]:
-    """Configured micro input layouts that apply to ``library`` (always ``native`` first)."""
-    return [lay for lay in configured if lay == "native" or library in LAYOUT_VARIANT_LIBRARIES]
+    """Configured micro input layouts that apply to ``library`` (always ``native`` first): the
+    variants only where its declaration has them (``Adapter.layout_variants``)."""
+    variants = adapters.declared(library).layout_variants
+    return [lay for lay in configured if lay == "native" or variants]
 
 
 STATUSES: tuple[str, ...] = ("ok", "early_stopped", "unsupported", "skipped", "error")

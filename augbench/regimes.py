@@ -34,7 +34,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from augbench import policy
+from augbench import adapters, policy
+from augbench.adapters.base import (
+    CPU_TRANSFORMS,
+    DALI_PIPELINE,
+    GPU_BATCHES,
+    TRAINING_FEED,
+)
 
 if TYPE_CHECKING:
     from augbench.memory import Footprint, ImageSizes
@@ -96,7 +102,8 @@ class JobKind:
     memory: Callable[[Planner, JobKind, Wildcards], Footprint]
     thread_policy: str = ""  # "micro" | "dataloader" | "" (the engine sets its own)
     gpu: bool = False
-    # Wildcard constraints of the rule beyond machine/dataset/library/shard (common.smk).
+    # Wildcard constraints of the rule beyond machine/dataset/shard (common.smk); the library's is
+    # its regime's libraries (wildcard_constraints).
     constraints: Mapping[str, str] = field(default_factory=dict)
     # The config block holding the kind's measuring parameters (the cost model's defaults for a
     # job priced without its own flags: augbench.cost.estimate_jobs).
@@ -123,14 +130,16 @@ class JobKind:
         wildcards = {"allocator": "", **wildcards}
         return self.result.format(machine=machine, dataset=dataset, library=library, **wildcards)
 
+    def wildcard_constraints(self) -> dict[str, str]:
+        """The rule's wildcard constraints: its own, and the libraries its regime measures."""
+        return {**self.constraints, "library": "|".join(BY_NAME[self.regime].libraries)}
+
     def output_pattern(self, **fixed: str) -> str:
         """The result pattern a Snakemake rule declares (``fixed`` fills some wildcards), the
         library and the allocator constrained inline: under a default storage provider an output's
         storage query keeps no global or rule constraint, and the two wildcards are adjacent."""
-        from augbench.matrix import LIBRARIES
-
         names = re.findall(r"\{(\w+)\}", self.result)
-        libraries = self.constraints.get("library", "|".join(LIBRARIES))
+        libraries = self.wildcard_constraints()["library"]
         inline = {
             **{name: f"{{{name}}}" for name in names},
             "library": f"{{library,{libraries}}}",
@@ -152,10 +161,12 @@ class JobKind:
 
 @dataclass(frozen=True)
 class Regime:
-    """A family of rows that are compared with each other, and the job kinds that measure it."""
+    """A family of rows that are compared with each other, and the job kinds that measure it.
+    It measures every library whose declaration has its capability (``needs``, one of
+    augbench.adapters.CAPABILITIES)."""
 
     name: str
-    libraries: tuple[str, ...]
+    needs: str
     kinds: tuple[JobKind, ...]
     gpu: bool = False
     # Tables beyond speedups_<regime> and throughputs_<regime> that `aggregate` writes when the
@@ -163,6 +174,11 @@ class Regime:
     tables: Mapping[str, str] = field(default_factory=dict)
     # Figure families drawn once per regime (figure file <family>_<regime>).
     figures: tuple[str, ...] = ("throughput", "stability")
+
+    @property
+    def libraries(self) -> tuple[str, ...]:
+        """The libraries it measures: those declaring its capability (augbench.adapters)."""
+        return adapters.with_capability(self.needs)
 
 
 @dataclass(frozen=True)
@@ -719,8 +735,6 @@ def dali_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
 
 # -- the declarations ------------------------------------------------------------------------
 
-CPU_LIBRARIES = ("albumentationsx", "torchvision", "kornia", "pillow")
-GPU_LIBRARIES = ("torchvision", "kornia")
 SCOPES = "memory|decode"
 WORKERS = r"\d+"
 RANDOMNESS = "per-sample|batch-shared"
@@ -738,7 +752,7 @@ def _kind(rule: str, regime: str, role: str, result: str, log: str, **rest: Any)
 
 MICRO = Regime(
     "micro",
-    CPU_LIBRARIES,
+    CPU_TRANSFORMS,
     (
         _kind(
             "micro", "micro", "results",
@@ -775,7 +789,7 @@ MICRO = Regime(
 
 CPU_DATALOADER = Regime(
     "cpu_dataloader",
-    CPU_LIBRARIES,
+    CPU_TRANSFORMS,
     (
         _kind(
             "cpu_dataloader", "cpu_dataloader", "results",
@@ -810,7 +824,7 @@ CPU_DATALOADER = Regime(
 
 GPU_DATALOADER = Regime(
     "gpu_dataloader",
-    GPU_LIBRARIES,
+    GPU_BATCHES,
     (
         _kind(
             "gpu_dataloader", "gpu_dataloader", "results",
@@ -820,8 +834,7 @@ GPU_DATALOADER = Regime(
             jobs=gpu_dataloader_jobs, args=gpu_dataloader_args, threads=workers_threads,
             gpu=True, memory=gpu_dataloader_memory,
             memory_fix="lower gpu_dataloader.workers", config_block="gpu_dataloader",
-            constraints={"library": "|".join(GPU_LIBRARIES), "scope": SCOPES,
-                         "workers": WORKERS, "randomness": RANDOMNESS},
+            constraints={"scope": SCOPES, "workers": WORKERS, "randomness": RANDOMNESS},
         ),
         # `_` before the randomness mode: its values contain `-`.
         _kind(
@@ -832,8 +845,7 @@ GPU_DATALOADER = Regime(
             cost="stream", jobs=pipeline_gpu_jobs, args=gpu_dataloader_args,
             threads=workers_threads, gpu=True, memory=gpu_dataloader_memory,
             memory_fix="lower gpu_dataloader.workers",
-            constraints={"library": "|".join(GPU_LIBRARIES), "scope": SCOPES,
-                         "workers": WORKERS, "randomness": RANDOMNESS},
+            constraints={"scope": SCOPES, "workers": WORKERS, "randomness": RANDOMNESS},
         ),
     ),
     gpu=True,
@@ -842,7 +854,7 @@ GPU_DATALOADER = Regime(
 
 DALI = Regime(
     "dali",
-    ("dali",),
+    DALI_PIPELINE,
     (
         _kind(
             "dali", "dali", "results",
@@ -851,7 +863,7 @@ DALI = Regime(
             placement="dali", engine="augbench.engines.dali", cost="stream", jobs=dali_jobs,
             args=dali_args, threads=dali_threads, memory=dali_memory,
             memory_fix="lower dali.batch_size or dali.prefetch_queue_depth", gpu=True,
-            constraints={"library": "dali"}, config_block="dali",
+            config_block="dali",
         ),
         # DALI's CPU backend (device_id=None): a separately labelled variant that runs anywhere,
         # its own rule so that only the GPU variant declares a GPU.
@@ -862,7 +874,6 @@ DALI = Regime(
             placement="dali_cpu", engine="augbench.engines.dali", cost="stream", jobs=dali_jobs,
             args=dali_args, threads=dali_threads, memory=dali_memory,
             memory_fix="lower dali.batch_size or dali.prefetch_queue_depth",
-            constraints={"library": "dali"},
             config_block="dali",
         ),
         _kind(
@@ -872,7 +883,6 @@ DALI = Regime(
             placement="dali", engine="augbench.engines.dali", cost="stream",
             jobs=pipeline_dali_jobs, args=dali_args, threads=dali_threads, memory=dali_memory,
             memory_fix="lower dali.batch_size or dali.prefetch_queue_depth", gpu=True,
-            constraints={"library": "dali"},
         ),
         _kind(
             "pipeline_dali_cpu", "dali", "pipelines",
@@ -881,7 +891,6 @@ DALI = Regime(
             placement="dali_cpu", engine="augbench.engines.dali", cost="stream",
             jobs=pipeline_dali_jobs, args=dali_args, threads=dali_threads, memory=dali_memory,
             memory_fix="lower dali.batch_size or dali.prefetch_queue_depth",
-            constraints={"library": "dali"},
         ),
     ),
     gpu=True,
@@ -890,7 +899,7 @@ DALI = Regime(
 
 TRAINING = Regime(
     "training",
-    (*CPU_LIBRARIES, "dali"),  # DALI feeds the sleep stand-in only (its env has no torch)
+    TRAINING_FEED,
     (
         _kind(
             "training", "training", "results",
@@ -914,8 +923,6 @@ ALL: tuple[Regime, ...] = (MICRO, CPU_DATALOADER, GPU_DATALOADER, DALI, TRAINING
 BY_NAME: dict[str, Regime] = {r.name: r for r in ALL}
 NAMES: tuple[str, ...] = tuple(BY_NAME)
 KINDS: dict[str, JobKind] = {k.rule: k for r in ALL for k in r.kinds}
-# Which libraries a regime can measure (a configured library outside the set is not a row of it).
-REGIME_LIBRARIES: dict[str, tuple[str, ...]] = {r.name: r.libraries for r in ALL}
 
 
 def register(regime: Regime) -> None:
@@ -925,7 +932,6 @@ def register(regime: Regime) -> None:
     BY_NAME[regime.name] = regime
     NAMES = tuple(BY_NAME)
     KINDS.update({k.rule: k for k in regime.kinds})
-    REGIME_LIBRARIES[regime.name] = regime.libraries
 
 
 def unregister(name: str) -> None:
@@ -935,7 +941,6 @@ def unregister(name: str) -> None:
     NAMES = tuple(BY_NAME)
     for k in regime.kinds:
         KINDS.pop(k.rule, None)
-    REGIME_LIBRARIES.pop(name, None)
 
 
 def libraries_for(regime: str, configured: list[str]) -> list[str]:

@@ -150,7 +150,7 @@ class Sweep:
         """(scope, workers, randomness) of the GPU DataLoader: scope memory times batches already
         on the GPU, so it has no workers (one job); the randomness modes the library has."""
         gpu = self.config["gpu_dataloader"]
-        allowed = gpu_recipes.LIBRARY_RANDOMNESS[library]
+        allowed = gpu_recipes.randomness_of(library)
         modes = [r for r in gpu["torchvision_randomness"] if r in allowed] or list(allowed)
         return [
             {"scope": scope, "workers": str(workers), "randomness": mode}

@@ -11,12 +11,6 @@ from typing import Any
 from augbench import adapters, catalog
 
 DOC_PATH = "docs/transforms.md"
-LIBRARY_TITLES = {
-    "albumentationsx": "AlbumentationsX",
-    "torchvision": "torchvision",
-    "kornia": "Kornia",
-    "pillow": "Pillow",
-}
 
 
 def _params(params: dict[str, Any]) -> str:
@@ -38,8 +32,9 @@ def _cell(text: str) -> str:
 
 
 def render() -> str:
-    libs = list(catalog.ELIGIBILITY_LIBRARIES)
+    libs = list(catalog.eligibility_libraries())
     table = {lib: adapters.get(lib) for lib in libs}
+    title = {lib: table[lib].title for lib in libs}
     rgb, nine = catalog.names(3), catalog.names(9)
     not_eligible = [n for n in catalog.CANDIDATES if n not in rgb]
     out: list[str] = [
@@ -50,7 +45,7 @@ def render() -> str:
         "",
         "**Eligibility rule (code: `augbench.catalog.eligible`).** A candidate transform is in the "
         f"paper set when at least {catalog.MIN_DIRECT_IMPLEMENTATIONS} of "
-        f"{', '.join(LIBRARY_TITLES[lib] for lib in libs)} implement it *directly*: the "
+        f"{', '.join(title[lib] for lib in libs)} implement it *directly*: the "
         "library has the operation, and the adapter only converts units and, where the library "
         "has no random API (Pillow, some torchvision functionals), draws the canonical random "
         "parameters. A library without a direct implementation is an `unsupported` row with the "
@@ -71,7 +66,7 @@ def render() -> str:
         "have at most 4 bands).",
         "",
         "| transform | kind | random | "
-        + " | ".join(LIBRARY_TITLES[lib] for lib in libs)
+        + " | ".join(title[lib] for lib in libs)
         + " | 9-channel |",
         "|---|---|---|" + "---|" * len(libs) + "---|",
     ]
@@ -90,7 +85,7 @@ def render() -> str:
         "",
         "**Inputs and materialization.** Each library is timed on its native input, the "
         "object its own decoder returns: "
-        + "; ".join(f"{LIBRARY_TITLES[lib]}: {table[lib].native_format}" for lib in libs)
+        + "; ".join(f"{title[lib]}: {table[lib].native_format}" for lib in libs)
         + ". The timed scope ends with `materialize(output, input)`: the output is copied only "
         "where it shares the input's memory or is not dense (a view), in its own dimension "
         "order, never relaid out ([methodology](methodology.md)).",
@@ -139,10 +134,10 @@ def _section(name: str, libs: list[str], table: dict[str, adapters.Adapter]) -> 
         mapping = adapter.mappings.get(name)
         if mapping is None:
             reason = _cell(adapter.unsupported_reason(name))
-            lines.append(f"| {LIBRARY_TITLES[lib]} | unsupported | {reason} |")
+            lines.append(f"| {adapter.title} | unsupported | {reason} |")
             continue
         note = mapping.note
         if mapping.multichannel:
             note = (note + " " if note else "") + "Any channel count (9-channel scenario)."
-        lines.append(f"| {LIBRARY_TITLES[lib]} | `{_cell(mapping.call)}` | {_cell(note)} |")
+        lines.append(f"| {adapter.title} | `{_cell(mapping.call)}` | {_cell(note)} |")
     return [*lines, ""]

@@ -18,6 +18,7 @@ tests/test_image_envs.py runs this script in an empty prefix for all five librar
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -26,18 +27,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from augbench import matrix  # noqa: E402
+from augbench import adapters  # noqa: E402
 from augbench.provision import ensure_env  # noqa: E402
 
 # What each env must import to be usable (the import name differs from the distribution name).
-IMPORTS = {
-    "driver": "snakemake, snakemake_executor_plugin_googlebatch, snakemake_storage_plugin_gcs",
-    "albumentationsx": "albumentations, cv2",
-    "torchvision": "torch, torchvision",
-    "kornia": "torch, kornia",
-    "pillow": "PIL.Image",
-    "dali": "nvidia.dali",
-}
+DRIVER_IMPORTS = "snakemake, snakemake_executor_plugin_googlebatch, snakemake_storage_plugin_gcs"
+
+
+def import_check(name: str) -> str:
+    """Code that imports what an env is for: the driver's plugins, or a library as its adapter
+    imports it (``Adapter.import_library``)."""
+    if name == "driver":
+        return f"import {DRIVER_IMPORTS}"
+    return f"from augbench import adapters; adapters.get({name!r}).import_library()"
 
 
 def env_dir(prefix: Path, name: str) -> Path:
@@ -48,7 +50,10 @@ def build(prefix: Path, name: str, python: str) -> dict:
     lock = REPO / "envs" / f"{name}.txt"
     report = ensure_env(name, lock, env_dir(prefix, name), python)
     start = time.perf_counter()
-    subprocess.run([report["python"], "-c", f"import {IMPORTS[name]}"], check=True)
+    subprocess.run(
+        [report["python"], "-c", import_check(name)], check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
     report["import_seconds"] = time.perf_counter() - start
     return report
 
@@ -56,8 +61,8 @@ def build(prefix: Path, name: str, python: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--prefix", type=Path, required=True, help="e.g. /opt/augbench in the image")
-    p.add_argument("--libraries", nargs="+", default=list(matrix.LIBRARIES),
-                   choices=matrix.LIBRARIES)  # fmt: skip
+    p.add_argument("--libraries", nargs="+", default=adapters.names(),
+                   choices=adapters.names())  # fmt: skip
     p.add_argument("--no-driver", action="store_true", help="library venvs only")
     p.add_argument("--python", default=sys.executable, help="interpreter the venvs are made from")
     args = p.parse_args(argv)

@@ -40,7 +40,7 @@ def test_adapter_maps_only_catalog_transforms_with_a_readable_call(library: str)
 
 
 def test_every_micro_library_has_an_adapter() -> None:
-    assert set(regimes.REGIME_LIBRARIES["micro"]) <= set(adapters.names())
+    assert set(regimes.BY_NAME["micro"].libraries) <= set(adapters.names())
 
 
 def test_every_transform_is_supported_by_at_least_two_libraries() -> None:
@@ -73,7 +73,7 @@ def test_every_paper_transform_is_eligible() -> None:
     for name in catalog.names():
         libs = catalog.direct_implementations(name)
         assert len(libs) >= catalog.MIN_DIRECT_IMPLEMENTATIONS, (name, libs)
-        assert set(libs) <= set(catalog.ELIGIBILITY_LIBRARIES)
+        assert set(libs) <= set(catalog.eligibility_libraries())
 
 
 def test_the_original_22_names_stay_in_the_paper_set() -> None:
@@ -102,7 +102,7 @@ def test_nine_channel_set_is_generated_from_multichannel_mappings() -> None:
     for name in catalog.names(3):
         libs = [
             lib
-            for lib in catalog.ELIGIBILITY_LIBRARIES
+            for lib in catalog.eligibility_libraries()
             if (m := adapters.get(lib).mappings.get(name)) is not None and m.multichannel
         ]
         assert (name in nine) == (len(libs) >= catalog.MIN_DIRECT_IMPLEMENTATIONS), name

@@ -26,7 +26,7 @@ from augbench import adapters, catalog, pipelines
 pytestmark = pytest.mark.envs
 
 REPO = Path(__file__).resolve().parents[1]
-LIBRARIES = catalog.ELIGIBILITY_LIBRARIES
+LIBRARIES = catalog.eligibility_libraries()
 RANDOM_CALLS = 3
 # Discrete draws (1 of 3 channels, 1 of 4 rotations) repeat by chance: more calls for those.
 DISCRETE_CALLS = {"ChannelDropout": 8, "ChannelShuffle": 8, "RandomRotate90": 8}

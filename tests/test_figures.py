@@ -9,20 +9,21 @@ import pandas as pd
 import pytest
 from synthetic import multi_regime, row
 
+from augbench import adapters
 from augbench.analysis import compare, diagnostics, figures, groups, summary
 from augbench.analysis.figures import coverage as coverage_fig
 from augbench.analysis.figures import cpu_gpu, scaling, style
 from augbench.analysis.figures import winners as winners_fig
 from augbench.analysis.tidy import COLUMNS
-from augbench.matrix import LIBRARIES
 from augbench.regimes import NAMES as REGIMES
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def test_every_library_has_its_own_fixed_color() -> None:
-    assert set(style.LIBRARY_COLORS) == set(LIBRARIES)
-    assert len(set(style.LIBRARY_COLORS.values())) == len(LIBRARIES)
+    colors = [style.library_color(library) for library in adapters.names()]
+    assert len(set(colors)) == len(colors) and style.UNKNOWN_LIBRARY_COLOR not in colors
+    assert style.library_color("not-a-library") == style.UNKNOWN_LIBRARY_COLOR
 
 
 @pytest.mark.parametrize("name", figures.NAMES)

@@ -85,8 +85,9 @@ def test_recipe_strings_and_shapes(
 
 
 def test_kornia_is_per_sample_only_and_torchvision_has_both_modes() -> None:
-    assert gpu_recipes.LIBRARY_RANDOMNESS["kornia"] == ("per-sample",)
-    assert set(gpu_recipes.LIBRARY_RANDOMNESS["torchvision"]) == set(gpu_recipes.RANDOMNESS)
+    assert gpu_recipes.randomness_of("kornia") == ("per-sample",)
+    assert set(gpu_recipes.randomness_of("torchvision")) == set(gpu_recipes.RANDOMNESS)
+    assert gpu_recipes.randomness_of("pillow") == ()
 
 
 # -- stream timer ---------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import snakemake_runner
 import yaml
 
 from augbench import cost, memory, plan, regimes, sweep
+from augbench.adapters.base import CPU_TRANSFORMS
 from augbench.config import deep_merge, resolve
 
 REPO = Path(__file__).resolve().parents[1]
@@ -125,7 +126,7 @@ def _dummy_jobs(s: sweep.Sweep, kind: regimes.JobKind, dataset: str) -> list[swe
 
 DUMMY = regimes.Regime(
     "dummy",
-    ("pillow",),
+    CPU_TRANSFORMS,
     (
         regimes.JobKind(
             rule="dummy", regime="dummy", role="results",
@@ -148,7 +149,7 @@ def dummy_regime():
 
 
 def test_a_registered_regime_is_planned_costed_and_tabled(dummy_regime) -> None:
-    cfg = config("smoke", regimes=["micro", "dummy"])
+    cfg = config("smoke", regimes=["micro", "dummy"], libraries=["pillow", "dali"])
     s = sweep.Sweep(cfg, "d")
     jobs = [j for j in s.jobs() if j.rule == "dummy"]
     assert [j.outputs for j in jobs] == [("results/raw/m/d/dummy/pillow/s000.json",)]
@@ -238,7 +239,7 @@ def test_rules_constrain_library_and_allocator_inline() -> None:
         found = re.search(r"\{library,([^}]*)\}\{allocator,([^}]*)\}", pattern)
         library, allocator = found.groups()
         assert "?" not in library + allocator
-        lib = "dali" if kind.constraints.get("library") == "dali" else "kornia"
+        lib = regimes.BY_NAME[kind.regime].libraries[0]
         both = re.compile(f"(?P<library>{library})(?P<allocator>{allocator})")
         assert both.fullmatch(lib).group("library", "allocator") == (lib, "")
         setting = both.fullmatch(f"{lib}+glibc-steady").group("library", "allocator")

@@ -28,7 +28,7 @@ from augbench.stopping import epoch_batches
 
 pytestmark = pytest.mark.workflow
 
-SMOKE = smoke_settings(regimes.REGIME_LIBRARIES["cpu_dataloader"], ["micro", "cpu_dataloader"])
+SMOKE = smoke_settings(regimes.BY_NAME["cpu_dataloader"].libraries, ["micro", "cpu_dataloader"])
 DL = SMOKE["cpu_dataloader"]
 DECODERS = {
     "albumentationsx": "cv2.imread",

@@ -24,7 +24,7 @@ from augbench import matrix, regimes
 
 pytestmark = pytest.mark.workflow
 
-SMOKE = smoke_settings(regimes.REGIME_LIBRARIES["micro"], ["micro"])
+SMOKE = smoke_settings(regimes.BY_NAME["micro"].libraries, ["micro"])
 STATUSES = set(matrix.STATUSES)
 
 

@@ -17,21 +17,21 @@ import pandas as pd
 import pytest
 from conftest import SMOKE_CONFIG, SMOKE_PIPELINES, WorkflowRun, copy_of, smoke_settings
 
-from augbench import matrix, regimes
+from augbench import adapters, regimes
 from augbench.cuda_env import SKIP_NO_CUDA
 from augbench.policy import PIPELINE_HARNESS_TOLERANCE
 
 pytestmark = pytest.mark.workflow
 
 SMOKE = smoke_settings(
-    matrix.LIBRARIES,
+    adapters.names(),
     ["micro", "cpu_dataloader", "gpu_dataloader", "dali"],
     pipelines=list(SMOKE_PIPELINES),
 )
 PIPELINES = [p["name"] for p in SMOKE["pipeline_definitions"]]
 RUNS = SMOKE["pipeline_runs"]
-CPU_LIBRARIES = regimes.libraries_for("micro", list(matrix.LIBRARIES))
-GPU_LIBRARIES = regimes.libraries_for("gpu_dataloader", list(matrix.LIBRARIES))
+CPU_LIBRARIES = regimes.libraries_for("micro", adapters.names())
+GPU_LIBRARIES = regimes.libraries_for("gpu_dataloader", adapters.names())
 
 
 COMPOSE_CALLS = {

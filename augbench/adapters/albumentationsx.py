@@ -15,7 +15,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from augbench.adapters.base import (
+    CPU_TRANSFORMS,
     MASK_THRESHOLD,
+    TRAINING_FEED,
     Adapter,
     Composed,
     Mapping,
@@ -47,6 +49,9 @@ def _cv2_flag(name: str) -> int:
 
 class AlbumentationsXAdapter(Adapter):
     name = "albumentationsx"
+    title = "AlbumentationsX"
+    color = "#0072B2"
+    capabilities = frozenset({CPU_TRANSFORMS, TRAINING_FEED})
     distribution = "albumentationsx"
     recorded_distributions = ("albucore", "opencv-python-headless", "numpy", "torch", "pyperf")
     native_format = "numpy HWC uint8 (RGB)"

@@ -44,10 +44,33 @@ class Mapping:
     multichannel: bool = False
 
 
-class Adapter:
-    """One benchmarked library."""
+# What a library can be measured doing: each regime takes the libraries with its capability
+# (augbench.regimes.Regime.needs), so a library joins a regime by declaring it here, nowhere else.
+CPU_TRANSFORMS = "cpu_transforms"  # transforms on decoded images in the CPU process (micro, ...)
+GPU_BATCHES = "gpu_batches"  # transforms on batches already on the GPU (gpu_dataloader)
+DALI_PIPELINE = "dali_pipeline"  # its own pipelines of decode and operators (dali)
+TRAINING_FEED = "training_feed"  # a loader that feeds the training regime's step
+CAPABILITIES = (CPU_TRANSFORMS, GPU_BATCHES, DALI_PIPELINE, TRAINING_FEED)
 
+
+class Adapter:
+    """One benchmarked library: its declaration (class attributes, read on the driver without
+    importing the library) and its mappings and operations (in the library's env)."""
+
+    # -- the declaration -------------------------------------------------------------------------
     name: str = ""
+    title: str = ""  # how tables, figures and docs name it
+    color: str = ""  # its color in every figure (Okabe-Ito: colorblind-safe)
+    capabilities: frozenset[str] = frozenset()  # of CAPABILITIES: the regimes that measure it
+    # Whether micro's input-layout variants apply (augbench.matrix.LAYOUTS): its decoder's memory
+    # layout differs from a row-major copy.
+    layout_variants: bool = False
+    # The GPU DataLoader's randomness modes it can run, its default first.
+    gpu_randomness: tuple[str, ...] = ()
+    # Its env (envs/<name>.in -> envs/<name>.txt, tools/maintenance/lock_envs.py) is resolved on
+    # its own rather than jointly with the others' shared packages (numpy, torch, pillow): for a
+    # library whose requirements conflict with theirs (its own CUDA stack, say).
+    locked_alone: bool = False
     distribution: str = ""  # PyPI distribution whose version identifies the library
     # Distributions whose versions are recorded with every result row.
     recorded_distributions: tuple[str, ...] = ("numpy", "torch", "pillow", "pyperf")

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from augbench.adapters.base import Adapter, Mapping
+from augbench.adapters.base import DALI_PIPELINE, TRAINING_FEED, Adapter, Mapping
 
 
 @dataclass(frozen=True)
@@ -157,6 +157,11 @@ def _jpeg(p: dict[str, Any]) -> Any:
 
 class DaliAdapter(Adapter):
     name = "dali"
+    title = "NVIDIA DALI"
+    color = "#E69F00"
+    # Its loader feeds the sleep stand-in only (its env has no torch for a model step).
+    capabilities = frozenset({DALI_PIPELINE, TRAINING_FEED})
+    locked_alone = True  # its own CUDA stack
     distribution = "nvidia-dali-cuda120"
     recorded_distributions = (
         "numpy",

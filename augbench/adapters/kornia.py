@@ -14,7 +14,16 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from augbench.adapters.base import MASK_THRESHOLD, Adapter, Composed, Mapping, Transform
+from augbench.adapters.base import (
+    CPU_TRANSFORMS,
+    GPU_BATCHES,
+    MASK_THRESHOLD,
+    TRAINING_FEED,
+    Adapter,
+    Composed,
+    Mapping,
+    Transform,
+)
 
 
 def _to_unit_float(image: Any) -> Any:
@@ -30,6 +39,11 @@ def _k(factory: str, *args: Any, **kwargs: Any) -> Transform:
 
 class KorniaAdapter(Adapter):
     name = "kornia"
+    title = "Kornia"
+    color = "#009E73"
+    capabilities = frozenset({CPU_TRANSFORMS, GPU_BATCHES, TRAINING_FEED})
+    layout_variants = True  # its decoder returns channels-last memory
+    gpu_randomness = ("per-sample",)  # its augmentations sample per image by design
     distribution = "kornia"
     recorded_distributions = ("kornia-rs", "torch", "torchvision", "numpy", "pyperf")
     value_bytes = 4  # float32

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from augbench.adapters.base import Adapter, Mapping, Transform
+from augbench.adapters.base import CPU_TRANSFORMS, TRAINING_FEED, Adapter, Mapping, Transform
 
 
 def _image_module() -> Any:
@@ -160,6 +160,9 @@ def _channel_shuffle() -> Transform:
 
 class PillowAdapter(Adapter):
     name = "pillow"
+    title = "Pillow"
+    color = "#CC79A7"
+    capabilities = frozenset({CPU_TRANSFORMS, TRAINING_FEED})
     distribution = "pillow"
     recorded_distributions = ("numpy", "torch", "pyperf")
     native_format = "PIL.Image RGB"

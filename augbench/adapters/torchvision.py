@@ -16,6 +16,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from augbench.adapters.base import (
+    CPU_TRANSFORMS,
+    GPU_BATCHES,
+    TRAINING_FEED,
     Adapter,
     Composed,
     Mapping,
@@ -44,6 +47,12 @@ def _warp(factory: str, *args: Any, **kwargs: Any) -> Transform:
 
 class TorchvisionAdapter(Adapter):
     name = "torchvision"
+    title = "torchvision"
+    color = "#D55E00"
+    capabilities = frozenset({CPU_TRANSFORMS, GPU_BATCHES, TRAINING_FEED})
+    layout_variants = True  # its decoder returns channels-last memory
+    # v2 transforms draw one parameter set per call: per image (a loop) or one per batch.
+    gpu_randomness = ("per-sample", "batch-shared")
     distribution = "torchvision"
     recorded_distributions = ("torch", "numpy", "pillow", "pyperf")
     # uint8 tensors, but colour and blur transforms compute in float32 (the memory model).

@@ -15,15 +15,17 @@ from pathlib import Path
 
 import pandas as pd
 
+from augbench import adapters
 from augbench.analysis.tidy import GROUP_COLUMNS
-from augbench.matrix import LIBRARIES, STATUSES
+from augbench.matrix import STATUSES
 from augbench.regimes import NAMES as REGIME_NAMES
 
 
 def library_order(libraries: list[str] | set[str] | pd.Series) -> list[str]:
-    """Libraries in the matrix order (stable across figures), unknown ones after, sorted."""
+    """Libraries in their declarations' order (stable across figures), unknown ones after,
+    sorted."""
     present = {str(lib) for lib in libraries}
-    known = [lib for lib in LIBRARIES if lib in present]
+    known = [lib for lib in adapters.names() if lib in present]
     return known + sorted(present - set(known))
 
 

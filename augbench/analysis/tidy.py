@@ -10,11 +10,11 @@ from typing import Any
 
 import pandas as pd
 
-from augbench import quietness, regimes
+from augbench import adapters, quietness, regimes
 from augbench.allocator import DEFAULT_SETTING, setting_of
 from augbench.allocator import label as allocator_label
 from augbench.analysis.dataloader import add_baselines
-from augbench.matrix import LIBRARIES, STATUSES
+from augbench.matrix import STATUSES
 
 # Columns every tidy table has, in this order; extra keys found in rows are appended after them.
 COLUMNS: tuple[str, ...] = (
@@ -106,11 +106,11 @@ def _infer_library(meta: dict[str, Any], path: Path) -> str:
     if meta.get("library"):
         return str(meta["library"])
     stem = path.stem.lower()
-    for lib in LIBRARIES:
+    for lib in adapters.names():
         if stem.startswith(lib) or f"_{lib}_" in stem:
             return lib
     versions = meta.get("library_versions") or {}
-    for lib in LIBRARIES:
+    for lib in adapters.names():
         if lib in versions:
             return lib
     return next(iter(versions), "unknown")

@@ -47,13 +47,12 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 from augbench import adapters, catalog, cuda_env, gpu_recipes, layout, pipelines  # noqa: E402
-from augbench.adapters.base import MASK_THRESHOLD  # noqa: E402
+from augbench.adapters.base import GPU_BATCHES, MASK_THRESHOLD  # noqa: E402
 from augbench.engines import cli, skeleton  # noqa: E402
 from augbench.engines.streaming import StreamPlan, run_stream  # noqa: E402
 from augbench.policy import SlowTransformPolicy  # noqa: E402
 
 REGIME = "gpu_dataloader"
-LIBRARY_RANDOMNESS = gpu_recipes.LIBRARY_RANDOMNESS
 NORMALIZE_CALL = "Normalize on the device (torchvision ToDtype+Normalize, Kornia /255+K.Normalize)"
 DECODER = "torchvision.io.decode_image(read_file(path), RGB) in DataLoader workers"
 
@@ -61,7 +60,7 @@ DECODER = "torchvision.io.decode_image(read_file(path), RGB) in DataLoader worke
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = cli.engine_parser(
         __doc__,
-        library=sorted(LIBRARY_RANDOMNESS),
+        library=sorted(adapters.with_capability(GPU_BATCHES)),
         values=True,
         warmups=True,
         pipelines_run="that pipeline's steps on the device",
@@ -79,10 +78,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.scope == "memory" and args.workers != 0:
         p.error("--scope memory times batches already on the device: it uses no workers, pass 0")
-    if args.randomness not in LIBRARY_RANDOMNESS[args.library]:
+    allowed = gpu_recipes.randomness_of(args.library)
+    if args.randomness not in allowed:
         p.error(
             f"--randomness {args.randomness} is not available for {args.library}; "
-            f"allowed: {list(LIBRARY_RANDOMNESS[args.library])}"
+            f"allowed: {list(allowed)}"
         )
     return args
 

@@ -342,7 +342,7 @@ def gpu_feed(
     from augbench.engines import gpu_dataloader as gpu
 
     pipeline = args.pipelines.get(name)
-    randomness = gpu_recipes.LIBRARY_RANDOMNESS[library][0]
+    randomness = gpu_recipes.randomness_of(library)[0]
     if pipeline is not None:
         body, _ = pipelines.gpu_steps(pipeline)
         crop = gpu_recipes.pipeline_worker_crop(body, args.worker_crop)
@@ -523,7 +523,7 @@ def feed_row(
     if args.library == "dali":
         return dali_row(args, adapter, name, feed, items, accelerator)
     if feed == "gpu":
-        if args.library not in gpu_recipes.LIBRARY_RANDOMNESS:
+        if not gpu_recipes.randomness_of(args.library):
             return non_ok_row(
                 "unsupported",
                 f"{args.library} has no GPU augmentation path (the GPU feed runs torchvision "

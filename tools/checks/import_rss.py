@@ -35,7 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from augbench import matrix  # noqa: E402
+from augbench import adapters  # noqa: E402
+from augbench.adapters.base import CPU_TRANSFORMS  # noqa: E402
 
 PROBE = """
 import json, resource, sys
@@ -138,7 +139,7 @@ def main() -> int:
     args = p.parse_args()
     found: dict[str, tuple[float, float]] = {}
     manager = 0.0
-    for library in matrix.LIBRARIES:
+    for library in adapters.names():
         python = args.envs_dir / library / "bin" / "python"
         if not python.exists():
             print(f"# {library}: no venv at {python}; skipped")
@@ -155,9 +156,9 @@ def main() -> int:
     print("}")
     print(f"MANAGER_RSS_MB = {manager:.0f}.0")
     copies = {}
-    for library in matrix.LIBRARIES:
+    for library in adapters.names():
         python = args.envs_dir / library / "bin" / "python"
-        if library == "dali" or not python.exists():
+        if CPU_TRANSFORMS not in adapters.declared(library).capabilities or not python.exists():
             continue
         code = WORKING.format(root=str(ROOT), library=library, side=args.working_px)
         copies[library] = run_probe(python, code)

@@ -24,8 +24,12 @@ ROOT = Path(__file__).resolve().parents[2]
 ENVS = ROOT / "envs"
 PYTHON_VERSION = "3.11"
 PLATFORM = "x86_64-manylinux_2_28"
-# Libraries locked jointly; DALI has its own CUDA stack and is locked on its own.
-JOINT = ("albumentationsx", "torchvision", "kornia", "pillow")
+sys.path.insert(0, str(ROOT))
+
+from augbench import adapters  # noqa: E402
+
+# Libraries locked jointly: all but those whose declarations lock them alone.
+JOINT = tuple(name for name in adapters.names() if not adapters.declared(name).locked_alone)
 
 
 def uv() -> str:

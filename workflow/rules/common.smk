@@ -12,7 +12,7 @@ sys.path.insert(0, workflow.basedir)
 # process would compile its imports again, 2-3 s apiece (docs/results/bytecode-amd-epyc-2c.md).
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
-from augbench import matrix, regimes, slurm, sweep  # noqa: E402
+from augbench import adapters, matrix, regimes, slurm, sweep  # noqa: E402
 from augbench import pipelines as user_pipelines  # noqa: E402
 from augbench.config import resolve  # noqa: E402
 from augbench.logs import exit_on_user_error, exit_with  # noqa: E402
@@ -34,7 +34,7 @@ CLOUD = config["cloud"]
 
 wildcard_constraints:
     machine=MACHINE.replace(".", r"\."),
-    library="|".join(matrix.LIBRARIES),
+    library="|".join(adapters.names()),
     shard=r"(contiguous-)?(c9)?s\d{3}",
     allocator=regimes.ALLOCATOR_PATTERN,
     n=r"\d+",
@@ -275,7 +275,7 @@ def timed_params(rule, output_flag="--output"):
 
 
 def timed_constraints(rule):
-    return dict(regimes.KINDS[rule].constraints)
+    return regimes.KINDS[rule].wildcard_constraints()
 
 
 # -- what the sweep produces --------------------------------------------------------------------

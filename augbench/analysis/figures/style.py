@@ -18,17 +18,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
+from augbench import adapters
 from augbench.analysis.groups import library_order, regime_order
 
-# Colorblind-safe (Okabe-Ito) colors, one per library, fixed for every figure.
-LIBRARY_COLORS: dict[str, str] = {
-    "albumentationsx": "#0072B2",
-    "torchvision": "#D55E00",
-    "kornia": "#009E73",
-    "pillow": "#CC79A7",
-    "dali": "#E69F00",
-}
-UNKNOWN_LIBRARY_COLOR = "#555555"
+UNKNOWN_LIBRARY_COLOR = "#555555"  # a library no declaration names (rows of an older run)
 
 STATUS_COLORS: dict[str, str] = {
     "ok": "#4C9F70",
@@ -68,7 +61,10 @@ plt.rcParams.update(RC)
 
 
 def library_color(library: str) -> str:
-    return LIBRARY_COLORS.get(str(library), UNKNOWN_LIBRARY_COLOR)
+    """A library's color in every figure: its declaration's (``Adapter.color``)."""
+    if str(library) not in adapters.names():
+        return UNKNOWN_LIBRARY_COLOR
+    return adapters.declared(str(library)).color or UNKNOWN_LIBRARY_COLOR
 
 
 @dataclass(frozen=True)
