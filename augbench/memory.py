@@ -19,11 +19,14 @@ exists, from the embedded default archive's deterministic sizes, or (an archive 
 from ``dataset.assumed_image_size``, a conservative assumption the plan names.
 
 Per-process constants (interpreter, augbench, the library, torch where the engine needs it) are
-measured by tools/checks/import_rss.py and kept in augbench.policy (``IMPORT_RSS_MB``).
+measured by tools/checks/import_rss.py and kept in augbench.policy (``IMPORT_RSS_MB``); a
+transform's temporaries, per library and transform, by the same tool in ``working_copies.json``
+beside this module (:func:`working_copies`).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -34,6 +37,30 @@ from typing import Any
 from augbench import policy
 
 MB = 2**20
+# A transform's temporaries on one image at their peak, in copies of the image at the library's
+# working dtype (adapters' working_value_bytes), per library and catalog transform: fitted by
+# tools/checks/import_rss.py in processes of their own (one synthetic image; the file names its
+# machine, date and size), never on the workflow runs the model is checked against.
+WORKING_COPIES_FILE = Path(__file__).with_name("working_copies.json")
+
+
+@functools.cache
+def _fitted_copies() -> dict[str, dict[str, float]]:
+    return json.loads(WORKING_COPIES_FILE.read_text())["copies"]
+
+
+def working_copies(library: str, transforms: Iterable[str] | None = None) -> float:
+    """Copies of one image a job's transforms need beside it at their peak: the largest over
+    ``transforms`` (None: over every transform the fit has for the library). A transform the fit
+    lacks counts as the library's largest; a library it lacks, as the largest of any library."""
+    fitted = _fitted_copies()
+    table = fitted.get(library) or {
+        f"{lib}:{name}": copies for lib, found in fitted.items() for name, copies in found.items()
+    }
+    largest = max(table.values())
+    if transforms is None:
+        return largest
+    return max((table.get(name, largest) for name in transforms), default=largest)
 
 
 @dataclass(frozen=True)

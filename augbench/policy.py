@@ -282,20 +282,6 @@ TRAINING_MODEL_MB: dict[str, float] = {"resnet18": 601.0, "resnet50": 3467.0, "s
 CUDA_CONTEXT_HOST_MB = 2500.0
 
 
-# A transform's temporaries on one image at their peak, in copies of the image at the
-# library's working dtype (adapters' working_value_bytes), per library: the largest over every
-# catalog transform the library implements. Fitted by tools/checks/import_rss.py in processes of
-# their own (one synthetic 2048 px RGB image per library, amd-epyc-2c, 2026-11-26), never on the
-# workflow runs the memory model is checked against (tools/checks/cost_validation.py); the
-# transform that set each is named.
-WORKING_IMAGE_COPIES: dict[str, float] = {
-    "albumentationsx": 69.0,  # ThinPlateSpline
-    "torchvision": 15.0,  # GaussianBlur
-    "kornia": 32.0,  # MedianBlur
-    "pillow": 3.0,  # GaussianBlur
-}
-
-
 @dataclass(frozen=True)
 class MemoryHeadroom:
     """A job's predicted memory is ``model x factor + mb``: allocator slack and page-cache

@@ -200,7 +200,7 @@ class Job:
 
 class Planner(Protocol):
     """What a kind's functions (``jobs``, ``args``, ``threads``, ``memory``) read of a run's plan:
-    the resolved config and what the plan derives from it. ``augbench.sweep.Planner`` is the one
+    the resolved config and what the plan derives from it. ``augbench.sweep.Sweep`` is the one
     implementation; the declarations depend on this much of it and nothing more."""
 
     config: Mapping[str, Any]
@@ -534,13 +534,15 @@ def _value_bytes(library: str) -> int:
     return adapters.get(library).value_bytes
 
 
-def _working_mb(s: Planner, library: str, dataset: str, images: int) -> float:
-    """A transform's temporaries on the largest of the job's images (augbench.memory)."""
-    from augbench import adapters
+def _working_mb(
+    s: Planner, library: str, dataset: str, images: int, transforms: list[str] | None = None
+) -> float:
+    """The temporaries of the job's most demanding transform (None: any the library has) on the
+    largest of its images (augbench.memory.working_copies)."""
+    from augbench.memory import working_copies
 
     pixels = max(s.sizes[dataset].first(max(images, 1)) or [0])
-    fitted = policy.WORKING_IMAGE_COPIES
-    copies = fitted.get(library, max(fitted.values())) * adapters.get(library).working_value_bytes
+    copies = working_copies(library, transforms) * adapters.declared(library).working_value_bytes
     return copies * pixels * s.config["channels"] / 2**20
 
 
@@ -553,12 +555,14 @@ def micro_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     images = s.micro_images(w["dataset"])
     # The contiguous layout's row-major copy replaces a view (torchvision: a uint8 copy more) or
     # a float32 copy (Kornia: one image at a time): one more byte per value.
-    contiguous = micro_layout(w["shard"]) != "native"
+    layout = micro_layout(w["shard"])
+    contiguous = layout != "native"
+    transforms = s.micro_shards[w["shard"].removeprefix(_layout_prefix(layout))]
     return Footprint(
         w["library"], images=images, pixels=s.mean_pixels(w["dataset"], images),
         channels=s.config["channels"], copies=1 + _value_bytes(w["library"]) + contiguous,
         extra_mb=policy.MANAGER_RSS_MB,
-        working_mb=_working_mb(s, w["library"], w["dataset"], images),
+        working_mb=_working_mb(s, w["library"], w["dataset"], images, transforms),
     )  # fmt: skip
 
 

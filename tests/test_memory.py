@@ -355,3 +355,32 @@ def test_only_a_job_that_keeps_images_in_memory_holds_them() -> None:
     assert in_memory.pixels == 4032 * 3024  # the assumed size (no sizes given)
     assert (decoded.images, decoded.image_mb, decoded.forked) == (0, 0.0, 1 + 2)
     assert memory.predict(in_memory).mem_mb > memory.predict(decoded).mem_mb
+
+
+def test_a_micro_job_counts_the_temporaries_of_its_own_transforms(paper: sweep.Sweep) -> None:
+    """The working copies are the most demanding transform of the job's shard, not of the
+    library: AlbumentationsX's ThinPlateSpline needs far more than a flip."""
+    fitted = json.loads(memory.WORKING_COPIES_FILE.read_text())
+    assert fitted["image_px"] >= 1024 and set(fitted["copies"]) >= {"albumentationsx", "pillow"}
+    albx = fitted["copies"]["albumentationsx"]
+    assert memory.working_copies("albumentationsx") == max(albx.values())
+    assert memory.working_copies("albumentationsx", ["HorizontalFlip"]) == albx["HorizontalFlip"]
+    assert memory.working_copies("albumentationsx", ["HorizontalFlip", "ThinPlateSpline"]) == max(
+        albx["HorizontalFlip"], albx["ThinPlateSpline"]
+    )
+    # A transform the fit lacks counts as the library's largest; a library it lacks, as anyone's.
+    assert memory.working_copies("albumentationsx", ["NotFitted"]) == max(albx.values())
+    largest = max(c for found in fitted["copies"].values() for c in found.values())
+    assert memory.working_copies("not-fitted") == largest
+    # In the plan: two micro jobs of one library at 2048 px differ by their shards' transforms.
+    kind = regimes.KINDS["micro"]
+    jobs = [
+        j for j in paper.jobs()
+        if j.rule == "micro" and j.library == "albumentationsx" and "r2048" in j.dataset
+    ]  # fmt: skip
+    working = {
+        j.transforms: kind.memory(paper, kind, paper.wildcards_of(j)).working_mb for j in jobs
+    }
+    with_spline = [mb for names, mb in working.items() if "ThinPlateSpline" in names]
+    without = [mb for names, mb in working.items() if "ThinPlateSpline" not in names]
+    assert with_spline and without and max(without) < min(with_spline)

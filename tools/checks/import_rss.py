@@ -5,10 +5,10 @@ measured run; docs/cost_validation.tsv):
 - ``IMPORT_RSS_MB``, ``MANAGER_RSS_MB``: the resident memory of a fresh interpreter in each
   library's venv after importing augbench and the library (its adapter's ``import_library``), and
   after torch too;
-- ``WORKING_IMAGE_COPIES``: a transform's temporaries on one image, in copies of the image at
-  the library's working dtype: per library, every catalog transform it implements on one
-  synthetic ``--working-px`` square RGB image, the largest growth of the process's peak resident
-  memory over the decoded image's size (a fresh process per library);
+- ``augbench/working_copies.json`` (written): a transform's temporaries on one image, in copies
+  of the image at the library's working dtype: per library and catalog transform it implements,
+  on one synthetic ``--working-px`` square RGB image, the growth of the peak resident memory of
+  a child forked for that transform alone, over the image's size (the largest of ``--repeats``);
 - ``TRAINING_MODEL_MB``: the training regime's model state in the main process at batch 32 (the
   torchvision env): the peak resident memory a fresh process gains from building the model and
   its SGD optimizer and running training steps on a batch, as the training engine does on the CPU
@@ -16,7 +16,7 @@ measured run; docs/cost_validation.tsv):
 
     uv run python tools/checks/import_rss.py [--envs-dir .venvs] [--repeats 3]
 
-Prints the numbers as the policy's literals, with the machine and date, to paste into
+Prints the other numbers as the policy's literals, with the machine and date, to paste into
 augbench/policy.py after a lock change (envs/*.txt). Each value is the largest of ``--repeats``
 fresh processes (ru_maxrss, MiB).
 """
@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import math
 import platform
 import subprocess
 import sys
@@ -37,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from augbench import adapters  # noqa: E402
 from augbench.adapters.base import CPU_TRANSFORMS  # noqa: E402
+from augbench.memory import WORKING_COPIES_FILE  # noqa: E402
 
 PROBE = """
 import json, resource, sys
@@ -59,7 +59,7 @@ print(json.dumps({{"alone": alone, "torch": rss()}}))
 
 
 WORKING = """
-import json, resource, sys
+import json, os, resource, sys, tempfile
 sys.path.insert(0, {root!r})
 from augbench.policy import MICRO_THREADS
 MICRO_THREADS.apply_environment()
@@ -74,24 +74,32 @@ side = {side}
 rng = np.random.default_rng(0)
 image = adapter.from_array(rng.integers(0, 256, (side, side, 3), dtype=np.uint8))
 held = side * side * 3 * adapter.working_value_bytes
-# Temporaries are freed between transforms, so the process's peak grows to the largest
-# transform's: the growth over the image's own peak, in images, and who set it.
-baseline = peak()
-grew, name = 0, ""
+# One forked child per transform: a child's peak starts at what it shares with this process
+# (the library, the image), so its growth is that transform's temporaries alone, in images.
+found = {{}}
 for transform in catalog.names():
     if not adapter.supports(transform):
         continue
     spec = catalog.get(transform)
-    try:
-        fn = adapter.build(spec.name, spec.params)
-        before = peak()
-        out = adapter.materialize(fn(image), image)
-        del out
-    except Exception:
-        continue
-    if peak() - before > grew:
-        grew, name = peak() - before, transform
-print(json.dumps({{"copies": (peak() - baseline) / held, "transform": name}}))
+    with tempfile.NamedTemporaryFile("r", suffix=".json") as out:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                fn = adapter.build(spec.name, spec.params)
+                before = peak()
+                result = adapter.materialize(fn(image), image)
+                del result
+                grew = (peak() - before) / held
+            except Exception:
+                grew = None
+            with open(out.name, "w") as fh:
+                json.dump(grew, fh)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        grew = json.loads(open(out.name).read() or "null")
+    if grew is not None:
+        found[transform] = round(grew, 2)
+print(json.dumps(found))
 """
 
 TRAINING = """
@@ -136,7 +144,18 @@ def main() -> int:
     p.add_argument("--envs-dir", type=Path, default=ROOT / ".venvs")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--working-px", type=int, default=2048, help="side of the working-copy image")
+    p.add_argument("--working-copies-only", action="store_true",
+                   help="fit and write augbench/working_copies.json, nothing else")  # fmt: skip
     args = p.parse_args()
+    if not args.working_copies_only:
+        print_process_constants(args)
+    fit_working_copies(args)
+    if not args.working_copies_only:
+        print_training_state(args)
+    return 0
+
+
+def print_process_constants(args: argparse.Namespace) -> None:
     found: dict[str, tuple[float, float]] = {}
     manager = 0.0
     for library in adapters.names():
@@ -155,20 +174,30 @@ def main() -> int:
         print(f'    "{library}": ({alone:.0f}.0, {torch:.0f}.0),')
     print("}")
     print(f"MANAGER_RSS_MB = {manager:.0f}.0")
-    copies = {}
+
+
+def fit_working_copies(args: argparse.Namespace) -> None:
+    copies: dict[str, dict[str, float]] = {}
     for library in adapters.names():
         python = args.envs_dir / library / "bin" / "python"
         if CPU_TRANSFORMS not in adapters.declared(library).capabilities or not python.exists():
             continue
         code = WORKING.format(root=str(ROOT), library=library, side=args.working_px)
-        copies[library] = run_probe(python, code)
-        print(f"# {library}: {copies[library]['copies']:.2f} copies "
-              f"({copies[library]['transform']}, {args.working_px} px)")  # fmt: skip
+        runs = [run_probe(python, code) for _ in range(args.repeats)]
+        copies[library] = {name: max(r[name] for r in runs) for name in runs[0]}
+        worst = max(copies[library], key=copies[library].get)
+        print(f"# {library}: {len(copies[library])} transforms, up to "
+              f"{copies[library][worst]:.2f} copies ({worst}, {args.working_px} px)")  # fmt: skip
     if copies:
-        print("WORKING_IMAGE_COPIES: dict[str, float] = {")
-        for library, fit in copies.items():
-            print(f'    "{library}": {math.ceil(fit["copies"])}.0,  # {fit["transform"]}')
-        print("}")
+        WORKING_COPIES_FILE.write_text(json.dumps({
+            "machine": platform.node(), "processor": platform.processor() or platform.machine(),
+            "date": datetime.date.today().isoformat(), "tool": "tools/checks/import_rss.py",
+            "image_px": args.working_px, "repeats": args.repeats, "copies": copies,
+        }, indent=1, sort_keys=True) + "\n")  # fmt: skip
+        print(f"# wrote {WORKING_COPIES_FILE.relative_to(ROOT)}")
+
+
+def print_training_state(args: argparse.Namespace) -> None:
     python = args.envs_dir / "torchvision" / "bin" / "python"
     if python.exists():
         states = {}
@@ -179,7 +208,6 @@ def main() -> int:
         print(f"# training state at batch 32 on the CPU: {inputs}")
         fitted = ", ".join(f'"{m}": {v:.0f}.0' for m, v in states.items())
         print(f'TRAINING_MODEL_MB: dict[str, float] = {{{fitted}, "sleep": 0.0}}')
-    return 0
 
 
 if __name__ == "__main__":
