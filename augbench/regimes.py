@@ -708,9 +708,12 @@ def training_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     if t["model"] == "resnet50":  # on a CPU machine: ~2.5x resnet18's training state
         model = "resnet50"
     gpu = "gpu" in s.config["cloud"]["regimes"].get(kind.placement, {})
+    declared = adapters.declared(w["library"])
+    # A library with its own pipeline loader (DALI) runs its workers as threads, not forks.
+    own_loader = DALI_PIPELINE in declared.capabilities
     return Footprint(
-        w["library"], torch=w["library"] != "dali",
-        forked=0 if w["library"] == "dali" else workers,  # DALI's workers are threads
+        w["library"], torch=declared.env_has_torch,
+        forked=0 if own_loader else workers,
         batches_mb=in_flight * recipes.OUTPUT_SIZE**2 * 12.0 / 2**20,  # float32 224 px
         extra_mb=policy.TRAINING_MODEL_MB[model] * batch / 32, gpu=gpu,
     )  # fmt: skip

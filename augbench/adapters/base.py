@@ -71,6 +71,9 @@ class Adapter:
     # its own rather than jointly with the others' shared packages (numpy, torch, pillow): for a
     # library whose requirements conflict with theirs (its own CUDA stack, say).
     locked_alone: bool = False
+    # Whether its env installs torch: a model step and torch's DataLoader (forked workers) run
+    # there. A library with its own pipeline loader (DALI: threads) may lack it.
+    env_has_torch: bool = True
     distribution: str = ""  # PyPI distribution whose version identifies the library
     # Distributions whose versions are recorded with every result row.
     recorded_distributions: tuple[str, ...] = ("numpy", "torch", "pillow", "pyperf")
@@ -268,6 +271,25 @@ class Adapter:
         """The library's own Normalize + ToTensor: native image -> float32 3xHxW torch tensor,
         ``(x / 255 - mean) / std`` per channel. Built once per recipe, applied per sample."""
         raise NotImplementedError
+
+    # -- GPU batches (capability gpu_batches: gpu_dataloader, the training regime's GPU feed) --
+    # Each returns ``(apply, description)``: ``apply(uint8 BCHW batch on the device)`` gives the
+    # normalized float32 batch (with a mask target: (images, masks) in and out).
+    def gpu_recipe(
+        self, built: Transform | None, call: str, randomness: str, device: Any,
+        mean: list[float], std: list[float],
+    ) -> tuple[Callable[[Any], Any], str]:  # fmt: skip
+        """One built catalog transform (None: the identity recipe, Normalize only) on the
+        batch, in the ``randomness`` mode (augbench.gpu_recipes), then Normalize."""
+        raise NotImplementedError(f"{self.name} transforms no batches on a GPU")
+
+    def gpu_pipeline(
+        self, built: list[Transform], calls: str, mask: bool, randomness: str, device: Any,
+        mean: list[float], std: list[float],
+    ) -> tuple[Callable[[Any], Any], str]:  # fmt: skip
+        """A user pipeline's built steps on the batch in the library's own container, then its
+        Normalize (``mean``, ``std``)."""
+        raise NotImplementedError(f"{self.name} transforms no batches on a GPU")
 
 
 class RandomApply:

@@ -162,6 +162,7 @@ class DaliAdapter(Adapter):
     # Its loader feeds the sleep stand-in only (its env has no torch for a model step).
     capabilities = frozenset({DALI_PIPELINE, TRAINING_FEED})
     locked_alone = True  # its own CUDA stack
+    env_has_torch = False
     distribution = "nvidia-dali-cuda120"
     recorded_distributions = (
         "numpy",

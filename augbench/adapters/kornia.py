@@ -8,6 +8,7 @@ pixels equal torchvision's ``decode_image`` / 255 exactly (checked on the defaul
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -302,6 +303,113 @@ class KorniaAdapter(Adapter):
 
         apply.kornia_module = normalize  # type: ignore[attr-defined]  # joins a composition
         return apply
+
+    # -- GPU batches (gpu_dataloader, the training regime's GPU feed) -------------------------
+    def gpu_recipe(
+        self, built: Transform | None, call: str, randomness: str, device: Any,
+        mean: list[float], std: list[float],
+    ) -> tuple[Callable[[Any], Any], str]:  # fmt: skip
+        import torch
+
+        normalize = _gpu_normalize(mean, std, device)
+        if built is None:
+
+            def apply_identity(batch: Any) -> Any:
+                return normalize(batch.float().div_(255.0))
+
+            return apply_identity, "identity: batch/255 -> K.Normalize"
+        # Most mappings are nn.Modules (moved with .to); a few are plain functions
+        # (kornia.filters.unsharp_mask), which follow their input's device by themselves.
+        module = built.to(device) if isinstance(built, torch.nn.Module) else built
+        # Random Kornia augmentations default to same_on_batch=False (per-image parameters);
+        # deterministic ones (Resize, CenterCrop) report True, which changes nothing for them.
+        same = getattr(module, "same_on_batch", None)
+
+        def apply(batch: Any) -> Any:
+            return normalize(module(batch.float().div_(255.0)))
+
+        return apply, f"{call} (same_on_batch={same}) on batch/255 -> K.Normalize"
+
+    def gpu_pipeline(
+        self, built: list[Transform], calls: str, mask: bool, randomness: str, device: Any,
+        mean: list[float], std: list[float],
+    ) -> tuple[Callable[[Any], Any], str]:  # fmt: skip
+        import torch
+
+        normalize = _gpu_normalize(mean, std, device)
+        modules = [t.to(device) if isinstance(t, torch.nn.Module) else t for t in built]
+        # The library's own container (K.AugmentationSequential) with Normalize as its last
+        # member, called once per batch; plain function steps fall back to a loop below.
+        sequence = self.compose([*modules, normalize], mask=mask).obj
+        if isinstance(sequence, _augmentation().AugmentationSequential):
+            return _sequence_apply(sequence, mask, calls)
+        if mask:
+            return self._mask_apply(modules, normalize, calls)
+
+        def apply(batch: Any) -> Any:
+            x = batch.float().div_(255.0)
+            for module in modules:
+                x = module(x)
+            return normalize(x)
+
+        return apply, f"batch/255 -> {calls} (same_on_batch=False) -> K.Normalize"
+
+    def _mask_apply(
+        self, modules: list[Any], normalize: Any, calls: str
+    ) -> tuple[Callable[[Any], Any], str]:
+        """Each step through Kornia's own joint call, as the CPU regimes' mask units
+        (``with_mask``: ``AugmentationSequential(step, data_keys=["input", "mask"])``), the mask
+        a float32 Bx1xHxW batch; plain functions leave the mask alone."""
+        steps = [(module, self.with_mask(module)) for module in modules]
+
+        def apply(batch: Any) -> Any:
+            images, masks = batch
+            images, masks = images.float().div_(255.0), masks.float()
+            for module, joint in steps:
+                if joint is None:
+                    images = module(images)
+                else:
+                    images, masks = joint(images, masks)
+            return normalize(images), masks
+
+        return apply, (
+            f"(batch/255, mask) -> {calls} (each K.AugmentationSequential(step, "
+            "data_keys=['input', 'mask']), same_on_batch=False) -> K.Normalize on the images"
+        )
+
+
+def _augmentation() -> Any:
+    import kornia.augmentation as K
+
+    return K
+
+
+def _gpu_normalize(mean: list[float], std: list[float], device: Any) -> Any:
+    import torch
+
+    return _k("Normalize", mean=torch.tensor(mean), std=torch.tensor(std)).to(device)
+
+
+def _sequence_apply(sequence: Any, mask: bool, calls: str) -> tuple[Callable[[Any], Any], str]:
+    """A Kornia pipeline as one ``K.AugmentationSequential`` on device batches (images scaled to
+    [0, 1] first); with a mask target the batch is (images, masks) and so is the result."""
+    keys = "['input', 'mask']" if mask else "['input']"
+    described = (
+        f"batch/255 -> K.AugmentationSequential({calls} -> K.Normalize, data_keys={keys}) "
+        "(same_on_batch=False)"
+    )
+    if mask:
+
+        def apply_with_mask(batch: Any) -> Any:
+            images, masks = batch
+            return tuple(sequence(images.float().div_(255.0), masks.float()))
+
+        return apply_with_mask, described
+
+    def apply(batch: Any) -> Any:
+        return sequence(batch.float().div_(255.0))
+
+    return apply, described
 
 
 ELASTIC_REFERENCE_SIDE = 512

@@ -9,6 +9,7 @@ regime's ``contiguous`` layout variant shows the row-major alternative).
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -234,6 +235,51 @@ class TorchvisionAdapter(Adapter):
             "Compose",
             [_tv("ToDtype", torch.float32, scale=True), _tv("Normalize", list(mean), list(std))],
         )
+
+    # -- GPU batches (gpu_dataloader, the training regime's GPU feed) -------------------------
+    def gpu_recipe(
+        self, built: Transform | None, call: str, randomness: str, device: Any,
+        mean: list[float], std: list[float],
+    ) -> tuple[Callable[[Any], Any], str]:  # fmt: skip
+        normalize = _gpu_normalize(mean, std)
+        if built is None:
+            return normalize, "identity: ToDtype -> Normalize"
+        return _batch_apply(built, call, randomness, normalize)
+
+    def gpu_pipeline(
+        self, built: list[Transform], calls: str, mask: bool, randomness: str, device: Any,
+        mean: list[float], std: list[float],
+    ) -> tuple[Callable[[Any], Any], str]:  # fmt: skip
+        # The library's own container around the steps (Normalize stays separate: the
+        # randomness modes apply the steps per sample or per batch, Normalize per batch).
+        chain = _tv("Compose", built)
+        return _batch_apply(chain, f"v2.Compose([{calls}]) ", randomness, _gpu_normalize(mean, std))
+
+
+def _gpu_normalize(mean: list[float], std: list[float]) -> Transform:
+    import torch
+
+    return _tv("Compose", [_tv("ToDtype", torch.float32, scale=True), _tv("Normalize", mean, std)])
+
+
+def _batch_apply(
+    fn: Callable[[Any], Any], call: str, randomness: str, normalize: Callable[[Any], Any]
+) -> tuple[Callable[[Any], Any], str]:
+    """v2 transforms draw one parameter set per call: ``per-sample`` calls ``fn`` once per
+    image, ``batch-shared`` once on the batch; then ToDtype + Normalize."""
+    import torch
+
+    if randomness == "per-sample":
+
+        def apply(batch: Any) -> Any:
+            return normalize(torch.stack([fn(image) for image in batch]))
+
+        return apply, f"torch.stack([{call}(img) for img in batch]) -> ToDtype -> Normalize"
+
+    def apply_shared(batch: Any) -> Any:
+        return normalize(fn(batch))
+
+    return apply_shared, f"{call}(batch) -> ToDtype -> Normalize"
 
 
 def _call(compose: Any, image: Any) -> Any:

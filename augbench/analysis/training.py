@@ -30,6 +30,8 @@ from typing import Any
 
 import pandas as pd
 
+from augbench import adapters
+from augbench.adapters.base import DALI_PIPELINE
 from augbench.analysis.faults import is_bound
 from augbench.analysis.starvation import batch_mb, handover_s
 from augbench.analysis.tidy import decoded, number
@@ -140,8 +142,12 @@ def _why_no_supply(row: pd.Series) -> str | None:
             "the GPU feed's loader (workers cutting uint8 crops, the recipe on the device) is "
             "measured by no other regime"
         )
-    if row.get("library") == "dali":
-        return "DALI's loader runs in the training process's own threads; no other job measures it"
+    library = str(row.get("library"))
+    if library in adapters.names() and DALI_PIPELINE in adapters.declared(library).capabilities:
+        title = adapters.declared(library).title
+        return (
+            f"{title}'s loader runs in the training process's own threads; no other job measures it"
+        )
     return None
 
 

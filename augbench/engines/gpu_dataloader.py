@@ -158,169 +158,47 @@ def make_loader(dataset: CropDataset, plan: StreamPlan, workers: int, pin_memory
 
 
 # -- device side ----------------------------------------------------------------------------------
-def torchvision_batch_fn(
-    fn: Callable[[Any], Any], call: str, randomness: str, normalize: Callable[[Any], Any]
-) -> tuple[Callable[[Any], Any], str]:
-    """torchvision's v2 transforms draw one parameter set per call: ``per-sample`` calls ``fn``
-    once per image, ``batch-shared`` once on the batch; then ToDtype + Normalize."""
-    import torch
-
-    if randomness == "per-sample":
-
-        def apply(batch: Any) -> Any:
-            return normalize(torch.stack([fn(image) for image in batch]))
-
-        return apply, f"torch.stack([{call}(img) for img in batch]) -> ToDtype -> Normalize"
-
-    def apply_shared(batch: Any) -> Any:
-        return normalize(fn(batch))
-
-    return apply_shared, f"{call}(batch) -> ToDtype -> Normalize"
-
-
 def build_gpu_apply(
     library: str, transform: str, randomness: str, device: Any
 ) -> tuple[Callable[[Any], Any], str]:
-    """``apply(uint8 BCHW batch on device) -> normalized float32 BCHW`` and its description.
+    """``apply(uint8 BCHW batch on device) -> normalized float32 BCHW`` and its description: the
+    library's adapter builds it (``Adapter.gpu_recipe``).
 
     Raises ``adapters.Unsupported`` when the library has no mapping for ``transform``.
     """
-    import torch
-
-    identity = transform == gpu_recipes.IDENTITY
-    adapter = adapters.get(library)
-    if not identity:
-        params = catalog.get(transform).params
-        t = adapter.build(transform, params)
-        call = adapter.mappings[transform].call
+    adapter = _gpu_adapter(library)
     mean, std = list(gpu_recipes.NORMALIZE_MEAN), list(gpu_recipes.NORMALIZE_STD)
-    if library == "torchvision":
-        import torchvision.transforms.v2 as T
-
-        normalize = T.Compose([T.ToDtype(torch.float32, scale=True), T.Normalize(mean, std)])
-        if identity:
-            return normalize, "identity: ToDtype -> Normalize"
-        return torchvision_batch_fn(t, call, randomness, normalize)
-
-    if library == "kornia":
-        import kornia.augmentation as K
-
-        normalize_k = K.Normalize(mean=torch.tensor(mean), std=torch.tensor(std)).to(device)
-        if identity:
-
-            def apply_identity(batch: Any) -> Any:
-                return normalize_k(batch.float().div_(255.0))
-
-            return apply_identity, "identity: batch/255 -> K.Normalize"
-        # Most mappings are nn.Modules (moved with .to); a few are plain functions
-        # (kornia.filters.unsharp_mask), which follow their input's device by themselves.
-        module = t.to(device) if isinstance(t, torch.nn.Module) else t
-        # Random Kornia augmentations default to same_on_batch=False (per-image parameters);
-        # deterministic ones (Resize, CenterCrop) report True, which changes nothing for them.
-        same = getattr(module, "same_on_batch", None)
-
-        def apply_kornia(batch: Any) -> Any:
-            return normalize_k(module(batch.float().div_(255.0)))
-
-        return apply_kornia, f"{call} (same_on_batch={same}) on batch/255 -> K.Normalize"
-    raise ValueError(f"{library} is not part of the {REGIME} regime")
+    if transform == gpu_recipes.IDENTITY:
+        return adapter.gpu_recipe(None, "", randomness, device, mean, std)
+    built = adapter.build(transform, catalog.get(transform).params)
+    call = adapter.mappings[transform].call
+    return adapter.gpu_recipe(built, call, randomness, device, mean, std)
 
 
 def build_pipeline_apply(
     library: str, pipeline: pipelines.Pipeline, randomness: str, device: Any
 ) -> tuple[Callable[[Any], Any], str]:
     """As :func:`build_gpu_apply` for a user pipeline: its steps (each ``Adapter.build`` with the
-    pipeline's parameters, in order) then its Normalize (the step's mean/std) on the device.
+    pipeline's parameters, in order) then its Normalize (the step's mean/std) on the device
+    (``Adapter.gpu_pipeline``).
 
     Raises ``adapters.Unsupported`` when the library has no mapping for a step.
     """
-    import torch
-
-    adapter = adapters.get(library)
+    adapter = _gpu_adapter(library)
     body, tail = pipelines.gpu_steps(pipeline)
     if tail is None:
         raise ValueError(f"pipeline {pipeline.name} does not end with Normalize")
     built = [adapter.build_step(step.name, step.params, step.options) for step in body]
     calls = " -> ".join(str(pipelines.step_call(adapter, step)) for step in body)
     mean, std = list(tail.params["mean"]), list(tail.params["std"])
-    if library == "torchvision":
-        import torchvision.transforms.v2 as T
-
-        normalize = T.Compose([T.ToDtype(torch.float32, scale=True), T.Normalize(mean, std)])
-
-        # The library's own container around the steps (Normalize stays separate: the
-        # randomness modes apply the steps per sample or per batch, Normalize per batch).
-        chain = T.Compose(built)
-        return torchvision_batch_fn(chain, f"v2.Compose([{calls}]) ", randomness, normalize)
-    if library == "kornia":
-        import kornia.augmentation as K
-
-        normalize_k = K.Normalize(mean=torch.tensor(mean), std=torch.tensor(std)).to(device)
-        modules = [t.to(device) if isinstance(t, torch.nn.Module) else t for t in built]
-        mask = "mask" in pipeline.targets
-        # The library's own container (K.AugmentationSequential) with Normalize as its last
-        # member, called once per batch; plain function steps fall back to a loop below.
-        sequence = adapter.compose([*modules, normalize_k], mask=mask).obj
-        if isinstance(sequence, K.AugmentationSequential):
-            return kornia_sequence_apply(sequence, mask, calls)
-        if mask:
-            return kornia_mask_apply(adapter, modules, normalize_k, calls)
-
-        def apply_kornia(batch: Any) -> Any:
-            x = batch.float().div_(255.0)
-            for module in modules:
-                x = module(x)
-            return normalize_k(x)
-
-        return apply_kornia, f"batch/255 -> {calls} (same_on_batch=False) -> K.Normalize"
-    raise ValueError(f"{library} is not part of the {REGIME} regime")
+    mask = "mask" in pipeline.targets
+    return adapter.gpu_pipeline(built, calls, mask, randomness, device, mean, std)
 
 
-def kornia_sequence_apply(
-    sequence: Any, mask: bool, calls: str
-) -> tuple[Callable[[Any], Any], str]:
-    """A Kornia pipeline as one ``K.AugmentationSequential`` on device batches (images scaled to
-    [0, 1] first); with a mask target the batch is (images, masks) and so is the result."""
-    keys = "['input', 'mask']" if mask else "['input']"
-    described = (
-        f"batch/255 -> K.AugmentationSequential({calls} -> K.Normalize, data_keys={keys}) "
-        "(same_on_batch=False)"
-    )
-    if mask:
-
-        def apply_with_mask(batch: Any) -> Any:
-            images, masks = batch
-            out_images, out_masks = sequence(images.float().div_(255.0), masks.float())
-            return out_images, out_masks
-
-        return apply_with_mask, described
-
-    def apply(batch: Any) -> Any:
-        return sequence(batch.float().div_(255.0))
-
-    return apply, described
-
-
-def kornia_mask_apply(
-    adapter: adapters.Adapter, modules: list[Any], normalize: Any, calls: str
-) -> tuple[Callable[[Any], Any], str]:
-    """A Kornia pipeline with a mask target on device batches: each step through Kornia's own
-    joint call, the CPU regimes' units (``pipelines.MaskUnit``: ``Adapter.with_mask``, i.e.
-    ``AugmentationSequential(step, data_keys=["input", "mask"])``), the mask a float32 Bx1xHxW
-    batch; returns (normalized images, masks). Plain functions leave the mask alone."""
-    units = [pipelines.MaskUnit(adapter, module) for module in modules]
-
-    def apply(batch: Any) -> Any:
-        images, masks = batch
-        sample = {"image": images.float().div_(255.0), "mask": masks.float()}
-        for unit in units:
-            sample = unit(sample)
-        return normalize(sample["image"]), sample["mask"]
-
-    return apply, (
-        f"(batch/255, mask) -> {calls} (each K.AugmentationSequential(step, "
-        "data_keys=['input', 'mask']), same_on_batch=False) -> K.Normalize on the images"
-    )
+def _gpu_adapter(library: str) -> adapters.Adapter:
+    if GPU_BATCHES not in adapters.declared(library).capabilities:
+        raise ValueError(f"{library} is not part of the {REGIME} regime")
+    return adapters.get(library)
 
 
 def resident_batches(

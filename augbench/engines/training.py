@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from augbench import adapters, catalog
+from augbench.adapters.base import DALI_PIPELINE
 from augbench.engines import cli, skeleton
 from augbench.engines.dataloader.plumbing import (
     EpochSampler,
@@ -520,7 +521,7 @@ def feed_row(
     """One recipe through one feed: its measured row, or the row that says why not."""
     from augbench import gpu_recipes
 
-    if args.library == "dali":
+    if DALI_PIPELINE in adapter.capabilities:  # its own pipeline loader, not torch's
         return dali_row(args, adapter, name, feed, items, accelerator)
     if feed == "gpu":
         if not gpu_recipes.randomness_of(args.library):
@@ -628,10 +629,10 @@ def main(argv: list[str] | None = None) -> int:
             thread_settings["main_process"] = DATALOADER_THREADS.apply_runtime()
             device = choose_device(args.device)
             sleep = SLEEP.match(args.accelerator)
-            if not sleep and args.library == "dali":
+            if not sleep and not adapter.env_has_torch:
                 unsupported = (
-                    "the DALI env has no torch (DALI is locked with its own CUDA stack), so no "
-                    "model steps there; DALI feeds the sleep:<ms> stand-in"
+                    f"the {adapter.title} env has no torch (it is locked on its own), so no "
+                    f"model steps there; {adapter.title} feeds the sleep:<ms> stand-in"
                 )
             accelerator = (
                 sleep_accelerator(float(sleep["ms"]))

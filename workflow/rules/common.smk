@@ -14,6 +14,7 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 from augbench import adapters, matrix, regimes, slurm, sweep  # noqa: E402
 from augbench import pipelines as user_pipelines  # noqa: E402
+from augbench.pipeline_sources import torchvision_module  # noqa: E402
 from augbench.config import resolve  # noqa: E402
 from augbench.logs import exit_on_user_error, exit_with  # noqa: E402
 from augbench.resize import configured_datasets  # noqa: E402
@@ -198,6 +199,8 @@ def benchmark_env_inputs(wildcards):
 
 # Pipelines given as package.module:attribute (a torchvision v2 Compose): resolved into steps in
 # the torchvision env before any pipeline job (augbench/pipeline_sources/torchvision_module.py).
+# The library whose env imports them (the format's own: its pipeline source's LIBRARY).
+MODULE_PIPELINE_LIBRARY = torchvision_module.LIBRARY
 MODULE_PIPELINES = user_pipelines.module_refs(
     [user_pipelines.Pipeline.from_dict(p) for p in SWEEP.pipelines]
 )

@@ -10,7 +10,7 @@
 # not a Compose, is written as an error: every library's rows then say so, nothing else stops.
 rule resolve_pipeline:
     input:
-        env=ancient(env_marker("torchvision")),
+        env=ancient(env_marker(MODULE_PIPELINE_LIBRARY)),
     output:
         resolved="results/pipelines/resolved/{pipeline}.json",
     log:
@@ -19,10 +19,10 @@ rule resolve_pipeline:
         "benchmarks/setup/resolve_pipeline/{pipeline}.tsv"
     localrule: True
     conda:
-        "../../envs/torchvision.yaml"
+        f"../../envs/{MODULE_PIPELINE_LIBRARY}.yaml"
     params:
         ref=lambda wildcards: MODULE_PIPELINES[wildcards.pipeline],
-        python=str(Path(venv_dir("torchvision")) / "bin" / "python"),
+        python=str(Path(venv_dir(MODULE_PIPELINE_LIBRARY)) / "bin" / "python"),
         root=workflow.basedir,
     shell:
         "PYTHONPATH={params.root:q} {params.python:q} -m "
