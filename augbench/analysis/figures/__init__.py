@@ -8,6 +8,7 @@ matplotlib: the workflow reads ``NAMES`` while it builds its job graph, the summ
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from augbench import regimes
@@ -16,21 +17,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from augbench.analysis.figures.style import Drawn
-
-# Per-regime families come from the regime declarations (augbench/regimes.py).
-NAMES: tuple[str, ...] = (
-    "winners_by_regime",
-    *(f"throughput_{r.name}" for r in regimes.ALL if "throughput" in r.figures),
-    "coverage",
-    *(f"stability_{r.name}" for r in regimes.ALL if "stability" in r.figures),
-    "cpu_vs_gpu",
-    "throughput_vs_memory",
-    "worker_scaling",
-    "throughput_vs_resolution",
-    "training_vs_workers",
-    # Drawn where the results hold more than one allocator setting (config allocators).
-    "allocator_effect",
-)
 
 # The columns a row's peak memory can be in (augbench.analysis.figures.memory).
 MEMORY_COLUMNS: tuple[str, ...] = ("gpu_peak_allocated_mb", "gpu_nvml_used_mb", "peak_rss_mb")
@@ -60,47 +46,43 @@ def plan(frame: pd.DataFrame) -> Plan:
 
 def absent(name: str, frame: pd.DataFrame) -> str | None:
     """Why family ``name`` has nothing to draw from ``frame``; None when it has."""
-    import pandas as pd
-
     from augbench.analysis.groups import normalized
 
-    if name not in NAMES:
+    family = FAMILIES.get(name)
+    if family is None:
         raise KeyError(f"unknown figure {name!r}; known: {list(NAMES)}")
     if frame.empty:
         return "no result rows"
     data = normalized(frame)
-    ok = data[data["status"] == "ok"]
-    if name in ("winners_by_regime", "coverage"):
-        return None
-    for prefix in ("throughput_", "stability_"):
-        regime = name[len(prefix) :] if name.startswith(prefix) else ""
-        if regime in regimes.NAMES:
-            return _regime_absent(prefix, regime, data)
-    if name == "cpu_vs_gpu":
-        return _cpu_gpu_absent(data)
-    if name == "throughput_vs_memory":
-        for col in MEMORY_COLUMNS:
-            if col in ok.columns and pd.to_numeric(ok[col], errors="coerce").notna().any():
-                return None
-        return "no ok rows with a peak memory (peak RSS or GPU memory)"
-    if name == "worker_scaling":
-        return _scaling_absent(ok)
-    if name == "throughput_vs_resolution":
-        return _resolution_absent(frame)
-    if name == "training_vs_workers":
-        rows = data[data["regime"] == "training"]
-        if rows.empty:
-            return "no training rows (regime training not configured)"
-        return (
-            None
-            if (rows["status"] == "ok").any()
-            else f"no ok training rows ({_status_counts(rows)})"
-        )
-    if name == "allocator_effect":
-        from augbench.analysis.allocator_effect import figure_absent
+    return family.absent(frame, data, data[data["status"] == "ok"])
 
-        return figure_absent(frame)
-    raise KeyError(f"no rule for figure {name!r}")  # a family added to NAMES without one
+
+def _always(frame: pd.DataFrame, data: pd.DataFrame, ok: pd.DataFrame) -> str | None:
+    return None
+
+
+def _memory_absent(frame: pd.DataFrame, data: pd.DataFrame, ok: pd.DataFrame) -> str | None:
+    import pandas as pd
+
+    for col in MEMORY_COLUMNS:
+        if col in ok.columns and pd.to_numeric(ok[col], errors="coerce").notna().any():
+            return None
+    return "no ok rows with a peak memory (peak RSS or GPU memory)"
+
+
+def _training_absent(frame: pd.DataFrame, data: pd.DataFrame, ok: pd.DataFrame) -> str | None:
+    rows = data[data["regime"] == "training"]
+    if rows.empty:
+        return "no training rows (regime training not configured)"
+    return (
+        None if (rows["status"] == "ok").any() else f"no ok training rows ({_status_counts(rows)})"
+    )
+
+
+def _allocator_absent(frame: pd.DataFrame, data: pd.DataFrame, ok: pd.DataFrame) -> str | None:
+    from augbench.analysis.allocator_effect import figure_absent
+
+    return figure_absent(frame)
 
 
 def _regime_absent(prefix: str, regime: str, data: pd.DataFrame) -> str | None:
@@ -109,7 +91,7 @@ def _regime_absent(prefix: str, regime: str, data: pd.DataFrame) -> str | None:
     rows = data[data["regime"] == regime]
     if rows.empty:
         return f"no {regime} rows"
-    if prefix == "throughput_":
+    if prefix == "throughput":
         return None  # non-ok rows are named in the figure
     ok = rows[rows["status"] == "ok"]
     if any(runs(row) for _, row in ok.iterrows()):
@@ -117,7 +99,7 @@ def _regime_absent(prefix: str, regime: str, data: pd.DataFrame) -> str | None:
     return f"no ok {regime} rows with repeated runs ({_status_counts(rows)})"
 
 
-def _cpu_gpu_absent(data: pd.DataFrame) -> str | None:
+def _cpu_gpu_absent(frame: pd.DataFrame, data: pd.DataFrame, ok: pd.DataFrame) -> str | None:
     from augbench.analysis import gpu
 
     names = " or ".join(gpu.GPU_REGIMES)
@@ -139,7 +121,7 @@ def _cpu_gpu_absent(data: pd.DataFrame) -> str | None:
     )
 
 
-def _scaling_absent(ok: pd.DataFrame) -> str | None:
+def _scaling_absent(frame: pd.DataFrame, data: pd.DataFrame, ok: pd.DataFrame) -> str | None:
     """The worker-scaling figure's own test (figures.scaling.scaling_table): one library and
     setting measured ok at two or more worker counts, with a transform ok at each of them."""
     dataloader = ok[ok["workers"] >= 0]
@@ -157,7 +139,7 @@ def _scaling_absent(ok: pd.DataFrame) -> str | None:
     )
 
 
-def _resolution_absent(frame: pd.DataFrame) -> str | None:
+def _resolution_absent(frame: pd.DataFrame, data: pd.DataFrame, ok: pd.DataFrame) -> str | None:
     from augbench.analysis.resolution import swept_rows
 
     data = swept_rows(frame)
@@ -177,32 +159,56 @@ def _status_counts(rows: pd.DataFrame) -> str:
 
 def draw(name: str, frame: pd.DataFrame) -> Drawn:
     """Draw figure ``name`` (one of ``NAMES``) from a tidy table."""
-    from augbench.analysis.figures import (
-        allocator,
-        coverage,
-        cpu_gpu,
-        memory,
-        resolution,
-        scaling,
-        stability,
-        throughput,
-        training,
-        winners,
-    )
+    import importlib
 
-    fixed = {
-        "winners_by_regime": winners.draw,
-        "coverage": coverage.draw,
-        "cpu_vs_gpu": cpu_gpu.draw,
-        "throughput_vs_memory": memory.draw,
-        "worker_scaling": scaling.draw,
-        "throughput_vs_resolution": resolution.draw,
-        "training_vs_workers": training.draw,
-        "allocator_effect": allocator.draw,
-    }
-    if name in fixed:
-        return fixed[name](frame)
-    for prefix, module in (("throughput_", throughput), ("stability_", stability)):
-        if name.startswith(prefix) and name[len(prefix) :] in regimes.NAMES:
-            return module.draw(frame, regime=name[len(prefix) :])
-    raise KeyError(f"unknown figure {name!r}; known: {list(NAMES)}")
+    family = FAMILIES.get(name)
+    if family is None:
+        raise KeyError(f"unknown figure {name!r}; known: {list(NAMES)}")
+    module = importlib.import_module(f"augbench.analysis.figures.{family.module}")
+    if family.regime:
+        return module.draw(frame, regime=family.regime)
+    return module.draw(frame)
+
+
+class Family(NamedTuple):
+    """One figure family: its name, the module here that draws it (``draw(frame)``, or
+    ``draw(frame, regime=...)`` for a per-regime family), and why a table has nothing for it."""
+
+    name: str
+    module: str
+    absent: Callable[[pd.DataFrame, pd.DataFrame, pd.DataFrame], str | None]
+    regime: str = ""
+
+
+def _per_regime(kind: str) -> list[Family]:
+    """``<kind>_<regime>`` for every regime whose declaration lists the family."""
+
+    def absent_for(regime: str) -> Callable[..., str | None]:
+        return lambda frame, data, ok: _regime_absent(kind, regime, data)
+
+    return [
+        Family(f"{kind}_{r.name}", kind, absent_for(r.name), r.name)
+        for r in regimes.ALL
+        if kind in r.figures
+    ]
+
+
+# Every family the workflow knows, in the order figures are listed: the one registration (the
+# per-regime ones come from the regime declarations, augbench/regimes.py).
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        Family("winners_by_regime", "winners", _always),
+        *_per_regime("throughput"),
+        Family("coverage", "coverage", _always),
+        *_per_regime("stability"),
+        Family("cpu_vs_gpu", "cpu_gpu", _cpu_gpu_absent),
+        Family("throughput_vs_memory", "memory", _memory_absent),
+        Family("worker_scaling", "scaling", _scaling_absent),
+        Family("throughput_vs_resolution", "resolution", _resolution_absent),
+        Family("training_vs_workers", "training", _training_absent),
+        # Drawn where the results hold more than one allocator setting (config allocators).
+        Family("allocator_effect", "allocator", _allocator_absent),
+    )
+}
+NAMES: tuple[str, ...] = tuple(FAMILIES)
