@@ -34,6 +34,7 @@ from augbench.gpu_recipes import IDENTITY
 
 # The regimes declared as GPU regimes (augbench/regimes.py).
 GPU_REGIMES: tuple[str, ...] = regimes.gpu_regimes()
+# The CPU library every GPU row is divided by (the tables' and the cpu_vs_gpu figure's baseline).
 CPU_REFERENCE_LIBRARY = "albumentationsx"
 
 # Which measurement a row is: the first columns of both tables.

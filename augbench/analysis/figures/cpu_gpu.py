@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from augbench import regimes
+from augbench import adapters, regimes
 from augbench.analysis import gpu
 from augbench.analysis.figures.style import (
     Drawn,
@@ -28,11 +28,12 @@ from augbench.analysis.figures.style import (
 )
 from augbench.analysis.groups import library_order, normalized
 
-TITLE = "GPU throughput relative to AlbumentationsX on CPU (DataLoader)"
 # The regimes declared as GPU regimes (augbench/regimes.py).
 GPU_REGIMES = regimes.gpu_regimes()
 CPU_REGIME = "cpu_dataloader"
-CPU_REFERENCE = "albumentationsx"
+# The CPU library the GPU rows are divided by: the GPU tables' (augbench.analysis.gpu).
+CPU_REFERENCE = gpu.CPU_REFERENCE_LIBRARY
+TITLE = f"GPU throughput relative to {adapters.declared(CPU_REFERENCE).title} on CPU (DataLoader)"
 
 
 RATIO_COLUMNS = [
