@@ -54,9 +54,9 @@ def working_copies(library: str, transforms: Iterable[str] | None = None) -> flo
     ``transforms`` (None: over every transform the fit has for the library). A transform the fit
     lacks counts as the library's largest; a library it lacks, as the largest of any library."""
     fitted = _fitted_copies()
-    table = fitted.get(library) or {
-        f"{lib}:{name}": copies for lib, found in fitted.items() for name, copies in found.items()
-    }
+    if library not in fitted:
+        return max(copies for found in fitted.values() for copies in found.values())
+    table = fitted[library]
     largest = max(table.values())
     if transforms is None:
         return largest

@@ -110,14 +110,13 @@ def raw_dir(workdir: Path, machine: str, regime: str) -> Path:
 def run_snakemake(
     workdir: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    cmd = [
-        *SNAKEMAKE,
+    snakemake_args = [
         "--snakefile", str(REPO / "Snakefile"),
         "--directory", str(workdir),
         "--workflow-profile", str(REPO / "profiles" / "default"),
         *args,
     ]  # fmt: skip
-    proc = snakemake_runner.run(cmd[len(SNAKEMAKE) :], workdir, {**os.environ, **(env or {})})
+    proc = snakemake_runner.run(snakemake_args, workdir, {**os.environ, **(env or {})})
     if check and proc.returncode != 0:
         raise AssertionError(
             f"snakemake {' '.join(args)} failed ({proc.returncode}):\n"

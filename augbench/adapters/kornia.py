@@ -341,7 +341,9 @@ class KorniaAdapter(Adapter):
         # The library's own container (K.AugmentationSequential) with Normalize as its last
         # member, called once per batch; plain function steps fall back to a loop below.
         sequence = self.compose([*modules, normalize], mask=mask).obj
-        if isinstance(sequence, _augmentation().AugmentationSequential):
+        import kornia.augmentation as K
+
+        if isinstance(sequence, K.AugmentationSequential):
             return _sequence_apply(sequence, mask, calls)
         if mask:
             return self._mask_apply(modules, normalize, calls)
@@ -376,12 +378,6 @@ class KorniaAdapter(Adapter):
             f"(batch/255, mask) -> {calls} (each K.AugmentationSequential(step, "
             "data_keys=['input', 'mask']), same_on_batch=False) -> K.Normalize on the images"
         )
-
-
-def _augmentation() -> Any:
-    import kornia.augmentation as K
-
-    return K
 
 
 def _gpu_normalize(mean: list[float], std: list[float], device: Any) -> Any:

@@ -241,7 +241,7 @@ class TorchvisionAdapter(Adapter):
         self, built: Transform | None, call: str, randomness: str, device: Any,
         mean: list[float], std: list[float],
     ) -> tuple[Callable[[Any], Any], str]:  # fmt: skip
-        normalize = _gpu_normalize(mean, std)
+        normalize = self.recipe_tail(tuple(mean), tuple(std))  # ToDtype + Normalize, batched
         if built is None:
             return normalize, "identity: ToDtype -> Normalize"
         return _batch_apply(built, call, randomness, normalize)
@@ -253,13 +253,8 @@ class TorchvisionAdapter(Adapter):
         # The library's own container around the steps (Normalize stays separate: the
         # randomness modes apply the steps per sample or per batch, Normalize per batch).
         chain = _tv("Compose", built)
-        return _batch_apply(chain, f"v2.Compose([{calls}]) ", randomness, _gpu_normalize(mean, std))
-
-
-def _gpu_normalize(mean: list[float], std: list[float]) -> Transform:
-    import torch
-
-    return _tv("Compose", [_tv("ToDtype", torch.float32, scale=True), _tv("Normalize", mean, std)])
+        normalize = self.recipe_tail(tuple(mean), tuple(std))
+        return _batch_apply(chain, f"v2.Compose([{calls}]) ", randomness, normalize)
 
 
 def _batch_apply(

@@ -143,7 +143,7 @@ def _why_no_supply(row: pd.Series) -> str | None:
             "measured by no other regime"
         )
     library = str(row.get("library"))
-    if library in adapters.names() and DALI_PIPELINE in adapters.declared(library).capabilities:
+    if library in adapters.with_capability(DALI_PIPELINE):
         title = adapters.declared(library).title
         return (
             f"{title}'s loader runs in the training process's own threads; no other job measures it"

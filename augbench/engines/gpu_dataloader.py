@@ -196,7 +196,7 @@ def build_pipeline_apply(
 
 
 def _gpu_adapter(library: str) -> adapters.Adapter:
-    if GPU_BATCHES not in adapters.declared(library).capabilities:
+    if library not in adapters.with_capability(GPU_BATCHES):
         raise ValueError(f"{library} is not part of the {REGIME} regime")
     return adapters.get(library)
 
