@@ -417,12 +417,18 @@ CANDIDATES: dict[str, TransformSpec] = {spec.name: spec for spec in _CANDIDATES}
 
 def eligibility_libraries() -> tuple[str, ...]:
     """The libraries whose direct implementations count towards eligibility: those that transform
-    images on the CPU (DALI's operators are a regime of their own)."""
+    images on the CPU (DALI's operators are a regime of their own), each counted once: a fork or
+    drop-in build of another library (its declaration's ``sibling``) is not an implementation of
+    its own, so adding one never changes the transform set."""
     # Imported here: the adapters read the catalog only through this module's public functions.
     from augbench import adapters
     from augbench.adapters.base import CPU_TRANSFORMS
 
-    return adapters.with_capability(CPU_TRANSFORMS)
+    return tuple(
+        name
+        for name in adapters.with_capability(CPU_TRANSFORMS)
+        if not adapters.declared(name).sibling
+    )
 
 
 def _adapters() -> dict[str, Any]:

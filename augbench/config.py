@@ -351,6 +351,9 @@ def resolve(user_config: dict[str, Any], basedir: Path) -> dict[str, Any]:
             f"config error at transforms: {outside} not in the {channels}-channel set; "
             f"allowed: {catalog.names(channels)}"
         )
+    conflicts = env_conflicts(merged["libraries"], basedir / "envs")
+    if conflicts:
+        raise ConfigError(*conflicts)
     merged["pipeline_definitions"] = _pipeline_definitions(merged, basedir)
     training = merged["training"]
     # The out-of-sample prediction of a training row needs a cpu_dataloader row of the same
@@ -377,6 +380,26 @@ def resolve(user_config: dict[str, Any], basedir: Path) -> dict[str, Any]:
     if merged["machine"] == "auto":
         merged["machine"] = auto_machine_label()
     return merged
+
+
+def env_conflicts(libraries: list[str], envs_dir: Path) -> list[str]:
+    """A configured library whose env lock also installs a distribution it replaces (the same
+    module: Pillow in Pillow-SIMD's env) cannot be measured: one line each, before anything runs."""
+    from augbench import adapters
+    from augbench.provision import lock_pins
+
+    problems = []
+    for library in libraries:
+        replaced = adapters.declared(library).replaces_distributions
+        lock = Path(envs_dir) / f"{library}.txt"
+        both = sorted(set(replaced) & set(lock_pins(lock))) if replaced and lock.exists() else []
+        if both:
+            problems.append(
+                f"config error at libraries: {library}'s env ({lock.name}) also installs "
+                f"{', '.join(both)}, the module {library} is; one env cannot hold both: re-lock it "
+                f"with `uv run python tools/maintenance/lock_envs.py --only {library}`"
+            )
+    return problems
 
 
 def _pipeline_definitions(cfg: dict[str, Any], basedir: Path) -> list[dict[str, Any]]:

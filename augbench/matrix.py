@@ -18,7 +18,9 @@ def layouts_for(library: str, configured: list[str]) -> list[str]:
     return [lay for lay in configured if lay == "native" or variants]
 
 
-STATUSES: tuple[str, ...] = ("ok", "early_stopped", "unsupported", "skipped", "error")
+# env_failed: the library's env could not be built on the machine (augbench.provision), so the
+# job ran nothing; its rows name why.
+STATUSES: tuple[str, ...] = ("ok", "early_stopped", "unsupported", "skipped", "error", "env_failed")
 
 
 # How the cpu_dataloader regime's (scope, workers) settings map to jobs (config

@@ -18,10 +18,10 @@ Image sizes are known before anything is staged: from the staged manifest where 
 exists, from the embedded default archive's deterministic sizes, or (an archive not staged yet)
 from ``dataset.assumed_image_size``, a conservative assumption the plan names.
 
-Per-process constants (interpreter, augbench, the library, torch where the engine needs it) are
-measured by tools/checks/import_rss.py and kept in augbench.policy (``IMPORT_RSS_MB``); a
-transform's temporaries, per library and transform, by the same tool in ``working_copies.json``
-beside this module (:func:`working_copies`).
+What each library's processes hold is measured by tools/checks/import_rss.py, in processes of its
+own, into ``library_memory.json`` beside this module: a process's resident memory after its
+imports (interpreter, augbench, the library, torch where the engine needs it: :func:`process_mb`)
+and a transform's temporaries per library and transform (:func:`working_copies`).
 """
 
 from __future__ import annotations
@@ -37,16 +37,23 @@ from typing import Any
 from augbench import policy
 
 MB = 2**20
-# A transform's temporaries on one image at their peak, in copies of the image at the library's
-# working dtype (adapters' working_value_bytes), per library and catalog transform: fitted by
-# tools/checks/import_rss.py in processes of their own (one synthetic image; the file names its
-# machine, date and size), never on the workflow runs the model is checked against.
-WORKING_COPIES_FILE = Path(__file__).with_name("working_copies.json")
+# Per library, measured by tools/checks/import_rss.py in processes of their own (the file names
+# its machine and date), never on the workflow runs the model is checked against:
+# ``import_rss_mb``: a process's resident MiB after its imports, [alone, with torch];
+# ``working_copies``: a transform's temporaries on one image at their peak, in copies of the image
+# at the library's working dtype (adapters' working_value_bytes), per catalog transform (one
+# synthetic square image of ``image_px``).
+LIBRARY_MEMORY_FILE = Path(__file__).with_name("library_memory.json")
 
 
 @functools.cache
+def measured() -> dict[str, Any]:
+    """The measured per-library memory (LIBRARY_MEMORY_FILE)."""
+    return json.loads(LIBRARY_MEMORY_FILE.read_text())
+
+
 def _fitted_copies() -> dict[str, dict[str, float]]:
-    return json.loads(WORKING_COPIES_FILE.read_text())["copies"]
+    return measured()["working_copies"]
 
 
 def working_copies(library: str, transforms: Iterable[str] | None = None) -> float:
@@ -145,8 +152,9 @@ class Prediction:
 
 
 def process_mb(library: str, torch: bool) -> float:
-    """Resident memory of one process after its imports (measured: policy.IMPORT_RSS_MB)."""
-    alone, with_torch = policy.IMPORT_RSS_MB.get(library, policy.UNKNOWN_LIBRARY_RSS_MB)
+    """Resident memory of one process after its imports (measured: LIBRARY_MEMORY_FILE's
+    ``import_rss_mb``; policy.UNKNOWN_LIBRARY_RSS_MB for a library it lacks)."""
+    alone, with_torch = measured()["import_rss_mb"].get(library, policy.UNKNOWN_LIBRARY_RSS_MB)
     return with_torch if torch else alone
 
 

@@ -220,17 +220,9 @@ GPU_REGIME_THREADS = ThreadPolicy(threads=1)
 
 # -- memory of a planned job (augbench.memory; docs/cloud.md#memory) ----------------------------
 # Resident MiB of one process after ``import augbench`` and the library's adapter import, alone
-# and with torch (DataLoader engines, pipeline tails): (alone, with torch). Measured by
-# tools/checks/import_rss.py on amd-epyc-2c (the 2-core development VM), 2026-11-26, with the
-# locked envs of envs/*.txt; rerun it after a lock change.
-IMPORT_RSS_MB: dict[str, tuple[float, float]] = {
-    "albumentationsx": (586.0, 586.0),
-    "torchvision": (690.0, 690.0),
-    "kornia": (558.0, 558.0),
-    "pillow": (42.0, 544.0),
-    "dali": (104.0, 104.0),  # its env has no torch; no engine imports it there
-}
-# A library without a measurement (a registered extension): the largest measured one.
+# and with torch, are measured per library by tools/checks/import_rss.py into
+# augbench/library_memory.json (augbench.memory.process_mb). A library without a measurement (a
+# registered extension): about the largest measured one.
 UNKNOWN_LIBRARY_RSS_MB = (700.0, 700.0)
 # A micro job's manager process (augbench.engines.micro imports no library): same tool.
 MANAGER_RSS_MB = 44.0

@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from augbench import allocator
+from augbench import adapters, allocator
 from augbench.policy import NETWORK_GUARD_ENV_VAR, TELEMETRY_OFF_ENV
 
 LOCK_STAMP = ".augbench-lock.sha256"
@@ -48,6 +48,15 @@ SETUP_ENV_VAR = "AUGBENCH_SETUP"
 
 class ProvisionError(RuntimeError):
     """The node cannot be prepared; the message names the env, lock or archive at fault."""
+
+
+class EnvBuildError(ProvisionError):
+    """A library's env cannot be built here: only that library's jobs are lost. Its build marker
+    records the one-line reason (:func:`failed_marker`), and each of its timed jobs writes its
+    result files with every row ``env_failed`` and that reason (:func:`write_env_failure`)."""
+
+
+ENV_FAILED = "env_failed"
 
 
 @contextmanager
@@ -80,33 +89,70 @@ def uv_binary() -> str:
         return found
 
 
-def _run(cmd: list[str]) -> None:
+def _run(cmd: list[str], env: Mapping[str, str] | None = None) -> None:
+    """Run ``cmd`` with its output on stderr; on failure, raise with its last error line."""
     print("+", " ".join(cmd), file=sys.stderr, flush=True)
-    subprocess.run(cmd, check=True, stdout=sys.stderr, stderr=sys.stderr)
+    done = subprocess.run(cmd, env=env, stdout=sys.stderr, stderr=subprocess.PIPE, text=True)
+    sys.stderr.write(done.stderr)
+    if done.returncode:
+        raise subprocess.CalledProcessError(done.returncode, cmd, stderr=done.stderr)
+
+
+def _last_error_line(text: str) -> str:
+    """The line of a tool's output that says what failed (its last ``error``), else its last."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    errors = [line for line in lines if "error" in line.lower()]
+    return (errors or lines or ["no output"])[-1][:300]
+
+
+def build_problem(library: str) -> str | None:
+    """Why ``library``'s env cannot be built on this machine (its declaration's check), or None;
+    a name no declaration has (an env of another tool) has nothing to check."""
+    try:
+        declared = adapters.declared(library)
+    except KeyError:
+        return None
+    return declared.build_problem()
+
+
+def build_variables(library: str) -> dict[str, str]:
+    try:
+        return adapters.declared(library).build_variables(os.environ)
+    except KeyError:
+        return {}
 
 
 def ensure_env(library: str, lock: Path, venv: Path, python: str | None) -> dict[str, Any]:
-    """Sync ``venv`` to ``lock`` unless it already is; report what was done and its time."""
+    """Sync ``venv`` to ``lock`` unless it already is; report what was done and its time.
+    Raises EnvBuildError, in one line, where the env cannot be built."""
     lock = Path(lock)
     venv = Path(venv)
     if not lock.exists():
-        raise ProvisionError(f"{library}: lock file not found: {lock}")
+        raise EnvBuildError(f"{library}: lock file not found: {lock}")
     lock_sha = sha256_bytes(lock)
     start = time.perf_counter()
     with node_lock(venv.parent / f".{venv.name}.provision-lock"):
         stamp = venv / LOCK_STAMP
         reused = stamp.exists() and stamp.read_text().strip() == lock_sha
         if not reused:
+            if problem := build_problem(library):
+                raise EnvBuildError(f"{library}: {problem}")
             uv = uv_binary()
             if venv.exists():
                 shutil.rmtree(venv)
+            # A library built from source compiles with its declaration's variables.
+            variables = build_variables(library)
+            env = {**os.environ, **variables} if variables else None
             try:
                 _run([uv, "venv", "--quiet", "--python", python or sys.executable, str(venv)])
                 # uv hardlinks from its cache, so several torch-based envs cost the disk once.
-                _run([uv, "pip", "sync", "--python", str(venv / "bin" / "python"), str(lock)])
+                _run(
+                    [uv, "pip", "sync", "--python", str(venv / "bin" / "python"), str(lock)],
+                    env=env,
+                )
             except subprocess.CalledProcessError as exc:
-                raise ProvisionError(
-                    f"{library}: building {venv} from {lock} failed: {exc}"
+                raise EnvBuildError(
+                    f"{library}: building {venv} from {lock} failed: {_last_error_line(exc.stderr)}"
                 ) from exc
             stamp.write_text(lock_sha + "\n")
     return {
@@ -117,6 +163,19 @@ def ensure_env(library: str, lock: Path, venv: Path, python: str | None) -> dict
         "lock_sha256": lock_sha,
         "reused": reused,
         "setup_seconds": time.perf_counter() - start,
+        "build_variables": build_variables(library),
+    }
+
+
+def failed_marker(library: str, lock: Path, reason: str) -> dict[str, Any]:
+    """The build marker of an env that could not be built: its status, the one-line reason and
+    when (a later run retries the build: workflow/rules/envs.smk)."""
+    return {
+        "library": library,
+        "status": "failed",
+        "reason": reason,
+        "lock": str(lock),
+        "failed_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 
 
@@ -265,6 +324,68 @@ def engine_environment(base: Mapping[str, str], setup: dict[str, Any]) -> dict[s
     return env
 
 
+def _flag_values(args: list[str], flag: str) -> list[str]:
+    """The values after ``flag`` in an engine's command line, up to the next flag."""
+    if flag not in args:
+        return []
+    values = []
+    for value in args[args.index(flag) + 1 :]:
+        if value.startswith("--"):
+            break
+        values.append(value)
+    return values
+
+
+def _row_names(engine_args: list[str]) -> list[str]:
+    """What the engine would have measured, from its command line: its transforms (recipes) or
+    its pipelines' names; one row for the job where it names neither."""
+    transforms = _flag_values(engine_args, "--transforms")
+    if transforms:
+        return [t for t in transforms[0].split(",") if t]
+    pipelines = _flag_values(engine_args, "--pipelines")
+    if pipelines:
+        return [p["name"] for p in json.loads(pipelines[0])]
+    return ["(every row of the job)"]
+
+
+def write_env_failure(
+    library: str, engine_args: list[str], manifest: Path, reason: str
+) -> list[Path]:
+    """The result files of a timed job whose library env could not be built: each planned row
+    ``env_failed`` with the build's reason, so the tables show what was lost and why while the
+    other libraries' jobs run on. Returns the files written."""
+    from augbench.media import dataset_metadata
+    from augbench.results import non_ok_row, result_file, system_info, write_json_atomic
+
+    outputs = _flag_values(engine_args, "--outputs") or _flag_values(engine_args, "--output")
+    settings = (_flag_values(engine_args, "--settings") or [""])[0].split(",")
+    machine = (_flag_values(engine_args, "--machine") or [""])[0]
+    num_images = int((_flag_values(engine_args, "--num-images") or ["0"])[0])
+    try:
+        dataset = dataset_metadata(manifest, num_images)
+    except (OSError, ValueError, KeyError):
+        dataset = {}
+    written = []
+    for i, output in enumerate(outputs):
+        scope, _, workers = (settings[i] if i < len(settings) else "").partition("-w")
+        rows = {
+            name: non_ok_row(ENV_FAILED, f"{library}'s env was not built: {reason}")
+            for name in _row_names(engine_args)
+        }
+        metadata = {
+            "machine": machine,
+            "library": library,
+            "system_info": system_info(),
+            "dataset": dataset,
+            "scope": scope or "memory",
+            "benchmark_params": {"workers": int(workers)} if workers.isdigit() else {},
+            "env_failure": reason,
+        }
+        write_json_atomic(Path(output), result_file(metadata, rows))
+        written.append(Path(output))
+    return written
+
+
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--" not in argv:
@@ -310,7 +431,16 @@ def main(argv: list[str] | None = None) -> int:
     elif args.manager == "system":
         env = system_env(args.library, args.lock)
     else:
-        env = ensure_env(args.library, args.lock, args.venv, args.python)
+        try:
+            env = ensure_env(args.library, args.lock, args.venv, args.python)
+        except EnvBuildError as exc:
+            # Only this library's jobs are lost: the job ends well, its rows say why.
+            written = write_env_failure(args.library, engine_args, args.manifest, str(exc))
+            print(
+                f"provision | {exc}; wrote {len(written)} result file(s) of env_failed rows",
+                file=sys.stderr,
+            )
+            return 0
     data = ensure_dataset(args.manifest, args.archive, args.scratch)
     marker = args.scratch / "envs" / f"{args.library}.json"
     write_marker(marker, env)

@@ -101,6 +101,7 @@ def render() -> str:
         "development machine is kept in [lazy_outputs.md](lazy_outputs.md).",
         "",
     ]
+    out += _forks_section(rgb)
     out += ["## Mappings", ""]
     for name in rgb:
         out += _section(name, libs, table)
@@ -115,6 +116,42 @@ def render() -> str:
     for name in not_eligible:
         out += _section(name, libs, table)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _forks_section(rgb: list[str]) -> list[str]:
+    """Forks and drop-in builds (a declaration's ``sibling``): measured on their original's
+    transforms, with their own calls where those differ; they never change the set above."""
+    from augbench.adapters.base import CPU_TRANSFORMS
+
+    forks = [n for n in adapters.with_capability(CPU_TRANSFORMS) if adapters.declared(n).sibling]
+    if not forks:
+        return []
+    out = [
+        "## Forks and drop-in builds",
+        "",
+        "Measured beside the library they derive from, on the same transforms; they do not "
+        "count towards the eligibility rule (a fork is not an implementation of its own). Where "
+        "a fork's call differs from its original's, or it lacks a transform:",
+        "",
+    ]
+    for fork in forks:
+        adapter = adapters.get(fork)
+        original = adapters.get(adapter.sibling)
+        differs = []
+        for name in rgb:
+            own, theirs = adapter.mappings.get(name), original.mappings.get(name)
+            if own is None and theirs is not None:
+                differs.append(
+                    f"| {name} | unsupported | {_cell(adapter.unsupported_reason(name))} |"
+                )
+            elif own is not None and (theirs is None or own.call != theirs.call):
+                differs.append(f"| {name} | `{_cell(own.call)}` | {_cell(own.note)} |")
+        out += [f"### {adapter.title} (beside {original.title})", ""]
+        if differs:
+            out += ["| transform | call | notes |", "|---|---|---|", *differs, ""]
+        else:
+            out += [f"Every call is {original.title}'s: the same module and API.", ""]
+    return out
 
 
 def _section(name: str, libs: list[str], table: dict[str, adapters.Adapter]) -> list[str]:

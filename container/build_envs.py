@@ -12,7 +12,9 @@ Both go through ``augbench.provision.ensure_env``, the code path of the workflow
 and of every benchmark job, so each venv carries the lock stamp a job checks before reusing it: a
 job on the image finds its env matching and installs nothing. After building, each env must import
 what it is for, or the script fails (an image that cannot run a job is not pushed).
-tests/test_image_envs.py runs this script in an empty prefix for all five libraries.
+tests/test_image_envs.py runs this script in an empty prefix for every library. ``--build-packages``
+prints the Debian packages the libraries' env builds need (Pillow-SIMD compiles from source), which
+the image installs first.
 """
 
 from __future__ import annotations
@@ -65,7 +67,15 @@ def main(argv: list[str] | None = None) -> int:
                    choices=adapters.names())  # fmt: skip
     p.add_argument("--no-driver", action="store_true", help="library venvs only")
     p.add_argument("--python", default=sys.executable, help="interpreter the venvs are made from")
+    p.add_argument(
+        "--build-packages", action="store_true",
+        help="print the Debian packages their env builds need (their declarations) and exit",
+    )  # fmt: skip
     args = p.parse_args(argv)
+    if args.build_packages:
+        needed = {pkg for lib in args.libraries for pkg in adapters.declared(lib).build_packages}
+        print(" ".join(sorted(needed)))
+        return 0
     names = ([] if args.no_driver else ["driver"]) + args.libraries
     for name in names:
         try:

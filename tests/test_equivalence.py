@@ -22,11 +22,16 @@ import pytest
 from conftest import library_env
 
 from augbench import adapters, catalog, pipelines
+from augbench.adapters.base import CPU_TRANSFORMS
 
 pytestmark = pytest.mark.envs
 
 REPO = Path(__file__).resolve().parents[1]
 LIBRARIES = catalog.eligibility_libraries()
+# Every library that transforms images on the CPU is probed: the forks (a declaration's sibling)
+# too, which join each cross-library case their original is in.
+PROBED = adapters.with_capability(CPU_TRANSFORMS)
+FORKS = {lib: adapters.declared(lib).sibling for lib in PROBED if adapters.declared(lib).sibling}
 RANDOM_CALLS = 3
 # Discrete draws (1 of 3 channels, 1 of 4 rotations) repeat by chance: more calls for those.
 DISCRETE_CALLS = {"ChannelDropout": 8, "ChannelShuffle": 8, "RandomRotate90": 8}
@@ -56,6 +61,24 @@ EQUIVALENCE: list[tuple[str, str, dict[str, Any], str, tuple[str, ...], float, s
     ("edge_enhance", "EnhanceEdge", {}, "rect", ("albumentationsx", "pillow"), 1, "interior"),
     ("detail", "EnhanceDetail", {}, "rect", ("albumentationsx", "pillow"), 1, "interior"),
 ]  # fmt: skip
+# A fork joins each case its original is in, where it has the transform with those parameters
+# (albumentations 2.0.8's RandomRotate90 draws k from {0, 1, 2, 3} only: no fixed rotation).
+FORK_CANNOT = {("albumentations_mit", "rot90"), ("albumentations_mit", "rot270")}
+EQUIVALENCE = [
+    (
+        *c[:4],
+        tuple(c[4])
+        + tuple(
+            fork
+            for fork, original in FORKS.items()
+            if original in c[4]
+            and (fork, c[0]) not in FORK_CANNOT
+            and adapters.get(fork).supports(c[1])
+        ),
+        *c[5:],
+    )
+    for c in EQUIVALENCE
+]
 
 # Canonical distributions that include the identity (k = 0, the identity permutation, all steps
 # skipped): a single call may return its input unchanged.
@@ -85,7 +108,7 @@ MASK_CASES: list[tuple[str, list[Any]]] = [
 GEOMETRIC_STEPS = {
     "LongestMaxSize", "PadIfNeeded", "Affine", "HorizontalFlip", "Rotate", "RandomResizedCrop"
 }  # fmt: skip
-MASK_LIBRARIES = [lib for lib in LIBRARIES if "mask" in adapters.get(lib).driven_targets]
+MASK_LIBRARIES = [lib for lib in PROBED if "mask" in adapters.get(lib).driven_targets]
 
 
 def blobs_image() -> np.ndarray:
@@ -168,12 +191,12 @@ def probes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, dict
     from concurrent.futures import ThreadPoolExecutor
 
     workdir = tmp_path_factory.mktemp("equivalence")
-    for lib in LIBRARIES:
+    for lib in PROBED:
         library_python(lib)  # build missing envs one at a time (uv shares one cache)
     # Two probes at a time: the CI machine has 2 cores.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        reports = pool.map(lambda lib: probe(lib, workdir)[0], LIBRARIES)
-        return dict(zip(LIBRARIES, reports, strict=True))
+        reports = pool.map(lambda lib: probe(lib, workdir)[0], PROBED)
+        return dict(zip(PROBED, reports, strict=True))
 
 
 def load(record: dict[str, Any], call: int = 0) -> np.ndarray:
@@ -206,18 +229,20 @@ def expected_hw(name: str, h: int, w: int) -> set[tuple[int, int]]:
 
 def _ok(record: dict[str, Any]) -> dict[str, Any]:
     assert "error" not in record, f"{record['id']}: {record['error']}\n{record.get('traceback')}"
+    assert not record.get("build_warnings"), (record["id"], record["build_warnings"])
     return record
 
 
-@pytest.mark.parametrize("library", LIBRARIES)
+@pytest.mark.parametrize("library", PROBED)
 def test_every_mapping_runs_with_native_shape_dtype_and_range(library: str, probes) -> None:
     adapter = adapters.get(library)
+    dtype = NATIVE_DTYPE[FORKS.get(library, library)]
     for name in catalog.names():
         if name not in adapter.mappings:
             continue
         record = _ok(probes[library][f"rgb-{name}"])
         for out in record["outputs"]:
-            assert out["dtype"] == NATIVE_DTYPE[library], (name, out["dtype"])
+            assert out["dtype"] == dtype, (name, out["dtype"])
             h, w, c = out["hwc_shape"]
             assert c == 3, (name, out)
             assert (h, w) in expected_hw(name, H, W), (name, (h, w))
@@ -226,7 +251,7 @@ def test_every_mapping_runs_with_native_shape_dtype_and_range(library: str, prob
                 assert out["min"] >= 0.0 and out["max"] <= top + 1e-6, (name, out)
 
 
-@pytest.mark.parametrize("library", LIBRARIES)
+@pytest.mark.parametrize("library", PROBED)
 def test_random_transforms_draw_fresh_parameters_and_always_apply(library: str, probes) -> None:
     image = base_image().astype(np.float64)
     for name in catalog.names():
@@ -248,7 +273,7 @@ def test_random_transforms_draw_fresh_parameters_and_always_apply(library: str, 
                 assert not unchanged, f"{library}:{name} call {i} left the image unchanged (p<1?)"
 
 
-@pytest.mark.parametrize("library", [lib for lib in LIBRARIES if lib != "pillow"])
+@pytest.mark.parametrize("library", [lib for lib in PROBED if "pillow" not in lib])
 def test_declared_multichannel_mappings_keep_nine_channels(library: str, probes) -> None:
     adapter = adapters.get(library)
     for name, mapping in adapter.mappings.items():

@@ -17,7 +17,8 @@ import pytest
 import yaml
 from conftest import REPO
 
-from augbench import dataset, media, memory, policy, regimes, resize, sweep
+from augbench import adapters, dataset, media, memory, policy, regimes, resize, sweep
+from augbench.adapters.base import CPU_TRANSFORMS
 from augbench.config import deep_merge, resolve
 from augbench.engines import micro
 
@@ -71,7 +72,7 @@ def expected(fp: memory.Footprint) -> tuple[int, int, float]:
     policy constants: shared pages once plus each forked worker's private pages and the batches
     in flight (mem_mb); the same plus each forked worker's copy of the pages it shares with the
     main process (rss_mb); both times the headroom factor plus its MB."""
-    alone, with_torch = policy.IMPORT_RSS_MB[fp.library]
+    alone, with_torch = memory.measured()["import_rss_mb"][fp.library]
     base = (with_torch if fp.torch else alone) + (policy.CUDA_CONTEXT_HOST_MB if fp.gpu else 0)
     image = fp.images * fp.pixels * fp.channels * fp.value_bytes * fp.copies / 2**20
     main = base + image + fp.extra_mb + fp.working_mb
@@ -105,7 +106,7 @@ def test_predict_follows_the_documented_formula(torch: bool) -> None:
     got = memory.predict(fp)
     assert (got.mem_mb, got.rss_mb, got.process_mb) == (mem_mb, rss_mb, process_mb)
     assert got.image_mb == fp.image_mb
-    assert got.process_mb == policy.IMPORT_RSS_MB["pillow"][1 if torch else 0]
+    assert got.process_mb == memory.measured()["import_rss_mb"]["pillow"][1 if torch else 0]
 
 
 def test_forked_workers_count_the_parent_again_only_in_the_rss_sum() -> None:
@@ -128,6 +129,15 @@ def test_a_gpu_job_adds_the_cuda_context_to_its_process() -> None:
         memory.predict(cpu).process_mb + policy.CUDA_CONTEXT_HOST_MB
     )
     assert (memory.predict(gpu).mem_mb, memory.predict(gpu).rss_mb) == expected(gpu)[:2]
+
+
+def test_every_library_has_its_measured_memory() -> None:
+    """Protects the plan of every shipped library: each has its measured process size, and each
+    that transforms images on the CPU its transforms' working copies."""
+    found = memory.measured()
+    assert set(found["import_rss_mb"]) == set(adapters.names())
+    cpu = adapters.with_capability(CPU_TRANSFORMS)
+    assert set(found["working_copies"]) == set(cpu)
 
 
 def test_a_library_without_a_measurement_gets_the_largest_one() -> None:
@@ -360,9 +370,10 @@ def test_only_a_job_that_keeps_images_in_memory_holds_them() -> None:
 def test_a_micro_job_counts_the_temporaries_of_its_own_transforms(paper: sweep.Sweep) -> None:
     """The working copies are the most demanding transform of the job's shard, not of the
     library: AlbumentationsX's ThinPlateSpline needs far more than a flip."""
-    fitted = json.loads(memory.WORKING_COPIES_FILE.read_text())
-    assert fitted["image_px"] >= 1024 and set(fitted["copies"]) >= {"albumentationsx", "pillow"}
-    albx = fitted["copies"]["albumentationsx"]
+    fitted = json.loads(memory.LIBRARY_MEMORY_FILE.read_text())
+    copies = fitted["working_copies"]
+    assert fitted["image_px"] >= 1024 and set(copies) >= {"albumentationsx", "pillow"}
+    albx = copies["albumentationsx"]
     assert memory.working_copies("albumentationsx") == max(albx.values())
     assert memory.working_copies("albumentationsx", ["HorizontalFlip"]) == albx["HorizontalFlip"]
     assert memory.working_copies("albumentationsx", ["HorizontalFlip", "ThinPlateSpline"]) == max(
@@ -370,7 +381,7 @@ def test_a_micro_job_counts_the_temporaries_of_its_own_transforms(paper: sweep.S
     )
     # A transform the fit lacks counts as the library's largest; a library it lacks, as anyone's.
     assert memory.working_copies("albumentationsx", ["NotFitted"]) == max(albx.values())
-    largest = max(c for found in fitted["copies"].values() for c in found.values())
+    largest = max(c for found in copies.values() for c in found.values())
     assert memory.working_copies("not-fitted") == largest
     # In the plan: two micro jobs of one library at 2048 px differ by their shards' transforms.
     kind = regimes.KINDS["micro"]

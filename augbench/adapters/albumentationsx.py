@@ -8,6 +8,7 @@ view) are copied by the materialization rule (augbench.layout); fresh arrays are
 from __future__ import annotations
 
 import math
+from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -25,11 +26,21 @@ from augbench.adapters.base import (
     photometric_ranges,
 )
 
+# Keyword names another release of the ``albumentations`` module spells differently, per
+# transform: {factory: {AlbumentationsX's name: that release's name}}. An adapter of such a release
+# (augbench.adapters.albumentations_mit) sets it while its mappings build; empty for
+# AlbumentationsX itself.
+KEYWORD_SPELLING: ContextVar[dict[str, dict[str, str]] | None] = ContextVar(
+    "keyword_spelling", default=None
+)
+
 
 def _albx(factory: str, **kwargs: Any) -> Transform:
     """``A.<factory>(**kwargs, p=1)`` applied to one image, returning the image."""
     import albumentations as A
 
+    renamed = (KEYWORD_SPELLING.get() or {}).get(factory, {})
+    kwargs = {renamed.get(key, key): value for key, value in kwargs.items()}
     transform = getattr(A, factory)(**kwargs, p=1.0)
 
     def apply(image: np.ndarray) -> np.ndarray:

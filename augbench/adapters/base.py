@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.metadata
 from collections.abc import Callable
+from collections.abc import Mapping as EnvMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -52,6 +53,29 @@ DALI_PIPELINE = "dali_pipeline"  # its own pipelines of decode and operators (da
 TRAINING_FEED = "training_feed"  # a loader that feeds the training regime's step
 CAPABILITIES = (CPU_TRANSFORMS, GPU_BATCHES, DALI_PIPELINE, TRAINING_FEED)
 
+# How a library's env is locked (Adapter.lock_mode).
+LOCK_JOINT, LOCK_SHARED, LOCK_ALONE = "joint", "shared", "alone"
+LOCK_MODES = (LOCK_JOINT, LOCK_SHARED, LOCK_ALONE)
+
+
+def distribution_license(distribution: str) -> str:
+    """An installed distribution's licence as its metadata states it (License-Expression, else
+    License, else the licence classifiers); "unknown" where it states none or is not installed."""
+    try:
+        meta = importlib.metadata.metadata(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+    for key in ("License-Expression", "License"):
+        value = (meta.get(key) or "").strip()
+        if value and "\n" not in value and len(value) <= 80:
+            return value
+    classifiers = [
+        c.split("::")[-1].strip()
+        for c in meta.get_all("Classifier") or []
+        if c.startswith("License")
+    ]
+    return "; ".join(classifiers) or "unknown"
+
 
 class Adapter:
     """One benchmarked library: its declaration (class attributes, read on the driver without
@@ -67,10 +91,22 @@ class Adapter:
     layout_variants: bool = False
     # The GPU DataLoader's randomness modes it can run, its default first.
     gpu_randomness: tuple[str, ...] = ()
-    # Its env (envs/<name>.in -> envs/<name>.txt, tools/maintenance/lock_envs.py) is resolved on
-    # its own rather than jointly with the others' shared packages (numpy, torch, pillow): for a
-    # library whose requirements conflict with theirs (its own CUDA stack, say).
-    locked_alone: bool = False
+    # How its env is locked (envs/<name>.in -> envs/<name>.txt, tools/maintenance/lock_envs.py):
+    # LOCK_JOINT: resolved with the other joint libraries, so the packages they share (numpy,
+    # torch, pillow) get one version everywhere; LOCK_SHARED: resolved on its own under the joint
+    # versions of what every env installs (envs/common.in: numpy, torch, ...), for a library that
+    # installs the same module as another library (its requirements conflict with theirs);
+    # LOCK_ALONE: on its own, nothing shared (its own CUDA stack, say).
+    lock_mode: str = LOCK_JOINT
+    # Distributions its env must not install: they provide the same module as the library does
+    # (Pillow-SIMD is the PIL module). The lock drops them from its dependencies' requirements,
+    # and a lock or a configured env that would hold both is refused before anything runs.
+    replaces_distributions: tuple[str, ...] = ()
+    # Debian packages its env build needs beyond Python (a library compiled from source): what the
+    # container image and a fresh machine install (container/Dockerfile, .ci/run).
+    build_packages: tuple[str, ...] = ()
+    # The library it is a fork or a drop-in replacement of (the summary compares the two).
+    sibling: str = ""
     # Whether its env installs torch: a model step and torch's DataLoader (forked workers) run
     # there. A library with its own pipeline loader (DALI: threads) may lack it.
     env_has_torch: bool = True
@@ -253,7 +289,27 @@ class Adapter:
         passes through unchanged."""
         return None
 
+    # -- building its env ----------------------------------------------------------------------
+    @classmethod
+    def build_variables(cls, environ: EnvMapping[str, str]) -> dict[str, str]:
+        """Environment variables its env build compiles with, given the machine's (a library that
+        ships no wheels and is built from source: the instruction set a SIMD build targets)."""
+        return {}
+
+    @classmethod
+    def build_problem(cls) -> str | None:
+        """Why its env cannot be built on this machine, in one line naming what to install
+        (checked before a build, on the machine that builds); None: nothing is missing. Only a
+        library built from source has anything to check."""
+        return None
+
     # -- provenance ----------------------------------------------------------------------------
+    def provenance(self) -> dict[str, Any]:
+        """What every row records about the library as imported, beyond its version: its
+        licence (from the installed distribution's metadata) and, for a library built here, the
+        facts that show which build is the one imported (augbench.adapters.pillow_simd)."""
+        return {"license": distribution_license(self.distribution)}
+
     def versions(self) -> dict[str, str]:
         out: dict[str, str] = {}
         for dist in (self.distribution, *self.recorded_distributions):

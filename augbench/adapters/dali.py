@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from augbench.adapters.base import DALI_PIPELINE, TRAINING_FEED, Adapter, Mapping
+from augbench.adapters.base import DALI_PIPELINE, LOCK_ALONE, TRAINING_FEED, Adapter, Mapping
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ class DaliAdapter(Adapter):
     color = "#E69F00"
     # Its loader feeds the sleep stand-in only (its env has no torch for a model step).
     capabilities = frozenset({DALI_PIPELINE, TRAINING_FEED})
-    locked_alone = True  # its own CUDA stack
+    lock_mode = LOCK_ALONE  # its own CUDA stack
     env_has_torch = False
     distribution = "nvidia-dali-cuda120"
     recorded_distributions = (

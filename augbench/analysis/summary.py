@@ -7,7 +7,14 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from augbench.analysis import allocator_effect, faults, lazy_outputs, pipelines, training
+from augbench.analysis import (
+    allocator_effect,
+    faults,
+    lazy_outputs,
+    pipelines,
+    siblings,
+    training,
+)
 from augbench.analysis.dataloader import baseline_exceptions
 from augbench.analysis.diagnostics import diagnose, slow_rows
 from augbench.analysis.groups import iter_groups, library_medians, library_order, winners
@@ -151,6 +158,11 @@ def markdown(
                 ],
             )
             lines.append("")
+    # A fork beside its original (Albumentations 2.0.8 and AlbumentationsX, Pillow-SIMD and
+    # Pillow): the ratio of each transform's medians.
+    lines += siblings.summary_lines(
+        frame if pipeline_rows is None else pd.concat([frame, pipeline_rows], ignore_index=True)
+    )
     flagged = diagnose(frame)
     flagged = flagged[flagged["flagged"]]
     lines += _row_list(

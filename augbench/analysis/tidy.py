@@ -78,6 +78,8 @@ COLUMNS: tuple[str, ...] = (
     "slow_threshold_sec_per_item",
     "library_version",
     "library_versions",
+    "library_license",
+    "library_provenance",
     "hostname",
     "processor",
     "timestamp",
@@ -106,7 +108,8 @@ def _infer_library(meta: dict[str, Any], path: Path) -> str:
     if meta.get("library"):
         return str(meta["library"])
     stem = path.stem.lower()
-    for lib in adapters.names():
+    # Longest name first: a file of pillow_simd is not one of pillow.
+    for lib in sorted(adapters.names(), key=len, reverse=True):
         if stem.startswith(lib) or f"_{lib}_" in stem:
             return lib
     versions = meta.get("library_versions") or {}
@@ -114,6 +117,16 @@ def _infer_library(meta: dict[str, Any], path: Path) -> str:
         if lib in versions:
             return lib
     return next(iter(versions), "unknown")
+
+
+def _library_version(library: str, versions: dict[str, str]) -> str | None:
+    """The version of the distribution the library's declaration names (a file of another tool
+    keys it by the library's name)."""
+    try:
+        distribution = adapters.declared(library).distribution
+    except KeyError:
+        distribution = library
+    return versions.get(distribution) or versions.get(library)
 
 
 def _infer_regime(meta: dict[str, Any], path: Path) -> str:
@@ -305,7 +318,10 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
         **_scenario_columns(meta, params),
         "slow_threshold_sec_per_item": _slow_threshold(meta, params),
         "num_images": dataset.get("num_images_used") or params.get("num_images"),
-        "library_version": versions.get(library) or versions.get("albumentationsx"),
+        "library_version": _library_version(library, versions),
+        "library_license": (meta.get("library_provenance") or {}).get("license"),
+        # What shows which build was imported (a SIMD build's flags and instruction count).
+        "library_provenance": json.dumps(meta.get("library_provenance") or {}, sort_keys=True),
         "library_versions": json.dumps(versions, sort_keys=True),
         "hostname": info.get("hostname"),
         # Cores the job could use (its CPU affinity), the machine's core count where not recorded.

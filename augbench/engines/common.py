@@ -47,6 +47,8 @@ def job_metadata(
         "machine_actual": cloud.machine_actual(machine, instance),
         "library": adapter.name,
         "library_versions": adapter.versions(),
+        # Its licence, and for a library built here the facts that show which build ran.
+        "library_provenance": adapter.provenance(),
         "thread_settings": thread_settings,
         "benchmark_params": benchmark_params,
         "regime": regime,

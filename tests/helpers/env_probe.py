@@ -20,6 +20,7 @@ import random
 import sys
 import time
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,12 @@ def run_case(
     start = time.perf_counter()
     try:
         seed_everything(case.get("seed", 0))
-        transform = adapter.build(name, params)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            transform = adapter.build(name, params)
+        # A library that ignores an argument it does not know warns (albumentations 2.0.8): the
+        # mapping would then measure another transform than the call it records.
+        record["build_warnings"] = sorted({str(w.message)[:300] for w in caught})
         # AlbumentationsX transforms draw from their own generators, seeded from the OS unless
         # told otherwise; seed them too so a near-identity draw (Brightness factor ~1.0) cannot
         # make a "fresh parameters, always applied" check flaky.

@@ -1,14 +1,15 @@
-"""Fit the memory model's constants (augbench.policy) in processes of their own, never from the
-workflow runs they are checked against (tools/checks/cost_validation.py checks the model on a
-measured run; docs/cost_validation.tsv):
+"""Fit the memory model's numbers (augbench/library_memory.json, augbench.policy) in processes of
+their own, never from the workflow runs they are checked against (tools/checks/cost_validation.py
+checks the model on a measured run; docs/cost_validation.tsv):
 
-- ``IMPORT_RSS_MB``, ``MANAGER_RSS_MB``: the resident memory of a fresh interpreter in each
-  library's venv after importing augbench and the library (its adapter's ``import_library``), and
-  after torch too;
-- ``augbench/working_copies.json`` (written): a transform's temporaries on one image, in copies
-  of the image at the library's working dtype: per library and catalog transform it implements,
-  on one synthetic ``--working-px`` square RGB image, the growth of the peak resident memory of
-  a child forked for that transform alone, over the image's size (the largest of ``--repeats``);
+- ``import_rss_mb`` of ``augbench/library_memory.json`` (written), and ``MANAGER_RSS_MB``: the
+  resident memory of a fresh interpreter in each library's venv after importing augbench and the
+  library (its adapter's ``import_library``), and after torch too;
+- ``working_copies`` of ``augbench/library_memory.json`` (written): a transform's temporaries on
+  one image, in copies of the image at the library's working dtype: per library and catalog
+  transform it implements, on one synthetic ``--working-px`` square RGB image, the growth of the
+  peak resident memory of a child forked for that transform alone, over the image's size (the
+  largest of ``--repeats``);
 - ``TRAINING_MODEL_MB``: the training regime's model state in the main process at batch 32 (the
   torchvision env): the peak resident memory a fresh process gains from building the model and
   its SGD optimizer and running training steps on a batch, as the training engine does on the CPU
@@ -16,8 +17,9 @@ measured run; docs/cost_validation.tsv):
 
     uv run python tools/checks/import_rss.py [--envs-dir .venvs] [--repeats 3]
 
-Prints the other numbers as the policy's literals, with the machine and date, to paste into
-augbench/policy.py after a lock change (envs/*.txt). Each value is the largest of ``--repeats``
+Writes the per-library numbers (``--libraries``: only those, the others kept) and prints the
+others as the policy's literals, with the machine and date, to paste into augbench/policy.py
+after a lock change (envs/*.txt). Each value is the largest of ``--repeats``
 fresh processes (ru_maxrss, MiB).
 """
 
@@ -30,13 +32,14 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from augbench import adapters  # noqa: E402
 from augbench.adapters.base import CPU_TRANSFORMS  # noqa: E402
-from augbench.memory import WORKING_COPIES_FILE  # noqa: E402
+from augbench.memory import LIBRARY_MEMORY_FILE  # noqa: E402
 
 PROBE = """
 import json, resource, sys
@@ -144,8 +147,15 @@ def main() -> int:
     p.add_argument("--envs-dir", type=Path, default=ROOT / ".venvs")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--working-px", type=int, default=2048, help="side of the working-copy image")
+    p.add_argument(
+        "--libraries",
+        nargs="+",
+        default=adapters.names(),
+        choices=adapters.names(),
+        help="measure these (a new library); the working copies of the others are kept",
+    )
     p.add_argument("--working-copies-only", action="store_true",
-                   help="fit and write augbench/working_copies.json, nothing else")  # fmt: skip
+                   help="fit and write the working copies, nothing else")  # fmt: skip
     args = p.parse_args()
     if not args.working_copies_only:
         print_process_constants(args)
@@ -158,7 +168,7 @@ def main() -> int:
 def print_process_constants(args: argparse.Namespace) -> None:
     found: dict[str, tuple[float, float]] = {}
     manager = 0.0
-    for library in adapters.names():
+    for library in args.libraries:
         python = args.envs_dir / library / "bin" / "python"
         if not python.exists():
             print(f"# {library}: no venv at {python}; skipped")
@@ -167,18 +177,31 @@ def print_process_constants(args: argparse.Namespace) -> None:
         found[library] = (max(r["alone"] for r in runs), max(r["torch"] for r in runs))
         if library == "albumentationsx":
             manager = max(probe(python, library, manager=True)["manager"] for _ in range(2))
+    write_measured("import_rss_mb", {lib: list(pair) for lib, pair in found.items()}, args)
     print(f"# {platform.node()} ({platform.processor() or platform.machine()}), "
           f"{datetime.date.today().isoformat()}, tools/checks/import_rss.py")  # fmt: skip
-    print("IMPORT_RSS_MB: dict[str, tuple[float, float]] = {")
-    for library, (alone, torch) in found.items():
-        print(f'    "{library}": ({alone:.0f}.0, {torch:.0f}.0),')
-    print("}")
     print(f"MANAGER_RSS_MB = {manager:.0f}.0")
+
+
+def write_measured(key: str, found: dict[str, Any], args: argparse.Namespace) -> None:
+    """Put ``found`` (per library) under ``key`` of augbench/library_memory.json, keeping what
+    the file holds for the libraries not measured now, in the libraries' order."""
+    doc = json.loads(LIBRARY_MEMORY_FILE.read_text()) if LIBRARY_MEMORY_FILE.exists() else {}
+    merged = {**{k: v for k, v in doc.get(key, {}).items() if k not in found}, **found}
+    doc[key] = {lib: merged[lib] for lib in adapters.names() if lib in merged}
+    doc.update(
+        machine=platform.node(), processor=platform.processor() or platform.machine(),
+        date=datetime.date.today().isoformat(), tool="tools/checks/import_rss.py",
+    )  # fmt: skip
+    if key == "working_copies":
+        doc.update(image_px=args.working_px, repeats=args.repeats)
+    LIBRARY_MEMORY_FILE.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    print(f"# wrote {key} of {LIBRARY_MEMORY_FILE.relative_to(ROOT)}")
 
 
 def fit_working_copies(args: argparse.Namespace) -> None:
     copies: dict[str, dict[str, float]] = {}
-    for library in adapters.names():
+    for library in args.libraries:
         python = args.envs_dir / library / "bin" / "python"
         if CPU_TRANSFORMS not in adapters.declared(library).capabilities or not python.exists():
             continue
@@ -189,12 +212,7 @@ def fit_working_copies(args: argparse.Namespace) -> None:
         print(f"# {library}: {len(copies[library])} transforms, up to "
               f"{copies[library][worst]:.2f} copies ({worst}, {args.working_px} px)")  # fmt: skip
     if copies:
-        WORKING_COPIES_FILE.write_text(json.dumps({
-            "machine": platform.node(), "processor": platform.processor() or platform.machine(),
-            "date": datetime.date.today().isoformat(), "tool": "tools/checks/import_rss.py",
-            "image_px": args.working_px, "repeats": args.repeats, "copies": copies,
-        }, indent=1, sort_keys=True) + "\n")  # fmt: skip
-        print(f"# wrote {WORKING_COPIES_FILE.relative_to(ROOT)}")
+        write_measured("working_copies", copies, args)
 
 
 def print_training_state(args: argparse.Namespace) -> None:

@@ -3,10 +3,15 @@
     uv run python tools/maintenance/lock_envs.py
     uv run python tools/maintenance/lock_envs.py --only dali   # one library, nothing else moves
 
-1. All envs/<library>.in are resolved jointly into envs/constraints.txt, so packages shared by
-   several environments (numpy, torch, pillow, ...) get one version everywhere.
-2. Each envs/<library>.txt is compiled from its .in under those constraints (pinned, with hashes
-   omitted to keep uv's hardlink cache effective).
+1. The envs/<library>.in of every library whose declaration locks it jointly (Adapter.lock_mode)
+   are resolved together into envs/constraints.txt, so packages shared by several environments
+   (numpy, torch, pillow, ...) get one version everywhere.
+2. Each envs/<library>.txt is compiled from its .in (pinned, with hashes omitted to keep uv's
+   hardlink cache effective): a joint library under those constraints; a "shared" one on its own
+   under the joint versions of what envs/common.in installs (numpy, torch, ...); an "alone" one
+   with nothing shared. A distribution the library replaces (Adapter.replaces_distributions: the
+   same module) is dropped from its dependencies' requirements, and a lock that still holds one
+   is an error.
 3. envs/<library>.yaml mirrors the lock for `--sdm conda` users (python + pip-pinned packages).
 """
 
@@ -14,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,9 +31,11 @@ PLATFORM = "x86_64-manylinux_2_28"
 sys.path.insert(0, str(ROOT))
 
 from augbench import adapters  # noqa: E402
+from augbench.adapters.base import LOCK_JOINT, LOCK_SHARED  # noqa: E402
+from augbench.provision import lock_pins  # noqa: E402
 
-# Libraries locked jointly: all but those whose declarations lock them alone.
-JOINT = tuple(name for name in adapters.names() if not adapters.declared(name).locked_alone)
+# Libraries locked jointly: those whose declarations say so.
+JOINT = tuple(n for n in adapters.names() if adapters.declared(n).lock_mode == LOCK_JOINT)
 
 
 def uv() -> str:
@@ -38,7 +44,9 @@ def uv() -> str:
     return find_uv_bin()
 
 
-def compile_lock(inputs: list[Path], output: Path, constraints: Path | None = None) -> None:
+def compile_lock(
+    inputs: list[Path], output: Path, constraints: Path | None = None, library: str = ""
+) -> None:
     cmd = [
         uv(), "pip", "compile", "--quiet", "--python-version", PYTHON_VERSION,
         "--python-platform", PLATFORM, "--no-header", "--annotation-style", "line",
@@ -46,7 +54,27 @@ def compile_lock(inputs: list[Path], output: Path, constraints: Path | None = No
     ]  # fmt: skip
     if constraints is not None:
         cmd += ["-c", str(constraints)]
-    subprocess.run(cmd, check=True, cwd=ROOT)
+    replaced = adapters.declared(library).replaces_distributions if library else ()
+    with tempfile.TemporaryDirectory() as tmp:
+        if replaced:
+            # A requirement whose marker is never true removes the distribution from the
+            # resolution (uv's overrides): torchvision's Pillow requirement, for Pillow-SIMD.
+            overrides = Path(tmp) / "overrides.txt"
+            overrides.write_text("".join(f'{d} ; python_version < "0"\n' for d in replaced))
+            cmd += ["--override", str(overrides)]
+        subprocess.run(cmd, check=True, cwd=ROOT)
+    if library:
+        both = set(replaced) & set(lock_pins(output))
+        if both:
+            raise SystemExit(f"{output}: holds {', '.join(sorted(both))}, which {library} replaces")
+
+
+def constraints_for(library: str, shared: Path) -> Path | None:
+    """The constraints ``library``'s lock is compiled under (its declaration's lock_mode)."""
+    mode = adapters.declared(library).lock_mode if library in adapters.names() else LOCK_JOINT
+    if mode == LOCK_JOINT:
+        return ENVS / "constraints.txt"
+    return shared if mode == LOCK_SHARED else None
 
 
 def conda_mirror(library: str, lock: Path) -> str:
@@ -65,16 +93,19 @@ def conda_mirror(library: str, lock: Path) -> str:
 
 
 def relock_one(library: str) -> None:
-    """Re-lock one library after its .in changed, its current lock as constraints: packages
-    already pinned keep their versions (no registry drift), only what the .in adds is resolved."""
+    """Re-lock one library after its .in changed (or lock a new one), its current lock as
+    constraints: packages already pinned keep their versions (no registry drift), only what the
+    .in adds is resolved."""
     lock = ENVS / f"{library}.txt"
     with tempfile.TemporaryDirectory() as tmp:
         previous = Path(tmp) / "previous.txt"
-        shutil.copy(lock, previous)
-        sources = [previous, *([ENVS / "constraints.txt"] if library in JOINT else [])]
+        previous.write_text(lock.read_text() if lock.exists() else "")  # a new library: none
+        shared = Path(tmp) / "shared.txt"
+        compile_lock([ENVS / "common.in"], shared, ENVS / "constraints.txt")
+        sources = [previous, *filter(None, [constraints_for(library, shared)])]
         combined = Path(tmp) / "constraints.txt"
         combined.write_text("".join(c.read_text() for c in sources))
-        compile_lock([ENVS / f"{library}.in"], lock, combined)
+        compile_lock([ENVS / f"{library}.in"], lock, combined, library)
     # The temporary constraints file is no provenance worth keeping in the lock's comments.
     text = re.sub(r"-c [^,\s]+(, )?", "", lock.read_text())
     lock.write_text(re.sub(r",[ \t]*$", "", text, flags=re.M))
@@ -93,11 +124,15 @@ def main() -> int:
     joint = [lib for lib in libraries if lib in JOINT]
     constraints = ENVS / "constraints.txt"
     compile_lock([ENVS / f"{lib}.in" for lib in joint], constraints)
-    for lib in libraries:
-        lock = ENVS / f"{lib}.txt"
-        compile_lock([ENVS / f"{lib}.in"], lock, constraints if lib in JOINT else None)
-        (ENVS / f"{lib}.yaml").write_text(conda_mirror(lib, lock))
-        print(f"locked {lock.relative_to(ROOT)}")
+    with tempfile.TemporaryDirectory() as tmp:
+        # The joint versions of what every env installs: the shared libraries' constraints.
+        shared = Path(tmp) / "shared.txt"
+        compile_lock([ENVS / "common.in"], shared, constraints)
+        for lib in libraries:
+            lock = ENVS / f"{lib}.txt"
+            compile_lock([ENVS / f"{lib}.in"], lock, constraints_for(lib, shared), lib)
+            (ENVS / f"{lib}.yaml").write_text(conda_mirror(lib, lock))
+            print(f"locked {lock.relative_to(ROOT)}")
     # The driver's own conda mirror, from uv.lock.
     exported = subprocess.run(
         [uv(), "export", "--frozen", "--no-dev", "--no-hashes", "--no-header",

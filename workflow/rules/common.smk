@@ -2,6 +2,7 @@
 # their wildcards, result files and engine flags) comes from augbench.sweep, which reads the
 # regime declarations in augbench/regimes.py; this file only connects them to Snakemake.
 import functools
+import json
 import os
 import sys
 from pathlib import Path
@@ -181,13 +182,33 @@ def env_marker(library):
     return f"results/envs/{library}.json"
 
 
+def env_build_failure(library):
+    """The marker of ``library``'s env build where the last run could not build it, else None."""
+    try:
+        marker = json.loads(Path(env_marker(library)).read_text())
+    except (OSError, ValueError):
+        return None
+    return marker if marker.get("status") == "failed" else None
+
+
+def env_build_retry(wildcards):
+    """build_env's param: when the env failed to build last time, when that was; so a new run
+    tries the build again (a changed param reruns the job), and a built env is left as it is.
+    """
+    failure = env_build_failure(wildcards.library)
+    return failure["failed_at"] if failure else ""
+
+
 def benchmark_env_inputs(wildcards):
     """Every configured env marker as ancient(): timed jobs wait for all env builds (no build
     competes with a measurement), but a rewritten marker never forces re-measurement; the job's
-    `lock` does (different library versions). `lock` and `archive` also let the launcher rebuild
-    the env and restage the dataset on a node that lacks them (a cloud VM)."""
+    `lock` does (different library versions). Where the library's own env failed to build last
+    time, its marker is a plain input: the retried build reruns its jobs. `lock` and `archive`
+    also let the launcher rebuild the env and restage the dataset on a node that lacks them (a
+    cloud VM)."""
+    own = env_marker(wildcards.library)
     inputs = {
-        "env": ancient(env_marker(wildcards.library)),
+        "env": own if env_build_failure(wildcards.library) else ancient(own),
         "lock": repo_path(f"envs/{wildcards.library}.txt"),
         "archive": dataset_archive(wildcards),
     }

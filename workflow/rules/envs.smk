@@ -1,4 +1,6 @@
-# One environment per library, built from its lock and reused while the lock is unchanged.
+# One environment per library, built from its lock and reused while the lock is unchanged. An env
+# that cannot be built writes a marker saying so (only its library's rows are lost) and is tried
+# again on the next run (param `retry`).
 
 
 rule build_env:
@@ -16,5 +18,6 @@ rule build_env:
         manager=config["envs"]["manager"],
         venv=lambda wildcards: venv_dir(wildcards.library),
         python=config["envs"].get("python") or sys.executable,
+        retry=env_build_retry,
     script:
         "../scripts/build_env.py"
