@@ -24,6 +24,7 @@ _ADDED: dict[str, type[Adapter]] = {}
 
 
 def _registry() -> dict[str, type[Adapter]]:
+    from augbench.adapters.albumentations_mit import AlbumentationsMitAdapter
     from augbench.adapters.albumentationsx import AlbumentationsXAdapter
     from augbench.adapters.dali import DaliAdapter
     from augbench.adapters.kornia import KorniaAdapter
@@ -32,6 +33,7 @@ def _registry() -> dict[str, type[Adapter]]:
 
     shipped = (
         AlbumentationsXAdapter,
+        AlbumentationsMitAdapter,
         TorchvisionAdapter,
         KorniaAdapter,
         PillowAdapter,
