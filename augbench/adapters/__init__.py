@@ -29,6 +29,7 @@ def _registry() -> dict[str, type[Adapter]]:
     from augbench.adapters.dali import DaliAdapter
     from augbench.adapters.kornia import KorniaAdapter
     from augbench.adapters.pillow import PillowAdapter
+    from augbench.adapters.pillow_simd import PillowSimdAdapter
     from augbench.adapters.torchvision import TorchvisionAdapter
 
     shipped = (
@@ -37,6 +38,7 @@ def _registry() -> dict[str, type[Adapter]]:
         TorchvisionAdapter,
         KorniaAdapter,
         PillowAdapter,
+        PillowSimdAdapter,
         DaliAdapter,
     )
     return {**{cls.name: cls for cls in shipped}, **_ADDED}
