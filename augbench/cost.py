@@ -48,10 +48,14 @@ from augbench.policy import (
     BREAKDOWN_VALUES_PER_PROCESS,
     DATALOADER_MIN_RUNS,
     MAIN_PROCESS_CORES,
-    MICRO_MAX_LOOPS,
-    MICRO_MIN_VALUE_SECONDS,
 )
-from augbench.stopping import BREAKDOWN_KINDS, breakdown_passes, breakdown_value_bounds
+from augbench.stopping import (
+    BREAKDOWN_KINDS,
+    breakdown_passes,
+    breakdown_value_bounds,
+    epoch_batches,
+    passes_per_value,
+)
 
 # Rule names come from the declarations (augbench/regimes.py): a new job kind is priced, or
 # reported as unpriced, without any change here.
@@ -566,12 +570,6 @@ class Estimate:
     most: float
 
 
-def _passes(seconds_per_image: float, images: float) -> int:
-    """Passes per value (augbench.stopping.passes_per_value, the engines' rule)."""
-    per_pass = max(seconds_per_image * images, 1e-9)
-    return max(1, min(MICRO_MAX_LOOPS, math.ceil(MICRO_MIN_VALUE_SECONDS / per_pass)))
-
-
 def _policy(params: Mapping[str, Any]) -> dict[str, Any]:
     policy = params.get("policy")
     return (json.loads(policy) if isinstance(policy, str) else policy) or {}
@@ -609,7 +607,9 @@ def pyperf_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -> Es
     for transform in job.transforms:
         s_img = model.seconds_per_image(transform, job.megapixels)
         preflight = (_preflight_items(params) + 1) * s_img
-        per_process = (params["values"] + params["warmups"]) * _passes(s_img, images) * images
+        per_process = (
+            (params["values"] + params["warmups"]) * passes_per_value(s_img, images) * images
+        )
         per_process *= s_img
         # Near the slow-transform threshold a preflight goes either way: expect each outcome
         # with its probability; at most, the full measurement unless a stop is certain.
@@ -628,7 +628,10 @@ def dataloader_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -
     """Epochs of every arm at the job's setting, plus its baselines and fixed costs; the arms'
     rates are the measured ones at the setting, scaled to the cores of the machine the job will
     run on (``params['target_cores']``; 0 or absent: the measuring machine's)."""
-    per_epoch = params["batch_size"] * params["batches_per_run"]
+    # The engine's epoch: batches_per_run rounded up to a whole number of batches per worker.
+    per_epoch = params["batch_size"] * epoch_batches(
+        params["batches_per_run"], int(params.get("workers") or 0)
+    )
     most_runs = params["num_runs"]
     expected_runs = min(max(model.run_share * most_runs, DATALOADER_MIN_RUNS), most_runs)
     baseline_runs = params.get("baseline_runs", 0)
@@ -720,7 +723,7 @@ def breakdown_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) ->
     totals = {"expected": 0.0, "most": 0.0}
     for pipeline in job.transforms:
         s_img = model.seconds_per_image(pipeline, job.megapixels)
-        per_pass = _passes(s_img, images) * images * s_img
+        per_pass = passes_per_value(s_img, images) * images * s_img
         for label, values in (("expected", expected), ("most", most)):
             passes = breakdown_passes(math.ceil(values), params["warmups"], per)
             totals[label] += len(BREAKDOWN_KINDS) * passes * per_pass

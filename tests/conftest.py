@@ -134,12 +134,15 @@ SMOKE_PIPELINES = (
     "config/pipelines/highres_segmentation.yaml",
     "config/pipelines/train_light.yaml",
 )
+# The shared smoke run's libraries: the four CPU libraries and DALI (the two forks beside their
+# originals have a run of their own: tests/test_workflow_forks.py).
+SMOKE_LIBRARIES = ("albumentationsx", "torchvision", "kornia", "pillow", "dali")
 SMOKE_CONFIG = (
     "--config",
     "preset=smoke",
     "machine=smoke-test",
     f"envs={{'manager': 'uv', 'dir': '{REPO / '.venvs'}'}}",
-    "libraries=[albumentationsx,torchvision,kornia,pillow,dali]",
+    f"libraries=[{','.join(SMOKE_LIBRARIES)}]",
     "regimes=[micro,cpu_dataloader,gpu_dataloader,dali]",
     f"pipelines=[{','.join(SMOKE_PIPELINES)}]",
 )

@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import snakemake_runner
-from conftest import NETWORK_GUARD_LOG, OFFLINE_ENV, REPO, copy_of
+from conftest import NETWORK_GUARD_LOG, OFFLINE_ENV, REPO, SMOKE_LIBRARIES, copy_of
 
 from augbench import provision, regimes
 from augbench.policy import NETWORK_GUARD_ENV_VAR, TELEMETRY_OFF_ENV
@@ -93,7 +93,7 @@ def test_no_benchmark_job_of_the_smoke_run_connects_outside(smoke_run) -> None:
     # The guard ran in the jobs it speaks for: one micro and one DataLoader job per CPU library,
     # DALI's CPU variant, and the pyperf workers micro starts.
     started = [" ".join(r.get("argv") or []) for r in found if r["event"] == "installed"]
-    for library in regimes.BY_NAME["micro"].libraries:
+    for library in regimes.libraries_for("micro", SMOKE_LIBRARIES):
         for engine in ("augbench.engines.micro", "augbench.engines.cpu_dataloader"):
             assert any(engine in a and f"--library {library}" in a for a in started), engine
     assert any("augbench.engines.dali" in a and "dali-cpu" in a for a in started)

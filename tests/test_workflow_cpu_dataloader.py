@@ -14,6 +14,7 @@ import pytest
 from conftest import (
     REPO,
     SMOKE_CONFIG,
+    SMOKE_LIBRARIES,
     WorkflowRun,
     assert_every_row,
     check_crop_larger_than_the_images,
@@ -28,7 +29,9 @@ from augbench.stopping import epoch_batches
 
 pytestmark = pytest.mark.workflow
 
-SMOKE = smoke_settings(regimes.BY_NAME["cpu_dataloader"].libraries, ["micro", "cpu_dataloader"])
+SMOKE = smoke_settings(
+    regimes.libraries_for("cpu_dataloader", SMOKE_LIBRARIES), ["micro", "cpu_dataloader"]
+)
 DL = SMOKE["cpu_dataloader"]
 DECODERS = {
     "albumentationsx": "cv2.imread",

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from conftest import (
     SMOKE_CONFIG,
+    SMOKE_LIBRARIES,
     WorkflowRun,
     assert_every_row,
     check_crop_larger_than_the_images,
@@ -24,7 +25,7 @@ from augbench import matrix, regimes
 
 pytestmark = pytest.mark.workflow
 
-SMOKE = smoke_settings(regimes.BY_NAME["micro"].libraries, ["micro"])
+SMOKE = smoke_settings(regimes.libraries_for("micro", SMOKE_LIBRARIES), ["micro"])
 STATUSES = set(matrix.STATUSES)
 
 

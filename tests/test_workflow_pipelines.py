@@ -15,23 +15,30 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import SMOKE_CONFIG, SMOKE_PIPELINES, WorkflowRun, copy_of, smoke_settings
+from conftest import (
+    SMOKE_CONFIG,
+    SMOKE_LIBRARIES,
+    SMOKE_PIPELINES,
+    WorkflowRun,
+    copy_of,
+    smoke_settings,
+)
 
-from augbench import adapters, regimes
+from augbench import regimes
 from augbench.cuda_env import SKIP_NO_CUDA
 from augbench.policy import PIPELINE_HARNESS_TOLERANCE
 
 pytestmark = pytest.mark.workflow
 
 SMOKE = smoke_settings(
-    adapters.names(),
+    SMOKE_LIBRARIES,
     ["micro", "cpu_dataloader", "gpu_dataloader", "dali"],
     pipelines=list(SMOKE_PIPELINES),
 )
 PIPELINES = [p["name"] for p in SMOKE["pipeline_definitions"]]
 RUNS = SMOKE["pipeline_runs"]
-CPU_LIBRARIES = regimes.libraries_for("micro", adapters.names())
-GPU_LIBRARIES = regimes.libraries_for("gpu_dataloader", adapters.names())
+CPU_LIBRARIES = regimes.libraries_for("micro", SMOKE_LIBRARIES)
+GPU_LIBRARIES = regimes.libraries_for("gpu_dataloader", SMOKE_LIBRARIES)
 
 
 COMPOSE_CALLS = {

@@ -302,6 +302,22 @@ def timed_constraints(rule):
     return regimes.KINDS[rule].wildcard_constraints()
 
 
+def timed_extra_inputs(rule):
+    """A pipelines kind's jobs also wait for the module pipelines resolved before them."""
+    if regimes.KINDS[rule].role == "pipelines":
+        return resolved_pipeline_inputs
+    return lambda wildcards: {}
+
+
+# The kinds timed.smk covers: every kind, but not cpu_dataloader where one job per library
+# measures every setting (cpu_dataloader.smk: several result files).
+TIMED_KINDS = [
+    kind
+    for kind in regimes.KINDS.values()
+    if not (kind.rule == "cpu_dataloader" and SWEEP.dataloader_job_per_library)
+]
+
+
 # -- what the sweep produces --------------------------------------------------------------------
 LAZY_TABLES = sweep.LAZY_TABLES
 PIPELINE_NAMES = SWEEP.pipeline_names

@@ -1,35 +1,11 @@
 # cpu_dataloader regime: recipes through real torch DataLoader workers (docs/cpu_dataloader.md).
 # cpu_dataloader.job_per picks the jobs: one per library x scope x worker count x shard of recipes
-# ("setting": cloud sweeps), or one per library x shard measuring every setting in turn in one
-# process ("library": local runs; the library is imported once). Same result files either way.
-# Jobs, flags and placement: augbench/regimes.py (kind "cpu_dataloader").
+# ("setting": cloud sweeps; its rule is timed.smk's, as every timed kind's), or one per library x
+# shard measuring every setting in turn in one process ("library": local runs; the library is
+# imported once), this rule. Same result files either way. Jobs, flags and placement:
+# augbench/regimes.py (kind "cpu_dataloader").
 
-if not SWEEP.dataloader_job_per_library:
-
-    rule cpu_dataloader:
-        input:
-            unpack(benchmark_env_inputs),
-            manifest=DATASET_MANIFEST,
-        output:
-            result=timed_result("cpu_dataloader"),
-        log:
-            timed_log("cpu_dataloader"),
-        benchmark:
-            timed_benchmark("cpu_dataloader")
-        wildcard_constraints:
-            **timed_constraints("cpu_dataloader"),
-        priority: timed_priority("cpu_dataloader")
-        conda:
-            "../../envs/{library}.yaml"
-        threads: timed_threads("cpu_dataloader")
-        resources:
-            **timed_resources("cpu_dataloader"),
-        params:
-            **timed_params("cpu_dataloader"),
-        shell:
-            TIMED_SHELL
-
-else:
+if SWEEP.dataloader_job_per_library:
 
     rule cpu_dataloader:
         input:

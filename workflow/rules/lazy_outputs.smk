@@ -3,26 +3,7 @@
 # bench slot and never overlaps a timed job.
 
 
-rule lazy_outputs:
-    input:
-        unpack(benchmark_env_inputs),
-        manifest=DATASET_MANIFEST,
-    output:
-        result=timed_result("lazy_outputs"),
-    log:
-        timed_log("lazy_outputs"),
-    benchmark:
-        timed_benchmark("lazy_outputs")
-    priority: timed_priority("lazy_outputs")
-    conda:
-        "../../envs/{library}.yaml"
-    threads: timed_threads("lazy_outputs")
-    resources:
-        **timed_resources("lazy_outputs"),
-    params:
-        **timed_params("lazy_outputs"),
-    shell:
-        TIMED_SHELL
+# The timed rule `lazy_outputs` is timed.smk's; its table:
 
 
 rule lazy_outputs_table:
