@@ -20,42 +20,9 @@ THREAD_ENV_VARS: tuple[str, ...] = (
     "VECLIB_MAXIMUM_THREADS",
 )
 
-# Telemetry and update checks off in every benchmark process, set before any library is imported
-# (docs/methodology.md, "Telemetry"). AlbumentationsX starts a thread on each A.Compose(...) that
-# posts environment information to an analytics endpoint unless one of its two variables is set
-# (read from the environment when its settings load). torchvision, Kornia, Pillow and DALI make no
-# network request on import or on a transform call (their only network code downloads weights or
-# datasets on request), so they have nothing to switch off.
-TELEMETRY_OFF_ENV: dict[str, str] = {
-    "ALBUMENTATIONS_NO_TELEMETRY": "1",
-    "ALBUMENTATIONS_OFFLINE": "1",
-}
 # Set by tests and audits (augbench/netguard): every benchmark process records and refuses any
 # connection that leaves the machine, in the JSON-lines file this names.
 NETWORK_GUARD_ENV_VAR = "AUGBENCH_NETWORK_GUARD"
-
-# What pyperf passes on to its worker processes (it starts them with a minimal environment).
-INHERITED_ENV_VARS: tuple[str, ...] = (
-    *THREAD_ENV_VARS,
-    *TELEMETRY_OFF_ENV,
-    NETWORK_GUARD_ENV_VAR,
-    "PYTHONPATH",
-    "CUDA_VISIBLE_DEVICES",
-)
-
-
-def telemetry_off_environment() -> dict[str, str]:
-    """What a benchmark process's environment says about telemetry (recorded in every result
-    file's ``environment``): each policy variable and its value, None where it is not set."""
-    return {var: os.environ.get(var) for var in TELEMETRY_OFF_ENV}
-
-
-def apply_telemetry_off() -> None:
-    """Switch library telemetry off in this process and the ones it starts (keeps a value that is
-    already set); call before any benchmarked library is imported."""
-    for var, value in TELEMETRY_OFF_ENV.items():
-        os.environ.setdefault(var, value)
-
 
 # A result row whose repeated throughputs vary more than this (std / mean) is flagged unstable.
 CV_UNSTABLE_THRESHOLD = 0.15

@@ -39,8 +39,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from augbench import adapters, allocator
-from augbench.policy import NETWORK_GUARD_ENV_VAR, TELEMETRY_OFF_ENV
+from augbench import adapters, allocator, telemetry
+from augbench.policy import NETWORK_GUARD_ENV_VAR
 
 LOCK_STAMP = ".augbench-lock.sha256"
 SETUP_ENV_VAR = "AUGBENCH_SETUP"
@@ -311,9 +311,9 @@ NO_BYTECODE_ENV_VAR = "PYTHONDONTWRITEBYTECODE"
 
 def engine_environment(base: Mapping[str, str], setup: dict[str, Any]) -> dict[str, str]:
     """The engine's environment: the job's, with library telemetry off (set before the engine's
-    interpreter starts: augbench.policy.TELEMETRY_OFF_ENV), the setup record, and, where a network
+    interpreter starts: augbench.telemetry), the setup record, and, where a network
     guard is asked for (augbench/netguard), its start-up hook first on PYTHONPATH."""
-    env = {**base, **TELEMETRY_OFF_ENV, SETUP_ENV_VAR: json.dumps(setup)}
+    env = {**base, **telemetry.off_environment(), SETUP_ENV_VAR: json.dumps(setup)}
     # The engine may cache the bytecode of what it imports in the library's venv: where the
     # machine sets PYTHONDONTWRITEBYTECODE, every job and pyperf worker would otherwise compile
     # torch's modules again (docs/results/bytecode-amd-epyc-2c.md). Outside every timed scope.

@@ -1,6 +1,6 @@
 """No benchmark job phones home, and a checkout that ran locally can still plan a cloud sweep.
 
-- Library telemetry is off in every benchmark process (augbench.policy.TELEMETRY_OFF_ENV), set by
+- Library telemetry is off in every benchmark process (augbench.telemetry), set by
   the launcher before the engine's interpreter starts and recorded in every result file and row.
 - The network guard (augbench/netguard) refuses and logs any name lookup or connection that would
   leave the machine; the session's smoke run (every library and regime) runs under it, and its
@@ -24,7 +24,8 @@ import snakemake_runner
 from conftest import NETWORK_GUARD_LOG, OFFLINE_ENV, REPO, SMOKE_LIBRARIES, copy_of
 
 from augbench import provision, regimes
-from augbench.policy import NETWORK_GUARD_ENV_VAR, TELEMETRY_OFF_ENV
+from augbench.policy import NETWORK_GUARD_ENV_VAR
+from augbench.telemetry import off_environment
 
 GUARD_DIR = REPO / "augbench" / "netguard"
 
@@ -75,7 +76,7 @@ def test_the_guard_lets_loopback_and_unix_sockets_through(tmp_path: Path) -> Non
 
 def test_the_launcher_sets_telemetry_off_and_puts_the_guard_first() -> None:
     env = provision.engine_environment({"PYTHONPATH": "/repo"}, {"env_reused": True})
-    assert all(env[var] == value for var, value in TELEMETRY_OFF_ENV.items())
+    assert all(env[var] == value for var, value in off_environment().items())
     assert env["PYTHONPATH"] == "/repo"  # no guard unless asked for
     guarded = provision.engine_environment(
         {"PYTHONPATH": "/repo", NETWORK_GUARD_ENV_VAR: "/tmp/log"}, {}
@@ -107,7 +108,7 @@ def test_every_row_records_library_telemetry_off(smoke_run) -> None:
     assert files
     for path in files:
         recorded = json.loads(path.read_text())["metadata"]["environment"]["telemetry"]
-        assert recorded == TELEMETRY_OFF_ENV, path
+        assert recorded == off_environment(), path
     table = pd.read_csv(smoke_run.workdir / "results/tables/all_results.csv", low_memory=False)
     assert table["telemetry"].str.startswith("off (ALBUMENTATIONS_NO_TELEMETRY=1").all()
 

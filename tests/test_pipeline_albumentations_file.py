@@ -18,7 +18,7 @@ from conftest import REPO, env_python
 
 from augbench import catalog, pipelines
 from augbench.pipeline_sources import albumentations_file as albx
-from augbench.policy import TELEMETRY_OFF_ENV
+from augbench.telemetry import off_environment
 
 SOURCE = "config/pipelines/mine.yaml"
 
@@ -240,7 +240,7 @@ def probe(tmp_path: Path, request: dict[str, Any]) -> dict[str, Any]:
     proc = subprocess.run(
         [str(ALBX_PYTHON), str(REPO / "tests/helpers/albx_file_probe.py"), str(request_path),
          str(report_path)],
-        capture_output=True, text=True, timeout=300, env={**os.environ, **TELEMETRY_OFF_ENV},
+        capture_output=True, text=True, timeout=300, env={**os.environ, **off_environment()},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(report_path.read_text())

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, library_env, run_snakemake
+from conftest import NETWORK_GUARD_LOG, REPO, library_env, run_snakemake
+
+from augbench.policy import NETWORK_GUARD_ENV_VAR
 
 pytestmark = pytest.mark.workflow
 
@@ -59,7 +61,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
         library_env(library)
         if library != "pillow_simd":
             (envs / library).symlink_to(REPO / ".venvs" / library)
-    broken = run_snakemake(workdir, *settings(envs), env=BROKEN_COMPILER)
+    # Every benchmark process records (and refuses) any connection that would leave the machine:
+    # albumentations 2.0.8 asks PyPI for a newer release on import unless told not to.
+    guard = {NETWORK_GUARD_ENV_VAR: str(workdir / NETWORK_GUARD_LOG)}
+    broken = run_snakemake(workdir, *settings(envs), env={**BROKEN_COMPILER, **guard})
     after_broken = {
         "output": broken.stdout + broken.stderr,
         "rows": rows(workdir),
@@ -151,6 +156,15 @@ def test_every_pillow_row_has_its_simd_twin_and_the_summary_compares_them(runs: 
     assert "## Forks and drop-in builds beside their originals" in summary
     assert "### Pillow-SIMD / Pillow: smoke-test: micro" in summary
     assert "### Albumentations 2.0.8 (MIT) / AlbumentationsX: smoke-test: micro" in summary
+
+
+def test_no_process_of_the_forks_connects_outside(runs: dict) -> None:
+    lines = (runs["workdir"] / NETWORK_GUARD_LOG).read_text().splitlines()
+    found = [json.loads(line) for line in lines if line.strip()]
+    mit = [r for r in found if "--library albumentations_mit" in " ".join(r.get("argv") or [])]
+    assert mit, "no guarded albumentations_mit process"
+    refused = [r for r in found if r["event"] != "installed"]
+    assert not refused, refused
 
 
 def test_the_mit_rows_say_which_release_and_licence(runs: dict) -> None:

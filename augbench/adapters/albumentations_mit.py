@@ -16,7 +16,7 @@ every env shares, so a difference between the two is the library's.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 from augbench.adapters.albumentationsx import KEYWORD_SPELLING as SPELLING_IN_USE
 from augbench.adapters.albumentationsx import AlbumentationsXAdapter, _albx, _geometry
@@ -82,6 +82,8 @@ class AlbumentationsMitAdapter(AlbumentationsXAdapter):
     color = "#56B4E9"
     distribution = "albumentations"
     sibling = "albumentationsx"
+    # Its import asks PyPI for a newer release (albumentations.check_version) unless this is set.
+    telemetry_off: ClassVar[dict[str, str]] = {"NO_ALBUMENTATIONS_UPDATE": "1"}
     lock_mode = LOCK_SHARED  # the same module as AlbumentationsX: resolved apart from it
 
     def _mappings(self) -> dict[str, Mapping]:

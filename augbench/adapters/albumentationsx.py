@@ -63,6 +63,11 @@ class AlbumentationsXAdapter(Adapter):
     title = "AlbumentationsX"
     color = "#0072B2"
     capabilities = frozenset({CPU_TRANSFORMS, TRAINING_FEED})
+    # Its analytics thread on each A.Compose(...) (read when its settings load).
+    telemetry_off: ClassVar[dict[str, str]] = {
+        "ALBUMENTATIONS_NO_TELEMETRY": "1",
+        "ALBUMENTATIONS_OFFLINE": "1",
+    }
     distribution = "albumentationsx"
     recorded_distributions = ("albucore", "opencv-python-headless", "numpy", "torch", "pyperf")
     native_format = "numpy HWC uint8 (RGB)"

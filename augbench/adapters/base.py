@@ -102,6 +102,9 @@ class Adapter:
     # (Pillow-SIMD is the PIL module). The lock drops them from its dependencies' requirements,
     # and a lock or a configured env that would hold both is refused before anything runs.
     replaces_distributions: tuple[str, ...] = ()
+    # Environment variables that switch its telemetry and update checks off, set in every
+    # benchmark process before any library is imported (augbench.telemetry).
+    telemetry_off: ClassVar[dict[str, str]] = {}
     # Debian packages its env build needs beyond Python (a library compiled from source): what the
     # container image and a fresh machine install (container/Dockerfile, .ci/run).
     build_packages: tuple[str, ...] = ()

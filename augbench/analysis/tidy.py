@@ -146,7 +146,7 @@ def _infer_regime(meta: dict[str, Any], path: Path) -> str:
 
 
 def _telemetry(meta: dict[str, Any]) -> str:
-    """Library telemetry in the process that measured the row (augbench.policy.TELEMETRY_OFF_ENV):
+    """Library telemetry in the process that measured the row (augbench.telemetry):
     "off (VAR=1, ...)" where every policy variable was set, "not all off (VAR unset, ...)" where
     one was not, "" for files that do not record it (other tools, older runs)."""
     recorded = (meta.get("environment") or {}).get("telemetry")

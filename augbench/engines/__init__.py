@@ -1,6 +1,6 @@
 """Timing engines, one per regime. They run inside a library's environment.
 
-Importing this package switches library telemetry off (augbench.policy.TELEMETRY_OFF_ENV) before
+Importing this package switches library telemetry off (augbench.telemetry) before
 any engine imports a benchmarked library: the launcher (augbench.provision) already sets it for
 workflow jobs; this covers engines started directly (tests, tools/).
 
@@ -11,8 +11,7 @@ those that build their skeleton.Job only when their rows are done. The result fi
 is taken in skeleton.write_result.
 """
 
-from augbench import quietness
-from augbench.policy import apply_telemetry_off
+from augbench import quietness, telemetry
 
-apply_telemetry_off()
+telemetry.apply_off()
 quietness.engine_process_started()

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from augbench import allocator, cloud
+from augbench import allocator, cloud, telemetry
 from augbench.adapters.base import Adapter
 from augbench.media import dataset_metadata
-from augbench.policy import NETWORK_GUARD_ENV_VAR, telemetry_off_environment
+from augbench.policy import NETWORK_GUARD_ENV_VAR
 from augbench.results import system_info
 
 
@@ -60,9 +60,9 @@ def job_metadata(
             "cwd": os.getcwd(),
             "env_lock_sha256": marker.get("lock_sha256"),
             "env_manager": marker.get("manager"),
-            # Library telemetry as the process saw it (policy.TELEMETRY_OFF_ENV), and the network
+            # Library telemetry as the process saw it (augbench.telemetry), and the network
             # guard's log where one recorded the job's connections (tests, audits).
-            "telemetry": telemetry_off_environment(),
+            "telemetry": telemetry.recorded(),
             "network_guard": os.environ.get(NETWORK_GUARD_ENV_VAR),
             "native_format": adapter.native_format,
             "decoder": adapter.decoder,

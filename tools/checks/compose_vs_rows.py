@@ -48,7 +48,8 @@ from augbench.intervals import (  # noqa: E402
 ALBUMENTATIONS_PROBE = r"""
 import json, sys, time
 sys.path.insert(0, ROOT)
-from augbench.policy import MICRO_THREADS, apply_telemetry_off
+from augbench.policy import MICRO_THREADS
+from augbench.telemetry import apply_off as apply_telemetry_off
 MICRO_THREADS.apply_environment()
 apply_telemetry_off()
 import cv2
@@ -80,7 +81,8 @@ print(json.dumps({"seconds_per_image": values}))
 LIBRARY_PROBE = r"""
 import json, sys, time
 sys.path.insert(0, ROOT)
-from augbench.policy import MICRO_THREADS, apply_telemetry_off
+from augbench.policy import MICRO_THREADS
+from augbench.telemetry import apply_off as apply_telemetry_off
 MICRO_THREADS.apply_environment()
 apply_telemetry_off()
 from augbench import adapters, pipeline_builders, pipelines
