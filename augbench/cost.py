@@ -49,6 +49,7 @@ from augbench.policy import (
     DATALOADER_MIN_RUNS,
     MAIN_PROCESS_CORES,
 )
+from augbench.regimes import Job
 from augbench.stopping import (
     BREAKDOWN_KINDS,
     breakdown_passes,
@@ -94,30 +95,7 @@ def setting_of(row: Mapping[str, Any], params: Mapping[str, Any]) -> str:
     return f"{scope}-w{workers}" if scope and workers is not None else ""
 
 
-# -- the jobs a plan prices -----------------------------------------------------------------
-@dataclass(frozen=True)
-class Job:
-    """One planned job: its kind, library ("" for setup jobs) and transforms (benchmark jobs),
-    with what the sweep knows of it (augbench.sweep.Sweep.cost_jobs)."""
-
-    kind: str
-    library: str = ""
-    transforms: tuple[str, ...] = ()
-    # One result file of a job that writes ``share`` of them in one process (cpu_dataloader with
-    # job_per: library): it carries its own work and 1/share of the job's per-process overhead.
-    share: int = 1
-    # The job's engine flags as JSON (its images, repetitions, settings): what it will run.
-    params_json: str = "{}"
-    megapixels: float = 0.0  # mean megapixels of the images it holds (0: unknown)
-    output: str = ""  # its result file
-    benchmark: str = ""  # its Snakemake benchmark file
-    mem_mb: int = 0  # predicted memory (augbench.memory)
-    rss_mb: int = 0
-    forked: int = 0  # forked DataLoader workers (shared pages: compare mem_mb with max_pss)
-
-    @property
-    def params(self) -> dict[str, Any]:
-        return {k.replace("-", "_"): v for k, v in json.loads(self.params_json).items()}
+# -- the jobs a plan prices: augbench.regimes.Job, the plan's own record (Sweep.cost_jobs) ------
 
 
 @dataclass
@@ -775,9 +753,9 @@ def estimate_jobs(
     out: dict[Job, Estimate | None] = {}
     basis: dict[Job, str] = {}
     for job in jobs:
-        model = models.get((job.kind, job.library if job.kind not in SETUP_KINDS else ""))
+        model = models.get((job.rule, job.library if job.rule not in SETUP_KINDS else ""))
         if (
-            job.kind in SETUP_KINDS
+            job.rule in SETUP_KINDS
             and model is not None
             and model.per_megapixel_s
             and "num_images" in job.params
@@ -787,22 +765,22 @@ def estimate_jobs(
             seconds = model.overhead_s + mp * model.per_megapixel_s
             out[job], basis[job] = Estimate(seconds, seconds), "measured"
             continue
-        if job.kind in SETUP_KINDS or job.kind in ANALYSIS_KINDS:
+        if job.rule in SETUP_KINDS or job.rule in ANALYSIS_KINDS:
             if model is None:  # an assumption does not scale with the dataset
-                fixed = ASSUMED_SETUP_S if job.kind in SETUP_KINDS else ASSUMED_ANALYSIS_S
+                fixed = ASSUMED_SETUP_S if job.rule in SETUP_KINDS else ASSUMED_ANALYSIS_S
                 out[job], basis[job] = Estimate(fixed, fixed), "assumed"
             else:
-                scale = image_scale if job.kind in SETUP_KINDS and job.kind != "build_env" else 1.0
+                scale = image_scale if job.rule in SETUP_KINDS and job.rule != "build_env" else 1.0
                 seconds = model.overhead_s * scale
                 out[job], basis[job] = Estimate(seconds, seconds), "measured"
             continue
-        declared = regimes.KINDS.get(job.kind)
+        declared = regimes.KINDS.get(job.rule)
         if declared is None:
-            out[job], basis[job] = None, f"none: {job.kind} is not a declared job kind"
+            out[job], basis[job] = None, f"none: {job.rule} is not a declared job kind"
             continue
         if declared.cost == "whole_job":  # a fixed amount of work: its measured wall time
             out[job] = None if model is None else Estimate(model.overhead_s, model.overhead_s)
-            basis[job] = "measured" if model is not None else f"none: no local {job.kind} job"
+            basis[job] = "measured" if model is not None else f"none: no local {job.rule} job"
             continue
         # The job's own flags over its kind's config block (older callers pass no flags).
         block = dict(config.get(declared.config_block) or {}) if declared.config_block else {}
@@ -812,7 +790,7 @@ def estimate_jobs(
             priced = dataclasses.replace(job, transforms=supported(job))
             out[job], basis[job] = ESTIMATORS[declared.cost](model, priced, params), "measured"
             continue
-        rate = assumed.get(declared.placement, assumed.get(job.kind, {})).get(job.library)
+        rate = assumed.get(declared.placement, assumed.get(job.rule, {})).get(job.library)
         if rate and params.get("num_images"):
             overhead = model.overhead_s / job.share if model is not None else 0.0
             seconds = overhead + len(job.transforms) * stream_images(params) / rate
@@ -902,7 +880,7 @@ class Row:
 def placement_of(config: Mapping[str, Any], job: Job) -> Mapping[str, Any] | None:
     """The cloud machine class a job's kind is placed on (config cloud.regimes), None for jobs
     without a placement of their own (setup jobs: the profile's default machine)."""
-    declared = regimes.KINDS.get(job.kind)
+    declared = regimes.KINDS.get(job.rule)
     placements = config.get("cloud", {}).get("regimes", {})
     return placements.get(declared.placement) if declared else None
 
@@ -937,7 +915,7 @@ def estimate(
     for job in jobs:
         placement = placement_of(config, job)
         machine = placement["machine_type"] if placement else default_machine
-        by_rule[(job.kind, machine)].append(job)
+        by_rule[(job.rule, machine)].append(job)
     # A job_per: library job is one VM job however many result files (model jobs) it writes.
     vm_counts = {
         kind: sum(1.0 / j.share for j in members) for (kind, _), members in by_rule.items()
@@ -1036,7 +1014,7 @@ def write_jobs_tsv(
         out.writerow(JOB_COLUMNS)
         for job, est in found.items():
             out.writerow([
-                job.kind, job.library, job.output, job.benchmark, ",".join(job.transforms),
+                job.rule, job.library, job.output, job.benchmark, ",".join(job.transforms),
                 f"{job.megapixels:.4f}", _fmt(est.expected if est else None, 3),
                 _fmt(est.most if est else None, 3), job.mem_mb, job.rss_mb, job.forked,
                 basis[job],

@@ -42,7 +42,7 @@ class Planned:
     outputs: tuple[str, ...] = ()
 
 
-def cost_parts(job: Planned, by_output: dict[str, cost.Job]) -> list[cost.Job]:
+def cost_parts(job: Planned, by_output: dict[str, regimes.Job]) -> list[regimes.Job]:
     """The cost model's jobs that make up one planned job: a timed job is one per result file
     it writes (augbench.sweep.Sweep.cost_jobs, keyed by result file: its work plus its share of
     the job's overhead); any other job is itself; empty for rules without a model (targets
@@ -50,13 +50,13 @@ def cost_parts(job: Planned, by_output: dict[str, cost.Job]) -> list[cost.Job]:
     if job.rule in regimes.KINDS:
         outputs = job.outputs or (job.output,)
         found = [by_output[out] for out in outputs if out in by_output]
-        return found or [cost.Job(job.rule, job.wildcards.get("library", ""))]
+        return found or [regimes.Job(job.rule, job.wildcards.get("library", ""))]
     if job.output in by_output:  # a setup job the sweep prices with its own flags (a resize)
         return [by_output[job.output]]
     if job.rule == "build_env":
-        return [cost.Job(job.rule, job.wildcards.get("library", ""))]
+        return [regimes.Job(job.rule, job.wildcards.get("library", ""))]
     if job.rule in cost.SETUP_KINDS or job.rule in ANALYSIS_RULES:
-        return [cost.Job(job.rule)]
+        return [regimes.Job(job.rule)]
     return []
 
 
@@ -129,7 +129,7 @@ class Phase:
 
 def phases(
     planned: list[Planned],
-    by_output: dict[str, cost.Job],
+    by_output: dict[str, regimes.Job],
     models: dict[Any, cost.KindModel],
     config: dict[str, Any],
     cores: int,
@@ -149,7 +149,7 @@ def phases(
             other.unknown += 1
     parallel: dict[str, list[float]] = {"setup": [], "analysis": []}
     for job_parts in (js for js in parts.values() if js):
-        phase = out[phase_of(job_parts[0].kind)]
+        phase = out[phase_of(job_parts[0].rule)]
         phase.jobs += 1
         values = [seconds[j] for j in job_parts]
         if any(v is None for v in values):

@@ -183,19 +183,39 @@ class Regime:
 
 @dataclass(frozen=True)
 class Job:
-    """One planned job of a timed rule: the record the plan, the Snakemake rules and the cost
-    model share."""
+    """One planned job: the one record the plan, the Snakemake rules and the cost model share.
+
+    A timed job (its rule a kind of KINDS) has its library, dataset key, wildcards, result files
+    and transforms; a setup job (build_env, stage_dataset, ...) its rule and, where it has one,
+    its library. What the cost model prices is one job per result file (augbench.sweep.Sweep
+    .cost_jobs): the same record with ``output`` (that file), ``share`` (of how many a process
+    writes: it carries 1/share of the process's overhead), its engine flags (``params_json``),
+    the mean megapixels of its images, its benchmark file and its predicted memory."""
 
     rule: str
-    library: str
-    dataset: str
-    wildcards: tuple[tuple[str, str], ...]
-    outputs: tuple[str, ...]
-    transforms: tuple[str, ...]
+    library: str = ""
+    dataset: str = ""
+    wildcards: tuple[tuple[str, str], ...] = ()
+    outputs: tuple[str, ...] = ()
+    transforms: tuple[str, ...] = ()
+    share: int = 1
+    params_json: str = "{}"
+    megapixels: float = 0.0  # mean megapixels of the images it holds (0: unknown)
+    output: str = ""  # the result file it is priced for
+    benchmark: str = ""  # its Snakemake benchmark file
+    mem_mb: int = 0  # predicted memory (augbench.memory)
+    rss_mb: int = 0
+    forked: int = 0  # forked DataLoader workers (shared pages: compare mem_mb with max_pss)
 
     @property
     def kind(self) -> JobKind:
+        """Its kind's declaration (a timed job only)."""
         return KINDS[self.rule]
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Its engine flags as keyword names."""
+        return {k.replace("-", "_"): v for k, v in json.loads(self.params_json).items()}
 
 
 class Planner(Protocol):

@@ -98,7 +98,7 @@ def resources(config: Mapping[str, Any], kind: regimes.JobKind, minutes: Any) ->
 
 def time_limits(
     config: Mapping[str, Any],
-    jobs: list[cost.Job],
+    jobs: list[regimes.Job],
     models: Mapping[Any, cost.KindModel],
 ) -> dict[str, int]:
     """Minutes each timed rule may run: the cost model's maximum for the rule's longest job (on
@@ -107,27 +107,27 @@ def time_limits(
     spec = config["slurm"]
     by_place = placements(config)
 
-    def cores(job: cost.Job) -> int:
-        kind = regimes.KINDS.get(job.kind)
+    def cores(job: regimes.Job) -> int:
+        kind = regimes.KINDS.get(job.rule)
         placement = by_place.get(kind.placement) if kind else None
         return placement.cpus if placement else 0
 
-    timed = [j for j in jobs if j.kind in regimes.KINDS]
+    timed = [j for j in jobs if j.rule in regimes.KINDS]
     found, _ = cost.estimate_jobs(timed, dict(models), config, target_cores=cores)
     per_job: dict[tuple[str, str], float] = defaultdict(float)
     unpriced = set()
     for job in timed:
         estimate = found.get(job)
         if estimate is None:
-            unpriced.add(job.kind)
+            unpriced.add(job.rule)
             continue
-        per_job[(job.kind, job.benchmark or job.output)] += estimate.most
+        per_job[(job.rule, job.benchmark or job.output)] += estimate.most
     longest: dict[str, float] = defaultdict(float)
     for (kind, _), seconds in per_job.items():
         longest[kind] = max(longest[kind], seconds)
     ceiling = int(spec["max_time_minutes"])
     limits = {}
-    for kind in {j.kind for j in timed}:
+    for kind in {j.rule for j in timed}:
         if kind in unpriced or kind not in longest:
             limits[kind] = ceiling
             continue

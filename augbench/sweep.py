@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from augbench import allocator, catalog, cost, gpu_recipes, matrix, memory, profile, regimes
+from augbench import allocator, catalog, gpu_recipes, matrix, memory, profile, regimes
 from augbench.policy import DATALOADER_THREADS, MICRO_THREADS, SlowTransformPolicy
 from augbench.regimes import Job, JobKind, Regime
 from augbench.results import usable_cores
@@ -448,7 +448,7 @@ class Sweep:
         return [regimes.BY_NAME[name] for name in self.regimes]
 
     # -- the cost model's view ------------------------------------------------------------------
-    def cost_jobs(self) -> list[cost.Job]:
+    def cost_jobs(self) -> list[Job]:
         """Every job the sweep runs, as the cost model prices it: a result-writing job is one
         model job per result file (each carries its share of the job's per-process overhead),
         with its engine flags (micro: the images its pixel budget holds), the mean megapixels
@@ -475,23 +475,23 @@ class Sweep:
             for output in job.outputs:
                 setting = kind.wildcards_of(output) or {}
                 own = {k: setting[k] for k in ("scope", "workers") if k in setting}
-                out.append(cost.Job(
-                    job.rule, job.library, job.transforms, share=len(job.outputs),
+                out.append(dataclasses.replace(
+                    job, share=len(job.outputs),
                     params_json=json.dumps({**flags, **own}, sort_keys=True),
                     megapixels=self.mean_pixels(job.dataset, images) / 1e6, output=output,
                     benchmark=benchmark, mem_mb=predicted.mem_mb, rss_mb=predicted.rss_mb,
                     forked=predicted.forked,
                 ))  # fmt: skip
-        out += [cost.Job("build_env", lib) for lib in self.libraries]
-        out.append(cost.Job("stage_dataset"))
+        out += [Job("build_env", lib) for lib in self.libraries]
+        out.append(Job("stage_dataset"))
         if not self.config["dataset"].get("archive"):
-            out.append(cost.Job("build_default_archive"))
+            out.append(Job("build_default_archive"))
         base = self.sizes[self.dataset]
         for key in self.derived:  # a resize job reads its base images and writes them resized
             known = self.sizes[key].source != "assumed"
             count = len(self.sizes[key].sizes) if known else int(self.config["num_images"])
             flags = {"num_images": count, "input_megapixels": base.mean_pixels(count) / 1e6}
-            out.append(cost.Job("resize_dataset", params_json=json.dumps(flags),
+            out.append(Job("resize_dataset", params_json=json.dumps(flags),
                                 megapixels=self.mean_pixels(key, count) / 1e6,
                                 output=f"results/data/archives/{key}.tar"))  # fmt: skip
         return out
@@ -648,7 +648,7 @@ class Sweep:
 
     def planned_kinds(self) -> list[str]:
         """The rules this sweep runs (what the estimate must cover), setup first."""
-        kinds = [job.kind for job in self.cost_jobs()]
+        kinds = [job.rule for job in self.cost_jobs()]
         setup = [k for k in regimes.SETUP_RULES if k in kinds]
         return setup + list(dict.fromkeys(k for k in kinds if k not in setup))
 

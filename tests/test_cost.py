@@ -14,7 +14,7 @@ import snakemake_runner
 import yaml
 from conftest import OFFLINE_ENV, REPO
 
-from augbench import cost
+from augbench import cost, regimes
 from augbench.policy import DATALOADER_MIN_RUNS
 
 DS = "ds-0123456789ab"
@@ -96,8 +96,8 @@ def _local_run(root: Path) -> Path:
     return root
 
 
-def _job(kind: str, library: str, transforms: tuple[str, ...], params: dict, **rest) -> cost.Job:
-    return cost.Job(kind, library, transforms, params_json=json.dumps(params), **rest)
+def _job(kind: str, library: str, transforms: tuple[str, ...], params: dict, **rest) -> regimes.Job:
+    return regimes.Job(kind, library, transforms=transforms, params_json=json.dumps(params), **rest)
 
 
 MICRO_TARGET = {"num_images": 20, "processes": 4, "min_processes": 1, "values": 3,
@@ -200,8 +200,11 @@ def test_breakdown_stream_whole_job_assumed_and_setup_kinds(tmp_path: Path) -> N
                 {"num_images": 100, "values": 4, "warmups": 1})  # fmt: skip
     gpu = _job("gpu_dataloader", "torchvision", ("HorizontalFlip", "Affine"),
                {"num_images": 100, "values": 4, "warmups": 1})  # fmt: skip
-    lazy, lazy_missing = cost.Job("lazy_outputs", "kornia"), cost.Job("lazy_outputs", "pillow")
-    stage = cost.Job("stage_dataset")
+    lazy, lazy_missing = (
+        regimes.Job("lazy_outputs", "kornia"),
+        regimes.Job("lazy_outputs", "pillow"),
+    )
+    stage = regimes.Job("stage_dataset")
     found, basis = cost.estimate_jobs(
         [breakdown, dali, gpu, lazy, lazy_missing, stage], models, CONFIG, image_scale=10.0
     )
@@ -220,7 +223,7 @@ def test_estimate_rows_group_start_ups_and_write_every_column(tmp_path: Path) ->
     models = cost.learn(_local_run(tmp_path))
     micro = [_job("micro", "pillow", ("HorizontalFlip",), MICRO_TARGET, output=f"r{i}.json")
              for i in range(10)]  # fmt: skip
-    jobs = [*micro, cost.Job("build_env", "pillow")]
+    jobs = [*micro, regimes.Job("build_env", "pillow")]
     grouping = cost.Grouping({"micro": "bench_micro"}, {"bench_micro": 4})
     rows = cost.estimate(jobs, models, CONFIG, "e2-standard-2", {"micro"}, 60.0,
                          grouping=grouping)  # fmt: skip

@@ -97,11 +97,11 @@ def test_a_registered_library_is_planned_costed_tabled_and_drawn(extra_library: 
     # (A fixed amount of work, the lazy-output diagnostic, is priced from a measured run only.)
     priced = [
         job for job in jobs_to_price
-        if job.library == extra_library and job.kind in regimes.KINDS
-        and regimes.KINDS[job.kind].cost != "whole_job"
+        if job.library == extra_library and job.rule in regimes.KINDS
+        and job.kind.cost != "whole_job"
     ]  # fmt: skip
     assert priced and all(found[job] and found[job].expected > 0 for job in priced), [
-        (job.kind, basis[job]) for job in priced if not found[job]
+        (job.rule, basis[job]) for job in priced if not found[job]
     ]
 
     # Tabled: ranked against the other library in its regime's speedup table.

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from augbench import cost, plan
+from augbench import cost, plan, regimes
 
 CONFIG = {
     "num_images": 100,
@@ -21,15 +21,15 @@ RAW = "results/raw/m/ds-0123456789ab"
 MICRO = ("HorizontalFlip", "Affine")
 
 
-def _by_output(*jobs: cost.Job) -> dict[str, cost.Job]:
+def _by_output(*jobs: regimes.Job) -> dict[str, regimes.Job]:
     return {job.output: job for job in jobs}
 
 
 # What augbench.sweep.Sweep.cost_jobs gives the plan: the priced job behind each result file.
 BY_OUTPUT = _by_output(
-    cost.Job("micro", "pillow", MICRO, output=f"{RAW}/micro/pillow/s000.json"),
-    cost.Job("micro", "kornia", MICRO, output=f"{RAW}/micro/kornia/s000.json"),
-    cost.Job("cpu_dataloader", "pillow", ("HorizontalFlip",),
+    regimes.Job("micro", "pillow", transforms=MICRO, output=f"{RAW}/micro/pillow/s000.json"),
+    regimes.Job("micro", "kornia", transforms=MICRO, output=f"{RAW}/micro/kornia/s000.json"),
+    regimes.Job("cpu_dataloader", "pillow", transforms=("HorizontalFlip",),
              output=f"{RAW}/cpu_dataloader/pillow/memory-w2-s000.json"),
 )  # fmt: skip
 
@@ -124,10 +124,10 @@ def test_a_job_writing_one_file_per_setting_is_one_job_costed_for_all_of_them() 
         **models(),
         ("cpu_dataloader", "pillow"): cost.KindModel({"HorizontalFlip": 0.01}, 1.5),
     }
-    files = _by_output(*(cost.Job("cpu_dataloader", "pillow", ("HorizontalFlip",), share=4,
-                                  output=out) for out in outputs))  # fmt: skip
+    files = _by_output(*(regimes.Job("cpu_dataloader", "pillow", transforms=("HorizontalFlip",),
+                                  share=4, output=out) for out in outputs))  # fmt: skip
     found = {p.name: p for p in plan.phases([grouped], files, with_model, CONFIG, cores=2)}
-    one = cost.Job("cpu_dataloader", "pillow", ("HorizontalFlip",))
+    one = regimes.Job("cpu_dataloader", "pillow", transforms=("HorizontalFlip",))
     seconds, _ = cost.seconds_per_job([one], with_model, CONFIG)
     work = seconds[one] - 1.5  # a job of its own: its work plus the whole 1.5 s overhead
     assert found["cpu_dataloader"].jobs == 1
@@ -141,8 +141,8 @@ def test_pipeline_jobs_have_their_own_phases() -> None:
     ]
     with_model = {**models(), ("pipeline_breakdown", "pillow"): cost.KindModel({"p": 0.01}, 6.0)}
     params = {"num_images": 10, "min_values": 2, "max_values": 2, "warmups": 1}
-    files = _by_output(cost.Job("pipeline_breakdown", "pillow", ("p",), output=jobs[0].output,
-                                params_json=json.dumps(params)))  # fmt: skip
+    files = _by_output(regimes.Job("pipeline_breakdown", "pillow", transforms=("p",),
+                                output=jobs[0].output, params_json=json.dumps(params)))  # fmt: skip
     found = {p.name: p for p in plan.phases(jobs, files, with_model, CONFIG, cores=2)}
     # 10 images x 0.01 s = 0.1 s per pass; one process of a warm-up + 2 values for each kind of
     # pass (steps, whole, bare): 9 passes.

@@ -128,8 +128,10 @@ def test_sinfo_failing_or_missing_is_one_line(monkeypatch: pytest.MonkeyPatch) -
 def test_time_limits_come_from_the_cost_models_maximum() -> None:
     config = cluster_settings()
     jobs = [
-        cost.Job("micro", "pillow", ("HorizontalFlip",), output="a", benchmark="a"),
-        cost.Job("cpu_dataloader", "kornia", ("HorizontalFlip",), output="b", benchmark="b"),
+        regimes.Job("micro", "pillow", transforms=("HorizontalFlip",), output="a", benchmark="a"),
+        regimes.Job(
+            "cpu_dataloader", "kornia", transforms=("HorizontalFlip",), output="b", benchmark="b"
+        ),
     ]
     model = cost.KindModel(per_image_s={"HorizontalFlip": 0.01}, overhead_s=600.0)
     limits = slurm.time_limits(config, jobs, {("micro", "pillow"): model})
@@ -158,7 +160,10 @@ def test_the_cost_of_a_slurm_sweep_is_node_hours_per_partition() -> None:
     assert priced["cloud"]["regimes"]["micro"]["machine_type"] == "short"
     assert priced["cloud"]["vm_start_s"] == config["slurm"]["job_start_s"]
     model = cost.KindModel(per_image_s={"HorizontalFlip": 0.001}, overhead_s=36.0)
-    jobs = [cost.Job("micro", "pillow", ("HorizontalFlip",), output=f"r{i}") for i in range(3)]
+    jobs = [
+        regimes.Job("micro", "pillow", transforms=("HorizontalFlip",), output=f"r{i}")
+        for i in range(3)
+    ]
     rows = cost.estimate(jobs, {("micro", "pillow"): model}, priced, "login", set(), 0.0)
     text = cost.report(rows, ["micro"], 8, {}, unit="node")
     assert "node h exp" in text and "SLURM jobs" in text

@@ -223,8 +223,8 @@ def test_each_allocator_setting_is_its_own_jobs_and_files() -> None:
     assert sweep.PIPELINE_ALLOCATOR_FIGURE in two.targets()
     assert sweep.PIPELINE_ALLOCATOR_FIGURE not in one.targets()
     # The cost model prices every setting's jobs, each with its own benchmark file.
-    priced = [j for j in two.cost_jobs() if j.kind == "micro"]
-    assert len(priced) == 2 * len([j for j in one.cost_jobs() if j.kind == "micro"])
+    priced = [j for j in two.cost_jobs() if j.rule == "micro"]
+    assert len(priced) == 2 * len([j for j in one.cost_jobs() if j.rule == "micro"])
     assert any("/kornia+mimalloc/" in j.benchmark for j in priced)
 
 

@@ -36,7 +36,7 @@ def main() -> str:
     nodes = plan["executor"] == slurm.EXECUTOR
     if nodes:
         config = slurm.cost_config(config)
-        jobs = [j for j in jobs if slurm.is_submitted(j.kind)]
+        jobs = [j for j in jobs if slurm.is_submitted(j.rule)]
         planned = [k for k in planned if slurm.is_submitted(k)]
     images = cost.run_dataset_images(run_dir) if local else reference.dataset_images
     target = config["dataset"].get("default_images") or config["num_images"]
@@ -50,7 +50,7 @@ def main() -> str:
     # Per job, seconds on the machine the timings were measured on (what a local run checks).
     cost.write_jobs_tsv(jobs, models, config, Path(sm.output.jobs), cloud=False)
     cost.write_tsv(rows, Path(sm.output.estimate))
-    needed = {(j.kind, j.library if j.kind not in cost.SETUP_KINDS else "") for j in jobs}
+    needed = {(j.rule, j.library if j.rule not in cost.SETUP_KINDS else "") for j in jobs}
     borrowed_kinds = (needed & reference.models.keys()) - local.keys()
     from_reference = sorted(f"{k}/{lib}" if lib else k for k, lib in borrowed_kinds)
     sources = {
