@@ -19,6 +19,10 @@ def test_a_fork_never_changes_the_transform_set() -> None:
     libraries = catalog.eligibility_libraries()
     assert "albumentations_mit" not in libraries and "pillow_simd" not in libraries
     assert {"albumentationsx", "pillow"} <= set(libraries)
+    # Nor the GPU tables' CPU baseline, which exactly one library declares.
+    assert [n for n in adapters.names() if adapters.declared(n).cpu_reference] == [
+        "albumentationsx"
+    ]
     # Yet both are measured wherever their originals are.
     for fork in ("albumentations_mit", "pillow_simd"):
         declared = adapters.declared(fork)

@@ -82,6 +82,7 @@ class AlbumentationsMitAdapter(AlbumentationsXAdapter):
     color = "#56B4E9"
     distribution = "albumentations"
     sibling = "albumentationsx"
+    cpu_reference = False  # AlbumentationsX is the GPU tables' CPU baseline, not its fork
     # Its import asks PyPI for a newer release (albumentations.check_version) unless this is set.
     telemetry_off: ClassVar[dict[str, str]] = {"NO_ALBUMENTATIONS_UPDATE": "1"}
     lock_mode = LOCK_SHARED  # the same module as AlbumentationsX: resolved apart from it

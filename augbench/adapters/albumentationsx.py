@@ -69,6 +69,7 @@ class AlbumentationsXAdapter(Adapter):
         "ALBUMENTATIONS_OFFLINE": "1",
     }
     distribution = "albumentationsx"
+    cpu_reference = True  # the CPU baseline of the GPU regimes' tables
     recorded_distributions = ("albucore", "opencv-python-headless", "numpy", "torch", "pyperf")
     native_format = "numpy HWC uint8 (RGB)"
     decoder = "cv2.imread + cv2.cvtColor(BGR2RGB)"

@@ -108,6 +108,9 @@ class Adapter:
     # Debian packages its env build needs beyond Python (a library compiled from source): what the
     # container image and a fresh machine install (container/Dockerfile, .ci/run).
     build_packages: tuple[str, ...] = ()
+    # Whether the GPU regimes' tables and the cpu_vs_gpu figure divide every GPU row by this
+    # library's cpu_dataloader row of the same recipe (exactly one library declares it).
+    cpu_reference: bool = False
     # The library it is a fork or a drop-in replacement of (the summary compares the two).
     sibling: str = ""
     # Whether its env installs torch: a model step and torch's DataLoader (forked workers) run

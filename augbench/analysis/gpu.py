@@ -28,14 +28,15 @@ import math
 
 import pandas as pd
 
-from augbench import regimes
+from augbench import adapters, regimes
 from augbench.analysis.speedups import speedup_interval
 from augbench.gpu_recipes import IDENTITY
 
 # The regimes declared as GPU regimes (augbench/regimes.py).
 GPU_REGIMES: tuple[str, ...] = regimes.gpu_regimes()
-# The CPU library every GPU row is divided by (the tables' and the cpu_vs_gpu figure's baseline).
-CPU_REFERENCE_LIBRARY = "albumentationsx"
+# The CPU library every GPU row is divided by (the tables' and the cpu_vs_gpu figure's baseline):
+# the one whose declaration says so.
+CPU_REFERENCE_LIBRARY = next(n for n in adapters.names() if adapters.declared(n).cpu_reference)
 
 # Which measurement a row is: the first columns of both tables.
 MEASUREMENT_COLUMNS: tuple[str, ...] = (
