@@ -3,6 +3,7 @@ their originals, what differs, how their envs are locked and built, and what is 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import yaml
 
 from augbench import adapters, catalog, config, provision
 from augbench.adapters import albumentations_mit, pillow_simd
+from augbench.analysis import tidy
 from augbench.logs import UserError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -96,3 +98,36 @@ def test_a_missing_header_is_found_by_the_compiler() -> None:
         pytest.skip("no C compiler here")
     assert not pillow_simd._header_found(compiler, "no_such_header_anywhere.h")
     assert pillow_simd._header_found(compiler, "stddef.h")
+
+
+def test_an_env_failure_writes_every_planned_file_with_its_rows(tmp_path: Path) -> None:
+    """What a timed job of a library whose env cannot be built leaves: each of its result files,
+    its planned rows (recipes or pipelines) env_failed with the reason, each file's setting."""
+    outputs = [tmp_path / "memory-w0-s000.json", tmp_path / "decode-w2-s000.json"]
+    dataloader = [
+        "-m", "augbench.engines.cpu_dataloader", "--settings", "memory-w0,decode-w2",
+        "--library", "pillow_simd", "--machine", "m", "--num-images", "4",
+        "--transforms", "HorizontalFlip,GaussianBlur", "--outputs", *map(str, outputs),
+    ]  # fmt: skip
+    reason = "pillow_simd: no C compiler"
+    written = provision.write_env_failure("pillow_simd", dataloader, tmp_path / "none.json", reason)
+    assert written == outputs
+    for path, (scope, workers) in zip(outputs, [("memory", 0), ("decode", 2)], strict=True):
+        doc = json.loads(path.read_text())
+        meta = doc["metadata"]
+        assert (meta["scope"], meta["benchmark_params"]["workers"]) == (scope, workers)
+        assert set(doc["results"]) == {"HorizontalFlip", "GaussianBlur"}
+        for row in doc["results"].values():
+            assert row["status"] == "env_failed" and reason in row["reason"]
+    pipelines = [
+        "-m", "augbench.engines.pipeline_breakdown", "--library", "pillow_simd",
+        "--pipelines", json.dumps([{"name": "train_light"}, {"name": "mine"}]),
+        "--output", str(tmp_path / "breakdown.json"),
+    ]  # fmt: skip
+    provision.write_env_failure("pillow_simd", pipelines, tmp_path / "none.json", reason)
+    rows = json.loads((tmp_path / "breakdown.json").read_text())["results"]
+    assert set(rows) == {"train_light", "mine"}
+    # The tables keep them, each with its library, setting and reason.
+    table = tidy.load(outputs)
+    assert set(table["status"]) == {"env_failed"} and set(table["library"]) == {"pillow_simd"}
+    assert set(zip(table["scope"], table["workers"])) == {("memory", 0), ("decode", 2)}
