@@ -130,4 +130,5 @@ def test_an_env_failure_writes_every_planned_file_with_its_rows(tmp_path: Path) 
     # The tables keep them, each with its library, setting and reason.
     table = tidy.load(outputs)
     assert set(table["status"]) == {"env_failed"} and set(table["library"]) == {"pillow_simd"}
-    assert set(zip(table["scope"], table["workers"])) == {("memory", 0), ("decode", 2)}
+    settings = set(zip(table["scope"], table["workers"], strict=True))
+    assert settings == {("memory", 0), ("decode", 2)}
