@@ -10,11 +10,15 @@ runs:
    node_dataset), under the key the plan's result paths use;
 3. ``sync_check``: the GPU timer's synchronisation check and its negative control
    (augbench.gpu_node.sync_check; on a CPU its stand-in);
-4. ``gpu_dataloader``, ``pipeline``, ``training``: the plan's engine jobs, each started through
-   ``augbench.provision --manager system`` (this interpreter is the env; its marker records the
-   versions installed and where they differ from the lock) with the flags the workflow's rule
-   passes. A job the step's remaining budget cannot hold (predicted from the step's jobs so far)
-   is not started, and says so.
+4. ``supply``, ``training``, ``gpu_dataloader``, ``pipeline``, ``batch_shared``: the plan's
+   engine jobs, each started through ``augbench.provision --manager system`` (this interpreter
+   is the env; its marker records the versions installed and where they differ from the lock)
+   with the flags the workflow's rule passes. A job the step's remaining budget cannot hold
+   (predicted from the step's jobs of the same kind so far) is not started, and says so.
+
+``--resume EARLIER_OUT`` completes a run that was cut short: on the same machine (its label is
+checked), the earlier run's result files are kept, its ok jobs and a passed sync check are not
+run again, and the rest runs; OUT then holds the whole set, with the earlier summary and log.
 
 Progress: one labelled line per event with the time since prove.sh started, on stdout and in
 OUT/prove.log; the engines' own output goes to the log, their row status lines to both. At the
@@ -96,6 +100,9 @@ class Context:
     machine: str = node_plan.MACHINE
     manifest: Path | None = None
     environment: dict[str, Any] = field(default_factory=dict)
+    # A resumed run: the earlier run's summary, and the result files of its ok jobs.
+    earlier: dict[str, Any] | None = None
+    earlier_outputs: set[str] = field(default_factory=set)
 
     @property
     def results(self) -> Path:
@@ -257,6 +264,13 @@ def sync_step(ctx: Context, record: StepRecord) -> None:
     cuda = ctx.environment.get("cuda_env", {}).get("verdict") == "ok"
     kernel = cuda and ctx.manifest is not None
     output = ctx.results / "checks" / "sync_check.json"
+    if ctx.earlier is not None and output.is_file():
+        earlier = {step["name"]: step for step in ctx.earlier["steps"]}.get("sync_check", {})
+        if earlier.get("status") == "ok" and json.loads(output.read_text()).get("passed"):
+            record.status = "ok"
+            record.notes.append("passed in the earlier run, kept")
+            ctx.progress.say("sync_check | passed in the earlier run, kept")
+            return
     cmd = [*python(), "-m", "augbench.gpu_node.sync_check", "--output", str(output)]
     if kernel:
         cmd += ["--device", "cuda", "--manifest", str(ctx.manifest)]
@@ -299,35 +313,51 @@ def row_counts(path: Path) -> dict[str, int]:
     return counts
 
 
+def job_kind(job: dict[str, Any]) -> tuple[str, str]:
+    """Jobs whose seconds per recipe predict each other: the same rule and scope (a decode-scope
+    recipe starts DataLoader workers and decodes; a memory-scope one does neither)."""
+    return job["rule"], job["wildcards"].get("scope", "")
+
+
 def engine_step(ctx: Context, record: StepRecord, jobs: list[dict[str, Any]]) -> None:
     if ctx.manifest is None:
         record.status = "failed"
         record.notes.append("no dataset (the dataset step failed): no job started")
         return
-    spent_per_recipe: list[float] = []
+    spent_per_recipe: dict[tuple[str, str], list[float]] = {}
     for job in jobs:
         left = step_seconds(ctx, record)
         entry: dict[str, Any] = {"label": job["label"], "recipes": job["recipes"]}
         record.jobs.append(entry)
-        predicted = (
-            sum(spent_per_recipe) / len(spent_per_recipe) * job["recipes"]
-            if spent_per_recipe else None
-        )  # fmt: skip
+        # The plan's paths are the workflow's (results/raw/..., results/pipelines/raw/...).
+        output = ctx.work / job["output"].replace(node_plan.MACHINE, ctx.machine)
+        relative = str(output.relative_to(ctx.work))
+        if relative in ctx.earlier_outputs and output.is_file():
+            entry.update(status="ok", earlier=True, output=relative, rows=row_counts(output))
+            ctx.progress.say(f"{record.name} | {job['label']}: measured by the earlier run, kept")
+            continue
+        same = spent_per_recipe.get(job_kind(job)) or [
+            v for values in spent_per_recipe.values() for v in values
+        ]
+        predicted = sum(same) / len(same) * job["recipes"] if same else None
         if left < 1 or (predicted is not None and predicted > left):
             entry["status"] = "not started"
+            binding = (
+                f"the step's budget ({record.budget_s:.0f} s)"
+                if record.budget_s - record.seconds <= ctx.deadline - time.time()
+                else "the run's deadline"
+            )
             entry["reason"] = (
-                f"the step's budget ({record.budget_s:.0f} s) would be exceeded: predicted "
-                f"{predicted or 0:.0f} s, {max(left, 0):.0f} s left"
+                f"{binding} would be exceeded: predicted {predicted or 0:.0f} s, "
+                f"{max(left, 0):.0f} s left"
             )
             ctx.progress.say(f"{record.name} | {job['label']}: not started ({entry['reason']})")
             continue
-        # The plan's paths are the workflow's (results/raw/..., results/pipelines/raw/...).
-        output = ctx.work / job["output"].replace(node_plan.MACHINE, ctx.machine)
-        entry["output"] = str(output.relative_to(ctx.work))
+        entry["output"] = relative
         ctx.progress.say(f"{record.name} | {job['label']}: {job['recipes']} recipe(s)")
         done = run_process(ctx, engine_command(ctx, job, output), left, env=job["env"])
         record.seconds += done.seconds
-        spent_per_recipe.append(done.seconds / max(job["recipes"], 1))
+        spent_per_recipe.setdefault(job_kind(job), []).append(done.seconds / max(job["recipes"], 1))
         entry["seconds"] = round(done.seconds, 1)
         if output.is_file() and done.code == 0:
             entry["status"] = "ok"
@@ -347,6 +377,27 @@ def engine_step(ctx: Context, record: StepRecord, jobs: list[dict[str, Any]]) ->
         else "partial" if "not started" in states
         else "ok"
     )  # fmt: skip
+
+
+def take_earlier(ctx: Context, earlier_out: Path) -> None:
+    """A resumed run starts from the earlier run's result files; it keeps that run's summary and
+    log beside them (results/gpu_node/earlier_run_N/)."""
+    with tarfile.open(earlier_out / "results.tar.gz") as tar:
+        tar.extractall(ctx.work, filter="data")
+    ctx.earlier = json.loads((earlier_out / "summary.json").read_text())
+    ctx.earlier_outputs = {
+        job["output"]
+        for step in ctx.earlier["steps"]
+        for job in step["jobs"]
+        if job.get("status") == "ok" and job.get("output")
+    }
+    own = ctx.results / "gpu_node"
+    number = 1 + sum(1 for _ in own.glob("earlier_run_*")) if own.is_dir() else 1
+    kept = own / f"earlier_run_{number}"
+    kept.mkdir(parents=True)
+    for name in ("summary.json", "summary.md", "prove.log"):
+        if (earlier_out / name).is_file():
+            shutil.copyfile(earlier_out / name, kept / name)
 
 
 # -- the run ---------------------------------------------------------------------------------------
@@ -383,14 +434,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--started", type=float, required=True, help="prove.sh's start (epoch s)")
     p.add_argument("--mode", choices=["node", "dry"], required=True)
     p.add_argument("--machine", default=None, help="machine label (default: derived here)")
+    p.add_argument("--budget", type=float, default=None, help="whole run, s (default: plan's)")
+    p.add_argument("--resume", type=Path, default=None, help="an earlier run's OUT to complete")
     args = p.parse_args(argv)
     bundle_doc = json.loads((args.bundle / "bundle.json").read_text())
     full_plan = json.loads((args.bundle / "plan.json").read_text())
     plan = full_plan["modes"][args.mode]
     args.work.mkdir(parents=True, exist_ok=True)
     progress = Progress(args.out / "prove.log", args.started)
-    deadline = args.started + full_plan["total_budget_s"] - full_plan["finish_reserve_s"]
+    total_budget = args.budget or full_plan["total_budget_s"]
+    deadline = args.started + total_budget - full_plan["finish_reserve_s"]
     ctx = Context(args.bundle, args.work, args.out, args.mode, plan, progress, deadline)
+    if args.resume is not None:
+        take_earlier(ctx, args.resume)
+        progress.say(
+            f"resume | {args.resume}: {len(ctx.earlier_outputs)} result files kept "
+            f"(machine {ctx.earlier['machine']})"  # type: ignore[index]
+        )
     budgets = plan["budgets_s"]
     records = {name: StepRecord(name, float(budgets[name])) for name in budgets}
     steps = [
@@ -398,12 +458,20 @@ def main(argv: list[str] | None = None) -> int:
         ("dataset", lambda r: dataset_step(ctx, r)),
         ("sync_check", lambda r: sync_step(ctx, r)),
         *((name, lambda r, name=name: engine_step(ctx, r, plan["steps"][name]))
-          for name in node_plan.STEP_RULES),
+          for name in plan["steps"]),
     ]  # fmt: skip
     try:
         for name, run in steps:
             record = records[name]
             progress.say(f"{name} | start (budget {record.budget_s:.0f} s)")
+            earlier_machine = (ctx.earlier or {}).get("machine", ctx.machine)
+            if name == "dataset" and earlier_machine != ctx.machine:
+                record.notes.append("not run: --resume names a run of another machine")
+                progress.say(
+                    f"resume | the earlier run was measured on {earlier_machine}, this is "
+                    f"{ctx.machine}: rows of two machines are not merged; run without --resume"
+                )
+                break
             try:
                 run(record)
             except Exception as exc:  # one step's failure never stops the others
@@ -416,8 +484,9 @@ def main(argv: list[str] | None = None) -> int:
         elapsed = progress.elapsed()
         doc = summary.summarize(
             mode=args.mode, machine=ctx.machine, elapsed_s=elapsed,
-            budget_s=full_plan["total_budget_s"], steps=[asdict(r) for r in records.values()],
+            budget_s=total_budget, steps=[asdict(r) for r in records.values()],
             results=ctx.results, environment=ctx.environment, bundle=bundle_doc, plan=plan,
+            earlier=ctx.earlier,
         )  # fmt: skip
         (args.out / "summary.json").write_text(json.dumps(doc, indent=1) + "\n")
         (args.out / "summary.md").write_text(summary.markdown(doc))

@@ -179,6 +179,7 @@ def summarize(
     environment: dict[str, Any],
     bundle: dict[str, Any],
     plan: dict[str, Any],
+    earlier: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     files = result_files(results)
     sync_path = results / "checks" / "sync_check.json"
@@ -203,6 +204,15 @@ def summarize(
             "usable_cores": environment.get("usable_cores"),
         },
         "steps": steps,
+        # A resumed run: what the earlier run was (its own summary is kept in the archive).
+        "resumed_from": None
+        if earlier is None
+        else {
+            "machine": earlier.get("machine"),
+            "elapsed_s": earlier.get("elapsed_s"),
+            "built_from": (earlier.get("bundle") or {}).get("built_from"),
+            "resumed_from": earlier.get("resumed_from"),
+        },
         "rows": counts(files),
         "result_files": [rel for _, rel, _ in files],
         "gpu_dataloader": gpu_table(files, "gpu_dataloader"),
@@ -258,14 +268,24 @@ def markdown(doc: dict[str, Any]) -> str:
         f"node). Bundle for Python {built['python_version']}, built {built['built_at']} from "
         f"{commit}.",
         "",
-        "## Steps",
-        "",
     ]
+    earlier = doc.get("resumed_from")
+    if earlier:
+        earlier_commit = (earlier.get("built_from") or {}).get("git_commit")
+        lines += [
+            f"This run completed an earlier one on the same machine ({earlier['elapsed_s']:.0f} "
+            f"s, bundle from {earlier_commit}): the jobs it measured were kept, not run again "
+            "(its summary and log: `results/gpu_node/earlier_run_*` in the archive).",
+            "",
+        ]
+    lines += ["## Steps", ""]
     step_rows = []
     for step in doc["steps"]:
         jobs = step["jobs"]
         ran = sum(1 for j in jobs if j.get("status") == "ok")
+        kept = sum(1 for j in jobs if j.get("earlier"))
         what = f"{ran}/{len(jobs)} jobs" if jobs else ""
+        what += f" ({kept} kept from the earlier run)" if kept else ""
         notes = "; ".join(step["notes"])
         wall = f"{step['seconds']:.1f} / {step['budget_s']:.0f} s"
         step_rows.append([step["name"], step["status"], wall, what, notes])

@@ -2,14 +2,16 @@
 # The GPU regimes on an offline GPU node, in one command (docs/gpu_regimes.md, "On an offline GPU
 # node"). Every bundle carries a copy of this script:
 #
-#   bash BUNDLE/prove.sh OUT          # on the GPU node: within 8 minutes, no network
-#   bash BUNDLE/prove.sh --dry OUT    # anywhere: the same steps, tiny sizes, on the CPU
+#   bash BUNDLE/prove.sh OUT                      # on the GPU node: within 9 minutes, offline
+#   bash BUNDLE/prove.sh --resume OUT OUT2        # completes a run cut short, on the same node
+#   bash BUNDLE/prove.sh --dry OUT                # anywhere: the same steps, tiny sizes, on the CPU
 #
 # Options: --bundle DIR (default: $AUGBENCH_GPU_NODE_BUNDLE, else this script's folder when it
 # holds a bundle, else a checkout's .augbench/gpu-node/bundle-cpXY), --python PATH (default:
 # $AUGBENCH_NODE_PYTHON, else python3: the node's own interpreter with its torch and
-# torchvision), --machine LABEL (default: the CPU model, cores and GPU name). OUT must be new or
-# empty.
+# torchvision), --machine LABEL (default: the CPU model, cores and GPU name), --budget SECONDS
+# (the whole run's wall time; default the plan's), --resume EARLIER_OUT (keep the jobs an earlier
+# run on this machine measured, run the rest). OUT must be new or empty.
 #
 # Before anything runs: the bundle must have been built for this interpreter's Python version,
 # and (unless --dry) torch must see a CUDA device; otherwise one line and exit 1, and OUT is not
@@ -21,7 +23,7 @@
 set -u -o pipefail
 
 usage() {
-    echo "usage: prove.sh [--dry] [--bundle DIR] [--python PATH] [--machine LABEL] OUT" >&2
+    echo "usage: prove.sh [--dry] [--bundle DIR] [--python PATH] [--machine LABEL] [--budget SECONDS] [--resume EARLIER_OUT] OUT" >&2
     exit 2
 }
 fail() {
@@ -33,6 +35,8 @@ DRY=0
 BUNDLE="${AUGBENCH_GPU_NODE_BUNDLE:-}"
 PY="${AUGBENCH_NODE_PYTHON:-python3}"
 MACHINE=""
+BUDGET=""
+RESUME=""
 OUT=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -40,6 +44,8 @@ while [ $# -gt 0 ]; do
         --bundle) [ $# -ge 2 ] || usage; BUNDLE="$2"; shift ;;
         --python) [ $# -ge 2 ] || usage; PY="$2"; shift ;;
         --machine) [ $# -ge 2 ] || usage; MACHINE="$2"; shift ;;
+        --budget) [ $# -ge 2 ] || usage; BUDGET="$2"; shift ;;
+        --resume) [ $# -ge 2 ] || usage; RESUME="$2"; shift ;;
         -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) usage ;;
         *) [ -z "$OUT" ] || usage; OUT="$1" ;;
@@ -92,6 +98,16 @@ EOF
 )" || fail "${REASON:-no CUDA device: the check with $PY failed}"
 fi
 
+case "$BUDGET" in
+    ""|[1-9][0-9]|[1-9][0-9][0-9]|[1-9][0-9][0-9][0-9]) ;;
+    *) fail "--budget $BUDGET: give the whole run's seconds, 10 to 9999" ;;
+esac
+if [ -n "$RESUME" ]; then
+    [ -f "$RESUME/results.tar.gz" ] && [ -f "$RESUME/summary.json" ] \
+        || fail "--resume $RESUME: not an earlier run's OUT (it needs results.tar.gz and summary.json)"
+    RESUME="$(cd "$RESUME" && pwd)"
+    [ "$RESUME" != "$(realpath -m "$OUT")" ] || fail "--resume $RESUME: OUT must be another, new folder"
+fi
 if [ -e "$OUT" ] && [ -n "$(ls -A "$OUT" 2>/dev/null)" ]; then
     fail "$OUT is not empty: give a new folder for the results"
 fi
@@ -144,6 +160,8 @@ say "install | done: $(ls "$WORK/site" | grep -c 'dist-info$') packages, the pro
 
 ARGS=(--bundle "$BUNDLE" --work "$WORK/run" --out "$OUT" --started "$STARTED" --mode "$MODE")
 [ -n "$MACHINE" ] && ARGS+=(--machine "$MACHINE")
+[ -n "$BUDGET" ] && ARGS+=(--budget "$BUDGET")
+[ -n "$RESUME" ] && ARGS+=(--resume "$RESUME")
 # From the work folder: "python -m" puts the current folder first on sys.path, and a checkout
 # there must not stand in for the bundle's project.
 mkdir -p "$WORK/run" && cd "$WORK/run" || fail "cannot enter $WORK/run"
