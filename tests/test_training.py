@@ -189,6 +189,27 @@ def test_the_prediction_comes_from_another_job_and_is_checked_against_the_loop()
     assert "no out-of-sample prediction" in lines
 
 
+def test_workers_and_the_training_process_beyond_the_cores_are_flagged_and_said() -> None:
+    """2 workers + the training process on 2 cores ask for more than the job had: the row says
+    so (its prediction takes the alone rates); 1 worker on 2 cores does not; unknown cores: None."""
+    frame = pd.DataFrame(
+        [
+            _row(1, 78.0, 0.02, usable_cores=2),
+            _supply(1, 300.0),
+            _row(2, 40.0, 0.40, usable_cores=2),  # far off: flagged, and why it may be
+            _supply(2, 500.0),
+            _row(4, 78.0, 0.02),
+        ]
+    )
+    table = training_tables.predicted_vs_measured(frame).set_index("workers")
+    assert table.loc[1, "oversubscribed"] is False or table.loc[1, "oversubscribed"] == False  # noqa: E712
+    assert table.loc[2, "oversubscribed"] == True  # noqa: E712
+    assert table.loc[4, "oversubscribed"] is None
+    lines = "\n".join(training_tables.summary_lines(frame))
+    assert "its 2 workers and the training process ask for more cores than the job had" in lines
+    assert "its 1 workers" not in lines
+
+
 def test_the_gpu_feed_and_dali_say_why_they_have_no_prediction() -> None:
     frame = pd.DataFrame(
         [_row(1, 78.0, 0.02, feed="gpu"), _row(1, 78.0, 0.02, library="dali"), _supply(1, 300.0)]

@@ -91,6 +91,7 @@ COLUMNS: tuple[str, ...] = (
     "fewest_workers_fed",
     "fed_monotone",
     "supply_source",
+    "oversubscribed",
 )
 
 
@@ -198,6 +199,16 @@ def _prediction(supply: pd.Series, row: pd.Series, model_rate: float) -> dict[st
     }
 
 
+def oversubscribed(row: pd.Series) -> bool | None:
+    """Whether the loader's workers and the training process ask for more cores than the job
+    had (workers + 1 > usable cores): then each runs slower than it did alone, and the
+    prediction, which takes their alone rates, does not model it. None where cores are unknown."""
+    cores = number(row.get("usable_cores"))
+    if not cores > 0:
+        return None
+    return bool(int(row["workers"]) + 1 > cores)
+
+
 def predicted_vs_measured(frame: pd.DataFrame) -> pd.DataFrame:
     rows = frame[frame["regime"] == "training"] if "regime" in frame.columns else frame.iloc[:0]
     supplies: dict[tuple[str, ...], pd.Series] = {}
@@ -231,6 +242,7 @@ def predicted_vs_measured(frame: pd.DataFrame) -> pd.DataFrame:
             "batch_wait_ms_p95": _value(row.get("batch_wait_ms"), "p95"),
             "batch_wait_ms_max": _value(row.get("batch_wait_ms"), "max"),
             "batch_waits": _value(row.get("batch_wait_ms"), "n"),
+            "oversubscribed": oversubscribed(row),
         }
         record["verdict"] = verdict(record["data_wait_low"], record["data_wait_high"]) if ok else ""
         why = _why_no_supply(row)
@@ -335,8 +347,15 @@ def summary_lines(frame: pd.DataFrame) -> list[str]:
                 f"{r['model_img_per_s']:.0f} img/s, data / model {r['data_over_model']:.2f})"
                 + (
                     "; the supply's loader is allocator-bound, so its rate depends on its "
-                    "process's allocator history (docs/allocator.md: glibc-steady removes it)."
+                    "process's allocator history (docs/allocator.md: glibc-steady removes it)"
                     if bound
+                    else ""
+                )
+                + (
+                    f"; its {r['workers']} workers and the training process ask for more cores "
+                    "than the job had, so each ran slower than alone, which the prediction "
+                    "(their alone rates) does not model."
+                    if str(r.get("oversubscribed")) == "True"
                     else "."
                 )
             )

@@ -471,6 +471,9 @@ def main(argv: list[str] | None = None) -> int:
                     f"resume | the earlier run was measured on {earlier_machine}, this is "
                     f"{ctx.machine}: rows of two machines are not merged; run without --resume"
                 )
+                # OUT must not pass the other machine's files off as this run's.
+                shutil.rmtree(ctx.results, ignore_errors=True)
+                ctx.earlier, ctx.earlier_outputs = None, set()
                 break
             try:
                 run(record)

@@ -2,7 +2,7 @@
 # The GPU regimes on an offline GPU node, in one command (docs/gpu_regimes.md, "On an offline GPU
 # node"). Every bundle carries a copy of this script:
 #
-#   bash BUNDLE/prove.sh OUT                      # on the GPU node: within 9 minutes, offline
+#   bash BUNDLE/prove.sh OUT                      # on the GPU node: within 9.5 minutes, offline
 #   bash BUNDLE/prove.sh --resume OUT OUT2        # completes a run cut short, on the same node
 #   bash BUNDLE/prove.sh --dry OUT                # anywhere: the same steps, tiny sizes, on the CPU
 #
