@@ -19,6 +19,7 @@ rule aggregate:
     conda:
         "../../envs/driver.yaml"
     params:
+        analysis_code=ANALYSIS_CODE,
         regimes=REGIMES,
         throughput_targets=config["cpu_dataloader"]["required_throughput"],
         starvation=config["starvation"],

@@ -33,6 +33,8 @@ rule draw_figures:
         "../../envs/driver.yaml"
     # Figure families are drawn in parallel processes (lowered to --cores where it is larger).
     threads: 2
+    params:
+        analysis_code=ANALYSIS_CODE,
     script:
         "../scripts/draw_figures.py"
 
@@ -53,6 +55,8 @@ rule speedup_report:
         "benchmarks/analysis/{root}/speedup_report.tsv"
     conda:
         "../../envs/driver.yaml"
+    params:
+        analysis_code=ANALYSIS_CODE,
     script:
         "../scripts/speedup_report.py"
 
@@ -76,6 +80,8 @@ rule summary:
         "benchmarks/analysis/{root}/summary.tsv"
     conda:
         "../../envs/driver.yaml"
+    params:
+        analysis_code=ANALYSIS_CODE,
     script:
         "../scripts/summarize.py"
 
@@ -99,6 +105,7 @@ rule collect_results:
     conda:
         "../../envs/driver.yaml"
     params:
+        analysis_code=ANALYSIS_CODE,
         sources=lambda wildcards: plot_from_sources(wildcards.name),
         # Changes when a result file is added, replaced or removed (rerun trigger "params").
         fingerprint=plot_from_fingerprint,

@@ -19,5 +19,7 @@ rule lazy_outputs_table:
     localrule: True
     conda:
         "../../envs/driver.yaml"
+    params:
+        analysis_code=ANALYSIS_CODE,
     script:
         "../scripts/lazy_outputs_table.py"

@@ -49,6 +49,7 @@ rule pipeline_tables:
     conda:
         "../../envs/driver.yaml"
     params:
+        analysis_code=ANALYSIS_CODE,
         pipelines=PIPELINE_NAMES,
         throughput_targets=config["cpu_dataloader"]["required_throughput"],
         starvation=config["starvation"],
@@ -75,6 +76,8 @@ rule pipeline_figure:
     localrule: True
     conda:
         "../../envs/driver.yaml"
+    params:
+        analysis_code=ANALYSIS_CODE,
     script:
         "../scripts/pipeline_figure.py"
 
@@ -99,5 +102,7 @@ rule pipeline_allocator_figure:
     localrule: True
     conda:
         "../../envs/driver.yaml"
+    params:
+        analysis_code=ANALYSIS_CODE,
     script:
         "../scripts/pipeline_allocator_figure.py"

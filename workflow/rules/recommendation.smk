@@ -22,6 +22,7 @@ rule recommendation:
     conda:
         "../../envs/driver.yaml"
     params:
+        analysis_code=ANALYSIS_CODE,
         pipelines=recommendation_pipelines(),
         starvation=config["starvation"],
         throughput_targets=config["cpu_dataloader"]["required_throughput"],
