@@ -245,17 +245,14 @@ def mode_plan(mode: str, repo: Path) -> dict[str, Any]:
         )
     for rule in ("gpu_dataloader", "pipeline_gpu_dataloader"):
         jobs[rule].sort(key=lambda j: gpu_priority({**j["wildcards"], "library": j["library"]}))
-    # What time allows, shortest first: a pipeline job (one recipe) before an 11-recipe job.
-    shared = [j for rule in ("gpu_dataloader", "pipeline_gpu_dataloader") for j in jobs[rule]]
-    shared_order = {id(j): (j["wildcards"]["scope"] == "decode", j["recipes"]) for j in shared}
     for rule in ("cpu_dataloader", "training"):
         jobs[rule].sort(key=lambda j: int(j["wildcards"]["workers"]))
     steps: dict[str, list[dict[str, Any]]] = {}
     for step, (step_rules, randomness) in ENGINE_STEPS.items():
         candidates = [j for rule in step_rules for j in jobs[rule]]
         chosen = [j for j in candidates if randomness in (None, j["wildcards"].get("randomness"))]
-        if step in AS_TIME_ALLOWS:
-            chosen.sort(key=lambda j: shared_order[id(j)])
+        if step in AS_TIME_ALLOWS:  # shortest first: memory scope, then one recipe before 11
+            chosen.sort(key=lambda j: (j["wildcards"]["scope"] == "decode", j["recipes"]))
         steps[step] = chosen
     return {
         "mode": mode,

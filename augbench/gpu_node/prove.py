@@ -342,9 +342,9 @@ def engine_step(ctx: Context, record: StepRecord, jobs: list[dict[str, Any]]) ->
         predicted = sum(same) / len(same) * job["recipes"] if same else None
         if left < 1 or (predicted is not None and predicted > left):
             entry["status"] = "not started"
-            binding = (
+            binding = (  # step_seconds: the smaller of the two
                 f"the step's budget ({record.budget_s:.0f} s)"
-                if record.budget_s - record.seconds <= ctx.deadline - time.time()
+                if left >= record.budget_s - record.seconds
                 else "the run's deadline"
             )
             entry["reason"] = (

@@ -63,7 +63,7 @@ def draw(frame: pd.DataFrame) -> Drawn:
                 ax.plot(at["workers"], at["images_per_second"], "o", ms=12, mfc="none", color=color)
         ax.axhline(part["model_img_per_s"].median(), color="#888888", lw=1, label="model")
         # The feed is in both names (``... · gpu-feed``): say it once.
-        shown = [part for part in variant.split(" · ") if part not in transform.split(" · ")]
+        shown = [word for word in variant.split(" · ") if word not in transform.split(" · ")]
         ax.set_title(f"{' · '.join([transform, *shown])}\n{machine}", fontsize=9, loc="left")
         ax.set_xlabel("DataLoader workers")
         ax.set_ylabel("images / s")
