@@ -306,9 +306,24 @@ def _reported_as_unknown(error: Any, unknown: set[str]) -> bool:
     return bool(extra) and all(_where([*path, key]) in unknown for key in extra)
 
 
-def resolve(user_config: dict[str, Any], basedir: Path) -> dict[str, Any]:
+def gpu_mode(configured: str, provisioned_machines: bool) -> str:
+    """What a GPU job does without usable CUDA, as the engines take it (optional or required).
+    ``auto`` fails such a job where the sweep provisions its machine (a cloud GPU VM is billed
+    whether or not its rows are empty) and writes ``skipped`` rows elsewhere (a laptop, a CPU
+    test machine). Decided here, not in a profile's config file, so that a user's own
+    ``--configfile`` cannot drop it."""
+    if configured != "auto":
+        return configured
+    return "required" if provisioned_machines else "optional"
+
+
+def resolve(
+    user_config: dict[str, Any], basedir: Path, provisioned_machines: bool = False
+) -> dict[str, Any]:
     """Merge the preset under ``user_config``, coerce command-line strings, validate, fill
-    defaults and derived values. Raises ConfigError naming every problem (one line each)."""
+    defaults and derived values. Raises ConfigError naming every problem (one line each).
+    ``provisioned_machines``: the jobs run on machines the sweep provisions and pays for (a
+    default storage provider): ``gpu: auto`` is then ``required`` (:func:`gpu_mode`)."""
     import jsonschema
 
     basedir = Path(basedir)
@@ -341,6 +356,7 @@ def resolve(user_config: dict[str, Any], basedir: Path) -> dict[str, Any]:
         order = sorted(found, key=lambda item: [(isinstance(p, str), p) for p in item[0]])
         raise ConfigError(*dict.fromkeys(message for _, message in order))
     _apply_defaults(merged, doc)
+    merged["gpu"] = gpu_mode(merged["gpu"], provisioned_machines)
 
     channels = merged["channels"]
     if merged["transforms"] == "all":

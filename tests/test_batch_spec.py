@@ -199,6 +199,32 @@ def run_like_a_vm(record: dict[str, Any], vm: Path, env: dict[str, str]):
 
 
 @pytest.mark.workflow
+def test_source_archive_extracts_in_any_order(batch_run: dict[str, Any]) -> None:
+    """Every job unpacks the workflow's sources from one archive, whose members Snakemake
+    writes in no fixed order. A member reached through a symlink member (a path under
+    `profiles/`, the link to workflow/profiles) fails to extract whenever it comes before the
+    link's target folder: no member may lie under a symlink."""
+    import io
+    import tarfile
+
+    from google.cloud import storage
+
+    os.environ["STORAGE_EMULATOR_HOST"] = batch_run["env"]["STORAGE_EMULATOR_HOST"]
+    try:
+        bucket = storage.Client(project="test").bucket(BUCKET)
+        (blob,) = bucket.list_blobs(prefix="sweep/snakemake-workflow-sources.")
+        data = blob.download_as_bytes()
+    finally:
+        del os.environ["STORAGE_EMULATOR_HOST"]
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        members = archive.getmembers()
+    links = {m.name.rstrip("/") for m in members if m.issym()}
+    assert "profiles" in links  # the link itself is shipped, as git tracks it
+    through = [m.name for m in members if any(m.name.startswith(f"{link}/") for link in links)]
+    assert through == [], through
+
+
+@pytest.mark.workflow
 def test_plugin_job_script_exits_with_the_job_status_and_installs_nothing(
     batch_run: dict[str, Any],
 ) -> None:

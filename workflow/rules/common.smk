@@ -23,8 +23,18 @@ from augbench.resize import configured_datasets  # noqa: E402
 # Errors a user can fix (config, dataset, plan) end the run here, before any job, as one line
 # each ("augbench: config error at <key>: ..."), never as a traceback: exit_with and
 # exit_on_user_error (augbench/logs.py), also inside input and params functions.
+# Under a default storage provider the jobs run on machines the sweep provisions (a cloud
+# sweep): config gpu: auto is then required there (augbench.config.gpu_mode).
 with exit_on_user_error():
-    config.update(resolve(config, Path(workflow.basedir)))
+    config.update(
+        resolve(
+            config,
+            Path(workflow.basedir),
+            provisioned_machines=bool(
+                workflow.storage_settings.default_storage_provider
+            ),
+        )
+    )
 if _problems := sweep.check_regimes(config):
     exit_with(*_problems)
 
