@@ -84,3 +84,39 @@ def test_every_engine_takes_the_shared_flags_and_what_provision_appends(engine: 
         assert args.policy == "{}"
     if engine not in ("lazy_outputs", "pipeline_breakdown"):
         assert args.shard == ""
+
+
+def test_the_steady_rate_starts_after_the_first_round_of_batches() -> None:
+    """One batch per worker is made from idle at an epoch's start; the steady rate counts the
+    images that arrive after that round, over the time since it arrived."""
+    from augbench.engines.dataloader.timing import steady_rate
+
+    # 1 worker, batch 4: the first batch after 0.10 s (its start), then one every 0.05 s.
+    one = [(4 * (i + 1), 0.10 + 0.05 * i) for i in range(8)]
+    assert steady_rate(one, 1) == pytest.approx(4 / 0.05)
+    # 2 workers: batches arrive in pairs every 0.10 s, the first pair after 0.15 s.
+    two = [(4 * (i + 1), 0.15 + 0.10 * (i // 2)) for i in range(8)]
+    assert steady_rate(two, 2) == pytest.approx(8 / 0.10)
+    # The epoch's own rate (32 images over 0.45 s) is below the stream's.
+    assert 32 / two[-1][1] < steady_rate(two, 2)
+    assert steady_rate(one[:1], 1) is None and steady_rate(two[:2], 2) is None
+
+
+def test_timed_epoch_records_the_steady_rate_of_a_loader() -> None:
+    import time
+
+    from augbench.engines.dataloader.timing import timed_epoch
+
+    class Batch:
+        shape = (4, 3, 8, 8)
+
+    def loader():
+        time.sleep(0.05)  # the epoch's start
+        for _ in range(4):
+            yield Batch()
+            time.sleep(0.01)
+
+    steady: list[float] = []
+    images, seconds = timed_epoch(loader(), steady=steady, first_round=1)
+    assert images == 16 and len(steady) == 1
+    assert steady[0] > images / seconds  # the start is outside the steady rate

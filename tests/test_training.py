@@ -6,6 +6,7 @@ compares a measured fraction with a computed one."""
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import textwrap
 from pathlib import Path
@@ -187,6 +188,65 @@ def test_the_prediction_comes_from_another_job_and_is_checked_against_the_loop()
     lines = "\n".join(training_tables.summary_lines(frame.drop(columns=[])))
     assert "**(differs)**" in lines and "1 worker(s) keep it fed" in lines
     assert "no out-of-sample prediction" in lines
+
+
+def test_several_runs_of_one_setting_are_pooled_as_processes() -> None:
+    """Three supply runs and two training runs of one setting: one table row, whose values are
+    the medians of all the runs' values, with the interval over the runs as processes; a
+    setting measured once keeps its own row's values."""
+    epochs = ([290.0, 300.0, 310.0], [250.0, 260.0, 270.0], [330.0, 340.0, 350.0])
+    blocks = ([70.0, 72.0, 74.0], [80.0, 82.0, 84.0])
+    frame = pd.DataFrame(
+        [
+            *(
+                _supply(1, statistics.median(e), throughputs=json.dumps(e), timestamp=f"t{i}",
+                        source_file=f"run{i}/w1.json", handover_idle_ms=float(i + 1))
+                for i, e in enumerate(epochs)
+            ),
+            *(
+                _row(1, statistics.median(b), 0.1 * (i + 1), throughputs=json.dumps(b),
+                     data_wait_fractions=json.dumps([0.1 * (i + 1)] * 3), timestamp=f"t{i}")
+                for i, b in enumerate(blocks)
+            ),
+            _row(0, 53.0, 0.33),
+            _supply(0, 160.0),
+        ]
+    )  # fmt: skip
+    table = training_tables.predicted_vs_measured(frame).set_index("workers")
+    assert len(table) == 2
+    assert table.loc[1, "supply_runs"] == 3 and table.loc[1, "runs"] == 2
+    assert table.loc[1, "supply_img_per_s"] == statistics.median([v for e in epochs for v in e])
+    assert table.loc[1, "supply_source"] == "run0/w1.json; run1/w1.json; run2/w1.json"
+    # The pooled interval holds the spread between the runs, not one run's epochs.
+    assert table.loc[1, "supply_ci_low"] <= 270.0 and table.loc[1, "supply_ci_high"] >= 330.0
+    assert table.loc[1, "images_per_second"] == statistics.median(blocks[0] + blocks[1])
+    assert table.loc[1, "data_wait"] == pytest.approx(0.15)
+    assert table.loc[0, "runs"] == 1 and table.loc[0, "supply_runs"] == 1
+    assert table.loc[0, "supply_img_per_s"] == 160.0 and table.loc[0, "images_per_second"] == 53.0
+    lines = "\n".join(training_tables.summary_lines(frame))
+    assert "1 rows pool several runs of their setting (training runs 1-2, supply runs 1-3:" in lines
+
+
+def test_the_prediction_reads_the_supply_as_a_stream_where_its_job_recorded_one() -> None:
+    """A training loop reads its loader without stopping: the supply's steady rate (its epochs
+    past their first round) is the prediction's input where the result file has it, and the
+    table says which rate it took."""
+    frame = pd.DataFrame(
+        [
+            _row(1, 78.0, 0.02, accelerator="sleep:100", variant="sleep-100ms"),
+            _supply(1, 30.0, steady_throughput=36.0, steady_ci_low=35.0, steady_ci_high=37.0),
+            _row(2, 78.0, 0.02, accelerator="sleep:100", variant="sleep-100ms"),
+            _supply(2, 30.0),  # an older file: no steady rate
+        ]
+    )
+    table = training_tables.predicted_vs_measured(frame).set_index("workers")
+    assert table.loc[1, "supply_img_per_s"] == 36.0 and table.loc[1, "supply_ci_low"] == 35.0
+    assert table.loc[1, "supply_epoch_img_per_s"] == 30.0
+    assert table.loc[1, "supply_basis"].startswith("stream")
+    # Data-bound (36 img/s against a 40 img/s stand-in): the loader sets the pace.
+    assert table.loc[1, "predicted_img_per_s"] == pytest.approx(36.0, rel=0.02)
+    assert table.loc[2, "supply_img_per_s"] == 30.0
+    assert table.loc[2, "supply_basis"].startswith("epochs")
 
 
 def test_workers_and_the_training_process_beyond_the_cores_are_flagged_and_said() -> None:

@@ -5,10 +5,21 @@ A training row's prediction never comes from its own job. Its inputs are:
 
 - the **supply**: the cpu_dataloader regime's ``decode`` row of the same machine, dataset,
   library, recipe (or pipeline), worker count, batch size and allocator setting, another job
-  (its median img/s and interval, and its job's hand-over probe:
-  augbench.engines.dataloader.baselines.measure_handover);
+  (its steady rate, each timed epoch past its first round of batches, with its interval, and
+  its job's hand-over probe: augbench.engines.dataloader.baselines.measure_handover). A
+  training loop reads its loader as a stream; an epoch from iter() also pays its start once
+  (the workers resumed, their first batches made from idle), which put the epochs' rate 0-6 %
+  below the steady rate on a 2-core VM (docs/training.md). A result file without the steady
+  rate is predicted from its epochs' rate, and ``supply_basis`` says which;
 - the **model rate**: the stand-in's nominal rate (``sleep:<ms>``: batch / ms), or the row's own
   model-alone rate (the step on a resident batch, before the loader starts).
+
+**Several runs of one setting** (result files of the same job from several runs, e.g. folders
+given together to ``plot_from``) are pooled, for the supply and for the training row alike: each
+run is a process of its own, the value is the median of all their values and the interval is
+the bootstrap over processes (augbench.intervals.process_median_interval), so that the spread
+between processes, which one process's values do not hold, is inside it (``runs`` and
+``supply_runs`` say how many).
 
 Rows without a supply row (another batch size, a worker count or recipe the cpu_dataloader regime
 did not measure, the GPU feed, DALI's own loader) say "no out-of-sample prediction" and why.
@@ -30,7 +41,7 @@ from typing import Any
 
 import pandas as pd
 
-from augbench import adapters
+from augbench import adapters, intervals
 from augbench.adapters.base import DALI_PIPELINE
 from augbench.analysis.faults import is_bound
 from augbench.analysis.starvation import batch_mb, handover_s
@@ -49,6 +60,10 @@ MATCH: tuple[str, ...] = (
     "batch_size",
     "allocator_setting",
 )
+SUPPLY_BASIS: dict[str, str] = {
+    "stream": "stream: the supply's epochs past their first round of batches",
+    "epochs": "epochs: from iter() to the last batch (the result file has no steady rate)",
+}
 SLEEP = re.compile(r"^sleep:(?P<ms>\d+(\.\d+)?)$")
 NO_PREDICTION = "no out-of-sample prediction"
 COLUMNS: tuple[str, ...] = (
@@ -67,6 +82,8 @@ COLUMNS: tuple[str, ...] = (
     "supply_img_per_s",
     "supply_ci_low",
     "supply_ci_high",
+    "supply_basis",
+    "supply_epoch_img_per_s",
     "supply_allocator_bound",
     "handover_ms",
     "model_img_per_s",
@@ -92,7 +109,11 @@ COLUMNS: tuple[str, ...] = (
     "fed_monotone",
     "supply_source",
     "oversubscribed",
+    "runs",
+    "supply_runs",
 )
+# What makes training rows runs of one setting (pooled when several result files hold it).
+TRAINING_SETTING: tuple[str, ...] = (*SERIES, "feed", "workers", "batch_size", "allocator_setting")
 
 
 def _value(cell: Any, key: str) -> float:
@@ -115,6 +136,70 @@ def supply_rows(frame: pd.DataFrame) -> pd.DataFrame:
         & (frame["status"] == "ok")
     ]
     return part
+
+
+def _values(row: pd.Series, column: str) -> list[float]:
+    cell = decoded(row.get(column))
+    if not isinstance(cell, list):
+        return []
+    return [float(v) for v in cell if v is not None and math.isfinite(float(v))]
+
+
+def pooled_runs(runs: pd.DataFrame, values: str, estimate: str, prefix: str = "") -> pd.Series:
+    """Several runs of one setting as one row: the latest run's fields, with ``estimate`` and
+    its interval (``<prefix>ci_low`` / ``<prefix>ci_high``) replaced by the median of every
+    run's ``values`` and its interval over the runs as processes; ``runs``: how many. One run
+    is returned as it is (``runs`` 1)."""
+    stamps = [_text(t) for t in runs["timestamp"]] if "timestamp" in runs else [""] * len(runs)
+    row = runs.iloc[max(range(len(runs)), key=stamps.__getitem__)].copy()
+    row["runs"] = len(runs)
+    if len(runs) == 1:
+        return row
+    groups = [_values(run, values) for _, run in runs.iterrows()]
+    if not all(groups):  # a run without its values: the latest stands for all
+        return row
+    pooled = intervals.process_median_interval(groups)
+    row[estimate] = pooled.estimate
+    row[f"{prefix}ci_low"] = pooled.low
+    row[f"{prefix}ci_high"] = pooled.high
+    row[f"{prefix}ci_method"] = pooled.method
+    return row
+
+
+def pooled_supply(runs: pd.DataFrame) -> pd.Series:
+    """The supply of several runs of one cpu_dataloader setting: their epochs pooled, and the
+    median of their jobs' hand-over probes and page faults."""
+    row = pooled_runs(runs, "throughputs", "median_throughput")
+    if "steady_throughput" in runs and len(runs) > 1:
+        stream = pooled_runs(runs, "steady_throughputs", "steady_throughput", prefix="steady_")
+        for column in ("steady_throughput", "steady_ci_low", "steady_ci_high"):
+            row[column] = stream[column]
+    for column in ("handover_idle_ms", "handover_busy_ms", "minor_faults_per_image"):
+        if column in runs:
+            row[column] = pd.to_numeric(runs[column], errors="coerce").median()
+    if "source_file" in runs:
+        row["source_file"] = "; ".join(sorted(map(_text, runs["source_file"])))
+    return row
+
+
+def pooled_training(runs: pd.DataFrame) -> pd.Series:
+    """Several runs of one training setting: the ok runs' blocks pooled (throughput and data
+    wait); where none is ok, the latest run."""
+    ok = runs[runs["status"] == "ok"]
+    if ok.empty:
+        return pooled_runs(runs, "throughputs", "median_throughput")
+    row = pooled_runs(ok, "throughputs", "median_throughput")
+    if len(ok) > 1:
+        waits = pooled_runs(ok, "data_wait_fractions", "data_wait_median", prefix="data_wait_")
+        for column in ("data_wait_median", "data_wait_ci_low", "data_wait_ci_high"):
+            row[column] = waits[column]
+        row["model_img_per_s"] = pd.to_numeric(ok["model_img_per_s"], errors="coerce").median()
+    return row
+
+
+def _setting(frame: pd.DataFrame, columns: tuple[str, ...]) -> list[str]:
+    """``columns`` as grouping keys, the ones the frame has."""
+    return [c for c in columns if c in frame.columns]
 
 
 def _key(row: pd.Series | dict[str, Any]) -> tuple[str, ...]:
@@ -166,9 +251,13 @@ def _prediction(supply: pd.Series, row: pd.Series, model_rate: float) -> dict[st
     def at(rate: float) -> Any:
         return predict(Supply(rate, workers, batch, idle, busy), model_rate)
 
-    rate = number(supply.get("median_throughput"))
-    low = number(supply.get("ci_low"))
-    high = number(supply.get("ci_high"))
+    # A training loop reads its loader as a stream: the supply's steady rate where its job
+    # recorded one (each timed epoch past its first round of batches), else its epochs' rate.
+    stream = number(supply.get("steady_throughput")) > 0
+    prefix = "steady_" if stream else ""
+    rate = number(supply.get("steady_throughput" if stream else "median_throughput"))
+    low = number(supply.get(f"{prefix}ci_low"))
+    high = number(supply.get(f"{prefix}ci_high"))
     middle = at(rate)
     # The prediction over the supply's interval (its ends and median: the hand-over's share
     # makes it not always monotone in the rate).
@@ -177,6 +266,8 @@ def _prediction(supply: pd.Series, row: pd.Series, model_rate: float) -> dict[st
         "supply_img_per_s": rate,
         "supply_ci_low": low,
         "supply_ci_high": high,
+        "supply_basis": SUPPLY_BASIS["stream" if stream else "epochs"],
+        "supply_epoch_img_per_s": number(supply.get("median_throughput")),
         # The supply's loader page-faulted beyond its transfer (augbench.analysis.faults): its
         # rate then depends on its process's allocator history, which another process does not
         # share (docs/training.md).
@@ -196,6 +287,7 @@ def _prediction(supply: pd.Series, row: pd.Series, model_rate: float) -> dict[st
         ),
         "prediction": middle.rule,
         "supply_source": _text(supply.get("source_file")),
+        "supply_runs": supply.get("runs", 1),
     }
 
 
@@ -212,13 +304,19 @@ def oversubscribed(row: pd.Series) -> bool | None:
 def predicted_vs_measured(frame: pd.DataFrame) -> pd.DataFrame:
     rows = frame[frame["regime"] == "training"] if "regime" in frame.columns else frame.iloc[:0]
     supplies: dict[tuple[str, ...], pd.Series] = {}
-    for _, supply in supply_rows(frame).iterrows():
-        key = _key(supply)
-        # Several runs of one setting: the latest stands for it.
-        if key not in supplies or _text(supply.get("timestamp")) > _text(
-            supplies[key].get("timestamp")
-        ):
-            supplies[key] = supply
+    candidates = supply_rows(frame)
+    if not candidates.empty:
+        keys = candidates.apply(_key, axis=1)
+        for key, runs in candidates.groupby(keys, sort=False):
+            supplies[key] = pooled_supply(runs)
+    if not rows.empty:
+        settings = _setting(rows, TRAINING_SETTING)
+        rows = pd.DataFrame(
+            [
+                pooled_training(runs)
+                for _, runs in rows.fillna({c: "" for c in settings}).groupby(settings, sort=False)
+            ]
+        )
     records = []
     for _, row in rows.iterrows():
         ok = row["status"] == "ok"
@@ -243,6 +341,7 @@ def predicted_vs_measured(frame: pd.DataFrame) -> pd.DataFrame:
             "batch_wait_ms_max": _value(row.get("batch_wait_ms"), "max"),
             "batch_waits": _value(row.get("batch_wait_ms"), "n"),
             "oversubscribed": oversubscribed(row),
+            "runs": row.get("runs", 1),
         }
         record["verdict"] = verdict(record["data_wait_low"], record["data_wait_high"]) if ok else ""
         why = _why_no_supply(row)
@@ -294,6 +393,27 @@ def _between(low: float, high: float, fmt: str) -> str:
     return f" [{format(low, fmt)}, {format(high, fmt)}]"
 
 
+def _pooled_note(table: pd.DataFrame) -> list[str]:
+    """What the summary says where rows pool several runs of their setting."""
+    runs = pd.to_numeric(table["runs"], errors="coerce").fillna(1)
+    supply_runs = pd.to_numeric(table["supply_runs"], errors="coerce").fillna(1)
+    pooled = int(((runs > 1) | (supply_runs > 1)).sum())
+    if not pooled:
+        return []
+
+    def span(counts: pd.Series) -> str:
+        low, high = int(counts.min()), int(counts.max())
+        return str(low) if low == high else f"{low}-{high}"
+
+    return [
+        f"{pooled} rows pool several runs of their setting (training runs {span(runs)}, supply "
+        f"runs {span(supply_runs)}: `runs` and `supply_runs` in the training table, "
+        "tables/training.csv); their values are the medians of all the runs' values and their "
+        "intervals are over the runs.",
+        "",
+    ]
+
+
 def summary_lines(frame: pd.DataFrame) -> list[str]:
     table = predicted_vs_measured(frame)
     if table.empty:
@@ -311,6 +431,7 @@ def summary_lines(frame: pd.DataFrame) -> list[str]:
         "",
         FED_DEFINITION,
         "",
+        *_pooled_note(table),
         "| accelerator | library | recipe | workers | img/s | predicted | measured / predicted "
         "| data wait | predicted wait | verdict |",
         "|---|---|---|---|---|---|---|---|---|---|",

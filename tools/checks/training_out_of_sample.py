@@ -24,6 +24,13 @@ rows (the sanity check).
         --table docs/results/training-out-of-sample-<machine>.csv
 
 Run it on a quiet machine: the supply and the training jobs are compared across time.
+
+A loader's rate differs between processes more than within one, so one supply row and one
+training row are one draw each. ``--supply`` may be given several times (runs of the same
+supply command, each its own folder) and ``--repeats K`` runs every training job K times (the
+K rounds one after the other, each in ``--out``/repeat-k): the product's table pools the runs of
+one setting on both sides (augbench.analysis.training: the median of all their values, the
+interval over the runs as processes), and the stand-ins are placed around the pooled supply.
 """
 
 from __future__ import annotations
@@ -52,11 +59,14 @@ from augbench.policy import (  # noqa: E402
 )
 
 
-def supply_rows(run: Path, setting: str) -> pd.DataFrame:
-    files = sorted(run.glob("results/raw/*/*/cpu_dataloader/*/decode-w*.json"))
-    files += sorted(run.glob("results/pipelines/raw/*/*/cpu_dataloader/*/decode-w*.json"))
-    if not files:
-        sys.exit(f"no cpu_dataloader decode result files under {run}/results")
+def supply_rows(runs: list[Path], setting: str) -> pd.DataFrame:
+    files = []
+    for run in runs:
+        found = sorted(run.glob("results/raw/*/*/cpu_dataloader/*/decode-w*.json"))
+        found += sorted(run.glob("results/pipelines/raw/*/*/cpu_dataloader/*/decode-w*.json"))
+        if not found:
+            sys.exit(f"no cpu_dataloader decode result files under {run}/results")
+        files += found
     frame = tidy.load(files)
     rows = tables.supply_rows(frame)
     # The allocator setting asked for, and catalog recipes (a pipeline would need its
@@ -100,7 +110,24 @@ def launch(
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--supply", type=Path, required=True, help="a finished run's directory")
+    p.add_argument(
+        "--supply",
+        type=Path,
+        action="append",
+        required=True,
+        help="a finished run's directory (again for each run of the same supply command)",
+    )
+    p.add_argument("--repeats", type=int, default=1, help="runs of every training job")
+    p.add_argument(
+        "--epochs-rate",
+        action="store_true",
+        help="predict from the supply's epochs' rate, not its steady rate (to compare the two)",
+    )
+    p.add_argument(
+        "--keep-existing",
+        action="store_true",
+        help="run only the training jobs whose result file is missing (an interrupted check)",
+    )
     p.add_argument("--out", type=Path, required=True, help="where the training results go")
     p.add_argument("--ratios", default="0.5,0.8,1,1.25,2", help="data / model of the stand-ins")
     p.add_argument("--models", default="", help="comma-separated model:input_px, e.g. resnet18:112")
@@ -132,44 +159,90 @@ def main() -> int:
             "--steps", str(args.steps), "--blocks", str(args.blocks),
         ]  # fmt: skip
         suffix = regimes.allocator_suffix(args.allocator)
-        where = args.out / "results/raw" / machine / dataset / "training" / f"{library}{suffix}"
-        for recipe in recipes:
-            rate = float(rows[rows["transform"] == recipe]["median_throughput"].iloc[0])
-            for ratio in ratios:
-                ms = 1000.0 * batch / (rate / ratio)
-                output = where / f"w{int(workers)}-{recipe}-r{ratio:g}.json"
-                stand_in = ["--transforms", recipe, "--accelerator", f"sleep:{ms:.2f}"]
-                jobs.append((library, dataset, output, [*common, *stand_in]))
-        for model, size in models:
-            output = where / f"w{int(workers)}-{model}-{size}px.json"
-            real = ["--transforms", ",".join(recipes), "--accelerator", "model", "--model", model,
-                    "--cpu-input-size", size, "--device", "cpu"]  # fmt: skip
-            jobs.append((library, dataset, output, [*common, *real]))
+        for repeat in range(1, args.repeats + 1):
+            out = args.out / f"repeat-{repeat}" if args.repeats > 1 else args.out
+            where = out / "results/raw" / machine / dataset / "training" / f"{library}{suffix}"
+            for recipe in recipes:
+                # Around the supply the table predicts from: every run of it pooled, its
+                # steady rate where the files have one.
+                pooled = tables.pooled_supply(rows[rows["transform"] == recipe])
+                steady = tidy.number(pooled.get("steady_throughput"))
+                rate = steady if steady > 0 else float(pooled["median_throughput"])
+                for ratio in ratios:
+                    ms = 1000.0 * batch / (rate / ratio)
+                    output = where / f"w{int(workers)}-{recipe}-r{ratio:g}.json"
+                    stand_in = ["--transforms", recipe, "--accelerator", f"sleep:{ms:.2f}"]
+                    jobs.append((repeat, library, dataset, output, [*common, *stand_in]))
+            for model, size in models:
+                output = where / f"w{int(workers)}-{model}-{size}px.json"
+                real = ["--transforms", ",".join(recipes), "--accelerator", "model", "--model",
+                        model, "--cpu-input-size", size, "--device", "cpu"]  # fmt: skip
+                jobs.append((repeat, library, dataset, output, [*common, *real]))
+    # Round by round: each setting's runs are spread over the whole check, not back to back.
+    jobs.sort(key=lambda job: job[0])
     outputs = []
-    for library, dataset, output, engine_args in tqdm(jobs, desc="training jobs", unit="job"):
-        manifest = manifest_of(args.supply, dataset)
-        launch(library, manifest, output, engine_args, args.envs, args.allocator)
-        outputs.append(output)
-    sources = [Path(s) for s in supply["source_file"].unique()]
-    table = tables.predicted_vs_measured(tidy.load([*sources, *outputs]))
+    for repeat, library, dataset, output, engine_args in tqdm(
+        jobs, desc="training jobs", unit="job"
+    ):
+        if not (args.keep_existing and output.exists()):
+            manifest = manifest_of(args.supply[0], dataset)
+            launch(library, manifest, output, engine_args, args.envs, args.allocator)
+        outputs.append((repeat, output))
+    sources = [Path(s) for s in supply["source_file"].unique()]  # every run of the supply
+    pooled = with_bounds(
+        tables.predicted_vs_measured(loaded([*sources, *(o for _, o in outputs)], args))
+    )
+    label = f"pooled ({len(args.supply)} supply runs, {args.repeats} training runs)"
+    parts = [pooled.assign(pooling=label)] if len(args.supply) > 1 or args.repeats > 1 else []
+    if len(args.supply) == args.repeats > 1:
+        # Each supply run against one training run: what a single run of each would have said.
+        for repeat, run in enumerate(args.supply, start=1):
+            own = [s for s in sources if s.is_relative_to(run)]
+            mine = [o for r, o in outputs if r == repeat]
+            table = with_bounds(tables.predicted_vs_measured(loaded([*own, *mine], args)))
+            parts.append(table.assign(pooling=f"supply run {repeat}, training run {repeat}"))
+    table = pd.concat(parts, ignore_index=True) if parts else pooled
+    args.table.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.table, index=False)
+    for pooling, part in table.groupby("pooling", sort=False) if parts else [("", table)]:
+        if pooling:
+            print(pooling)
+        report(part)
+    print(json.dumps({"table": str(args.table), "rows": len(table)}))
+    predicted = pooled[pooled["predicted_img_per_s"].notna()]
+    return 0 if predicted["within_tolerance"].all() else 1
+
+
+def loaded(files: list[Path], args: argparse.Namespace) -> pd.DataFrame:
+    """The result files as the table reads them; with ``--epochs-rate``, without the supply's
+    steady rate (the table then predicts from its epochs, as for an older result file)."""
+    frame = tidy.load(files)
+    if args.epochs_rate:
+        frame = frame.drop(columns=[c for c in frame.columns if c.startswith("steady_")])
+    return frame
+
+
+def with_bounds(table: pd.DataFrame) -> pd.DataFrame:
+    """The table with ``bound``: data (data / model below 0.95), crossover (to 1.3) or model."""
     table["data_over_model"] = pd.to_numeric(table["data_over_model"], errors="coerce")
     table["bound"] = table["data_over_model"].map(
         lambda r: "data" if r < 0.95 else "crossover" if r <= 1.3 else "model"
     )
-    args.table.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(args.table, index=False)
+    return table
+
+
+def report(table: pd.DataFrame) -> None:
+    """One line per bound: how many rows meet both targets, and the range of the ratios."""
     predicted = table[table["predicted_img_per_s"].notna()]
     for bound, rows in predicted.groupby("bound"):
         ratio = rows["measured_vs_predicted"]
         wait = rows["wait_difference"].abs()
         print(
-            f"{bound}-bound: {int(rows['within_tolerance'].sum())}/{len(rows)} within "
+            f"  {bound}-bound: {int(rows['within_tolerance'].sum())}/{len(rows)} within "
             f"{TRAINING_PREDICTION_TOLERANCE:.0%} and {TRAINING_WAIT_TOLERANCE:.0%} points; "
-            f"measured / predicted {ratio.min():.2f}-{ratio.max():.2f}, wait off by at most "
-            f"{100 * wait.max():.1f} points"
+            f"measured / predicted {ratio.min():.2f}-{ratio.max():.2f} (median "
+            f"{ratio.median():.2f}), wait off by at most {100 * wait.max():.1f} points"
         )
-    print(json.dumps({"table": str(args.table), "rows": len(table)}))
-    return 0 if predicted["within_tolerance"].all() else 1
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from augbench.engines import preflight, skeleton
 from augbench.engines.dataloader.baselines import DecodeCompanions
 from augbench.engines.dataloader.plumbing import RecipeDataset, build_recipe, identity
 from augbench.engines.dataloader.timing import RecipeError, measure_loader
+from augbench.intervals import median_interval
 from augbench.paired import composition_expectation, paired_ratio
 from augbench.policy import SlowTransformPolicy
 from augbench.results import non_ok_row, ok_row
@@ -111,6 +112,8 @@ def run_recipe(
     bare_runs = measured.pop("bare_throughputs")
     memory_runs = measured.pop("memory_throughputs")
     floor_runs = measured.pop("floor_throughputs")
+    stream = measured["steady_throughputs"]
+    steady = median_interval(stream) if stream else None
     return ok_row(
         throughputs,
         times,
@@ -119,6 +122,8 @@ def run_recipe(
         warmup_iterations=1,  # one untimed warm-up epoch
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         startup_in_timed_window=bool(args.workers and not args.persistent_workers),
+        steady_throughput=steady.estimate if steady else None,
+        **(steady.fields("steady_") if steady else {}),
         **measured,
         **pre,
     )

@@ -32,8 +32,11 @@ if TYPE_CHECKING:
 TIMING_NOTE = (
     "throughput = images / seconds from iter(loader) to the last batch received in the main "
     "process, per timed epoch of a whole number of batches per worker (augbench.stopping."
-    "epoch_batches: every worker makes the same number of batches, so the epoch runs at "
-    "the rate the workers deliver in steady state); an untimed warm-up epoch of max(1, workers) "
+    "epoch_batches: every worker makes the same number of batches, so the epoch times every "
+    "worker throughout); steady_throughputs = per timed epoch, the images received after its "
+    "first round of batches (one per worker) over the seconds since that round arrived: the "
+    "rate of a loader read without stopping, without the epoch's start; an untimed warm-up "
+    "epoch of max(1, workers) "
     "batches precedes them (persistent workers are started there, outside the window); between "
     "epochs the workers have nothing in flight, so one loader never works while another is "
     "timed; first_batch_s = warm-up epoch's iter(loader) -> first batch, including worker "
@@ -116,30 +119,62 @@ class Stream:
         self.loader = None
 
 
-def timed_epoch(loader: Any, waits: list[float] | None = None) -> tuple[int, float]:
+def timed_epoch(
+    loader: Any,
+    waits: list[float] | None = None,
+    steady: list[float] | None = None,
+    first_round: int = 1,
+) -> tuple[int, float]:
     """Images and seconds from iter(loader) to the last batch of one epoch. ``waits`` (when
     given) receives each batch's wait after the first: the seconds the main process spent in
     next(loader) for it, which is what a synchronous training step stalls on (the first batch's
-    wait holds the epoch's start)."""
+    wait holds the epoch's start). ``steady`` (when given) receives the epoch's
+    :func:`steady_rate` past its first ``first_round`` batches."""
     images = 0
     first = True
+    arrivals: list[tuple[int, float]] = []
     start = last = time.perf_counter()
     for batch in loader:
         now = time.perf_counter()
         images += batch.shape[0]
+        arrivals.append((images, now))
         if not first and waits is not None:
             waits.append(now - last)
         first = False
         del batch
         last = time.perf_counter()
-    return images, time.perf_counter() - start
+    elapsed = time.perf_counter() - start
+    if steady is not None:
+        rate = steady_rate(arrivals, first_round)
+        if rate is not None:
+            steady.append(rate)
+    return images, elapsed
 
 
-def counted_epoch(loader: Any, waits: list[float], faults: dict[str, int]) -> tuple[int, float]:
+def steady_rate(arrivals: list[tuple[int, float]], first_round: int) -> float | None:
+    """Images per second from the arrival of the epoch's first round of batches (one batch per
+    worker, ``first_round`` of them, all started together from idle) to its last batch: the
+    rate of a loader that never stops, as a training loop reads it. An epoch from iter() pays
+    its start (the workers resumed, their first batches made from idle) once; a stream does not
+    (docs/training.md). None where the epoch has no batch past its first round."""
+    if len(arrivals) <= first_round:
+        return None
+    images_then, then = arrivals[first_round - 1]
+    images, last = arrivals[-1]
+    return (images - images_then) / (last - then) if last > then else None
+
+
+def counted_epoch(
+    loader: Any,
+    waits: list[float],
+    faults: dict[str, int],
+    steady: list[float] | None = None,
+    first_round: int = 1,
+) -> tuple[int, float]:
     """:func:`timed_epoch`, with the minor page faults of the main process and its workers
     counted around it, outside its clock (augbench.allocator)."""
     before = tree_minor_faults()
-    images, elapsed = timed_epoch(loader, waits)
+    images, elapsed = timed_epoch(loader, waits, steady, first_round)
     faults["minor_faults"] += tree_minor_faults() - before
     faults["images"] += images
     return images, elapsed
@@ -225,9 +260,12 @@ def measure_loader(
         first_batch_s, batch_info = warm_up(loader, args.batch_size, "warm-up epoch")
         sampler.n_items = images_per_run
         batch_waits: list[float] = []
+        steady: list[float] = []
         faults = {"minor_faults": 0, "images": 0}
 
-        arms["regime"] = functools.partial(counted_epoch, loader, batch_waits, faults)
+        arms["regime"] = functools.partial(
+            counted_epoch, loader, batch_waits, faults, steady, max(1, workers)
+        )
         if bare is not None and bare_runs > 0:
             from augbench.engines.bare_loop import user_loader
 
@@ -287,6 +325,8 @@ def measure_loader(
         "throughputs": values["regime"],
         "times": times,
         "first_batch_s": first_batch_s,
+        # Each timed epoch past its first round: what the loader delivers as a stream.
+        "steady_throughputs": steady,
         # The wait in next() of every batch after each timed epoch's first.
         "batch_wait_ms": wait_percentiles_ms(batch_waits),
         "batch_waits_counted": len(batch_waits),
