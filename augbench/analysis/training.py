@@ -145,35 +145,39 @@ def _values(row: pd.Series, column: str) -> list[float]:
     return [float(v) for v in cell if v is not None and math.isfinite(float(v))]
 
 
-def pooled_runs(runs: pd.DataFrame, values: str, estimate: str, prefix: str = "") -> pd.Series:
-    """Several runs of one setting as one row: the latest run's fields, with ``estimate`` and
-    its interval (``<prefix>ci_low`` / ``<prefix>ci_high``) replaced by the median of every
-    run's ``values`` and its interval over the runs as processes; ``runs``: how many. One run
-    is returned as it is (``runs`` 1)."""
+def pooled_runs(runs: pd.DataFrame, *pools: tuple[str, str, str]) -> pd.Series:
+    """Several runs of one setting as one row: the latest run's fields, and for each pool
+    (``values``, ``estimate``, ``prefix``) ``estimate`` and its interval (``<prefix>ci_low``,
+    ``ci_high``, ``ci_method``) replaced by the median of every run's ``values`` and its
+    interval over the runs as processes; ``runs``: how many. A pool that a run has no values of
+    keeps the latest run's; one run is returned as it is (``runs`` 1)."""
     stamps = [_text(t) for t in runs["timestamp"]] if "timestamp" in runs else [""] * len(runs)
     row = runs.iloc[max(range(len(runs)), key=stamps.__getitem__)].copy()
     row["runs"] = len(runs)
     if len(runs) == 1:
         return row
-    groups = [_values(run, values) for _, run in runs.iterrows()]
-    if not all(groups):  # a run without its values: the latest stands for all
-        return row
-    pooled = intervals.process_median_interval(groups)
-    row[estimate] = pooled.estimate
-    row[f"{prefix}ci_low"] = pooled.low
-    row[f"{prefix}ci_high"] = pooled.high
-    row[f"{prefix}ci_method"] = pooled.method
+    for values, estimate, prefix in pools:
+        groups = [_values(run, values) for _, run in runs.iterrows()]
+        if not all(groups):
+            continue
+        pooled = intervals.process_median_interval(groups)
+        row[estimate] = pooled.estimate
+        row[f"{prefix}ci_low"] = pooled.low
+        row[f"{prefix}ci_high"] = pooled.high
+        row[f"{prefix}ci_method"] = pooled.method
     return row
 
 
+# (values, estimate, prefix of its interval) of what pools across runs.
+THROUGHPUT_POOL = ("throughputs", "median_throughput", "")
+STEADY_POOL = ("steady_throughputs", "steady_throughput", "steady_")
+WAIT_POOL = ("data_wait_fractions", "data_wait_median", "data_wait_")
+
+
 def pooled_supply(runs: pd.DataFrame) -> pd.Series:
-    """The supply of several runs of one cpu_dataloader setting: their epochs pooled, and the
-    median of their jobs' hand-over probes and page faults."""
-    row = pooled_runs(runs, "throughputs", "median_throughput")
-    if "steady_throughput" in runs and len(runs) > 1:
-        stream = pooled_runs(runs, "steady_throughputs", "steady_throughput", prefix="steady_")
-        for column in ("steady_throughput", "steady_ci_low", "steady_ci_high"):
-            row[column] = stream[column]
+    """The supply of several runs of one cpu_dataloader setting: their epochs and steady rates
+    pooled, and the median of their jobs' hand-over probes and page faults."""
+    row = pooled_runs(runs, THROUGHPUT_POOL, STEADY_POOL)
     for column in ("handover_idle_ms", "handover_busy_ms", "minor_faults_per_image"):
         if column in runs:
             row[column] = pd.to_numeric(runs[column], errors="coerce").median()
@@ -182,24 +186,28 @@ def pooled_supply(runs: pd.DataFrame) -> pd.Series:
     return row
 
 
+def supply_rate(supply: pd.Series) -> tuple[float, float, float, bool]:
+    """The rate a training loop's prediction takes from its supply row, with its interval, and
+    whether it is the steady rate: a training loop reads its loader as a stream, so the steady
+    rate where the row's job recorded one (each timed epoch past its first round of batches),
+    else its epochs' rate."""
+    stream = number(supply.get("steady_throughput")) > 0
+    prefix = "steady_" if stream else ""
+    rate = number(supply.get("steady_throughput" if stream else "median_throughput"))
+    low, high = number(supply.get(f"{prefix}ci_low")), number(supply.get(f"{prefix}ci_high"))
+    return rate, low, high, stream
+
+
 def pooled_training(runs: pd.DataFrame) -> pd.Series:
     """Several runs of one training setting: the ok runs' blocks pooled (throughput and data
     wait); where none is ok, the latest run."""
     ok = runs[runs["status"] == "ok"]
     if ok.empty:
-        return pooled_runs(runs, "throughputs", "median_throughput")
-    row = pooled_runs(ok, "throughputs", "median_throughput")
+        return pooled_runs(runs)
+    row = pooled_runs(ok, THROUGHPUT_POOL, WAIT_POOL)
     if len(ok) > 1:
-        waits = pooled_runs(ok, "data_wait_fractions", "data_wait_median", prefix="data_wait_")
-        for column in ("data_wait_median", "data_wait_ci_low", "data_wait_ci_high"):
-            row[column] = waits[column]
         row["model_img_per_s"] = pd.to_numeric(ok["model_img_per_s"], errors="coerce").median()
     return row
-
-
-def _setting(frame: pd.DataFrame, columns: tuple[str, ...]) -> list[str]:
-    """``columns`` as grouping keys, the ones the frame has."""
-    return [c for c in columns if c in frame.columns]
 
 
 def _key(row: pd.Series | dict[str, Any]) -> tuple[str, ...]:
@@ -251,13 +259,7 @@ def _prediction(supply: pd.Series, row: pd.Series, model_rate: float) -> dict[st
     def at(rate: float) -> Any:
         return predict(Supply(rate, workers, batch, idle, busy), model_rate)
 
-    # A training loop reads its loader as a stream: the supply's steady rate where its job
-    # recorded one (each timed epoch past its first round of batches), else its epochs' rate.
-    stream = number(supply.get("steady_throughput")) > 0
-    prefix = "steady_" if stream else ""
-    rate = number(supply.get("steady_throughput" if stream else "median_throughput"))
-    low = number(supply.get(f"{prefix}ci_low"))
-    high = number(supply.get(f"{prefix}ci_high"))
+    rate, low, high, stream = supply_rate(supply)
     middle = at(rate)
     # The prediction over the supply's interval (its ends and median: the hand-over's share
     # makes it not always monotone in the rate).
@@ -310,12 +312,9 @@ def predicted_vs_measured(frame: pd.DataFrame) -> pd.DataFrame:
         for key, runs in candidates.groupby(keys, sort=False):
             supplies[key] = pooled_supply(runs)
     if not rows.empty:
-        settings = _setting(rows, TRAINING_SETTING)
+        settings = [c for c in TRAINING_SETTING if c in rows.columns]
         rows = pd.DataFrame(
-            [
-                pooled_training(runs)
-                for _, runs in rows.fillna({c: "" for c in settings}).groupby(settings, sort=False)
-            ]
+            [pooled_training(runs) for _, runs in rows.groupby(settings, sort=False, dropna=False)]
         )
     records = []
     for _, row in rows.iterrows():

@@ -159,15 +159,15 @@ def main() -> int:
             "--steps", str(args.steps), "--blocks", str(args.blocks),
         ]  # fmt: skip
         suffix = regimes.allocator_suffix(args.allocator)
+        # Around the rate the table predicts from: every run of the supply pooled.
+        rates = {
+            recipe: tables.supply_rate(tables.pooled_supply(rows[rows["transform"] == recipe]))[0]
+            for recipe in recipes
+        }
         for repeat in range(1, args.repeats + 1):
             out = args.out / f"repeat-{repeat}" if args.repeats > 1 else args.out
             where = out / "results/raw" / machine / dataset / "training" / f"{library}{suffix}"
-            for recipe in recipes:
-                # Around the supply the table predicts from: every run of it pooled, its
-                # steady rate where the files have one.
-                pooled = tables.pooled_supply(rows[rows["transform"] == recipe])
-                steady = tidy.number(pooled.get("steady_throughput"))
-                rate = steady if steady > 0 else float(pooled["median_throughput"])
+            for recipe, rate in rates.items():
                 for ratio in ratios:
                     ms = 1000.0 * batch / (rate / ratio)
                     output = where / f"w{int(workers)}-{recipe}-r{ratio:g}.json"

@@ -25,14 +25,11 @@ from augbench.resize import configured_datasets  # noqa: E402
 # exit_on_user_error (augbench/logs.py), also inside input and params functions.
 # Under a default storage provider the jobs run on machines the sweep provisions (a cloud
 # sweep): config gpu: auto is then required there (augbench.config.gpu_mode).
+PROVISIONED_MACHINES = bool(workflow.storage_settings.default_storage_provider)
 with exit_on_user_error():
     config.update(
         resolve(
-            config,
-            Path(workflow.basedir),
-            provisioned_machines=bool(
-                workflow.storage_settings.default_storage_provider
-            ),
+            config, Path(workflow.basedir), provisioned_machines=PROVISIONED_MACHINES
         )
     )
 if _problems := sweep.check_regimes(config):
@@ -100,7 +97,7 @@ COSTING_ONLY = sweep.command_line_targets(sys.argv) == {"cost"}
 # `snakemake answer`: only the configured pipelines' jobs and their answer page (no micro or
 # transform DataLoader job waits to be measured first).
 ANSWER_ONLY = sweep.command_line_targets(sys.argv) == {"answer"}
-_cloud = bool(workflow.storage_settings.default_storage_provider) or COSTING_ONLY
+_cloud = PROVISIONED_MACHINES or COSTING_ONLY
 _limit = getattr(workflow.global_resources.get("mem_mb"), "value", None)
 
 
