@@ -541,3 +541,34 @@ def test_each_breakdown_process_lays_its_inputs_out_apart() -> None:
     assert copied[0] is not images[0] and np.array_equal(copied[0], images[0])
     _, pad_again = pipeline_breakdown.own_layout(images, seed=3)
     assert [len(p) for p in pad] == [len(p) for p in pad_again]  # seeded: reproducible
+
+
+def test_the_kinds_of_a_round_draw_alike_and_rounds_draw_anew() -> None:
+    """steps, whole and bare of one round make the same random draws (their ratios compare the
+    same work); the next round makes others, so a row averages over draws as a user's loop
+    does; the warm-up draws apart from the timed values."""
+    import random
+
+    def draws(kind: str, round_index: int) -> list[float]:
+        seen: list[float] = []
+
+        def step(x: Any) -> Any:
+            seen.append(random.random())
+            return x
+
+        units = [("Draw", step)]
+        whole = Composed(Chain([step]), "chain", lambda obj, x: obj(x))
+        images = [np.zeros((2, 2, 3), dtype=np.uint8)] * 2
+        measured = pipeline_breakdown.one_process(
+            kind, units, whole, images, lambda out, src: out, 2, 1, 1, 0, None, round_index
+        )
+        assert len(measured["seconds"]) == 2
+        return seen
+
+    for round_index in (0, 3):
+        first = draws("steps", round_index)
+        assert first == draws("whole", round_index) == draws("bare", round_index)
+        assert first[2:] != first[:2]  # the warm-up's draws are not the first value's
+    assert draws("whole", 0)[2:] != draws("whole", 1)[2:]
+    warmup, seeds = pipeline_breakdown.round_seeds(2, 2)
+    assert seeds == [4, 5] and warmup not in seeds

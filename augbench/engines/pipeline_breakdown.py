@@ -16,12 +16,14 @@ native layout, decoded before any clock), three kinds of pass:
 Every pass runs in a **fresh process**: a child forked from the job's process, which itself
 only imports the library, decodes the images and builds the pipelines, and never runs one (the
 preflight runs in a child too). A child runs one kind of pass: an untimed warm-up, then
-``policy.BREAKDOWN_VALUES_PER_PROCESS`` timed values, each seeded alike (value i of every child
-does the same crops), so no number depends on what ran before it in a process: glibc's allocator
+``policy.BREAKDOWN_VALUES_PER_PROCESS`` timed values, seeded by round (``round_seeds``: the three
+children of a round make the same random draws, so their ratios compare the same work, and each
+round draws new ones, so a row averages over the draws a user's loop makes and its interval
+includes them), so no number depends on what ran before it in a process: glibc's allocator
 adapts its thresholds to what a process freed before (augbench.allocator), and a whole pass
 timed after the steps pass, in one process, measured that history. Each child also places its
 inputs behind a pad of a seeded random size and builds its own pipeline objects after them
-(``own_layout``): where buffers lie moves a pipeline's speed by up to 1.5x on this kind of
+(``own_layout``): fresh interpreters running the same loop differ by up to 1.8x on this kind of
 machine, and children that shared one layout would repeat it. Children run in the order
 S W B, S B W, ... (steps, whole, bare): over each pair of rounds every kind follows every other
 kind equally often; the job runs one round of each pipeline in turn (round-robin), so a row's
@@ -78,6 +80,10 @@ from augbench.stopping import (  # noqa: E402
 )
 
 Unit = tuple[str, Callable[[Any], Any]]
+
+# Warm-up seeds lie apart from the values' seeds (0, 1, 2, ...): the warm-up makes other draws
+# than the first timed value, as a user's first calls do.
+WARMUP_SEED_BASE = 1_000_000
 Materialize = Callable[[Any, Any], Any]
 
 
@@ -233,13 +239,26 @@ def reseed(units: Sequence[Unit], seed: int, whole: Any = None) -> None:
 ROUNDS: tuple[tuple[str, ...], ...] = (("steps", "whole", "bare"), ("steps", "bare", "whole"))
 
 
+def round_seeds(
+    round_index: int, values: int = BREAKDOWN_VALUES_PER_PROCESS
+) -> tuple[int, list[int]]:
+    """The seeds of a round's processes: the warm-up's, then one per timed value. Every kind of
+    pass in round ``round_index`` draws the same crops, flips and noise (steps, whole and bare
+    compare the same work); rounds draw different ones. With 8 images a pass makes a few dozen
+    draws, and a pipeline with random erasing or noise at p=0.5 costs what its draws cost: fixed
+    seeds in every round measured one sample of them, a loop seeded otherwise another
+    (tools/checks/compose_vs_rows.py seeds its interpreters with these, round by round)."""
+    first = round_index * values
+    return WARMUP_SEED_BASE + round_index, list(range(first, first + values))
+
+
 def own_layout(inputs: Sequence[Any], seed: int) -> tuple[list[Any], list[bytearray]]:
     """The inputs copied into this process's own memory behind a pad of a seeded random size
     (and the pad, to keep while they are used).
 
     Where a buffer lies relative to the buffers a pipeline allocates moves its speed on this
-    kind of machine by up to 1.5x (cache-set and page aliasing): two fresh interpreters doing
-    the same thing differ by that much, and forks of one process all inherit its one layout.
+    kind of machine (cache-set and page aliasing): two fresh interpreters doing the same thing
+    differ by up to 1.8x here, and forks of one process all inherit its one layout.
     A process of its own therefore places its inputs at a random offset, so that the processes
     of a row sample the layouts a user's processes get instead of repeating one
     (docs/pipelines.md, "Fresh processes")."""
@@ -262,11 +281,13 @@ def one_process(
     passes: int,
     seed: int = 0,
     build: Callable[[], tuple[list[Unit], Any]] | None = None,
+    round_index: int = 0,
 ) -> dict[str, Any]:
     """What one fresh process of ``kind`` measures: its inputs in a layout of its own
     (``own_layout``, seeded by ``seed``) and, with ``build``, its own pipeline objects built
     after them, as a user's process builds its Compose; ``warmups`` untimed passes, then
-    ``values`` timed values, value i seeded with i (every process does the same work)."""
+    ``values`` timed values, with the random draws of round ``round_index`` (``round_seeds``)."""
+    warmup_seed, value_seeds = round_seeds(round_index, values)
     inputs, pad = own_layout(inputs, seed)
     if build is not None:
         units, whole = build()
@@ -276,12 +297,12 @@ def one_process(
         "bare": lambda: bare_pass(whole, inputs, passes),
     }
     for _ in range(warmups):
-        reseed(units, 0, whole)
+        reseed(units, warmup_seed, whole)
         timed[kind]()
     seconds = []
     faults = 0
-    for value in range(values):
-        reseed(units, value, whole)
+    for value_seed in value_seeds:
+        reseed(units, value_seed, whole)
         before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         seconds.append(timed[kind]())
         faults += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
@@ -354,6 +375,7 @@ class Measurement:
                     self.passes,
                     seed,
                     self.build,
+                    self.rounds,
                 ),
                 f"{kind} pass",
             )

@@ -14,16 +14,26 @@ none of the harness's code in the loop:
   the row built it (augbench.pipelines, the library's own composition object), images decoded by
   the library's decoder, ``out = call(compose, image)``: only the construction is shared.
 
-Each fresh interpreter: one untimed pass, then ``--values`` timed values of the row's passes over
-the row's images; ``--processes`` interpreters per row. It prints, per row, the row's ms per
-image with its interval, the fresh loop's (median over every value, interval by a bootstrap over
-the interpreters), and their ratio with its interval; the check is that the ratio is within
-``--tolerance`` (10 %) of 1. Exit status 1 where a row is not.
+Same work on both sides: fresh interpreter j makes the random draws of the row's round j
+(``pipeline_breakdown.round_seeds``: its warm-up's seed, then one seed per timed value, the row's
+values per process), so a pipeline with random erasing or noise costs the same draws in both.
+It prints, per row, the row's ms per image with its interval, the fresh loop's (median over every
+value, interval by a bootstrap over the interpreters), and their ratio with its interval; the
+check is that the ratio is within ``--tolerance`` (10 %) of 1. Exit status 1 where a row is not.
+
+Two ways to run it:
+
+- ``--jobs 0`` (the default): the rows as the workflow wrote them, the loops run afterwards.
+  This machine's speed drifts by more than 10 % over minutes, so on a shared machine a row and a
+  loop timed minutes apart can differ by the drift alone;
+- ``--jobs K``: side by side. K times, for each library: the breakdown job again (the engine, with
+  the arguments its result file records, into ``--out-dir``), then ``--processes`` fresh
+  interpreters for each of its pipelines. The row's side is every process of the K jobs, the
+  loop's every interpreter: both sample the same minutes of the machine.
 
     uv run python tools/checks/compose_vs_rows.py --results results \
-        --manifest results/data/default-300-<hash>/manifest.json [--processes 3] [--out FILE.tsv]
-
-The loops run after the workflow, not interleaved with it: run it on a quiet machine.
+        --manifest results/data/default-300-<hash>/manifest.json [--processes 3] \
+        [--jobs 4 --out-dir checks/compose] [--out FILE.tsv]
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,13 +57,14 @@ from augbench.intervals import (  # noqa: E402
 )
 
 ALBUMENTATIONS_PROBE = r"""
-import json, sys, time
+import json, random, sys, time
 sys.path.insert(0, ROOT)
 from augbench.policy import MICRO_THREADS
 from augbench.telemetry import apply_off as apply_telemetry_off
 MICRO_THREADS.apply_environment()
 apply_telemetry_off()
 import cv2
+import numpy as np
 import albumentations as A
 MICRO_THREADS.apply_runtime()
 request = json.loads(sys.stdin.read())
@@ -65,11 +77,20 @@ for path in request["files"]:
         sample["mask"] = (image[..., :1] > 127).astype("uint8")
     samples.append(sample)
 compose = A.from_dict(request["definition"])
-compose.set_random_seed(0)
+
+
+def reseed(seed):  # the random sources the row's process seeds, for the same draws
+    random.seed(seed)
+    np.random.seed(seed)
+    compose.set_random_seed(seed)
+
+
+reseed(request["warmup_seed"])
 for sample in samples:  # warm-up
     out = compose(**sample)["image"]
 passes, values = request["passes"], []
-for _ in range(request["values"]):
+for seed in request["seeds"]:
+    reseed(seed)
     start = time.perf_counter()
     for _ in range(passes):
         for sample in samples:
@@ -90,7 +111,7 @@ request = json.loads(sys.stdin.read())
 adapter = adapters.get(request["library"])
 adapter.import_library()
 MICRO_THREADS.apply_runtime()
-from augbench.engines.pipeline_breakdown import with_input_conversion
+from augbench.engines.pipeline_breakdown import reseed, with_input_conversion
 pipeline = pipelines.Pipeline.from_dict(request["pipeline"])
 units = pipeline_builders.build_units(adapter, pipeline)
 whole = pipeline_builders.build_whole(adapter, pipeline, units)
@@ -99,10 +120,12 @@ samples = [
     pipelines.prepare(adapter, pipeline, adapter.decode_8bit(path)) for path in request["files"]
 ]
 compose, call = whole.obj, whole.call
+reseed(units, request["warmup_seed"], whole)
 for sample in samples:  # warm-up
     out = call(compose, sample)
 passes, values = request["passes"], []
-for _ in range(request["values"]):
+for seed in request["seeds"]:
+    reseed(units, seed, whole)  # the same draws as the row's process of this round
     start = time.perf_counter()
     for _ in range(passes):
         for sample in samples:
@@ -129,9 +152,7 @@ def staged_files(manifest: Path, count: int) -> list[str]:
     return [str(root / entry["path"]) for entry in data["files"][:count]]
 
 
-def loop_request(
-    row: dict, library: str, definition: dict, manifest: Path, values: int
-) -> tuple[dict, str]:
+def loop_request(row: dict, library: str, definition: dict, manifest: Path) -> tuple[dict, str]:
     """What a fresh interpreter needs to loop over a whole-pipeline row's composition (its
     images, passes, mask and definitions), and the probe that runs it: AlbumentationsX rebuilds
     the row's recorded Compose, the other libraries build the row's pipeline definition."""
@@ -139,7 +160,6 @@ def loop_request(
         "files": staged_files(manifest, int(row["num_images"])),
         "passes": int(row.get("passes_per_value") or 1),
         "mask": "mask" in (row.get("pipeline_targets") or []),
-        "values": values,
         "library": library,
         "pipeline": definition,
         "definition": row.get("compose_definition"),
@@ -148,14 +168,18 @@ def loop_request(
     return request, ALBUMENTATIONS_PROBE if own else LIBRARY_PROBE
 
 
-def fresh_loop(python: Path, probe: str, request: dict, processes: int) -> list[list[float]]:
-    """Seconds per image of each value, by fresh interpreter, under glibc as shipped."""
+def fresh_loop(
+    python: Path, probe: str, request: dict, seeds: Sequence[tuple[int, list[int]]]
+) -> list[list[float]]:
+    """Seconds per image of each value, by fresh interpreter (one per item of ``seeds``: the
+    warm-up's seed and the values' seeds), under glibc as shipped."""
     env = allocator.launch_environment(allocator.DEFAULT_SETTING, python.parent.parent, os.environ)
     groups = []
-    for _ in range(processes):
+    for warmup_seed, value_seeds in seeds:
+        one = {**request, "warmup_seed": warmup_seed, "seeds": list(value_seeds)}
         run = subprocess.run(
             [str(python), "-c", f"ROOT = {str(ROOT)!r}\n{probe}"],
-            input=json.dumps(request),
+            input=json.dumps(one),
             capture_output=True,
             text=True,
             check=True,
@@ -178,57 +202,129 @@ def row_interval_ms(row: dict) -> Interval:
     )
 
 
+def row_process_ms(row: dict, values_per_process: int) -> list[list[float]]:
+    """A whole-pipeline row's ms per image, by the process that measured them (its values are
+    stored in process order, ``values_per_process`` each)."""
+    values = [1000.0 / float(t) for t in row["throughputs"]]
+    step = max(1, values_per_process)
+    return [values[i : i + step] for i in range(0, len(values), step)]
+
+
+def rerun_job(path: Path, meta: dict, out: Path, manifest: Path, venvs: Path) -> dict:
+    """The breakdown job of a result file once more, with the arguments it records (library,
+    pipelines, images, values, warm-ups, slow-transform policy), under glibc as shipped: its
+    result payload (also written to ``out``)."""
+    library = meta["library"]
+    params = meta["benchmark_params"]
+    python = venvs / library / "bin" / "python"
+    command = [
+        str(python), "-m", "augbench.engines.pipeline_breakdown",
+        "--library", library,
+        "--pipelines", json.dumps(params["pipelines"]),
+        "--manifest", str(manifest),
+        "--num-images", str(params["num_images"]),
+        "--machine", str(meta.get("machine") or ""),
+        "--min-values", str(params["min_values"]),
+        "--max-values", str(params["max_values"]),
+        "--warmups", str(params["warmups"]),
+        "--policy", json.dumps(params.get("slow_transform_policy") or {}),
+        "--output", str(out),
+    ]  # fmt: skip
+    env = allocator.launch_environment(allocator.DEFAULT_SETTING, python.parent.parent, os.environ)
+    env["PYTHONPATH"] = str(ROOT)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    run = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
+    if run.returncode != 0 or not out.exists():
+        tail = (run.stderr or run.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise RuntimeError(f"the {library} breakdown job of {path} failed: {tail[0]}")
+    return json.loads(out.read_text())
+
+
+def span(interval: Interval, fmt: str = ".3f") -> str:
+    if interval.low is None or interval.high is None:
+        return ""
+    return f"[{interval.low:{fmt}}, {interval.high:{fmt}}]"
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--results", nargs="+", type=Path, required=True)
     p.add_argument("--manifest", type=Path, required=True)
     p.add_argument("--venvs", type=Path, default=ROOT / ".venvs")
-    p.add_argument("--processes", type=int, default=3)
-    p.add_argument("--values", type=int, default=3)
+    p.add_argument("--processes", type=int, default=3, help="fresh interpreters per row and job")
+    p.add_argument("--jobs", type=int, default=0, help="side by side: the breakdown job K times")
+    p.add_argument("--out-dir", type=Path, default=Path("checks/compose_vs_rows"))
     p.add_argument("--tolerance", type=float, default=0.10)
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
+    from tqdm import tqdm
+
+    # Imported here: the engine module sets the micro thread policy's variables on import,
+    # which the interpreters this starts set for themselves anyway.
+    from augbench.engines.pipeline_breakdown import round_seeds
+
     head = (
-        "malloc_env\tmachine\tlibrary\tpipeline\timages\trow_ms_per_image\trow_ci\t"
-        "fresh_loop_ms_per_image\tfresh_ci\tratio\tratio_ci\twithin"
+        "malloc_env\tmachine\tlibrary\tpipeline\timages\tjobs\trow_processes\t"
+        "row_ms_per_image\trow_ci\tfresh_interpreters\tfresh_loop_ms_per_image\tfresh_ci\t"
+        "ratio\tratio_ci\twithin"
     )
     lines = [head]
     failed = False
+    templates = []
     for path in result_files(args.results):
         payload = json.loads(path.read_text())
-        meta = payload["metadata"]
-        library = meta.get("library", "")
-        machine = meta.get("machine", "")
-        setting = meta.get("allocator_setting") or allocator.DEFAULT_SETTING
-        if setting != allocator.DEFAULT_SETTING:
-            continue  # the check is of the rows glibc as shipped publishes
-        definitions = {p["name"]: p for p in meta["benchmark_params"].get("pipelines", [])}
-        python = args.venvs / library / "bin" / "python"
-        for key, row in payload["results"].items():
-            if row.get("status") != "ok" or "step" in row or key not in definitions:
-                continue
-            request, probe = loop_request(
-                row, library, definitions[key], args.manifest, args.values
-            )
-            groups = fresh_loop(python, probe, request, args.processes)
-            fresh = process_median_interval([[1000.0 * v for v in g] for g in groups])
-            mine = row_interval_ms(row)
-            ratio = ratio_interval(mine, fresh)
-            within = abs(ratio.estimate - 1.0) <= args.tolerance
-            failed |= not within
-
-            def span(i: Interval, fmt: str = ".3f") -> str:
-                if i.low is None or i.high is None:
-                    return ""
-                return f"[{i.low:{fmt}}, {i.high:{fmt}}]"
-
-            lines.append(
-                f"glibc as shipped\t{machine}\t{library}\t{key}\t{len(request['files'])}\t"
-                f"{mine.estimate:.4f}\t{span(mine, '.4f')}\t{fresh.estimate:.4f}\t"
-                f"{span(fresh, '.4f')}\t{ratio.estimate:.3f}\t{span(ratio)}\t"
-                f"{'yes' if within else 'NO'}"
-            )
-            print(lines[-1], flush=True)
+        setting = payload["metadata"].get("allocator_setting") or allocator.DEFAULT_SETTING
+        if setting == allocator.DEFAULT_SETTING:  # the rows glibc as shipped publishes
+            templates.append((path, payload))
+    # Per (library, pipeline): the row's processes and the interpreters' values, pooled.
+    rows: dict[tuple[str, str], dict] = {}
+    repeats = max(1, args.jobs)
+    bar = tqdm(total=repeats * len(templates), desc="compose vs rows", unit="job")
+    for repeat in range(repeats):
+        for path, template in templates:
+            meta = template["metadata"]
+            library = meta.get("library", "")
+            bar.set_postfix_str(f"{library} {repeat + 1}/{repeats}")
+            payload = template
+            if args.jobs > 0:
+                out = args.out_dir / f"{library}-{repeat + 1}.json"
+                payload = rerun_job(path, meta, out, args.manifest, args.venvs)
+            per_process = int(payload["metadata"]["benchmark_params"]["values_per_process"])
+            definitions = {d["name"]: d for d in meta["benchmark_params"].get("pipelines", [])}
+            python = args.venvs / library / "bin" / "python"
+            for key, row in payload["results"].items():
+                if row.get("status") != "ok" or "step" in row or key not in definitions:
+                    continue
+                request, probe = loop_request(row, library, definitions[key], args.manifest)
+                seeds = [round_seeds(j, per_process) for j in range(args.processes)]
+                entry = rows.setdefault(
+                    (library, key),
+                    {"machine": meta.get("machine", ""), "images": len(request["files"]),
+                     "row": [], "fresh": [], "published": row},
+                )  # fmt: skip
+                entry["row"] += row_process_ms(row, per_process)
+                entry["fresh"] += [
+                    [1000.0 * v for v in g] for g in fresh_loop(python, probe, request, seeds)
+                ]
+            bar.update()
+    bar.close()
+    for (library, key), entry in rows.items():
+        fresh = process_median_interval(entry["fresh"])
+        mine = (
+            process_median_interval(entry["row"])
+            if args.jobs > 0
+            else row_interval_ms(entry["published"])
+        )
+        ratio = ratio_interval(mine, fresh)
+        within = abs(ratio.estimate - 1.0) <= args.tolerance
+        failed |= not within
+        lines.append(
+            f"glibc as shipped\t{entry['machine']}\t{library}\t{key}\t{entry['images']}\t"
+            f"{args.jobs}\t{len(entry['row'])}\t{mine.estimate:.4f}\t{span(mine, '.4f')}\t"
+            f"{len(entry['fresh'])}\t{fresh.estimate:.4f}\t{span(fresh, '.4f')}\t"
+            f"{ratio.estimate:.3f}\t{span(ratio)}\t{'yes' if within else 'NO'}"
+        )
+        print(lines[-1], flush=True)
     text = "\n".join(lines) + "\n"
     if args.out is not None:
         args.out.write_text(text)

@@ -23,14 +23,23 @@ rows (the sanity check).
         --ratios 0.5,0.8,1,1.25,2 --models resnet18:112 \
         --table docs/results/training-out-of-sample-<machine>.csv
 
-Run it on a quiet machine: the supply and the training jobs are compared across time.
-
 A loader's rate differs between processes more than within one, so one supply row and one
 training row are one draw each. ``--supply`` may be given several times (runs of the same
 supply command, each its own folder) and ``--repeats K`` runs every training job K times (the
 K rounds one after the other, each in ``--out``/repeat-k): the product's table pools the runs of
 one setting on both sides (augbench.analysis.training: the median of all their values, the
 interval over the runs as processes), and the stand-ins are placed around the pooled supply.
+
+Side by side: this machine's speed drifts by more than the targets over minutes, so a supply run
+and training jobs timed a quarter of an hour apart differ by the drift as well. With
+``--supply-config`` (the ``--config`` items of the supply's ``snakemake`` command, e.g.
+``"regimes=[cpu_dataloader]"``), round k first runs that supply command into
+``--out``/supply-k, then training round k: supply and training alternate, S1 T1 S2 T2 ...
+(``--supply`` is then not given; the stand-ins are placed around round 1's supply).
+
+    uv run python tools/checks/training_out_of_sample.py --out RUN_DIR --repeats 3 \
+        --supply-config "regimes=[cpu_dataloader]" "libraries=[albumentationsx,torchvision]" \
+        --ratios 0.5,0.8 --table TABLE.csv
 """
 
 from __future__ import annotations
@@ -83,6 +92,18 @@ def manifest_of(run: Path, dataset: str) -> Path:
     return found
 
 
+def run_supply(folder: Path, config: list[str], cores: int) -> None:
+    """One run of the supply command: the workflow's own cpu_dataloader jobs into ``folder``
+    (a finished round's folder is left as it is: Snakemake finds nothing to do)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "snakemake", "--cores", str(cores), "-d", str(folder),
+           "--config", *config]  # fmt: skip
+    with (folder / "supply.log").open("w") as log:
+        done = subprocess.run(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, check=False)
+    if done.returncode != 0:
+        sys.exit(f"the supply run failed: see {folder / 'supply.log'}")
+
+
 def launch(
     library: str,
     manifest: Path,
@@ -114,9 +135,16 @@ def main() -> int:
         "--supply",
         type=Path,
         action="append",
-        required=True,
+        default=[],
         help="a finished run's directory (again for each run of the same supply command)",
     )
+    p.add_argument(
+        "--supply-config",
+        nargs="+",
+        default=None,
+        help="the supply's snakemake --config items: supply and training rounds alternate",
+    )
+    p.add_argument("--cores", type=int, default=2, help="snakemake --cores of the supply runs")
     p.add_argument("--repeats", type=int, default=1, help="runs of every training job")
     p.add_argument(
         "--epochs-rate",
@@ -142,7 +170,15 @@ def main() -> int:
     )
     p.add_argument("--table", type=Path, required=True)
     args = p.parse_args()
-    supply = supply_rows(args.supply, args.allocator)
+    if bool(args.supply) == bool(args.supply_config):
+        p.error("give --supply (finished runs) or --supply-config (runs made side by side)")
+    alternate = bool(args.supply_config)
+    if alternate:
+        args.supply = [args.out / f"supply-{k}" for k in range(1, args.repeats + 1)]
+        run_supply(args.supply[0], args.supply_config, args.cores)
+        supply = supply_rows(args.supply[:1], args.allocator)
+    else:
+        supply = supply_rows(args.supply, args.allocator)
     if args.libraries:
         supply = supply[supply["library"].isin(args.libraries.split(","))]
     ratios = [float(r) for r in args.ratios.split(",") if r]
@@ -181,13 +217,21 @@ def main() -> int:
     # Round by round: each setting's runs are spread over the whole check, not back to back.
     jobs.sort(key=lambda job: job[0])
     outputs = []
+    supplied = 1  # rounds whose supply has run
     for repeat, library, dataset, output, engine_args in tqdm(
         jobs, desc="training jobs", unit="job"
     ):
+        if alternate and repeat > supplied:  # supply round k just before training round k
+            run_supply(args.supply[repeat - 1], args.supply_config, args.cores)
+            supplied = repeat
         if not (args.keep_existing and output.exists()):
             manifest = manifest_of(args.supply[0], dataset)
             launch(library, manifest, output, engine_args, args.envs, args.allocator)
         outputs.append((repeat, output))
+    if alternate:
+        supply = supply_rows(args.supply, args.allocator)
+        if args.libraries:
+            supply = supply[supply["library"].isin(args.libraries.split(","))]
     sources = [Path(s) for s in supply["source_file"].unique()]  # every run of the supply
     pooled = with_bounds(
         tables.predicted_vs_measured(loaded([*sources, *(o for _, o in outputs)], args))

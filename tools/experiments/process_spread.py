@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools" / "checks"))
 
 from compose_vs_rows import fresh_loop, loop_request, result_files  # noqa: E402
@@ -36,6 +37,8 @@ def main() -> int:
     p.add_argument("--values", type=int, default=3)
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
+    from augbench.engines.pipeline_breakdown import round_seeds
+
     wanted = {tuple(item.split(":", 1)) for item in args.pipelines.split(",") if item}
     lines = [
         "machine\tlibrary\tpipeline\timages\tprocesses\tprocess_medians_ms\tmin\tmax\tmax_over_min"
@@ -48,13 +51,13 @@ def main() -> int:
         for key, row in payload["results"].items():
             if (library, key) not in wanted or row.get("status") != "ok" or "step" in row:
                 continue
-            request, probe = loop_request(
-                row, library, definitions[key], args.manifest, args.values
-            )
+            request, probe = loop_request(row, library, definitions[key], args.manifest)
             python = args.venvs / library / "bin" / "python"
+            # The same draws in every interpreter: what differs is the process, not the work.
+            seeds = [round_seeds(0, args.values)]
             medians = []
             for _ in range(args.processes):  # one at a time, so each is timed alone
-                (values,) = fresh_loop(python, probe, request, 1)
+                (values,) = fresh_loop(python, probe, request, seeds)
                 medians.append(1000.0 * statistics.median(values))
             low, high = min(medians), max(medians)
             lines.append(
