@@ -37,11 +37,14 @@ def test_ruff_check_and_format() -> None:
 
 def test_rules_that_read_results_rerun_when_the_package_changes() -> None:
     """Snakemake reruns a rule when its script changes, not when what the script imports does:
-    every rule whose script imports augbench.analysis takes the package's fingerprint as a
-    parameter, so new analysis code redraws tables and figures from the same results."""
+    every rule whose script imports augbench.analysis or the cost model takes the package's
+    fingerprint as a parameter, so new analysis code redraws tables and figures from the same
+    results, and a new cost model prices the sweep again."""
     import re
 
-    imports_analysis = re.compile(r"augbench\.analysis|from augbench import analysis")
+    imports_analysis = re.compile(
+        r"augbench\.analysis|from augbench import (analysis|[\w, ]*\bcost\b)"
+    )
     readers = {
         path.name
         for path in (REPO / "workflow/scripts").glob("*.py")
