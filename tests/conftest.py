@@ -33,20 +33,12 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
 
-# Tests run on pytest-xdist workers (pyproject.toml: -n auto, sized by
-# pytest_xdist_auto_num_workers below; --dist loadscope: each module's tests on one worker, so a
-# module-scoped workflow run is made once). The session's smoke run is shared by every worker
-# through a file lock (``smoke_run``); the module of the first smoke test is scheduled first, so
-# one worker starts that run while the others take the modules that do not need it, and the rest
-# of the smoke modules come last, when the run is there.
+# Tests run on pytest-xdist workers (pyproject.toml: -n auto --dist loadscope: each module's
+# tests on one worker, so a module-scoped workflow run is made once). The session's smoke run is
+# shared by every worker through a file lock (``smoke_run``); the module of the first smoke test
+# is scheduled first, so one worker starts that run while the others take the modules that do
+# not need it, and the rest of the smoke modules come last, when the run is there.
 SMOKE_FIRST = "tests/test_workflow_micro.py"
-
-
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """Two workers per core (at most 8): the suite waits more than it computes (Snakemake's
-    scheduling, interpreter starts, the GCS server, the SLURM daemons, the shared smoke run's
-    lock). A 2-core machine with one worker per core kept 0.7 of its cores busy on average."""
-    return max(2, min(8, 2 * (os.cpu_count() or 1)))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
