@@ -33,7 +33,7 @@ Two ways to run it:
 
     uv run python tools/checks/compose_vs_rows.py --results results \
         --manifest results/data/default-300-<hash>/manifest.json [--processes 3] \
-        [--jobs 4 --out-dir checks/compose] [--out FILE.tsv]
+        [--jobs 4 --out-dir results/checks/compose_vs_rows] [--out FILE.tsv]
 """
 
 from __future__ import annotations
@@ -253,7 +253,7 @@ def main() -> int:
     p.add_argument("--venvs", type=Path, default=ROOT / ".venvs")
     p.add_argument("--processes", type=int, default=3, help="fresh interpreters per row and job")
     p.add_argument("--jobs", type=int, default=0, help="side by side: the breakdown job K times")
-    p.add_argument("--out-dir", type=Path, default=Path("checks/compose_vs_rows"))
+    p.add_argument("--out-dir", type=Path, default=ROOT / "results/checks/compose_vs_rows")
     p.add_argument("--tolerance", type=float, default=0.10)
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
