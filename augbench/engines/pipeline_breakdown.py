@@ -80,11 +80,11 @@ from augbench.stopping import (  # noqa: E402
 )
 
 Unit = tuple[str, Callable[[Any], Any]]
+Materialize = Callable[[Any, Any], Any]
 
 # Warm-up seeds lie apart from the values' seeds (0, 1, 2, ...): the warm-up makes other draws
 # than the first timed value, as a user's first calls do.
 WARMUP_SEED_BASE = 1_000_000
-Materialize = Callable[[Any, Any], Any]
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

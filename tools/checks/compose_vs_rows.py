@@ -290,13 +290,13 @@ def main() -> int:
                 out = args.out_dir / f"{library}-{repeat + 1}.json"
                 payload = rerun_job(path, meta, out, args.manifest, args.venvs)
             per_process = int(payload["metadata"]["benchmark_params"]["values_per_process"])
+            seeds = [round_seeds(j, per_process) for j in range(args.processes)]
             definitions = {d["name"]: d for d in meta["benchmark_params"].get("pipelines", [])}
             python = args.venvs / library / "bin" / "python"
             for key, row in payload["results"].items():
                 if row.get("status") != "ok" or "step" in row or key not in definitions:
                     continue
                 request, probe = loop_request(row, library, definitions[key], args.manifest)
-                seeds = [round_seeds(j, per_process) for j in range(args.processes)]
                 entry = rows.setdefault(
                     (library, key),
                     {"machine": meta.get("machine", ""), "images": len(request["files"]),

@@ -173,14 +173,17 @@ def main() -> int:
     if bool(args.supply) == bool(args.supply_config):
         p.error("give --supply (finished runs) or --supply-config (runs made side by side)")
     alternate = bool(args.supply_config)
+
+    def chosen_supply(runs: list[Path]) -> pd.DataFrame:
+        rows = supply_rows(runs, args.allocator)
+        return rows[rows["library"].isin(args.libraries.split(","))] if args.libraries else rows
+
     if alternate:
         args.supply = [args.out / f"supply-{k}" for k in range(1, args.repeats + 1)]
         run_supply(args.supply[0], args.supply_config, args.cores)
-        supply = supply_rows(args.supply[:1], args.allocator)
+        supply = chosen_supply(args.supply[:1])  # the stand-ins are placed around round 1's
     else:
-        supply = supply_rows(args.supply, args.allocator)
-    if args.libraries:
-        supply = supply[supply["library"].isin(args.libraries.split(","))]
+        supply = chosen_supply(args.supply)
     ratios = [float(r) for r in args.ratios.split(",") if r]
     models = [m.split(":") for m in args.models.split(",") if m]
     jobs = []
@@ -228,10 +231,8 @@ def main() -> int:
             manifest = manifest_of(args.supply[0], dataset)
             launch(library, manifest, output, engine_args, args.envs, args.allocator)
         outputs.append((repeat, output))
-    if alternate:
-        supply = supply_rows(args.supply, args.allocator)
-        if args.libraries:
-            supply = supply[supply["library"].isin(args.libraries.split(","))]
+    if alternate:  # every round's supply, now that all have run
+        supply = chosen_supply(args.supply)
     sources = [Path(s) for s in supply["source_file"].unique()]  # every run of the supply
     pooled = with_bounds(
         tables.predicted_vs_measured(loaded([*sources, *(o for _, o in outputs)], args))
