@@ -227,6 +227,32 @@ def test_several_runs_of_one_setting_are_pooled_as_processes() -> None:
     assert "1 rows pool several runs of their setting (training runs 1-2, supply runs 1-3:" in lines
 
 
+def test_a_pooled_supply_is_allocator_bound_when_any_run_faulted_beyond_its_output() -> None:
+    """Three runs of a 1-worker supply whose output is 147 pages (allowance 294 with workers):
+    two fault at 215 per image, one at 432. The median (215) is under the line, but one
+    process's rate depended on its allocator history, so the pooled supply says allocator-bound;
+    runs that all stay under it do not."""
+
+    def frame(faults: list[float]) -> pd.DataFrame:
+        return pd.DataFrame(
+            [
+                *(
+                    _supply(1, 300.0, throughputs=json.dumps([300.0] * 3), timestamp=f"t{i}",
+                            source_file=f"run{i}/w1.json", minor_faults_per_image=f,
+                            output_pages=147.0)
+                    for i, f in enumerate(faults)
+                ),
+                _row(1, 78.0, 0.02),
+            ]
+        )  # fmt: skip
+
+    bound = training_tables.predicted_vs_measured(frame([215.0, 432.0, 216.0])).iloc[0]
+    assert str(bound["supply_allocator_bound"]) == "True"
+    assert bound["supply_faults_per_image"] == 432.0 and bound["supply_output_pages"] == 147.0
+    quiet = training_tables.predicted_vs_measured(frame([215.0, 250.0, 216.0])).iloc[0]
+    assert str(quiet["supply_allocator_bound"]) == "False"
+
+
 def test_the_prediction_reads_the_supply_as_a_stream_where_its_job_recorded_one() -> None:
     """A training loop reads its loader without stopping: the supply's steady rate (its epochs
     past their first round) is the prediction's input where the result file has it, and the

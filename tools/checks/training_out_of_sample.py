@@ -282,11 +282,20 @@ def report(table: pd.DataFrame) -> None:
     for bound, rows in predicted.groupby("bound"):
         ratio = rows["measured_vs_predicted"]
         wait = rows["wait_difference"].abs()
+        misses = rows[~rows["within_tolerance"].astype(bool)]
+        # A miss whose supply faulted beyond its output in some run: its rate depends on the
+        # process's allocator history (augbench.analysis.training.pooled_supply).
+        bound_misses = int(misses["supply_allocator_bound"].map(lambda v: str(v) == "True").sum())
         print(
             f"  {bound}-bound: {int(rows['within_tolerance'].sum())}/{len(rows)} within "
             f"{TRAINING_PREDICTION_TOLERANCE:.0%} and {TRAINING_WAIT_TOLERANCE:.0%} points; "
             f"measured / predicted {ratio.min():.2f}-{ratio.max():.2f} (median "
             f"{ratio.median():.2f}), wait off by at most {100 * wait.max():.1f} points"
+            + (
+                f"; {bound_misses} of the {len(misses)} outside with an allocator-bound supply"
+                if len(misses)
+                else ""
+            )
         )
 
 
