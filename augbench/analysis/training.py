@@ -182,7 +182,8 @@ MOST_FAULTS = "most_minor_faults_per_image"
 
 def pooled_supply(runs: pd.DataFrame) -> pd.Series:
     """The supply of several runs of one cpu_dataloader setting: their epochs and steady rates
-    pooled, and the median of their jobs' hand-over probes and page faults."""
+    pooled, the median of their jobs' hand-over probes and page faults, and the page faults of
+    the most-faulting run (``MOST_FAULTS``: what allocator-bound is judged on)."""
     row = pooled_runs(runs, THROUGHPUT_POOL, STEADY_POOL)
     for column in ("handover_idle_ms", "handover_busy_ms", "minor_faults_per_image"):
         if column in runs:
