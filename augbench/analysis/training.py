@@ -43,6 +43,7 @@ import pandas as pd
 
 from augbench import adapters, intervals
 from augbench.adapters.base import DALI_PIPELINE
+from augbench.analysis.allocator_effect import is_true
 from augbench.analysis.faults import is_bound
 from augbench.analysis.starvation import batch_mb, handover_s
 from augbench.analysis.tidy import decoded, number
@@ -272,7 +273,7 @@ def _prediction(supply: pd.Series, row: pd.Series, model_rate: float) -> dict[st
         return predict(Supply(rate, workers, batch, idle, busy), model_rate)
 
     rate, low, high, stream = supply_rate(supply)
-    faults = supply.get(MOST_FAULTS, supply.get("minor_faults_per_image"))
+    faults = supply.get(MOST_FAULTS)
     pages = supply.get("output_pages")
     middle = at(rate)
     # The prediction over the supply's interval (its ends and median: the hand-over's share
@@ -468,10 +469,7 @@ def summary_lines(frame: pd.DataFrame) -> list[str]:
             f"{_pct(r['predicted_data_wait'])} | {r['verdict']} |"
         )
         if not r["within_tolerance"]:
-            bound = (
-                r.get("supply_allocator_bound") is True
-                or str(r.get("supply_allocator_bound")) == "True"
-            )
+            bound = is_true(r.get("supply_allocator_bound"))
             notes.append(
                 f"- {r['library']} {r['transform']} with {r['workers']} worker(s) "
                 f"({r['variant']}): measured {r['images_per_second']:.1f} img/s is "
