@@ -41,9 +41,10 @@ from typing import Any
 
 import pandas as pd
 
+from augbench.analysis.cells import is_true, number
 from augbench.analysis.faults import is_bound
 from augbench.analysis.groups import library_order, regime_order
-from augbench.analysis.tidy import DEFAULT_ALLOCATOR, number, variant_without_allocator
+from augbench.analysis.tidy import DEFAULT_ALLOCATOR, variant_without_allocator
 from augbench.intervals import Interval, ratio_interval
 from augbench.policy import ALLOCATOR_EFFECT_MAX_CI, ALLOCATOR_NULL_QUANTILE, MIN_NULL_PAIRS
 
@@ -341,15 +342,6 @@ def precise(effect: pd.DataFrame) -> pd.DataFrame:
     """Rows of ``table`` with a ratio whose two rows are both precise (``precise`` column)."""
     pairs = compared(effect)
     return pairs[pairs["precise"].map(is_true)]
-
-
-def is_true(value: Any) -> bool:
-    """A ``glibc_allocator_bound`` cell as a bool (empty: False)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return False
-    if isinstance(value, str):
-        return value.strip().lower() == "true"
-    return bool(value)
 
 
 def whole_rows(effect: pd.DataFrame) -> pd.DataFrame:

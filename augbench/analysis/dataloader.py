@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from augbench.analysis.cells import is_true
 from augbench.paired import composition_expectation
 from augbench.policy import (
     BARE_LOOP_MIN_RATIO,
@@ -103,13 +104,6 @@ def _num(frame: pd.DataFrame, column: str) -> pd.Series:
     return pd.to_numeric(frame[column], errors="coerce")
 
 
-def _is_true(value: Any) -> bool:
-    """A flag set by ``add_baselines``: True/np.True_, never None or NaN (not measured)."""
-    return (
-        value is not None and not (isinstance(value, float) and math.isnan(value)) and bool(value)
-    )
-
-
 def decode_expectation(decode_floor: float, memory_row: float) -> float:
     """Decode-scope throughput expected when decode and the memory-scope recipe simply add up
     (``augbench.paired.composition_expectation``: 1 / (1/floor + 1/memory))."""
@@ -200,7 +194,7 @@ def baseline_exceptions(tidy: pd.DataFrame) -> pd.DataFrame:
     part = frame[(frame["regime"] == "cpu_dataloader") & (frame["status"] == "ok")]
     records = []
     for _, row in part.iterrows():
-        if _is_true(row["below_bare_loop"]):
+        if is_true(row["below_bare_loop"]):
             records.append(
                 {
                     **{k: row[k] for k in ("machine", "scope", "workers", "library", "transform")},

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from augbench.analysis.tidy import number
+from augbench.analysis.cells import number
 
 
 def fault_allowance(pages: float, workers: Any) -> float:

@@ -31,8 +31,8 @@ from typing import Any
 
 import pandas as pd
 
+from augbench.analysis.cells import number
 from augbench.analysis.speedups import row_interval, speedup_interval, versus
-from augbench.analysis.tidy import number
 from augbench.intervals import Interval
 from augbench.policy import ANSWER_MIN_INTERVAL_LEVEL, MAIN_PROCESS_CORES
 from augbench.starvation_model import FED_DEFINITION, Model

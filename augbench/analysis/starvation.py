@@ -22,7 +22,8 @@ from typing import Any
 
 import pandas as pd
 
-from augbench.analysis.tidy import decoded, number
+from augbench.analysis.cells import number
+from augbench.analysis.tidy import decoded
 from augbench.starvation_model import (
     FED_DEFINITION,
     Model,

@@ -384,12 +384,6 @@ def decoded(value: Any) -> Any:
     return value
 
 
-def number(value: Any) -> float:
-    """A cell as a float; NaN where it is empty or not a number."""
-    out = pd.to_numeric(value, errors="coerce")
-    return float(out) if not pd.isna(out) else float("nan")
-
-
 def find_result_files(roots: list[Path]) -> list[Path]:
     files: list[Path] = []
     for root in roots:

@@ -43,10 +43,10 @@ import pandas as pd
 
 from augbench import adapters, intervals
 from augbench.adapters.base import DALI_PIPELINE
-from augbench.analysis.allocator_effect import is_true
+from augbench.analysis.cells import is_true, number
 from augbench.analysis.faults import is_bound
 from augbench.analysis.starvation import batch_mb, handover_s
-from augbench.analysis.tidy import decoded, number
+from augbench.analysis.tidy import decoded
 from augbench.policy import FED_WAIT, TRAINING_PREDICTION_TOLERANCE, TRAINING_WAIT_TOLERANCE
 from augbench.starvation_model import FED_DEFINITION, Supply, fewest_fed, predict, verdict
 

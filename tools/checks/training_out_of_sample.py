@@ -59,8 +59,9 @@ sys.path.insert(0, str(ROOT))
 import pandas as pd  # noqa: E402
 
 from augbench import allocator, catalog, regimes  # noqa: E402
-from augbench.analysis import allocator_effect, tidy  # noqa: E402
+from augbench.analysis import tidy  # noqa: E402
 from augbench.analysis import training as tables  # noqa: E402
+from augbench.analysis.cells import is_true  # noqa: E402
 from augbench.policy import (  # noqa: E402
     DATALOADER_THREADS,
     TRAINING_PREDICTION_TOLERANCE,
@@ -285,7 +286,7 @@ def report(table: pd.DataFrame) -> None:
         misses = rows[~rows["within_tolerance"].astype(bool)]
         # A miss whose supply faulted beyond its output in some run: its rate depends on the
         # process's allocator history (augbench.analysis.training.pooled_supply).
-        bound_misses = int(misses["supply_allocator_bound"].map(allocator_effect.is_true).sum())
+        bound_misses = int(misses["supply_allocator_bound"].map(is_true).sum())
         print(
             f"  {bound}-bound: {int(rows['within_tolerance'].sum())}/{len(rows)} within "
             f"{TRAINING_PREDICTION_TOLERANCE:.0%} and {TRAINING_WAIT_TOLERANCE:.0%} points; "

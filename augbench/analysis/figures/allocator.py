@@ -17,6 +17,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from augbench.analysis import allocator_effect
+from augbench.analysis.cells import is_true
 from augbench.analysis.figures.style import (
     Drawn,
     caption,
@@ -188,7 +189,7 @@ def draw(frame: pd.DataFrame) -> Drawn:
         y_of = {label: len(labels) - 1 - i for i, label in enumerate(labels)}
         for label in labels:
             mine = part[part["_label"] == label]
-            bound = mine[mine["glibc_allocator_bound"].map(allocator_effect.is_true)]
+            bound = mine[mine["glibc_allocator_bound"].map(is_true)]
             if len(bound):
                 any_bound = True
                 y = y_of[label]

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.patches import Patch
 
-from augbench.analysis.allocator_effect import is_true
+from augbench.analysis.cells import is_true
 from augbench.analysis.figures.style import Drawn, empty_figure
 from augbench.analysis.groups import library_order
 from augbench.analysis.tidy import allocator_tag

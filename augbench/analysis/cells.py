@@ -1,0 +1,25 @@
+"""How one cell of a result table reads, whether pandas holds it or a CSV gave it back: the
+analysis modules' shared readers (no imports of the project, so every module can use them)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+
+def number(value: Any) -> float:
+    """A cell as a float; NaN where it is empty or not a number."""
+    out = pd.to_numeric(value, errors="coerce")
+    return float(out) if not pd.isna(out) else float("nan")
+
+
+def is_true(value: Any) -> bool:
+    """A flag cell as a bool: a bool or numpy bool as pandas holds it, the strings "True" and
+    "False" as a CSV gives them back; empty, None or NaN (not measured) is False."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return False
+    if isinstance(value, str):
+        return value.strip().lower() == "true"
+    return bool(value)
