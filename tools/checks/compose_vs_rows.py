@@ -57,7 +57,7 @@ from augbench.intervals import (  # noqa: E402
 )
 
 ALBUMENTATIONS_PROBE = r"""
-import json, random, sys, time
+import json, random, resource, sys, time
 sys.path.insert(0, ROOT)
 from augbench.policy import MICRO_THREADS
 from augbench.telemetry import apply_off as apply_telemetry_off
@@ -88,19 +88,22 @@ def reseed(seed):  # the random sources the row's process seeds, for the same dr
 reseed(request["warmup_seed"])
 for sample in samples:  # warm-up
     out = compose(**sample)["image"]
-passes, values = request["passes"], []
+passes, values, faults = request["passes"], [], []
 for seed in request["seeds"]:
     reseed(seed)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     start = time.perf_counter()
     for _ in range(passes):
         for sample in samples:
             out = compose(**sample)["image"]
-    values.append((time.perf_counter() - start) / (passes * len(samples)))
-print(json.dumps({"seconds_per_image": values}))
+    images = passes * len(samples)
+    values.append((time.perf_counter() - start) / images)
+    faults.append((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / images)
+print(json.dumps({"seconds_per_image": values, "minor_faults_per_image": faults}))
 """
 
 LIBRARY_PROBE = r"""
-import json, sys, time
+import json, resource, sys, time
 sys.path.insert(0, ROOT)
 from augbench.policy import MICRO_THREADS
 from augbench.telemetry import apply_off as apply_telemetry_off
@@ -123,15 +126,18 @@ compose, call = whole.obj, whole.call
 reseed(units, request["warmup_seed"], whole)
 for sample in samples:  # warm-up
     out = call(compose, sample)
-passes, values = request["passes"], []
+passes, values, faults = request["passes"], [], []
 for seed in request["seeds"]:
     reseed(units, seed, whole)  # the same draws as the row's process of this round
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     start = time.perf_counter()
     for _ in range(passes):
         for sample in samples:
             out = call(compose, sample)
-    values.append((time.perf_counter() - start) / (passes * len(samples)))
-print(json.dumps({"seconds_per_image": values}))
+    images = passes * len(samples)
+    values.append((time.perf_counter() - start) / images)
+    faults.append((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / images)
+print(json.dumps({"seconds_per_image": values, "minor_faults_per_image": faults}))
 """
 
 
@@ -168,25 +174,35 @@ def loop_request(row: dict, library: str, definition: dict, manifest: Path) -> t
     return request, ALBUMENTATIONS_PROBE if own else LIBRARY_PROBE
 
 
+def fresh_interpreter(
+    python: Path, probe: str, request: dict, env: dict[str, str], prefix: Sequence[str] = ()
+) -> dict[str, list[float]]:
+    """One fresh interpreter's loop (``request`` with its seeds) in environment ``env``, run
+    under ``prefix`` (a command that starts it, if any): its seconds and minor page faults per
+    image, by value."""
+    run = subprocess.run(
+        [*prefix, str(python), "-c", f"ROOT = {str(ROOT)!r}\n{probe}"],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
 def fresh_loop(
     python: Path, probe: str, request: dict, seeds: Sequence[tuple[int, list[int]]]
 ) -> list[list[float]]:
     """Seconds per image of each value, by fresh interpreter (one per item of ``seeds``: the
     warm-up's seed and the values' seeds), under glibc as shipped."""
     env = allocator.launch_environment(allocator.DEFAULT_SETTING, python.parent.parent, os.environ)
-    groups = []
-    for warmup_seed, value_seeds in seeds:
-        one = {**request, "warmup_seed": warmup_seed, "seeds": list(value_seeds)}
-        run = subprocess.run(
-            [str(python), "-c", f"ROOT = {str(ROOT)!r}\n{probe}"],
-            input=json.dumps(one),
-            capture_output=True,
-            text=True,
-            check=True,
-            env=env,
-        )
-        groups.append(json.loads(run.stdout.strip().splitlines()[-1])["seconds_per_image"])
-    return groups
+    return [
+        fresh_interpreter(
+            python, probe, {**request, "warmup_seed": warmup, "seeds": list(values)}, env
+        )["seconds_per_image"]
+        for warmup, values in seeds
+    ]
 
 
 def row_interval_ms(row: dict) -> Interval:
