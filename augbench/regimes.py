@@ -588,22 +588,25 @@ def micro_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
 
 def held_images_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     """A job holding its images in the library's form and one output per image (the lazy-output
-    check; the pipeline breakdown, whose float32 tensor tails need torch). The breakdown times
-    every pass in a child forked from the job's process (augbench.engines.pipeline_breakdown),
-    one at a time: the child shares the job's pages and copies the inputs into a layout of its
-    own, so it is counted as one forked process with one more copy of the images."""
+    check; the pipeline breakdown, whose float32 tensor tails need torch). The breakdown runs
+    each round of passes in a fresh interpreter of its own (augbench.engines.pipeline_breakdown):
+    one more process that imports the library and holds its own decoded and prepared images,
+    and times every pass in a child forked from it, one at a time, which shares its pages and
+    copies the inputs into a layout of its own: one forked process with one more copy."""
     from augbench.memory import Footprint
 
     images = min(s.num_images_for(kind), s.dataset_images(w["dataset"]))
     value = _value_bytes(w["library"])
     pixels = s.mean_pixels(w["dataset"], images)
     breakdown = kind.role == "pipelines"
-    child_inputs_mb = images * pixels * s.config["channels"] * value / 2**20 if breakdown else 0.0
+    image_mb = images * pixels * s.config["channels"] / 2**20
+    # The fork's copy of the inputs, and the round interpreter's decoded and prepared images.
+    round_mb = image_mb * (value + 1 + value) if breakdown else 0.0
     return Footprint(
         w["library"], torch=breakdown, images=images, pixels=pixels,
         copies=1 + value + (4 if breakdown else value),
         working_mb=_working_mb(s, w["library"], w["dataset"], images),
-        forked=1 if breakdown else 0, extra_mb=child_inputs_mb,
+        processes=2 if breakdown else 1, forked=1 if breakdown else 0, extra_mb=round_mb,
     )  # fmt: skip
 
 

@@ -387,6 +387,26 @@ def test_worker_rows_are_allowed_the_shared_memory_transfer() -> None:
     assert list(faults.bound_rows(frame).index) == [2, 0]
 
 
+def test_a_row_of_several_processes_is_bound_when_its_most_faulting_process_is() -> None:
+    """A pipeline row's processes fault as their address layouts make them under glibc as
+    shipped (0 to 1029 pages per image for one pipeline in 16 fresh interpreters,
+    docs/allocator.md): the row is allocator-bound when one of them faults beyond its output,
+    though the mean over its processes does not."""
+    from augbench.analysis import faults
+
+    frame = pd.DataFrame(
+        {
+            "status": ["ok", "ok", "ok"],
+            "workers": [0, 0, 0],
+            "minor_faults_per_image": [100.0, 100.0, 100.0],
+            "most_minor_faults_per_image": [990.0, 120.0, float("nan")],
+            "output_pages": [147.0, 147.0, 147.0],
+        }
+    )
+    assert [faults.row_faults(r) for _, r in frame.iterrows()] == [990.0, 120.0, 100.0]
+    assert list(faults.bound_rows(frame).index) == [0]
+
+
 def test_an_imprecise_pair_keeps_its_ratio_and_says_so(micro: pd.DataFrame) -> None:
     """A ratio of a row with a wide interval (a one-run DataLoader row) stays in the table with
     precise False and a wide ratio interval."""

@@ -201,6 +201,48 @@ def test_breakdown_shows_a_sleep_steps_share() -> None:
     assert 0.8 < result.composition().estimate < 1.2
 
 
+def test_each_whole_process_records_its_own_faults() -> None:
+    """A whole pass that maps a fresh 48 MiB buffer on every call (above glibc's largest mmap
+    threshold, so freed to the kernel and faulted in again each time) faults about its pages per
+    image in every process, and the row keeps one count per process and their largest."""
+    images = [np.zeros((8, 8, 3), dtype=np.uint8) for _ in range(2)]
+    pages = (48 << 20) // 4096
+
+    def fresh_buffer(x: Any) -> Any:
+        buffer = np.ones(48 << 20, dtype=np.uint8)  # written: every page faulted in
+        return x + buffer[0]
+
+    whole = Composed(fresh_buffer, "fresh buffer", lambda obj, x: obj(x))
+    result = pipeline_breakdown.measure(
+        [("FreshBuffer", fresh_buffer)],
+        whole,
+        images,
+        layout.materialize,
+        StoppingRule(4, 4, block=2),
+        warmups=1,
+    )
+    by_process = result.faults_per_image_by_process()
+    assert len(by_process) == len(result.whole_groups) == 2
+    # Transparent huge pages can map 2 MiB per fault: at least that many, at most the pages
+    # plus the interpreter's own.
+    assert all(pages / 512 <= f <= 2 * pages for f in by_process)
+    assert result.faults_per_image() == pytest.approx(sum(by_process) / 2)
+
+
+def test_a_round_whose_interpreter_fails_says_why() -> None:
+    """A round's fresh interpreter that exits before writing its result (here: arguments it
+    cannot parse) comes back as one reason naming its exit code and its last line, which the
+    job writes into the row of every pipeline of that round."""
+    import argparse
+
+    outcome = pipeline_breakdown.round_in_fresh_interpreter(
+        argparse.Namespace(argv=["--library", "pillow"]),
+        {"p": {"round": 0, "seed": 0, "passes": 1}},
+    )
+    assert set(outcome) == {"error"}
+    assert "exited with code 2" in outcome["error"] and "required" in outcome["error"]
+
+
 def test_the_harness_check_can_fail() -> None:
     """A harness whose materialization costs something the bare loop does not pay is seen:
     the whole pass's ratio to the bare loop moves with it (direction only)."""

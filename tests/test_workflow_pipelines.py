@@ -245,6 +245,14 @@ def test_raw_breakdown_rows_follow_the_contract(smoke_run: WorkflowRun) -> None:
         assert row["pipeline"] in PIPELINES
         if "step" in row:
             assert isinstance(row["step_index"], int) and row["variant"] == "pipeline-step"
+        elif row["status"] == "ok":
+            # Each round (a process of each kind) ran in a fresh interpreter of its own, and
+            # each whole pass's process kept its own faults.
+            assert row["round_interpreters"] == len(row["process_order"]) // 3 >= 1, row
+            faults = row["minor_faults_per_image_by_process"]
+            assert len(faults) == row["processes"] and row["most_minor_faults_per_image"] == max(
+                faults
+            )
 
 
 def test_speedup_table_per_pipeline_is_labelled_by_regime(smoke_run: WorkflowRun) -> None:

@@ -42,7 +42,7 @@ from typing import Any
 import pandas as pd
 
 from augbench.analysis.cells import is_true, number
-from augbench.analysis.faults import is_bound
+from augbench.analysis.faults import is_bound, row_faults
 from augbench.analysis.groups import library_order, regime_order
 from augbench.analysis.tidy import DEFAULT_ALLOCATOR, variant_without_allocator
 from augbench.intervals import Interval, ratio_interval
@@ -206,7 +206,7 @@ def _bound(row: pd.Series | None) -> bool | None:
     output's pages, two with DataLoader workers); None: not known."""
     if row is None or row.get("status") != "ok":
         return None
-    return is_bound(row.get("minor_faults_per_image"), row.get("output_pages"), row.get("workers"))
+    return is_bound(row_faults(row), row.get("output_pages"), row.get("workers"))
 
 
 def _precise(glibc_ci: Any, row: pd.Series) -> bool:

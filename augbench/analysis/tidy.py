@@ -55,6 +55,9 @@ COLUMNS: tuple[str, ...] = (
     "allocator",
     "allocator_setting",
     "minor_faults_per_image",
+    # The most-faulting process's count where a row has several (the pipeline breakdown's): under
+    # glibc as shipped each process faults as its address layout makes it (docs/allocator.md).
+    "most_minor_faults_per_image",
     "output_pages",
     # How quiet the machine was during the row's job (augbench.quietness): other processes' load
     # on its CPUs in cores, the hypervisor's steal share, and whether a threshold of

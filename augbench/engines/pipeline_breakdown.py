@@ -13,26 +13,32 @@ native layout, decoded before any clock), three kinds of pass:
 - **steps** (the isolated per-step breakdown): each step timed alone on the previous steps'
   outputs, its own output materialized inside its timer (``Adapter.materialize``).
 
-Every pass runs in a **fresh process**: a child forked from the job's process, which itself
-only imports the library, decodes the images and builds the pipelines, and never runs one (the
-preflight runs in a child too). A child runs one kind of pass: an untimed warm-up, then
-``policy.BREAKDOWN_VALUES_PER_PROCESS`` timed values, seeded by round (``round_seeds``: the three
-children of a round make the same random draws, so their ratios compare the same work, and each
-round draws new ones, so a row averages over the draws a user's loop makes and its interval
-includes them), so no number depends on what ran before it in a process: glibc's allocator
-adapts its thresholds to what a process freed before (augbench.allocator), and a whole pass
-timed after the steps pass, in one process, measured that history. Each child also places its
-inputs behind a pad of a seeded random size and builds its own pipeline objects after them
-(``own_layout``): fresh interpreters running the same loop differ by up to 1.8x on this kind of
-machine, and children that shared one layout would repeat it. Children run in the order
-S W B, S B W, ... (steps, whole, bare): over each pair of rounds every kind follows every other
-kind equally often; the job runs one round of each pipeline in turn (round-robin), so a row's
-processes spread over the job's time. Rounds repeat until the whole pipeline's median and the
-harness / bare ratio both reach a relative interval of ``policy.RELATIVE_CI_TARGET``
-(``augbench.stopping``; the
-intervals are bootstraps over the children where there are three or more, augbench.intervals),
-looked at once per round, between the configured minimum and maximum number of values per
-kind. Each value is one or more passes over the images.
+Every round of passes runs in a **fresh interpreter** (``round_in_fresh_interpreter``: the job
+starts its engine again for it), and every pass in a **fresh process** forked from that
+interpreter, which itself only imports the library, decodes the images and builds the
+pipelines, and never runs one (the job's own process does the same for the preflight, which
+runs in a child too). A new interpreter gets an address-space layout of its own from the kernel,
+as a user's process does, and under glibc as shipped that layout decides how many pages a
+pipeline faults in again on every call (1.79x between fresh interpreters for one shipped
+pipeline, docs/allocator.md); children forked from one process share most of its draw, so the
+rounds of a row, not only its children, sample it. A child runs one kind of pass: an untimed
+warm-up, then ``policy.BREAKDOWN_VALUES_PER_PROCESS`` timed values, seeded by round
+(``round_seeds``: the three children of a round make the same random draws, so their ratios
+compare the same work, and each round draws new ones, so a row averages over the draws a user's
+loop makes and its interval includes them), so no number depends on what ran before it in a
+process: glibc's allocator adapts its thresholds to what a process freed before
+(augbench.allocator), and a whole pass timed after the steps pass, in one process, measured
+that history. Each child also places its inputs behind a pad of a seeded random size and builds
+its own pipeline objects after them (``own_layout``). Children run in the order S W B, S B W,
+... (steps, whole, bare): over each pair of rounds every kind follows every other kind equally
+often; a round's interpreter runs the round of every pipeline still measuring, in turn, so a
+row's processes spread over the job's time. Rounds repeat until the whole pipeline's median and
+the harness / bare ratio both reach a relative interval of ``policy.RELATIVE_CI_TARGET``
+(``augbench.stopping``; the intervals are bootstraps over the children where there are three or
+more, augbench.intervals), looked at once per round, between the configured minimum and maximum
+number of values per kind. Each value is one or more passes over the images. A row records its
+rounds' interpreters (``round_interpreters``) and each whole pass's faults
+(``minor_faults_per_image_by_process``).
 
 Rows (regime ``micro``, scope ``memory``): ``<pipeline>`` is the whole pipeline (variant
 ``pipeline``) with ``harness_vs_bare`` and ``composition_effect`` (whole / sum of the isolated
@@ -51,12 +57,17 @@ from augbench.policy import MICRO_THREADS
 MICRO_THREADS.apply_environment()  # before numpy, torch or cv2 is imported
 
 import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
 import resource  # noqa: E402
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable, Sequence  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
+from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 from augbench import adapters, allocator, media, pipeline_builders, pipelines  # noqa: E402
@@ -92,7 +103,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--pipelines", required=True, help="resolved pipelines as JSON")
     p.add_argument("--min-values", type=int, default=3)
     p.add_argument("--max-values", type=int, default=10)
-    return p.parse_args(argv)
+    # The job starts itself again with these two for each round (round_in_fresh_interpreter).
+    p.add_argument("--round-request", type=Path, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--round-output", type=Path, default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    return args
 
 
 @dataclass
@@ -107,8 +123,11 @@ class Breakdown:
     step_groups: list[list[list[float]]] = field(default_factory=list)  # process, value, step
     whole_groups: list[list[float]] = field(default_factory=list)
     bare_groups: list[list[float]] = field(default_factory=list)
-    whole_faults: int = 0  # minor page faults over every timed whole pass (augbench.allocator)
+    # Minor page faults of each whole-pass process over its timed values (augbench.allocator):
+    # under glibc as shipped they differ from process to process with its address layout.
+    whole_faults_by_process: list[int] = field(default_factory=list)
     peak_rss_mb: float = 0.0  # the largest peak of the whole pass's processes
+    interpreters: list[int] = field(default_factory=list)  # each round's interpreter (its pid)
     order: list[str] = field(default_factory=list)  # the kinds, in the order their processes ran
 
     @property
@@ -124,7 +143,13 @@ class Breakdown:
         return [v for g in self.step_groups for v in g]
 
     def faults_per_image(self) -> float:
-        return self.whole_faults / (len(self.whole_seconds) * self.images)
+        return sum(self.whole_faults_by_process) / (len(self.whole_seconds) * self.images)
+
+    def faults_per_image_by_process(self) -> list[float]:
+        return [
+            faults / (len(group) * self.images)
+            for faults, group in zip(self.whole_faults_by_process, self.whole_groups, strict=True)
+        ]
 
     def per_image(self, seconds: Sequence[float]) -> float:
         return statistics.median(seconds) / self.images
@@ -327,13 +352,14 @@ def precise_enough(result: Breakdown, rule: StoppingRule) -> bool:
 
 
 class Measurement:
-    """One pipeline's rounds of fresh processes: ``step`` runs one round (a process of each
-    kind, in the order of ``ROUNDS``, each ``one_process``) and says whether ``rule`` is met
-    (``precise_enough``). A value is ``passes`` passes over the inputs (so that it lasts long
-    enough to time, ``stopping.passes_per_value``). The job steps its pipelines round-robin,
-    so a row's processes spread over the job's time instead of sharing one stretch of it (a
-    machine that slows down for a few seconds then moves every row a little, not one row a
-    lot, and the rows' intervals see it)."""
+    """One pipeline's rounds of fresh processes: ``run_round`` runs one round (a process of each
+    kind, in the order of ``ROUNDS``, each ``one_process``, forked from the process that calls
+    it: a round's fresh interpreter in a job), ``record`` adds it and says whether ``rule`` is
+    met (``precise_enough``); ``step`` does both in this process. A value is ``passes`` passes
+    over the inputs (so that it lasts long enough to time, ``stopping.passes_per_value``). The
+    job runs its pipelines' rounds in turn, so a row's processes spread over the job's time
+    instead of sharing one stretch of it (a machine that slows down for a few seconds then
+    moves every row a little, not one row a lot, and the rows' intervals see it)."""
 
     def __init__(
         self,
@@ -353,41 +379,64 @@ class Measurement:
         self.result = Breakdown([label for label, _ in units], len(inputs) * passes, passes)
         self.rounds = 0
 
-    def step(self) -> bool:
-        """One round; True once the rule is met."""
+    def next_round(self) -> dict[str, int]:
+        """What a fresh interpreter needs to run this pipeline's next round (``run_round``)."""
+        return {"round": self.rounds, "seed": len(self.result.order), "passes": self.passes}
+
+    def run_round(self, round_index: int, first_seed: int) -> list[tuple[str, dict[str, Any]]]:
+        """Round ``round_index``: one process of each kind, forked from this process in the
+        round's order (``ROUNDS``), each with its own layout seed from ``first_seed`` on."""
+        measured = []
+        for offset, kind in enumerate(ROUNDS[round_index % len(ROUNDS)]):
+            seed = first_seed + offset  # each process its own layout, reproducibly
+            measured.append(
+                (
+                    kind,
+                    skeleton.in_fresh_fork(
+                        lambda kind=kind, seed=seed: one_process(
+                            kind,
+                            self.units,
+                            self.whole,
+                            self.inputs,
+                            self.materialize,
+                            self.values_per_process,
+                            self.warmups,
+                            self.passes,
+                            seed,
+                            self.build,
+                            round_index,
+                        ),
+                        f"{kind} pass",
+                    ),
+                )
+            )
+        return measured
+
+    def record(self, measured: Sequence[Sequence[Any]], interpreter: int | None = None) -> bool:
+        """A round's processes (``run_round``'s, from ``interpreter`` where a fresh one ran
+        them) added to the result; True once the rule is met."""
         result = self.result
         groups = {
             "steps": result.step_groups,
             "whole": result.whole_groups,
             "bare": result.bare_groups,
         }
-        for kind in ROUNDS[self.rounds % len(ROUNDS)]:
-            seed = len(result.order)  # each process its own layout, reproducibly
-            measured = skeleton.in_fresh_fork(
-                lambda kind=kind, seed=seed: one_process(
-                    kind,
-                    self.units,
-                    self.whole,
-                    self.inputs,
-                    self.materialize,
-                    self.values_per_process,
-                    self.warmups,
-                    self.passes,
-                    seed,
-                    self.build,
-                    self.rounds,
-                ),
-                f"{kind} pass",
-            )
-            if "seconds" not in measured:
-                raise RuntimeError(f"a {kind} pass's process failed: {measured.get('reason')}")
-            groups[kind].append(measured["seconds"])
+        for kind, one in measured:
+            if "seconds" not in one:
+                raise RuntimeError(f"a {kind} pass's process failed: {one.get('reason')}")
+            groups[kind].append(one["seconds"])
             result.order.append(kind)
             if kind == "whole":
-                result.whole_faults += measured["minor_faults"]
-                result.peak_rss_mb = max(result.peak_rss_mb, measured["peak_rss_mb"])
+                result.whole_faults_by_process.append(one["minor_faults"])
+                result.peak_rss_mb = max(result.peak_rss_mb, one["peak_rss_mb"])
+        if interpreter is not None:
+            result.interpreters.append(interpreter)
         self.rounds += 1
         return precise_enough(result, self.rule)
+
+    def step(self) -> bool:
+        """One round forked from this process; True once the rule is met."""
+        return self.record(self.run_round(self.rounds, len(self.result.order)))
 
 
 def measure(
@@ -492,6 +541,7 @@ def breakdown_rows(
             passes_per_value=result.passes,
             processes=len(result.whole_groups),
             process_order=result.order,
+            round_interpreters=len(result.interpreters),
             harness_vs_bare=harness.estimate,
             **harness.fields("harness_vs_bare_"),
             # Flagged only when the whole interval of the ratio lies outside the tolerance.
@@ -503,6 +553,8 @@ def breakdown_rows(
             composition_effect=effect.estimate,
             **effect.fields("composition_effect_"),
             minor_faults_per_image=result.faults_per_image(),
+            minor_faults_per_image_by_process=result.faults_per_image_by_process(),
+            most_minor_faults_per_image=max(result.faults_per_image_by_process(), default=None),
             composition_note=composition_note(
                 effect.estimate, result.labels, copied, fields["compose_call"]
             ),
@@ -511,9 +563,9 @@ def breakdown_rows(
             step_shares=shares,
             step_output_copied=list(copied),
             timing="the library's own composition, one call per image through the harness, its "
-            "final output materialized once and kept until the next call returns; each value "
-            "in a fresh process (forked before any pass ran), whole, bare-loop and isolated-step "
-            "processes in turn",
+            "final output materialized once and kept until the next call returns; each round in "
+            "a fresh interpreter, each of its values in a process forked from it before any pass "
+            "ran, whole, bare-loop and isolated-step processes in turn",
             **fields,
         )
     }
@@ -615,6 +667,25 @@ class Prepared:
     copied: Sequence[bool]
 
 
+def built(
+    adapter: adapters.Adapter, pipeline: pipelines.Pipeline, images: list[Any]
+) -> tuple[list[Unit], Any, list[Any], Callable[[], tuple[list[Unit], Any]], Materialize]:
+    """A pipeline's steps and whole composition, its inputs in the library's form, the builder
+    a timed process calls for objects of its own, and the library's materialization."""
+
+    def build() -> tuple[list[Unit], Any]:
+        units = pipeline_builders.build_units(adapter, pipeline)
+        whole = pipeline_builders.build_whole(adapter, pipeline, units)
+        return with_input_conversion(adapter, pipeline, units, whole)
+
+    def materialize(out: Any, src: Any) -> Any:
+        return pipelines.materialize(adapter, out, src)
+
+    units, whole = build()
+    inputs = [pipelines.prepare(adapter, pipeline, image) for image in images]
+    return units, whole, inputs, build, materialize
+
+
 def prepare_pipeline(
     adapter: adapters.Adapter,
     pipeline: pipelines.Pipeline,
@@ -630,14 +701,8 @@ def prepare_pipeline(
         status, reason, extra = problem
         return {pipeline.name: non_ok_row(status, reason, **extra, **fields)}
 
-    def build() -> tuple[list[Unit], Any]:
-        units = pipeline_builders.build_units(adapter, pipeline)
-        whole = pipeline_builders.build_whole(adapter, pipeline, units)
-        return with_input_conversion(adapter, pipeline, units, whole)
-
     try:
-        units, whole = build()
-        inputs = [pipelines.prepare(adapter, pipeline, image) for image in images]
+        units, whole, inputs, build, materialize = built(adapter, pipeline, images)
     except pipelines.PipelineError as exc:  # a user's own pipeline the library refuses
         return {pipeline.name: non_ok_row("error", str(exc), **fields)}
     except Exception as exc:
@@ -646,10 +711,6 @@ def prepare_pipeline(
     definition = adapter.compose_definition(whole.obj)
     if definition is not None:
         fields["compose_definition"] = definition
-
-    def materialize(out: Any, src: Any) -> Any:
-        return pipelines.materialize(adapter, out, src)
-
     inspected = skeleton.in_fresh_fork(
         lambda: inspect_pipeline(units, whole, inputs, materialize, policy, pipeline), "preflight"
     )
@@ -678,6 +739,62 @@ def finish_pipeline(prepared: Prepared) -> Rows:
     return breakdown_rows(prepared.pipeline, result, {**prepared.fields, **memory}, prepared.copied)
 
 
+def round_in_fresh_interpreter(
+    args: argparse.Namespace, request: dict[str, dict[str, int]]
+) -> dict[str, Any]:
+    """One round of every pipeline of ``request`` (name -> ``Measurement.next_round``) in a
+    fresh interpreter: this job's engine started again with the job's arguments and
+    ``--round-request`` (``run_round_request``), in the job's environment. A process forked from
+    the job would inherit where the job's memory lies and the state its allocator reached while
+    importing and loading; a new interpreter gets a layout of its own from the kernel, as a user's
+    process does, so the rounds of a row sample that draw (docs/allocator.md, "What decides a
+    process's history"). Its output: ``{"interpreter": pid, "pipelines": {name: {"measured":
+    [[kind, process result], ...]} or {"error": reason}}}``, or ``{"error": reason}`` where the
+    interpreter wrote none."""
+    with tempfile.TemporaryDirectory(prefix="augbench-round-") as tmp:
+        request_file, output = Path(tmp) / "request.json", Path(tmp) / "output.json"
+        request_file.write_text(json.dumps(request))
+        command = [
+            sys.executable, "-m", "augbench.engines.pipeline_breakdown", *args.argv,
+            "--round-request", str(request_file), "--round-output", str(output),
+        ]  # fmt: skip
+        sys.stdout.flush()
+        sys.stderr.flush()
+        run = subprocess.run(command, capture_output=True, text=True)
+        if output.exists():
+            return json.loads(output.read_text())
+    tail = (run.stderr or run.stdout).strip().splitlines()[-1:] or ["no output"]
+    return {
+        "error": f"the round's fresh interpreter {skeleton.death_reason(run.returncode)} "
+        f"before writing its result: {tail[0]}"
+    }
+
+
+def run_round_request(args: argparse.Namespace) -> int:
+    """In a round's fresh interpreter: import the library, decode the images, build each
+    requested pipeline and run its round (``Measurement.run_round``) in processes forked from
+    here; write what they measured to ``--round-output``."""
+    request = json.loads(args.round_request.read_text())
+    adapter = adapters.get(args.library)
+    skeleton.import_library(adapter)
+    MICRO_THREADS.apply_runtime()
+    images = [adapter.decode_8bit(f) for f in media.select_files(args.manifest, args.num_images)]
+    chosen = pipelines.from_json(args.pipelines)
+    out: dict[str, Any] = {}
+    for name, spec in request.items():
+        try:
+            units, whole, inputs, build, materialize = built(adapter, chosen[name], images)
+            measurement = Measurement(
+                units, whole, inputs, materialize, rule_for(args), args.warmups, spec["passes"],
+                build=build,
+            )  # fmt: skip
+            out[name] = {"measured": measurement.run_round(spec["round"], spec["seed"])}
+        except Exception as exc:
+            out[name] = {"error": f"{type(exc).__name__}: {exc}"}
+    args.round_output.write_text(json.dumps({"interpreter": os.getpid(), "pipelines": out}))
+    return 0
+
+
 def measure_all(
     adapter: adapters.Adapter,
     chosen: list[pipelines.Pipeline],
@@ -686,9 +803,10 @@ def measure_all(
     policy: SlowTransformPolicy,
     bar: Any,
 ) -> dict[str, Rows]:
-    """Every pipeline's rows: each prepared, then the measured ones stepped round-robin
-    (``Measurement``) until each meets its rule; a pipeline whose process fails gets an error
-    row naming the stage and the others go on."""
+    """Every pipeline's rows: each prepared, then round after round, each round of every
+    pipeline still measuring in one fresh interpreter (``round_in_fresh_interpreter``), until
+    each meets its rule (``Measurement``); a pipeline whose process fails gets an error row
+    naming the stage and the others go on."""
     rows: dict[str, Rows] = {}
     active: dict[str, Prepared] = {}
     for pipeline in chosen:
@@ -699,11 +817,18 @@ def measure_all(
         else:
             rows[pipeline.name] = prepared
             bar.update()
+    number = 0
     while active:
+        number += 1
+        bar.set_postfix_str(f"round {number}: {len(active)} pipelines in a fresh interpreter")
+        request = {name: prepared.measurement.next_round() for name, prepared in active.items()}
+        outcome = round_in_fresh_interpreter(args, request)
         for name, prepared in list(active.items()):
-            bar.set_postfix_str(f"{name} round {prepared.measurement.rounds + 1}")
+            got = outcome.get("pipelines", {}).get(name) or {"error": outcome.get("error")}
             try:
-                done = prepared.measurement.step()
+                if "measured" not in got:
+                    raise RuntimeError(got.get("error") or "the round wrote nothing for it")
+                done = prepared.measurement.record(got["measured"], outcome.get("interpreter"))
             except Exception as exc:
                 fields = prepared.fields
                 rows[name] = {name: skeleton.stage_error_row("measurement", exc, **fields)}
@@ -719,6 +844,8 @@ def measure_all(
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.round_request is not None:
+        return run_round_request(args)
     from tqdm import tqdm
 
     adapter = adapters.get(args.library)

@@ -260,7 +260,7 @@ def _child(measure: Callable[..., Row], kwargs: dict[str, Any], out: str) -> Non
     Path(out).write_text(json.dumps(row, default=str))
 
 
-def _death_reason(exitcode: int | None) -> str:
+def death_reason(exitcode: int | None) -> str:
     if exitcode is None:
         return "did not finish"
     if exitcode < 0:
@@ -285,7 +285,7 @@ def measure_isolated(measure: Callable[..., Row], kwargs: dict[str, Any]) -> Row
         else:
             row = non_ok_row(
                 "error",
-                f"the recipe's process {_death_reason(proc.exitcode)} before writing its row "
+                f"the recipe's process {death_reason(proc.exitcode)} before writing its row "
                 "(isolated: the other recipes of this job are unaffected)",
                 cuda_error=None,
             )
@@ -325,7 +325,7 @@ def in_fresh_fork(measure: Callable[[], Any], what: str = "measurement") -> Any:
             return json.loads(out.read_text())
     return non_ok_row(
         "error",
-        f"the {what}'s process {_death_reason(proc.exitcode)} before writing its result "
+        f"the {what}'s process {death_reason(proc.exitcode)} before writing its result "
         "(the job's other measurements are unaffected)",
     )
 
