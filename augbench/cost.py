@@ -18,8 +18,9 @@ setup jobs. How a job kind is priced is its declaration's ``cost`` (augbench/reg
 - ``stream`` (GPU DataLoader, DALI): images x (warm-ups + values) per recipe; the GPU kinds on a
   machine without CUDA use ``cloud.assumed_img_per_s`` (labelled ``assumed``).
 - ``breakdown`` (pipeline breakdown): per pipeline, warm-up pairs plus values in pairs (steps
-  pass and whole pass) of ``passes x images`` each; values expected from the local rows. The job
-  runs each round in a fresh interpreter: its fixed overhead is paid once, then per round.
+  pass and whole pass) of ``passes x images`` each; values expected from the local rows. Each round
+  runs in an interpreter of its own (the first in the job's process): the fixed overhead is paid
+  per round.
 - ``whole_job``: a fixed amount of work: its measured wall time.
 
 A transform's seconds per image scale with pixels: measured at the local dataset's mean
@@ -366,9 +367,9 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
         if model == "pyperf":
             rounds = max((r.get("pyperf_processes", 1) for r in payload["results"].values()
                           if r.get("status") == "ok"), default=1)  # fmt: skip
-        if model == "breakdown":  # the job's process, then a fresh interpreter per round
-            rounds = 1 + max((r.get("round_interpreters") or 0
-                              for r in payload["results"].values()), default=0)  # fmt: skip
+        if model == "breakdown":  # an interpreter per round (the first: the job's process)
+            rounds = max((r.get("round_interpreters") or 1
+                          for r in payload["results"].values()), default=1)  # fmt: skip
         jobs[bench].append((key, work, rounds, held))
         if model == "dataloader" and timing:
             timed[bench].append(timed_entry)
@@ -709,8 +710,8 @@ def breakdown_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) ->
         for label, values in (("expected", expected), ("most", most)):
             passes = breakdown_passes(math.ceil(values), params["warmups"], per)
             totals[label] += len(BREAKDOWN_KINDS) * passes * per_pass
-    # The job's process, then one fresh interpreter per round (its imports and decoding again).
-    overhead = {label: model.overhead_s * (1 + math.ceil(values / per))
+    # One interpreter per round (the first is the job's process): its imports and decoding.
+    overhead = {label: model.overhead_s * math.ceil(values / per)
                 for label, values in (("expected", expected), ("most", most))}  # fmt: skip
     return Estimate(overhead["expected"] + totals["expected"], overhead["most"] + totals["most"])
 

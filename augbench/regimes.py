@@ -589,10 +589,11 @@ def micro_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
 def held_images_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     """A job holding its images in the library's form and one output per image (the lazy-output
     check; the pipeline breakdown, whose float32 tensor tails need torch). The breakdown runs
-    each round of passes in a fresh interpreter of its own (augbench.engines.pipeline_breakdown):
-    one more process that imports the library and holds its own decoded and prepared images,
-    and times every pass in a child forked from it, one at a time, which shares its pages and
-    copies the inputs into a layout of its own: one forked process with one more copy."""
+    each round of passes after the first in a fresh interpreter of its own
+    (augbench.engines.pipeline_breakdown): one more process that imports the library and holds
+    its own decoded and prepared images, and times every pass in a child forked from it, one at
+    a time, which shares its pages and copies the inputs into a layout of its own: one forked
+    process with one more copy."""
     from augbench.memory import Footprint
 
     images = min(s.num_images_for(kind), s.dataset_images(w["dataset"]))

@@ -72,8 +72,8 @@ def _local_run(root: Path) -> Path:
         "HorizontalFlip": {"status": "ok", "median_throughput": 36.0}}}, 3.0)  # fmt: skip
     # pipeline breakdown: 4 images x 2 passes per value; 4 values of each kind (steps, whole,
     # bare) in 2 fresh processes of a warm-up + 2 values: 3 x 6 passes x 8 images at 200 img/s =
-    # 0.72 s of a 2.72 s job (values used: 4 of 4), whose 2 rounds ran in fresh interpreters:
-    # 2 s of overhead over 3 processes (the job's and the rounds').
+    # 0.72 s of a 2.72 s job (values used: 4 of 4), whose 2 rounds ran in 2 interpreters (the
+    # job's process and a fresh one): 2 s of overhead, 1 s per round.
     breakdown = {"num_images": 4, "min_values": 2, "max_values": 4, "warmups": 1}
     raw = root / "results/pipelines/raw/laptop" / DS / "micro/pillow/breakdown.json"
     raw.parent.mkdir(parents=True, exist_ok=True)
@@ -143,7 +143,7 @@ def test_learn_separates_each_kinds_work_from_its_overhead(tmp_path: Path) -> No
     assert loader.arm_s["HorizontalFlip|memory-w2|bare"] == pytest.approx(1 / 96)
     assert loader.baseline_s == {"memory-w2": pytest.approx(1 / 120)}
     breakdown = models[("pipeline_breakdown", "pillow")]
-    assert breakdown.overhead_s == pytest.approx(2.0 / 3)
+    assert breakdown.overhead_s == pytest.approx(1.0)
     assert set(breakdown.per_image_s) == {"train_light"}  # step rows are part of the passes
     assert models[("dali_cpu", "dali")].overhead_s == pytest.approx(2.0)
     assert models[("lazy_outputs", "kornia")].overhead_s == 4.0
@@ -211,8 +211,8 @@ def test_breakdown_stream_whole_job_assumed_and_setup_kinds(tmp_path: Path) -> N
     )
     # 16 images x 0.005 s = 0.08 s per pass; 6 values (the local share 1.0 of 6) of each kind
     # (steps, whole, bare) in 3 processes of a warm-up + 2 values: 3 x 9 passes; the overhead
-    # of the job's process and of its 3 rounds' fresh interpreters.
-    assert found[breakdown].expected == pytest.approx(4 * 2.0 / 3 + 3 * 9 * 0.08)
+    # of the 3 rounds' interpreters.
+    assert found[breakdown].expected == pytest.approx(3 * 1.0 + 3 * 9 * 0.08)
     assert found[dali].expected == pytest.approx(2.0 + 500 / 36)
     # GPU without CUDA: measured overhead + assumed throughput, labelled as such.
     assert found[gpu].expected == pytest.approx(3.0 + 2 * 500 / 500.0) and basis[gpu] == "assumed"

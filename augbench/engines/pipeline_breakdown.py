@@ -13,11 +13,11 @@ native layout, decoded before any clock), three kinds of pass:
 - **steps** (the isolated per-step breakdown): each step timed alone on the previous steps'
   outputs, its own output materialized inside its timer (``Adapter.materialize``).
 
-Every round of passes runs in a **fresh interpreter** (``round_in_fresh_interpreter``: the job
-starts its engine again for it), and every pass in a **fresh process** forked from that
-interpreter, which itself only imports the library, decodes the images and builds the
-pipelines, and never runs one (the job's own process does the same for the preflight, which
-runs in a child too). A new interpreter gets an address-space layout of its own from the kernel,
+Every round of passes runs in a **fresh interpreter** (the first in the job's own process, each
+later one in the job's engine started again for it, ``round_in_fresh_interpreter``), and every
+pass in a **fresh process** forked from that interpreter, which itself only imports the library,
+decodes the images and builds the pipelines, and never runs one (the preflight runs in a child
+too). A new interpreter gets an address-space layout of its own from the kernel,
 as a user's process does, and under glibc as shipped that layout decides how many pages a
 pipeline faults in again on every call (1.79x between fresh interpreters for one shipped
 pipeline, docs/allocator.md); children forked from one process share most of its draw, so the
@@ -780,19 +780,31 @@ def run_round_request(args: argparse.Namespace) -> int:
     MICRO_THREADS.apply_runtime()
     images = [adapter.decode_8bit(f) for f in media.select_files(args.manifest, args.num_images)]
     chosen = pipelines.from_json(args.pipelines)
+
+    def measurement(name: str) -> Measurement:
+        units, whole, inputs, build, materialize = built(adapter, chosen[name], images)
+        passes = request[name]["passes"]
+        return Measurement(
+            units, whole, inputs, materialize, rule_for(args), args.warmups, passes, build=build
+        )
+
+    args.round_output.write_text(json.dumps(run_rounds(measurement, request)))
+    return 0
+
+
+def run_rounds(
+    measurement: Callable[[str], Measurement], request: dict[str, dict[str, int]]
+) -> dict[str, Any]:
+    """The round of each pipeline of ``request`` (``Measurement.next_round``), one after
+    another, in processes forked from this one (``measurement(name)``: the pipeline's
+    Measurement here): what ``round_in_fresh_interpreter`` returns."""
     out: dict[str, Any] = {}
     for name, spec in request.items():
         try:
-            units, whole, inputs, build, materialize = built(adapter, chosen[name], images)
-            measurement = Measurement(
-                units, whole, inputs, materialize, rule_for(args), args.warmups, spec["passes"],
-                build=build,
-            )  # fmt: skip
-            out[name] = {"measured": measurement.run_round(spec["round"], spec["seed"])}
+            out[name] = {"measured": measurement(name).run_round(spec["round"], spec["seed"])}
         except Exception as exc:
             out[name] = {"error": f"{type(exc).__name__}: {exc}"}
-    args.round_output.write_text(json.dumps({"interpreter": os.getpid(), "pipelines": out}))
-    return 0
+    return {"interpreter": os.getpid(), "pipelines": out}
 
 
 def measure_all(
@@ -804,9 +816,10 @@ def measure_all(
     bar: Any,
 ) -> dict[str, Rows]:
     """Every pipeline's rows: each prepared, then round after round, each round of every
-    pipeline still measuring in one fresh interpreter (``round_in_fresh_interpreter``), until
-    each meets its rule (``Measurement``); a pipeline whose process fails gets an error row
-    naming the stage and the others go on."""
+    pipeline still measuring in one interpreter, the first in this job's own process and every
+    later one in a fresh interpreter (``round_in_fresh_interpreter``), until each meets its rule
+    (``Measurement``); a pipeline whose process fails gets an error row naming the stage and
+    the others go on."""
     rows: dict[str, Rows] = {}
     active: dict[str, Prepared] = {}
     for pipeline in chosen:
@@ -820,9 +833,13 @@ def measure_all(
     number = 0
     while active:
         number += 1
-        bar.set_postfix_str(f"round {number}: {len(active)} pipelines in a fresh interpreter")
         request = {name: prepared.measurement.next_round() for name, prepared in active.items()}
-        outcome = round_in_fresh_interpreter(args, request)
+        if number == 1:  # this job's process is a fresh interpreter too: the first round's
+            bar.set_postfix_str(f"round 1: {len(active)} pipelines")
+            outcome = run_rounds(lambda name: active[name].measurement, request)
+        else:
+            bar.set_postfix_str(f"round {number}: {len(active)} pipelines, a fresh interpreter")
+            outcome = round_in_fresh_interpreter(args, request)
         for name, prepared in list(active.items()):
             got = outcome.get("pipelines", {}).get(name) or {"error": outcome.get("error")}
             try:
