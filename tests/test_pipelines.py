@@ -243,6 +243,29 @@ def test_a_round_whose_interpreter_fails_says_why() -> None:
     assert "exited with code 2" in outcome["error"] and "required" in outcome["error"]
 
 
+def test_the_address_layout_is_shared_by_forks_and_drawn_anew_by_each_interpreter() -> None:
+    """What a row's ``round_layouts`` counts: a forked child reports its parent's layout; where
+    the kernel randomizes layouts, new interpreters report others (checked with a few, since
+    two draws may coincide only by chance)."""
+    import multiprocessing
+    import subprocess
+    import sys
+
+    mine = pipeline_breakdown.address_layout()
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply(pipeline_breakdown.address_layout) == mine
+    randomized = Path("/proc/sys/kernel/randomize_va_space").read_text().strip() != "0"
+    fresh = {
+        subprocess.run(
+            [sys.executable, "-c", "from augbench.engines.pipeline_breakdown import "
+             "address_layout; print(address_layout())"],
+            capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[1],
+        ).stdout.strip()
+        for _ in range(3)
+    }  # fmt: skip
+    assert len(fresh) == (3 if randomized else 1), fresh
+
+
 def test_the_harness_check_can_fail() -> None:
     """A harness whose materialization costs something the bare loop does not pay is seen:
     the whole pass's ratio to the bare loop moves with it (direction only)."""

@@ -249,6 +249,7 @@ def test_raw_breakdown_rows_follow_the_contract(smoke_run: WorkflowRun) -> None:
             # Each round (a process of each kind) ran in a fresh interpreter of its own, and
             # each whole pass's process kept its own faults.
             assert row["round_interpreters"] == len(row["process_order"]) // 3 >= 1, row
+            assert 1 <= row["round_layouts"] <= row["round_interpreters"], row
             faults = row["minor_faults_per_image_by_process"]
             assert len(faults) == row["processes"] and row["most_minor_faults_per_image"] == max(
                 faults

@@ -37,7 +37,8 @@ the harness / bare ratio both reach a relative interval of ``policy.RELATIVE_CI_
 (``augbench.stopping``; the intervals are bootstraps over the children where there are three or
 more, augbench.intervals), looked at once per round, between the configured minimum and maximum
 number of values per kind. Each value is one or more passes over the images. A row records its
-rounds' interpreters (``round_interpreters``) and each whole pass's faults
+rounds' interpreters (``round_interpreters``), how many distinct address layouts they had
+(``round_layouts``: 1 on a machine that does not randomize them) and each whole pass's faults
 (``minor_faults_per_image_by_process``).
 
 Rows (regime ``micro``, scope ``memory``): ``<pipeline>`` is the whole pipeline (variant
@@ -128,6 +129,7 @@ class Breakdown:
     whole_faults_by_process: list[int] = field(default_factory=list)
     peak_rss_mb: float = 0.0  # the largest peak of the whole pass's processes
     interpreters: list[int] = field(default_factory=list)  # each round's interpreter (its pid)
+    layouts: list[str] = field(default_factory=list)  # each round's interpreter's address_layout
     order: list[str] = field(default_factory=list)  # the kinds, in the order their processes ran
 
     @property
@@ -412,9 +414,14 @@ class Measurement:
             )
         return measured
 
-    def record(self, measured: Sequence[Sequence[Any]], interpreter: int | None = None) -> bool:
-        """A round's processes (``run_round``'s, from ``interpreter`` where a fresh one ran
-        them) added to the result; True once the rule is met."""
+    def record(
+        self,
+        measured: Sequence[Sequence[Any]],
+        interpreter: int | None = None,
+        layout: str | None = None,
+    ) -> bool:
+        """A round's processes (``run_round``'s, from ``interpreter`` with its ``layout`` where
+        one is named) added to the result; True once the rule is met."""
         result = self.result
         groups = {
             "steps": result.step_groups,
@@ -431,6 +438,8 @@ class Measurement:
                 result.peak_rss_mb = max(result.peak_rss_mb, one["peak_rss_mb"])
         if interpreter is not None:
             result.interpreters.append(interpreter)
+        if layout is not None:
+            result.layouts.append(layout)
         self.rounds += 1
         return precise_enough(result, self.rule)
 
@@ -542,6 +551,7 @@ def breakdown_rows(
             processes=len(result.whole_groups),
             process_order=result.order,
             round_interpreters=len(result.interpreters),
+            round_layouts=len(set(result.layouts)),
             harness_vs_bare=harness.estimate,
             **harness.fields("harness_vs_bare_"),
             # Flagged only when the whole interval of the ratio lies outside the tolerance.
@@ -748,9 +758,9 @@ def round_in_fresh_interpreter(
     the job would inherit where the job's memory lies and the state its allocator reached while
     importing and loading; a new interpreter gets a layout of its own from the kernel, as a user's
     process does, so the rounds of a row sample that draw (docs/allocator.md, "What decides a
-    process's history"). Its output: ``{"interpreter": pid, "pipelines": {name: {"measured":
-    [[kind, process result], ...]} or {"error": reason}}}``, or ``{"error": reason}`` where the
-    interpreter wrote none."""
+    process's history"). Its output: ``{"interpreter": pid, "layout": address_layout(),
+    "pipelines": {name: {"measured": [[kind, process result], ...]} or {"error": reason}}}``, or
+    ``{"error": reason}`` where the interpreter wrote none."""
     with tempfile.TemporaryDirectory(prefix="augbench-round-") as tmp:
         request_file, output = Path(tmp) / "request.json", Path(tmp) / "output.json"
         request_file.write_text(json.dumps(request))
@@ -792,6 +802,16 @@ def run_round_request(args: argparse.Namespace) -> int:
     return 0
 
 
+def address_layout() -> str:
+    """Where this process's C library lies (its ``malloc``'s address): the same in every process
+    forked from one interpreter, another in each new interpreter where the kernel randomizes
+    layouts (``/proc/sys/kernel/randomize_va_space`` not 0). A row's ``round_layouts`` counts
+    the distinct ones its rounds ran in."""
+    import ctypes
+
+    return hex(ctypes.cast(ctypes.CDLL(None).malloc, ctypes.c_void_p).value or 0)
+
+
 def run_rounds(
     measurement: Callable[[str], Measurement], request: dict[str, dict[str, int]]
 ) -> dict[str, Any]:
@@ -804,7 +824,7 @@ def run_rounds(
             out[name] = {"measured": measurement(name).run_round(spec["round"], spec["seed"])}
         except Exception as exc:
             out[name] = {"error": f"{type(exc).__name__}: {exc}"}
-    return {"interpreter": os.getpid(), "pipelines": out}
+    return {"interpreter": os.getpid(), "layout": address_layout(), "pipelines": out}
 
 
 def measure_all(
@@ -845,7 +865,9 @@ def measure_all(
             try:
                 if "measured" not in got:
                     raise RuntimeError(got.get("error") or "the round wrote nothing for it")
-                done = prepared.measurement.record(got["measured"], outcome.get("interpreter"))
+                done = prepared.measurement.record(
+                    got["measured"], outcome.get("interpreter"), outcome.get("layout")
+                )
             except Exception as exc:
                 fields = prepared.fields
                 rows[name] = {name: skeleton.stage_error_row("measurement", exc, **fields)}
