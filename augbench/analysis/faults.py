@@ -29,12 +29,16 @@ def fault_allowance(pages: float, workers: Any) -> float:
     return pages * (2.0 if not math.isnan(workers) and workers > 0 else 1.0)
 
 
+# A row's (or a pooled supply's) page faults per image in its most-faulting process or run.
+MOST_FAULTS = "most_minor_faults_per_image"
+
+
 def row_faults(row: Any) -> float:
     """A row's faults per image for the allocator-bound test: its most-faulting process's where
     it records one (``most_minor_faults_per_image``: a row of several processes, each of which
     faults as its address layout makes it under glibc as shipped, is bound when one of them is),
     else its own count (NaN where neither is recorded)."""
-    most = number(row.get("most_minor_faults_per_image"))
+    most = number(row.get(MOST_FAULTS))
     return most if not math.isnan(most) else number(row.get("minor_faults_per_image"))
 
 

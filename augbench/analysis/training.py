@@ -44,7 +44,7 @@ import pandas as pd
 from augbench import adapters, intervals
 from augbench.adapters.base import DALI_PIPELINE
 from augbench.analysis.cells import is_true, number
-from augbench.analysis.faults import is_bound
+from augbench.analysis.faults import MOST_FAULTS, is_bound, row_faults
 from augbench.analysis.starvation import batch_mb, handover_s
 from augbench.analysis.tidy import decoded
 from augbench.policy import FED_WAIT, TRAINING_PREDICTION_TOLERANCE, TRAINING_WAIT_TOLERANCE
@@ -177,10 +177,6 @@ STEADY_POOL = ("steady_throughputs", "steady_throughput", "steady_")
 WAIT_POOL = ("data_wait_fractions", "data_wait_median", "data_wait_")
 
 
-# A pooled supply's page faults per image in its most-faulting run (pooled_supply).
-MOST_FAULTS = "most_minor_faults_per_image"
-
-
 def pooled_supply(runs: pd.DataFrame) -> pd.Series:
     """The supply of several runs of one cpu_dataloader setting: their epochs and steady rates
     pooled, the median of their jobs' hand-over probes and page faults, and the page faults of
@@ -273,7 +269,7 @@ def _prediction(supply: pd.Series, row: pd.Series, model_rate: float) -> dict[st
         return predict(Supply(rate, workers, batch, idle, busy), model_rate)
 
     rate, low, high, stream = supply_rate(supply)
-    faults = supply.get(MOST_FAULTS)
+    faults = row_faults(supply)
     pages = supply.get("output_pages")
     middle = at(rate)
     # The prediction over the supply's interval (its ends and median: the hand-over's share

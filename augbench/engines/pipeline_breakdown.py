@@ -59,7 +59,6 @@ MICRO_THREADS.apply_environment()  # before numpy, torch or cv2 is imported
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import os  # noqa: E402
 import resource  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
@@ -128,8 +127,9 @@ class Breakdown:
     # under glibc as shipped they differ from process to process with its address layout.
     whole_faults_by_process: list[int] = field(default_factory=list)
     peak_rss_mb: float = 0.0  # the largest peak of the whole pass's processes
-    interpreters: list[int] = field(default_factory=list)  # each round's interpreter (its pid)
-    layouts: list[str] = field(default_factory=list)  # each round's interpreter's address_layout
+    # The address_layout of the interpreter of each round run in one (the job's rounds; not a
+    # round that ``Measurement.step`` ran in the calling process).
+    layouts: list[str] = field(default_factory=list)
     order: list[str] = field(default_factory=list)  # the kinds, in the order their processes ran
 
     @property
@@ -414,13 +414,8 @@ class Measurement:
             )
         return measured
 
-    def record(
-        self,
-        measured: Sequence[Sequence[Any]],
-        interpreter: int | None = None,
-        layout: str | None = None,
-    ) -> bool:
-        """A round's processes (``run_round``'s, from ``interpreter`` with its ``layout`` where
+    def record(self, measured: Sequence[Sequence[Any]], layout: str | None = None) -> bool:
+        """A round's processes (``run_round``'s, from an interpreter with this ``layout`` where
         one is named) added to the result; True once the rule is met."""
         result = self.result
         groups = {
@@ -436,8 +431,6 @@ class Measurement:
             if kind == "whole":
                 result.whole_faults_by_process.append(one["minor_faults"])
                 result.peak_rss_mb = max(result.peak_rss_mb, one["peak_rss_mb"])
-        if interpreter is not None:
-            result.interpreters.append(interpreter)
         if layout is not None:
             result.layouts.append(layout)
         self.rounds += 1
@@ -531,6 +524,7 @@ def breakdown_rows(
 ) -> dict[str, dict[str, Any]]:
     """The whole-pipeline row and one row per step, keyed for the result file."""
     n = result.images
+    faults_by_process = result.faults_per_image_by_process()
     harness = result.harness()
     effect = result.composition()
     medians, shares = result.step_medians(), result.shares()
@@ -550,7 +544,7 @@ def breakdown_rows(
             passes_per_value=result.passes,
             processes=len(result.whole_groups),
             process_order=result.order,
-            round_interpreters=len(result.interpreters),
+            round_interpreters=len(result.layouts),
             round_layouts=len(set(result.layouts)),
             harness_vs_bare=harness.estimate,
             **harness.fields("harness_vs_bare_"),
@@ -563,8 +557,8 @@ def breakdown_rows(
             composition_effect=effect.estimate,
             **effect.fields("composition_effect_"),
             minor_faults_per_image=result.faults_per_image(),
-            minor_faults_per_image_by_process=result.faults_per_image_by_process(),
-            most_minor_faults_per_image=max(result.faults_per_image_by_process(), default=None),
+            minor_faults_per_image_by_process=faults_by_process,
+            most_minor_faults_per_image=max(faults_by_process, default=None),
             composition_note=composition_note(
                 effect.estimate, result.labels, copied, fields["compose_call"]
             ),
@@ -758,7 +752,7 @@ def round_in_fresh_interpreter(
     the job would inherit where the job's memory lies and the state its allocator reached while
     importing and loading; a new interpreter gets a layout of its own from the kernel, as a user's
     process does, so the rounds of a row sample that draw (docs/allocator.md, "What decides a
-    process's history"). Its output: ``{"interpreter": pid, "layout": address_layout(),
+    process's history"). Its output: ``{"layout": address_layout(),
     "pipelines": {name: {"measured": [[kind, process result], ...]} or {"error": reason}}}``, or
     ``{"error": reason}`` where the interpreter wrote none."""
     with tempfile.TemporaryDirectory(prefix="augbench-round-") as tmp:
@@ -824,7 +818,7 @@ def run_rounds(
             out[name] = {"measured": measurement(name).run_round(spec["round"], spec["seed"])}
         except Exception as exc:
             out[name] = {"error": f"{type(exc).__name__}: {exc}"}
-    return {"interpreter": os.getpid(), "layout": address_layout(), "pipelines": out}
+    return {"layout": address_layout(), "pipelines": out}
 
 
 def measure_all(
@@ -865,9 +859,7 @@ def measure_all(
             try:
                 if "measured" not in got:
                     raise RuntimeError(got.get("error") or "the round wrote nothing for it")
-                done = prepared.measurement.record(
-                    got["measured"], outcome.get("interpreter"), outcome.get("layout")
-                )
+                done = prepared.measurement.record(got["measured"], outcome.get("layout"))
             except Exception as exc:
                 fields = prepared.fields
                 rows[name] = {name: skeleton.stage_error_row("measurement", exc, **fields)}

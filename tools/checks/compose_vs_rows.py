@@ -52,6 +52,8 @@ sys.path.insert(0, str(ROOT))
 
 from augbench import allocator  # noqa: E402
 from augbench.intervals import (  # noqa: E402
+    BOOTSTRAP_RESAMPLES,
+    LEVEL,
     Interval,
     process_median_interval,
     ratio_interval,
@@ -209,7 +211,7 @@ def fresh_loop(
 def fault_matched(
     row: Sequence[tuple[float, float]],
     fresh: Sequence[tuple[float, float]],
-    resamples: int = 2000,
+    resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = 0,
 ) -> Interval | None:
     """Row against loop at the same faults: the fresh interpreters' (faults, ms) per image give
@@ -238,9 +240,10 @@ def fault_matched(
         if value is not None:
             draws.append(value)
     draws.sort()
-    low = draws[int(0.025 * (len(draws) - 1))]
-    high = draws[int(0.975 * (len(draws) - 1))]
-    return Interval(point, low, high, 0.95, "bootstrap over both sides' processes", len(row))
+    tail = (1.0 - LEVEL) / 2.0
+    low = draws[int(tail * (len(draws) - 1))]
+    high = draws[int((1.0 - tail) * (len(draws) - 1))]
+    return Interval(point, low, high, LEVEL, "bootstrap over both sides' processes", len(row))
 
 
 def row_interval_ms(row: dict) -> Interval:
