@@ -362,7 +362,8 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
         except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
             continue  # not a result of this workflow's regimes
         if params.get("settings_in_job"):  # a job_per: library job: one benchmark file for all
-            bench = bench.with_name(f"{matrix.dataloader_library_job(params['shard'])}.tsv")
+            run = regimes.run_suffix(regimes.without_run(path.name)[1])
+            bench = bench.with_name(f"{matrix.dataloader_library_job(params['shard'])}{run}.tsv")
         rounds = 1
         if model == "pyperf":
             rounds = max((r.get("pyperf_processes", 1) for r in payload["results"].values()

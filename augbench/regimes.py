@@ -18,6 +18,9 @@ each a Snakemake rule with its own jobs, e.g. DALI's two variants (``dali`` need
   ``breakdown``: from its measured rows, augbench.cost; ``whole_job``: its measured wall time);
 - ``images_key`` (and ``images_cap``): the config key that sets how many images a job reads, so
   its ``--num-images`` and the dataset check before staging come from one place;
+- ``runs_key``: the config key that sets how many times each of its jobs runs, each run a job
+  and a process of its own (its paths carry the run: :func:`run_suffix`); the tables pool a
+  setting's runs into one row (augbench.analysis.runs). Empty: one run;
 - ``jobs``, ``args``, ``threads``, ``memory``: how its jobs are enumerated from a configuration,
   the engine's flags of one job, its threads and what it holds in memory
   (:class:`augbench.memory.Footprint`): pure functions of a :class:`Planner` (what they read of
@@ -56,6 +59,11 @@ ALLOCATOR_WILDCARD = "{allocator}"
 ALLOCATOR_PATTERN = r"(|\+[a-z][a-z-]*)"  # no "?": a storage query is parsed as a URL
 # Roles whose jobs run once per allocator setting (a diagnostic checks outputs, not time).
 ALLOCATOR_ROLES = ("results", "pipelines")
+# Runs of one job (a kind's ``runs_key``): run 1 writes the paths a run without the dimension
+# writes; run k > 1 adds ``-run<k>`` to its result file's and its log's names.
+RUN_WILDCARD = "{run}"
+RUN_PREFIX = "-run"
+RUN_PATTERN = r"(|-run[0-9]+)"
 PIPELINE_RAW = "results/pipelines/raw/{machine}/{dataset}"
 LAZY_RAW = "results/analysis/lazy_outputs/{machine}/{dataset}"
 ROLES = ("results", "pipelines", "diagnostic")
@@ -117,17 +125,22 @@ class JobKind:
     # Whether a job whose `workers` wildcard exceeds its machine's usable cores writes `skipped`
     # rows without loading anything: "always", or the dotted config key that switches it.
     caps_workers: str = ""
+    # The dotted config key that sets how many runs each job makes ("" = one; module docstring).
+    runs_key: str = ""
 
     def log_file(self, folder: str, suffix: str, name: str | None = None) -> str:
         """``<folder>/<log pattern>.<suffix>`` (logs/*.log, benchmarks/*.tsv); ``name`` replaces
-        the pattern's last component (a job_per: library job's ``all-settings-{shard}``)."""
+        the pattern's last component (a job_per: library job's ``all-settings-{shard}``), which
+        keeps the run's wildcard where the pattern has one."""
+        if name is not None and self.log.endswith(RUN_WILDCARD):
+            name += RUN_WILDCARD
         stem = self.log if name is None else f"{self.log.rsplit('/', 1)[0]}/{name}"
         return f"{folder}/{stem}.{suffix}"
 
     def result_path(self, machine: str, dataset: str, library: str, **wildcards: str) -> str:
         """A result file's path; ``allocator`` (the suffix, :func:`allocator_suffix`) defaults to
-        glibc's empty one."""
-        wildcards = {"allocator": "", **wildcards}
+        glibc's empty one, ``run`` (:func:`run_suffix`) to the first run's."""
+        wildcards = {"allocator": "", "run": "", **wildcards}
         return self.result.format(machine=machine, dataset=dataset, library=library, **wildcards)
 
     def wildcard_constraints(self) -> dict[str, str]:
@@ -144,15 +157,18 @@ class JobKind:
             **{name: f"{{{name}}}" for name in names},
             "library": f"{{library,{libraries}}}",
             "allocator": f"{{allocator,{ALLOCATOR_PATTERN}}}",
+            "run": f"{{run,{RUN_PATTERN}}}",
         }
         return self.result.format(**{**inline, **fixed})
 
     def wildcards_of(self, path: str) -> dict[str, str] | None:
         """The wildcards of a result path of this kind (any machine, dataset), None if not one."""
 
+        own = {"allocator": ALLOCATOR_PATTERN, "run": RUN_PATTERN}
+
         def group(found: re.Match[str]) -> str:
             name = found.group(1)
-            return f"(?P<{name}>{ALLOCATOR_PATTERN if name == 'allocator' else '[^/]+?'})"
+            return f"(?P<{name}>{own.get(name, '[^/]+?')})"
 
         pattern = re.sub(r"\\\{(\w+)\\\}", group, re.escape(self.result))
         found = re.search(pattern + "$", path)
@@ -776,8 +792,11 @@ GPU_TABLES = {
 
 
 def _kind(rule: str, regime: str, role: str, result: str, log: str, **rest: Any) -> JobKind:
-    """A job kind whose result and log paths carry the allocator setting after the library."""
+    """A job kind whose result and log paths carry the allocator setting after the library and,
+    where it has a ``runs_key``, the run at the end of their names."""
     result, log = (p.replace("{library}", "{library}" + ALLOCATOR_WILDCARD) for p in (result, log))
+    if rest.get("runs_key"):
+        result, log = result.removesuffix(".json") + RUN_WILDCARD + ".json", log + RUN_WILDCARD
     return JobKind(rule=rule, regime=regime, role=role, result=result, log=log, **rest)
 
 
@@ -832,7 +851,7 @@ CPU_DATALOADER = Regime(
             constraints={"scope": SCOPES, "workers": WORKERS}, config_block="cpu_dataloader",
             images_key="cpu_dataloader.num_images",
             memory_fix="lower cpu_dataloader.num_images or the largest cpu_dataloader.workers",
-            caps_workers="cpu_dataloader.cap_workers_at_cores",
+            caps_workers="cpu_dataloader.cap_workers_at_cores", runs_key="cpu_dataloader.runs",
         ),
         _kind(
             "pipeline_dataloader", "cpu_dataloader", "pipelines",
@@ -844,7 +863,7 @@ CPU_DATALOADER = Regime(
             constraints={"scope": SCOPES, "workers": WORKERS},
             images_key="cpu_dataloader.num_images",
             memory_fix="lower cpu_dataloader.num_images or pipeline_runs.dataloader_workers",
-            caps_workers="cpu_dataloader.cap_workers_at_cores",
+            caps_workers="cpu_dataloader.cap_workers_at_cores", runs_key="cpu_dataloader.runs",
         ),
     ),
     tables={
@@ -942,7 +961,7 @@ TRAINING = Regime(
             constraints={"workers": WORKERS}, config_block="training",
             images_key="training.num_images",
             memory_fix="lower training.batch_size or the largest training.workers",
-            caps_workers="always",
+            caps_workers="always", runs_key="training.runs",
         ),
     ),
     tables={"training": "results/tables/training.csv"},
@@ -1023,6 +1042,28 @@ def allocator_setting(suffix: str) -> str:
     from augbench.allocator import DEFAULT_SETTING
 
     return suffix.removeprefix(ALLOCATOR_SEPARATOR) or DEFAULT_SETTING
+
+
+# -- the run dimension (a kind's runs_key) -------------------------------------------------------
+def run_suffix(run: int) -> str:
+    """The ``{run}`` wildcard of run ``run`` (1, 2, ...): empty for the first."""
+    if run < 1:
+        raise ValueError(f"runs count from 1, got {run}")
+    return "" if run == 1 else f"{RUN_PREFIX}{run}"
+
+
+def run_number(suffix: str) -> int:
+    """The run of a ``{run}`` wildcard (:func:`run_suffix` reversed)."""
+    return int(suffix.removeprefix(RUN_PREFIX)) if suffix else 1
+
+
+def without_run(path: str) -> tuple[str, int]:
+    """A result or log path of some run -> (the first run's path, the run): what the runs of one
+    job share (augbench.analysis.runs pools their rows)."""
+    found = re.search(rf"{re.escape(RUN_PREFIX)}([0-9]+)(\.json|\.tsv|\.log)?$", path)
+    if found is None:
+        return path, 1
+    return path[: found.start()] + (found.group(2) or ""), int(found.group(1))
 
 
 def split_allocator(name: str) -> tuple[str, str]:

@@ -240,12 +240,26 @@ class Sweep:
                 if kind.role == "results"
                 for job in kind.jobs(self, kind, key)
             ]
-        return [
+        settings = [
             self.under_allocator(job, setting)
             for setting in self.allocators
             for job in out
             if setting == self.allocators[0] or self.sweeps_allocators(job.kind, job)
         ]
+        return [
+            self.under_run(job, run)
+            for run in range(1, self.most_runs() + 1)
+            for job in settings
+            if run <= self.runs_of(job.kind)
+        ]
+
+    def runs_of(self, kind: JobKind) -> int:
+        """How many runs each job of ``kind`` makes: its ``runs_key``'s value, 1 without one."""
+        return int(self.config_value(kind.runs_key) or 1) if kind.runs_key else 1
+
+    def most_runs(self) -> int:
+        """The most runs any configured kind makes (the plan's passes over the sweep)."""
+        return max((self.runs_of(k) for r in self.configured() for k in r.kinds), default=1)
 
     def sweeps_allocators(self, kind: JobKind, job: Job | None = None) -> bool:
         """Whether a kind's jobs (``job``: this one) run under every allocator setting, not just
@@ -261,20 +275,42 @@ class Sweep:
         return self.allocator_layouts is None or layout in self.allocator_layouts
 
     def timed_priority(self, kind: JobKind, wildcards: Mapping[str, str]) -> int:
-        """The scheduler's priority of a timed job: with several allocator settings, the jobs of
-        one work unit (the same job under each setting) get adjacent priorities, units in plan
-        order and the settings' order reversed every other unit (A B C, C B A, ...). With one
-        timed job at a time (the bench_slot resource), Snakemake then runs a unit's settings one
-        after the other, so a setting's row and glibc's are measured minutes apart, not a sweep
-        apart, and each setting comes first as often as last. 0 with one setting."""
-        if len(self.allocators) < 2 or not self.sweeps_allocators(kind):
-            return 0
-        if self._unit_ranks is None:  # the plan's order (its settings are outermost)
+        """The scheduler's priority of a timed job (the bench_slot resource runs one timed job at
+        a time, the highest priority first).
+
+        With several runs (a kind's ``runs_key``), every job's run k comes before any job's run
+        k + 1: each run is a pass over the sweep, so the runs of one setting are spread over the
+        sweep's time (its drift is inside their spread) and the runs of a supply and of the
+        training loops it predicts alternate (docs/training.md).
+
+        Within a run, with several allocator settings, the jobs of one work unit (the same job
+        under each setting) get adjacent priorities, units in plan order and the settings' order
+        reversed every other unit (A B C, C B A, ...): a setting's row and glibc's are measured
+        minutes apart, not a sweep apart, and each setting comes first as often as last."""
+        later_runs = self.most_runs() - regimes.run_number(wildcards.get("run", ""))
+        return later_runs * self._allocator_span() + self._allocator_priority(kind, wildcards)
+
+    def _work_units(self) -> dict[tuple, int]:
+        """Each work unit's rank in the plan's order (its settings and runs are outermost)."""
+        if self._unit_ranks is None:
             units = (
                 self._unit(j.rule, j.library, j.dataset, dict(j.wildcards)) for j in self.jobs()
             )
             self._unit_ranks = {unit: i for i, unit in enumerate(dict.fromkeys(units))}
-        rank = self._unit_ranks.get(
+        return self._unit_ranks
+
+    def _allocator_span(self) -> int:
+        """One more than any :meth:`_allocator_priority`."""
+        if len(self.allocators) < 2:
+            return 1
+        return (len(self._work_units()) + 1) * (len(self.allocators) + 1)
+
+    def _allocator_priority(self, kind: JobKind, wildcards: Mapping[str, str]) -> int:
+        """A job's priority among its run's jobs: 0 with one allocator setting."""
+        if len(self.allocators) < 2 or not self.sweeps_allocators(kind):
+            return 0
+        units = self._work_units()
+        rank = units.get(
             self._unit(kind.rule, wildcards["library"], wildcards["dataset"], wildcards)
         )
         if rank is None:
@@ -284,16 +320,16 @@ class Sweep:
             return 0
         index = self.allocators.index(setting)
         within = len(self.allocators) - index if rank % 2 == 0 else index + 1
-        return (len(self._unit_ranks) - rank) * (len(self.allocators) + 1) + within
+        return (len(units) - rank) * (len(self.allocators) + 1) + within
 
     @staticmethod
     def _unit(rule: str, library: str, dataset: str, wildcards: Mapping[str, str]) -> tuple:
-        """A work unit: the job without its allocator setting (or machine)."""
+        """A work unit: the job without its allocator setting, run (or machine)."""
         rest = tuple(
             sorted(
                 (k, str(v))
                 for k, v in wildcards.items()
-                if k not in ("machine", "dataset", "library", "allocator")
+                if k not in ("machine", "dataset", "library", "allocator", "run")
             )
         )
         return (rule, library, dataset, rest)
@@ -311,6 +347,21 @@ class Sweep:
                 raise PlanError(f"{output} is not a result path of rule {job.rule}")
             outputs.append(job.kind.result.format(**{**wildcards, "allocator": suffix}))
         wildcards = (*((k, v) for k, v in job.wildcards if k != "allocator"), ("allocator", suffix))
+        return dataclasses.replace(job, wildcards=wildcards, outputs=tuple(outputs))
+
+    def under_run(self, job: Job, run: int) -> Job:
+        """``job`` as its run ``run`` (1, 2, ...): its ``run`` wildcard and the result files that
+        carry it. A kind without a ``runs_key`` has one run, ``job`` itself."""
+        if not job.kind.runs_key:
+            return job
+        suffix = regimes.run_suffix(run)
+        outputs = []
+        for output in job.outputs:
+            wildcards = job.kind.wildcards_of(output)
+            if wildcards is None:
+                raise PlanError(f"{output} is not a result path of rule {job.rule}")
+            outputs.append(job.kind.result.format(**{**wildcards, "run": suffix}))
+        wildcards = (*((k, v) for k, v in job.wildcards if k != "run"), ("run", suffix))
         return dataclasses.replace(job, wildcards=wildcards, outputs=tuple(outputs))
 
     def outputs(self, role: str) -> list[str]:

@@ -245,7 +245,50 @@ def test_rules_constrain_library_and_allocator_inline() -> None:
         setting = both.fullmatch(f"{lib}+glibc-steady").group("library", "allocator")
         assert setting == (lib, "+glibc-steady")
     cpu = regimes.KINDS["cpu_dataloader"].output_pattern(scope="memory", workers="0")
-    assert cpu.endswith("/memory-w0-{shard}.json")
+    assert cpu.endswith("/memory-w0-{shard}{run,(|-run[0-9]+)}.json")
+    assert "?" not in cpu
+
+
+def test_runs_are_jobs_of_their_own_and_every_first_run_comes_before_any_second() -> None:
+    """cpu_dataloader.runs and training.runs: each job runs that many times, run 1 at the paths
+    a single run writes and run k at ``-run<k>``, its own log and benchmark file; the
+    scheduler's priorities put every job's run k before any job's run k + 1 (a supply run and
+    the training runs it predicts alternate) and keep a unit's allocator settings adjacent."""
+    base = {"regimes": ["cpu_dataloader", "training"], "allocators": ["glibc", "mimalloc"]}
+    once = sweep.Sweep(config("smoke", **base), "d")
+    runs = sweep.Sweep(
+        config("smoke", **base, cpu_dataloader={"runs": 3}, training={"runs": 2}), "d"
+    )
+    assert per_rule(runs.jobs())["cpu_dataloader"] == 3 * per_rule(once.jobs())["cpu_dataloader"]
+    assert per_rule(runs.jobs())["training"] == 2 * per_rule(once.jobs())["training"]
+    first = [j for j in runs.jobs() if dict(j.wildcards).get("run") == ""]
+    assert sorted(p for j in first for p in j.outputs) == sorted(
+        p for j in once.jobs() for p in j.outputs
+    )
+    run3 = [j for j in runs.jobs() if dict(j.wildcards).get("run") == "-run3"]
+    assert run3 and {j.rule for j in run3} == {"cpu_dataloader", "pipeline_dataloader"}
+    for job in run3:
+        for output in job.outputs:
+            assert output.endswith("-run3.json")
+            kind, wildcards = regimes.kind_of_result(output)
+            assert kind.rule == job.rule and wildcards["run"] == "-run3"
+            assert regimes.without_run(output) == (output.replace("-run3.json", ".json"), 3)
+    priced = {j.benchmark for j in runs.cost_jobs() if j.rule in regimes.KINDS and j.kind.runs_key}
+    assert len(priced) == len({tuple(j.outputs) for j in runs.jobs() if j.kind.runs_key})
+
+    def priority(job: sweep.Job) -> int:
+        wildcards = {"machine": "m", "dataset": job.dataset, "library": job.library,
+                     **dict(job.wildcards)}  # fmt: skip
+        return runs.timed_priority(job.kind, wildcards)
+
+    order = sorted(runs.jobs(), key=priority, reverse=True)
+    numbers = [regimes.run_number(dict(j.wildcards)["run"]) for j in order]
+    assert numbers == sorted(numbers)
+    in_run_1 = [j for j in order if dict(j.wildcards)["run"] == ""]
+    units = [runs._unit(j.rule, j.library, j.dataset, dict(j.wildcards)) for j in in_run_1]
+    assert all(units[i] == units[i + 1] for i in range(0, len(units), 2))
+    assert len({priority(j) for j in runs.jobs()}) == len(runs.jobs())
+    assert regimes.run_suffix(1) == "" and regimes.run_number(regimes.run_suffix(4)) == 4
 
 
 def test_a_setting_path_splits_back_into_library_and_setting() -> None:

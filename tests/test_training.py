@@ -427,3 +427,28 @@ def test_dali_feeds_the_stand_in_and_says_what_it_cannot_do(tmp_path: Path) -> N
         )["results"]  # fmt: skip
         for row in rows.values():
             assert row["status"] == "unsupported" and why in row["reason"], row
+
+
+def test_a_supply_pooled_from_a_jobs_runs_pools_again_with_another_folders_run() -> None:
+    """A supply row that already pools three runs of its job (cpu_dataloader.runs, pooled when
+    the tables are read) and one run of the same setting from another folder (plot_from): four
+    runs, each still a process of its own in the interval."""
+    from augbench.analysis.runs import THROUGHPUT_POOL, pooled_runs
+
+    epochs = ([290.0, 300.0, 310.0], [250.0, 260.0, 270.0], [330.0, 340.0, 350.0])
+    own = pd.DataFrame(
+        [
+            _supply(1, statistics.median(e), throughputs=json.dumps(e), timestamp=f"t{i}",
+                    source_file=f"w1-run{i + 1}.json")
+            for i, e in enumerate(epochs)
+        ]
+    )  # fmt: skip
+    job = pooled_runs(own, THROUGHPUT_POOL)
+    assert job["runs"] == 3 and json.loads(job["throughputs_by_run"]) == [list(e) for e in epochs]
+    other = _supply(1, 400.0, throughputs=json.dumps([395.0, 400.0, 405.0]), timestamp="t9",
+                    source_file="elsewhere/w1.json")  # fmt: skip
+    frame = pd.DataFrame([job.to_dict(), other, _row(1, 78.0, 0.02)])
+    row = training_tables.predicted_vs_measured(frame).iloc[0]
+    assert row["supply_runs"] == 4
+    everything = [v for e in (*epochs, [395.0, 400.0, 405.0]) for v in e]
+    assert row["supply_img_per_s"] == statistics.median(everything)

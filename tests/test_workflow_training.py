@@ -3,7 +3,8 @@ cpu_dataloader decode scope's) feeding the sleep stand-in accelerator (config/pr
 a 100 ms step at batch 4, model-bound by design), at the cpu_dataloader regime's worker counts,
 beside that regime's decode rows of the same recipe: each training row's prediction comes from
 them (another job), out of sample. Rows carry throughput, data-wait fraction with its interval
-and the step and batch-wait percentiles their sample supports."""
+and the step and batch-wait percentiles their sample supports. The supply runs twice
+(cpu_dataloader.runs): each run a job of its own, one row per setting in the tables."""
 
 from __future__ import annotations
 
@@ -30,8 +31,9 @@ def training_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         f"envs={{'manager': 'uv', 'dir': '{REPO / '.venvs'}'}}",
         f"libraries=[{','.join(LIBRARIES)}]", "regimes=[training,cpu_dataloader]",
         # The supply rows the prediction needs, and nothing else of the DataLoader regime (no
-        # pipelines: their DataLoader jobs are tested on the session's smoke run).
-        "cpu_dataloader={scopes: [decode], transforms: [RandomResizedCrop]}", "pipelines=[]",
+        # pipelines: their DataLoader jobs are tested on the session's smoke run), in two runs.
+        "cpu_dataloader={scopes: [decode], transforms: [RandomResizedCrop], runs: 2}",
+        "pipelines=[]",
     )  # fmt: skip
     return workdir
 
@@ -79,3 +81,22 @@ def test_the_sleep_rows_agree_with_the_out_of_sample_prediction(training_run: Pa
     assert table["model_source"].str.startswith("the stand-in's nominal rate").all()
     summary = (training_run / "results/analysis/summary.md").read_text()
     assert "## Training: measured against the starvation model, out of sample" in summary
+
+
+def test_the_supplys_two_runs_are_two_jobs_and_one_row(training_run: Path) -> None:
+    """cpu_dataloader.runs: 2 writes each setting's file twice (the second ``-run2``, its own
+    log and benchmark); the tables hold one row per setting pooling both, its interval over the
+    two processes, and the training table's prediction takes that row (``supply_runs`` 2)."""
+    raw = sorted((training_run / "results/raw/smoke-test").glob("*/cpu_dataloader/*/*.json"))
+    first = [p for p in raw if "-run" not in p.name]
+    assert first and sorted(raw) == sorted([*first, *(p.with_name(p.stem + "-run2.json")
+                                                    for p in first)])  # fmt: skip
+    logs = sorted((training_run / "logs/smoke-test").glob("*/cpu_dataloader/*/*-run2.log"))
+    assert logs
+    table = pd.read_csv(training_run / "results/tables/all_results.csv")
+    loader = table[table["regime"] == "cpu_dataloader"]
+    assert len(loader) == len(first) and (loader["runs"] == 2).all(), loader.to_string()
+    assert loader["ci_method"].str.contains("2 processes").all()
+    assert loader["source_file"].str.contains("-run2.json").all()
+    training = pd.read_csv(training_run / "results/tables/training.csv")
+    assert (training["supply_runs"] == 2).all() and (training["runs"] == 1).all()

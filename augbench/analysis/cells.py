@@ -3,6 +3,7 @@ analysis modules' shared readers (no imports of the project, so every module can
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -23,3 +24,11 @@ def is_true(value: Any) -> bool:
     if isinstance(value, str):
         return value.strip().lower() == "true"
     return bool(value)
+
+
+def decoded(value: Any) -> Any:
+    """A cell as the row held it: dict and list values are kept as JSON text in a tidy table
+    (augbench.analysis.tidy.rows_from_file); anything else is returned as it is."""
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        return json.loads(value)
+    return value

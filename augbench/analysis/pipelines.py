@@ -24,13 +24,12 @@ import pandas as pd
 
 from augbench.analysis import speedups
 from augbench.analysis.allocator_effect import base_variant
-from augbench.analysis.cells import number
+from augbench.analysis.cells import decoded, number
 from augbench.analysis.groups import group_label
 from augbench.analysis.tidy import (
     DEFAULT_ALLOCATOR,
     GROUP_COLUMNS,
     allocator_tag,
-    decoded,
 )
 from augbench.pipelines import STEP_VARIANT, VARIANT
 from augbench.policy import COMPOSITION_EFFECT_NOTE, PIPELINE_HARNESS_TOLERANCE

@@ -6,8 +6,8 @@ import math
 
 import pandas as pd
 
-from augbench.analysis.cells import number
-from augbench.analysis.tidy import GROUP_COLUMNS, decoded
+from augbench.analysis.cells import decoded, number
+from augbench.analysis.tidy import GROUP_COLUMNS
 from augbench.intervals import Interval, median_interval, ratio_interval
 
 SPEEDUP_COLUMNS: tuple[str, ...] = (

@@ -22,8 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from augbench.analysis.cells import number
-from augbench.analysis.tidy import decoded
+from augbench.analysis.cells import decoded, number
 from augbench.starvation_model import (
     FED_DEFINITION,
     Model,

@@ -1,5 +1,6 @@
 """Read result JSONs (ours, or any file in the common augmentation-benchmark format) into one tidy
-table with one row per (result file, transform or recipe)."""
+table with one row per (result file, transform or recipe); the runs of one job (files whose paths
+differ only by the run) are one row, their values pooled (augbench.analysis.runs)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from augbench import adapters, quietness, regimes
 from augbench.allocator import DEFAULT_SETTING, setting_of
 from augbench.allocator import label as allocator_label
 from augbench.analysis.dataloader import add_baselines
+from augbench.analysis.runs import pool_job_runs
 from augbench.matrix import STATUSES
 
 # Columns every tidy table has, in this order; extra keys found in rows are appended after them.
@@ -379,14 +381,6 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def decoded(value: Any) -> Any:
-    """A cell as the row held it: dict and list values are kept as JSON text in a tidy table
-    (``rows_from_file``); anything else is returned as it is."""
-    if isinstance(value, str) and value[:1] in ("{", "["):
-        return json.loads(value)
-    return value
-
-
 def find_result_files(roots: list[Path]) -> list[Path]:
     files: list[Path] = []
     for root in roots:
@@ -434,6 +428,8 @@ def load(paths: list[Path]) -> pd.DataFrame:
     frame["variant"] = frame["variant"].fillna("")
     frame["dataset"] = frame["dataset"].fillna("unknown").astype(str)
     frame["scope"] = frame["scope"].fillna("memory")
+    # A job's runs (augbench.regimes.run_suffix) are one row each setting: their values pooled.
+    frame = pool_job_runs(frame)
     order = ["machine", "dataset", "regime", "scope", "transform", "library"]
     frame = frame.sort_values(order).reset_index(drop=True)
     return add_baselines(frame)  # cpu_dataloader baseline columns, blank for other regimes

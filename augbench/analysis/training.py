@@ -41,12 +41,12 @@ from typing import Any
 
 import pandas as pd
 
-from augbench import adapters, intervals
+from augbench import adapters
 from augbench.adapters.base import DALI_PIPELINE
-from augbench.analysis.cells import is_true, number
-from augbench.analysis.faults import MOST_FAULTS, is_bound, row_faults
+from augbench.analysis.cells import decoded, is_true, number
+from augbench.analysis.faults import is_bound, row_faults
+from augbench.analysis.runs import STEADY_POOL, THROUGHPUT_POOL, WAIT_POOL, pooled_runs
 from augbench.analysis.starvation import batch_mb, handover_s
-from augbench.analysis.tidy import decoded
 from augbench.policy import FED_WAIT, TRAINING_PREDICTION_TOLERANCE, TRAINING_WAIT_TOLERANCE
 from augbench.starvation_model import FED_DEFINITION, Supply, fewest_fed, predict, verdict
 
@@ -141,58 +141,12 @@ def supply_rows(frame: pd.DataFrame) -> pd.DataFrame:
     return part
 
 
-def _values(row: pd.Series, column: str) -> list[float]:
-    cell = decoded(row.get(column))
-    if not isinstance(cell, list):
-        return []
-    return [float(v) for v in cell if v is not None and math.isfinite(float(v))]
-
-
-def pooled_runs(runs: pd.DataFrame, *pools: tuple[str, str, str]) -> pd.Series:
-    """Several runs of one setting as one row: the latest run's fields, and for each pool
-    (``values``, ``estimate``, ``prefix``) ``estimate`` and its interval (``<prefix>ci_low``,
-    ``ci_high``, ``ci_method``) replaced by the median of every run's ``values`` and its
-    interval over the runs as processes; ``runs``: how many. A pool that a run has no values of
-    keeps the latest run's; one run is returned as it is (``runs`` 1)."""
-    stamps = [_text(t) for t in runs["timestamp"]] if "timestamp" in runs else [""] * len(runs)
-    row = runs.iloc[max(range(len(runs)), key=stamps.__getitem__)].copy()
-    row["runs"] = len(runs)
-    if len(runs) == 1:
-        return row
-    for values, estimate, prefix in pools:
-        groups = [_values(run, values) for _, run in runs.iterrows()]
-        if not all(groups):
-            continue
-        pooled = intervals.process_median_interval(groups)
-        row[estimate] = pooled.estimate
-        row[f"{prefix}ci_low"] = pooled.low
-        row[f"{prefix}ci_high"] = pooled.high
-        row[f"{prefix}ci_method"] = pooled.method
-    return row
-
-
-# (values, estimate, prefix of its interval) of what pools across runs.
-THROUGHPUT_POOL = ("throughputs", "median_throughput", "")
-STEADY_POOL = ("steady_throughputs", "steady_throughput", "steady_")
-WAIT_POOL = ("data_wait_fractions", "data_wait_median", "data_wait_")
-
-
 def pooled_supply(runs: pd.DataFrame) -> pd.Series:
     """The supply of several runs of one cpu_dataloader setting: their epochs and steady rates
     pooled, the median of their jobs' hand-over probes and page faults, and the page faults of
-    the most-faulting run (``MOST_FAULTS``: what allocator-bound is judged on)."""
-    row = pooled_runs(runs, THROUGHPUT_POOL, STEADY_POOL)
-    for column in ("handover_idle_ms", "handover_busy_ms", "minor_faults_per_image"):
-        if column in runs:
-            row[column] = pd.to_numeric(runs[column], errors="coerce").median()
-    if "minor_faults_per_image" in runs:
-        # Whether the supply is allocator-bound is asked of its most-faulting run: processes of
-        # one setting fault differently under glibc as shipped (their allocator histories
-        # differ), and one run beyond the allowance says the rate depends on the process.
-        row[MOST_FAULTS] = pd.to_numeric(runs["minor_faults_per_image"], errors="coerce").max()
-    if "source_file" in runs:
-        row["source_file"] = "; ".join(sorted(map(_text, runs["source_file"])))
-    return row
+    the most-faulting run (``MOST_FAULTS``: what allocator-bound is judged on):
+    augbench.analysis.runs."""
+    return pooled_runs(runs, THROUGHPUT_POOL, STEADY_POOL)
 
 
 def supply_rate(supply: pd.Series) -> tuple[float, float, float, bool]:
@@ -209,14 +163,9 @@ def supply_rate(supply: pd.Series) -> tuple[float, float, float, bool]:
 
 def pooled_training(runs: pd.DataFrame) -> pd.Series:
     """Several runs of one training setting: the ok runs' blocks pooled (throughput and data
-    wait); where none is ok, the latest run."""
+    wait) and the median of their model-alone rates; where none is ok, the latest run."""
     ok = runs[runs["status"] == "ok"]
-    if ok.empty:
-        return pooled_runs(runs)
-    row = pooled_runs(ok, THROUGHPUT_POOL, WAIT_POOL)
-    if len(ok) > 1:
-        row["model_img_per_s"] = pd.to_numeric(ok["model_img_per_s"], errors="coerce").median()
-    return row
+    return pooled_runs(runs) if ok.empty else pooled_runs(ok, THROUGHPUT_POOL, WAIT_POOL)
 
 
 def _key(row: pd.Series | dict[str, Any]) -> tuple[str, ...]:

@@ -1,0 +1,172 @@
+"""Several runs of one setting as one row.
+
+A DataLoader's or a training loop's rate differs more between processes than between the epochs
+of one process (docs/training.md), so one job's epochs do not hold the spread of its setting.
+Runs of a setting are result files of the same job from several processes: the workflow's own
+runs (a kind's ``runs_key``: paths that differ only by ``-run<k>``, augbench.regimes.run_suffix),
+pooled by :func:`pool_job_runs` when the tables are read; or runs in other folders given together
+to ``plot_from``, which the training table pools (augbench.analysis.training).
+
+A pooled row is the latest run's row with, for each pool present (:data:`POOLS`: epochs, steady
+rates, data wait), the median of every run's values and its interval over the runs as processes
+(augbench.intervals.process_median_interval), every value in ``<values>`` and each run's in
+``<values>_by_run`` (so that pooling pooled rows again keeps each run a process of its own); the
+mean, spread and precision of the throughputs recomputed from all values; the median of the
+runs' per-job probes (page faults, hand-over, the model and the loader alone) and the faults of
+the most-faulting run
+(``faults.MOST_FAULTS``); the quietness of the loudest run (``under_load`` if any run was);
+``runs``, how many runs it pools, and the runs that were not ok, with their reasons, in
+``runs_not_ok``. Other columns are the latest run's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from typing import Any
+
+import pandas as pd
+
+from augbench import intervals, regimes
+from augbench.analysis.cells import decoded, is_true, number
+from augbench.analysis.faults import MOST_FAULTS, row_faults
+
+# (values, estimate, prefix of its interval) of what pools across runs.
+THROUGHPUT_POOL = ("throughputs", "median_throughput", "")
+STEADY_POOL = ("steady_throughputs", "steady_throughput", "steady_")
+WAIT_POOL = ("data_wait_fractions", "data_wait_median", "data_wait_")
+POOLS: tuple[tuple[str, str, str], ...] = (THROUGHPUT_POOL, STEADY_POOL, WAIT_POOL)
+BY_RUN = "_by_run"
+# Per-job probes whose runs' median stands for the setting.
+MEDIAN_OF_RUNS: tuple[str, ...] = (
+    "minor_faults_per_image",
+    "handover_idle_ms",
+    "handover_busy_ms",
+    "model_img_per_s",
+    "loader_img_per_s",
+)
+NOT_OK = "runs_not_ok"
+
+
+def _text(value: Any) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def values(row: pd.Series | dict[str, Any], column: str) -> list[float]:
+    """The finite numbers of a list cell (empty where the row has none)."""
+    cell = decoded(row.get(column))
+    if not isinstance(cell, list):
+        return []
+    return [float(v) for v in cell if isinstance(v, int | float) and math.isfinite(float(v))]
+
+
+def value_groups(row: pd.Series | dict[str, Any], column: str) -> list[list[float]]:
+    """A row's values of ``column`` as one list per process: each run's where the row pools
+    several (``<column>_by_run``), else the row's own."""
+    by_run = decoded(row.get(f"{column}{BY_RUN}"))
+    if isinstance(by_run, list) and by_run and all(isinstance(g, list) for g in by_run):
+        groups = [[float(v) for v in g if isinstance(v, int | float)] for g in by_run]
+        return [[v for v in g if math.isfinite(v)] for g in groups]
+    return [values(row, column)]
+
+
+def run_count(row: pd.Series | dict[str, Any]) -> int:
+    runs = number(row.get("runs"))
+    return int(runs) if runs >= 1 else 1
+
+
+def pooled_runs(runs: pd.DataFrame, *pools: tuple[str, str, str]) -> pd.Series:
+    """Several runs of one setting as one row (module docstring); ``pools`` the values that
+    pool, each ``(values, estimate, prefix)``. A pool that a run has no values of keeps the
+    latest run's; one run is returned as it is (``runs``: its own count, 1 if it has none)."""
+    stamps = [_text(t) for t in runs["timestamp"]] if "timestamp" in runs else [""] * len(runs)
+    row = runs.iloc[max(range(len(runs)), key=stamps.__getitem__)].copy()
+    row["runs"] = sum(run_count(r) for _, r in runs.iterrows())
+    if len(runs) == 1:
+        return row
+    for column, estimate, prefix in pools:
+        groups = [g for _, run in runs.iterrows() for g in value_groups(run, column)]
+        if not groups or not all(groups):
+            continue
+        pooled = intervals.process_median_interval(groups)
+        row[estimate] = pooled.estimate
+        row[f"{prefix}ci_low"] = pooled.low
+        row[f"{prefix}ci_high"] = pooled.high
+        row[f"{prefix}ci_method"] = pooled.method
+        row[column] = json.dumps([v for g in groups for v in g])
+        row[f"{column}{BY_RUN}"] = json.dumps(groups)
+        if column == THROUGHPUT_POOL[0]:
+            _spread(row, [v for g in groups for v in g], pooled)
+    for column in MEDIAN_OF_RUNS:
+        if column in runs:
+            row[column] = pd.to_numeric(runs[column], errors="coerce").median()
+    if "minor_faults_per_image" in runs:
+        # Whether a setting is allocator-bound is asked of its most-faulting run: processes of
+        # one setting fault differently under glibc as shipped (their allocator histories
+        # differ), and one run beyond the allowance says the rate depends on the process.
+        most = [row_faults(r) for _, r in runs.iterrows()]
+        row[MOST_FAULTS] = max((f for f in most if not math.isnan(f)), default=math.nan)
+    if "under_load" in runs:  # measured under load if any run was (augbench.quietness)
+        recorded = [v for v in runs["under_load"] if v is not None and _text(v) != ""]
+        loud = runs[[is_true(v) for v in runs["under_load"]]]
+        row["under_load"] = not loud.empty if recorded else None
+        reasons = map(_text, loud["load_reason"]) if "load_reason" in loud else []
+        row["load_reason"] = "; ".join(dict.fromkeys(r for r in reasons if r))
+        for column in ("other_load_cores", "steal_fraction"):
+            if column in runs:
+                row[column] = pd.to_numeric(runs[column], errors="coerce").max()
+    if "source_file" in runs:
+        row["source_file"] = "; ".join(sorted(map(_text, runs["source_file"])))
+    return row
+
+
+def _spread(row: pd.Series, pooled: list[float], interval: intervals.Interval) -> None:
+    """The throughputs' mean, spread and precision over every run's values."""
+    mean = statistics.fmean(pooled)
+    std = statistics.stdev(pooled) if len(pooled) > 1 else 0.0
+    row["mean_throughput"] = mean
+    row["std_throughput"] = std
+    row["cv_throughput"] = std / mean if mean > 0 else math.nan
+    row["relative_ci"] = interval.relative_half_width
+    row["num_successful_runs"] = len(pooled)
+
+
+def pool_job_runs(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows of one job's runs (result files whose paths differ only by the run) as one row per
+    recipe: the ok runs pooled (:func:`pooled_runs` over :data:`POOLS`), the others named with
+    their reasons in ``runs_not_ok``; where no run is ok, the latest run's row. Every row says
+    how many runs it pools (``runs``). Rows whose files have no runs are returned as they are."""
+    if frame.empty or "source_file" not in frame.columns:
+        return frame
+    split = [regimes.without_run(_text(p)) for p in frame["source_file"]]
+    job = pd.Series([path for path, _ in split], index=frame.index)
+    run = pd.Series([number for _, number in split], index=frame.index)
+    if (run == 1).all() or job.duplicated().sum() == 0:
+        return frame.assign(runs=1)
+    out: list[pd.Series] = []
+    for _, group in frame.groupby([job, frame["transform"].astype(str)], sort=False):
+        if len(group) == 1 or group["source_file"].duplicated().any():
+            for _, row in group.iterrows():  # one run, or not one row per file: as they are
+                out.append(pd.concat([row, pd.Series({"runs": 1})]))
+            continue
+        in_order = run[group.index].sort_values(kind="stable")
+        out.append(_pooled_job(group.loc[in_order.index], in_order))
+    pooled = pd.DataFrame(out)
+    pooled["runs"] = pooled["runs"].fillna(1).astype(int)
+    return pooled[[*frame.columns, *(c for c in pooled.columns if c not in frame.columns)]]
+
+
+def _pooled_job(group: pd.DataFrame, run: pd.Series) -> pd.Series:
+    ok = group[group["status"] == "ok"]
+    if ok.empty:
+        row = pooled_runs(group)
+    else:
+        row = pooled_runs(ok, *(p for p in POOLS if p[0] in ok.columns))
+    failed = group[group["status"] != "ok"]
+    if not ok.empty and not failed.empty:
+        row[NOT_OK] = "; ".join(
+            f"run {run[i]}: {r['status']} ({_text(r.get('reason')) or 'no reason recorded'})"
+            for i, r in failed.iterrows()
+        )
+    return row
