@@ -278,8 +278,8 @@ class Sweep:
         """The scheduler's priority of a timed job (the bench_slot resource runs one timed job at
         a time, the highest priority first).
 
-        With several runs (a kind's ``runs_key``), every job's run k comes before any job's run
-        k + 1: each run is a pass over the sweep, so the runs of one setting are spread over the
+        With several runs (a kind's ``runs_key``), of the jobs ready to start every run k comes
+        before any run k + 1: each run is a pass over the sweep, so the runs of one setting are spread over the
         sweep's time (its drift is inside their spread) and the runs of a supply and of the
         training loops it predicts alternate (docs/training.md).
 
