@@ -125,6 +125,7 @@ class Phase:
     seconds: float = 0.0  # wall seconds of the phase
     unknown: int = 0  # jobs without a model
     assumed: int = 0  # jobs costed at an assumed rate
+    runs: int = 1  # the most runs of one job (a kind's runs_key)
 
 
 def phases(
@@ -151,6 +152,8 @@ def phases(
     for job_parts in (js for js in parts.values() if js):
         phase = out[phase_of(job_parts[0].rule)]
         phase.jobs += 1
+        run = regimes.run_number(dict(job_parts[0].wildcards).get("run", ""))
+        phase.runs = max(phase.runs, run)
         values = [seconds[j] for j in job_parts]
         if any(v is None for v in values):
             phase.unknown += 1
@@ -172,7 +175,7 @@ def plan_lines(found: list[Phase], source: str) -> list[str]:
     total = sum(p.jobs for p in found)
     lines = [f"augbench plan: {total} jobs (timed jobs one at a time; setup in parallel)"]
     for p in found:
-        note = []
+        note = [f"each job in {p.runs} runs"] if p.runs > 1 else []
         if p.assumed:
             note.append(f"{p.assumed} at an assumed rate")
         if p.unknown:

@@ -149,3 +149,22 @@ def test_pipeline_jobs_have_their_own_phases() -> None:
     assert found["pipeline_breakdown"].seconds == pytest.approx(6.0 + 9 * 0.1)
     assert found["pipeline_breakdown"].unknown == 0
     assert found["pipeline_dataloader"].unknown == 1
+
+
+def test_a_phase_of_several_runs_says_so() -> None:
+    """cpu_dataloader.runs: 3: each run a job of its own, costed as such; the phase's line says
+    that its jobs run 3 times."""
+    model = {
+        **models(),
+        ("cpu_dataloader", "pillow"): cost.KindModel({"HorizontalFlip": 0.01}, 1.5),
+    }
+    jobs, files = [], {}
+    for suffix in ("", "-run2", "-run3"):
+        output = f"{RAW}/cpu_dataloader/pillow/memory-w2-s000{suffix}.json"
+        jobs.append(plan.Planned("cpu_dataloader", {"library": "pillow", "run": suffix}, output))
+        files[output] = regimes.Job("cpu_dataloader", "pillow", wildcards=(("run", suffix),),
+                                    transforms=("HorizontalFlip",), output=output)  # fmt: skip
+    (found,) = plan.phases(jobs, files, model, CONFIG, cores=2)
+    assert (found.jobs, found.runs) == (3, 3)
+    (line,) = [x for x in plan.plan_lines([found], "reference") if "cpu_dataloader" in x]
+    assert line.endswith("(each job in 3 runs)")
