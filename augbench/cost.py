@@ -21,6 +21,12 @@ setup jobs. How a job kind is priced is its declaration's ``cost`` (augbench/reg
   pass and whole pass) of ``passes x images`` each; values expected from the local rows. Each round
   runs in an interpreter of its own (the first in the job's process): the fixed overhead is paid
   per round.
+- ``training``: per recipe and feed, the engine's three passes (augbench.engines.training,
+  counted by augbench.stopping.training_counts): the step alone (model steps + 1), the loader
+  alone, and warm-up + timed steps of the loop, whose rate is the starvation model's prediction
+  (augbench.starvation_model.predict) from the loader's measured seconds per image at that
+  setting and the step's (a ``sleep:<ms>`` stand-in's own; a model's measured per accelerator
+  and model name, else the measured loop's rate).
 - ``whole_job``: a fixed amount of work: its measured wall time.
 
 A transform's seconds per image scale with pixels: measured at the local dataset's mean
@@ -58,6 +64,7 @@ from augbench.stopping import (
     breakdown_value_bounds,
     epoch_batches,
     passes_per_value,
+    training_counts,
 )
 
 # Rule names come from the declarations (augbench/regimes.py): a new job kind is priced, or
@@ -136,6 +143,9 @@ class KindModel:
     # DataLoader kinds: the usable cores of the machine the rows were measured on (0: unknown),
     # so a worker count is priced for the cores of the machine it will run on (_arm_seconds).
     cores: int = 0
+    # training: the step's seconds per image, per "<accelerator>|<model>|<device>" (a real
+    # model's; device cpu or cuda).
+    step_s: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -145,7 +155,7 @@ class KindModel:
             "per_megapixel_s": self.per_megapixel_s, "process_s": self.process_s,
             "setting_s": self.setting_s, "share_observed": self.share_observed,
             "slope": self.slope, "overhead_per_mp_s": self.overhead_per_mp_s,
-            "cores": self.cores,
+            "cores": self.cores, "step_s": self.step_s,
         }  # fmt: skip
 
     @classmethod
@@ -163,6 +173,7 @@ class KindModel:
             slope=dict(entry.get("slope", {})),
             overhead_per_mp_s=float(entry.get("overhead_per_mp_s", 0.0)),
             cores=int(entry.get("cores", 0)),
+            step_s=dict(entry.get("step_s", {})),
         )  # fmt: skip
 
     def seconds_per_image(self, transform: str, megapixels: float = 0.0) -> float:
@@ -222,8 +233,25 @@ def breakdown_row_work(row: Mapping[str, Any], params: Mapping[str, Any]) -> flo
     return len(BREAKDOWN_KINDS) * passes * images / row["median_throughput"]
 
 
+def training_row_work(row: Mapping[str, Any], params: Mapping[str, Any]) -> float:
+    """Seconds of a training row's three passes (augbench.engines.training.measure_feed): the
+    step alone, the loader alone and the loop's warm-up and timed steps."""
+    batch = row.get("batch_size") or params["batch_size"]
+    step = (row.get("model_step_ms") or 0.0) / 1000.0
+    rate = row.get("loader_img_per_s")
+    loader = row.get("loader_batches", 0) * batch / rate if rate else 0.0
+    steps = row.get("warmup_iterations", 0) + row.get("timed_steps", params.get("steps", 0))
+    return (
+        (params.get("model_steps", 0) + 1) * step
+        + loader
+        + steps * batch / row["median_throughput"]
+    )
+
+
 def row_work(kind: str, row: Mapping[str, Any], params: Mapping[str, Any]) -> float:
     model = regimes.KINDS[kind].cost
+    if model == "training":
+        return training_row_work(row, params)
     if model == "pyperf":
         # Older result files without processes and loops per row: every process allowed.
         most = params["num_images"] * params["processes"] * (params["values"] + params["warmups"])
@@ -293,6 +321,7 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
     processes: dict[Key, list[float]] = defaultdict(list)
     settings: dict[Key, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     cores: dict[Key, list[int]] = defaultdict(list)
+    steps: dict[Key, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for path, bench, kind in _result_files(run_dir):
         if regimes.KINDS[kind].cost == "whole_job":
             continue
@@ -339,6 +368,21 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
                     transport = [r for r in row.get("transport_throughputs") or [] if r]
                     if transport:
                         baselines[key][setting].append(1.0 / statistics.median(transport))
+                if model == "training" and row.get("loader_img_per_s"):
+                    # The CPU feed's loader is the recipe's (the GPU feed's cuts crops only).
+                    setting = f"decode-w{row.get('workers', params.get('workers'))}"
+                    if row.get("feed", "cpu") == "cpu":
+                        recipe = row.get("transform", transform)
+                        arms[key][f"{recipe}|{setting}|loader"].append(1 / row["loader_img_per_s"])
+                    accelerator = str(row.get("accelerator") or params.get("accelerator"))
+                    if row.get("model_step_ms") and not accelerator.startswith("sleep:"):
+                        batch = row.get("batch_size") or params["batch_size"]
+                        on_gpu = str(row.get("device", "cpu")).startswith("cuda")
+                        name = f"{accelerator}|{params.get('model', 'auto')}|"
+                        name += "cuda" if on_gpu else "cpu"
+                        steps[key][name].append(row["model_step_ms"] / 1000.0 / batch)
+                    if params.get("usable_cores"):
+                        cores[key].append(int(params["usable_cores"]))
                 if model == "breakdown":
                     values = len(row.get("throughputs") or [])
                     least, most = breakdown_value_bounds(
@@ -423,6 +467,7 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
             setting_s={s: statistics.median(v) for s, v in settings[key].items()},
             share_observed=key in observed,
             cores=min(cores[key]) if cores[key] else 0,
+            step_s={name: statistics.median(v) for name, v in steps[key].items()},
         )
     _learn_fixed_kinds(run_dir, models)
     return models
@@ -725,11 +770,64 @@ def stream_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -> Es
     return Estimate(seconds, seconds)
 
 
+def training_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -> Estimate:
+    """The job's recipes on each feed: the engine's three passes (module docstring), the loop at
+    the starvation model's rate for the loader's and the step's seconds per image. A GPU feed is
+    priced as the CPU feed (on a machine without CUDA its rows are skipped in no time)."""
+    from augbench.starvation_model import Supply, predict
+
+    if not model.arm_s and not model.per_image_s:  # a job's wall time only (an older model file)
+        return Estimate(model.overhead_s, model.overhead_s)
+    batch = int(params.get("batch-size") or params["batch_size"])
+    workers = int(params["workers"])
+    warmup, loader_batches = training_counts(
+        workers, int(params.get("warmup-steps", params.get("warmup_steps", 0))),
+        int(params.get("prefetch-factor", params.get("prefetch_factor", 2))),
+    )  # fmt: skip
+    timed = int(params.get("steps", 0))
+    model_steps = int(params.get("model-steps", params.get("model_steps", 0)))
+    accelerator = str(params.get("accelerator", ""))
+    sleep = accelerator.removeprefix("sleep:")
+    feeds = params.get("feeds") or "cpu"
+    feeds = feeds.split(",") if isinstance(feeds, str) else list(feeds)
+    seconds = model.overhead_s / job.share
+    for transform in job.transforms:
+        loader = _arm_seconds(
+            model, transform, f"decode-w{workers}", "loader", job.megapixels,
+            int(params.get("target_cores") or 0),
+        )  # fmt: skip
+        if sleep != accelerator:  # the stand-in sleeps its own time per batch
+            step = float(sleep) / 1000.0 / batch
+        else:
+            step = _step_seconds(model, f"{accelerator}|{params.get('model', 'auto')}", params)
+            step = model.seconds_per_image(transform) if step is None else step
+        supply = Supply(1.0 / loader, workers, batch)
+        loop = batch / predict(supply, 1.0 / max(step, 1e-9)).images_per_second
+        per_feed = (model_steps + 1) * batch * step + loader_batches * batch * loader
+        seconds += len(feeds) * (per_feed + (warmup + timed) * loop)
+    return Estimate(seconds, seconds)
+
+
+def _step_seconds(model: KindModel, name: str, params: Mapping[str, Any]) -> float | None:
+    """A real model's step in seconds per image on the job's device (``target_device``: the
+    placement's in a cloud estimate; none: the measuring machine's): as measured there; on a
+    GPU where only a CPU step was measured, 0: the loop at the loader's pace (a GPU steps
+    ResNet-50 faster than a loader feeds it, docs/training.md); None: price the measured loop."""
+    device = str(params.get("target_device") or "")
+    measured = {k.rsplit("|", 1)[1]: v for k, v in model.step_s.items() if k.startswith(f"{name}|")}
+    if not device:
+        return _median(measured.values()) or None
+    if device in measured:
+        return measured[device]
+    return 0.0 if device == "cuda" else None
+
+
 ESTIMATORS = {
     "pyperf": pyperf_estimate,
     "dataloader": dataloader_estimate,
     "breakdown": breakdown_estimate,
     "stream": stream_estimate,
+    "training": training_estimate,
 }
 
 
@@ -752,12 +850,14 @@ def estimate_jobs(
     config: Mapping[str, Any],
     image_scale: float = 1.0,
     target_cores: Callable[[Job], int] | None = None,
+    target_device: Callable[[Job], str] | None = None,
 ) -> tuple[dict[Job, Estimate | None], dict[Job, str]]:
     """Local seconds of every planned job (None: no model) and the basis of each estimate
     (measured / assumed / none: why). The reusable core: a cloud estimate divides by a machine's
     speed factor; a local ETA sums it as is. ``image_scale`` scales the dataset setup jobs;
     ``target_cores`` gives the cores of the machine a job runs on (DataLoader workers are
-    priced for them; None: the measuring machine's)."""
+    priced for them; None: the measuring machine's), ``target_device`` its device for a model
+    step (``cuda`` or ``cpu``; None: the measuring machine's)."""
     assumed = config.get("cloud", {}).get("assumed_img_per_s", {})
     out: dict[Job, Estimate | None] = {}
     basis: dict[Job, str] = {}
@@ -795,7 +895,9 @@ def estimate_jobs(
         block = dict(config.get(declared.config_block) or {}) if declared.config_block else {}
         params = {"num_images": config.get("num_images"), **block, **job.params}
         params["target_cores"] = target_cores(job) if target_cores else 0
-        if model is not None and model.per_image_s:
+        params["target_device"] = target_device(job) if target_device else ""
+        # A training model of a job's wall time only (an older model file) is priced as such.
+        if model is not None and (model.per_image_s or declared.cost == "training"):
             priced = dataclasses.replace(job, transforms=supported(job))
             out[job], basis[job] = ESTIMATORS[declared.cost](model, priced, params), "measured"
             continue
@@ -894,6 +996,17 @@ def placement_of(config: Mapping[str, Any], job: Job) -> Mapping[str, Any] | Non
     return placements.get(declared.placement) if declared else None
 
 
+def placement_device(config: Mapping[str, Any]) -> Callable[[Job], str]:
+    """The device a model steps on in each job's cloud placement: ``cuda`` where it has a GPU,
+    else ``cpu`` ("" where the job has no placement: as measured)."""
+
+    def device(job: Job) -> str:
+        spec = placement_of(config, job)
+        return ("cuda" if spec.get("gpu") else "cpu") if spec else ""
+
+    return device
+
+
 def placement_cores(config: Mapping[str, Any]) -> Callable[[Job], int]:
     """The vCPUs of the machine each job is placed on in a cloud sweep (0 where it has no
     placement: priced as measured)."""
@@ -919,7 +1032,9 @@ def estimate(
     factors = cloud.get("speed_factors", {})
     on_demand = cloud.get("prices_usd_per_hour", {})
     spot = cloud.get("spot_prices_usd_per_hour", {})
-    found, basis = estimate_jobs(jobs, models, config, image_scale, placement_cores(config))
+    found, basis = estimate_jobs(
+        jobs, models, config, image_scale, placement_cores(config), placement_device(config)
+    )
     by_rule: dict[tuple[str, str], list[Job]] = defaultdict(list)
     for job in jobs:
         placement = placement_of(config, job)
@@ -1015,8 +1130,10 @@ def write_jobs_tsv(
     its benchmark file and memory: what tools/checks/cost_validation.py compares with a measured
     run, job by job."""
     found, basis = estimate_jobs(
-        jobs, models, config, target_cores=placement_cores(config) if cloud else None
-    )
+        jobs, models, config,
+        target_cores=placement_cores(config) if cloud else None,
+        target_device=placement_device(config) if cloud else None,
+    )  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as fh:
         out = csv.writer(fh, delimiter="\t")

@@ -15,7 +15,8 @@ each a Snakemake rule with its own jobs, e.g. DALI's two variants (``dali`` need
 - ``engine``, ``thread_policy``: the module run in the library's env, and the thread policy the
   launcher sets before Python starts (augbench.policy);
 - ``cost``: how the cost model and the ETA price a job (``pyperf``, ``dataloader``, ``stream``,
-  ``breakdown``: from its measured rows, augbench.cost; ``whole_job``: its measured wall time);
+  ``breakdown``, ``training``: from its measured rows, augbench.cost; ``whole_job``: its
+  measured wall time);
 - ``images_key`` (and ``images_cap``): the config key that sets how many images a job reads, so
   its ``--num-images`` and the dataset check before staging come from one place;
 - ``runs_key``: the config key that sets how many times each of its jobs runs, each run a job
@@ -67,7 +68,7 @@ RUN_PATTERN = r"(|-run[0-9]+)"
 PIPELINE_RAW = "results/pipelines/raw/{machine}/{dataset}"
 LAZY_RAW = "results/analysis/lazy_outputs/{machine}/{dataset}"
 ROLES = ("results", "pipelines", "diagnostic")
-COST_MODELS = ("pyperf", "dataloader", "stream", "breakdown", "whole_job")
+COST_MODELS = ("pyperf", "dataloader", "stream", "breakdown", "training", "whole_job")
 
 # Jobs that prepare (environments, the dataset) and jobs that summarize (tables, figures, report):
 # neither times anything; the plan and the cost model list them by these names.
@@ -955,7 +956,7 @@ TRAINING = Regime(
             "training", "training", "results",
             f"{RAW}/training/{{library}}/w{{workers}}.json",
             "{machine}/{dataset}/training/{library}/w{workers}",
-            placement="training", engine="augbench.engines.training", cost="whole_job",
+            placement="training", engine="augbench.engines.training", cost="training",
             jobs=training_jobs, args=training_args, threads=workers_threads,
             thread_policy="dataloader", memory=training_memory,
             constraints={"workers": WORKERS}, config_block="training",

@@ -83,6 +83,14 @@ def epoch_batches(batches_per_run: int, workers: int) -> int:
     return per * math.ceil(max(1, batches_per_run) / per)
 
 
+def training_counts(workers: int, warmup_steps: int, prefetch_factor: int) -> tuple[int, int]:
+    """(untimed warm-up steps, loader-only batches) of one training feed
+    (augbench.engines.training.measure_feed, and the cost model's count of it): the loader-only
+    pass reads at least 6 batches and 3 per worker; the warm-up drains what the workers
+    prefetched meanwhile, so it takes at least one step more than they hold."""
+    return max(warmup_steps, prefetch_factor * workers + 1), max(6, 3 * workers)
+
+
 # The pipeline breakdown's kinds of pass (augbench.engines.pipeline_breakdown): each runs in its
 # own fresh processes, so each costs the same passes.
 BREAKDOWN_KINDS = ("steps", "whole", "bare")

@@ -279,9 +279,9 @@ class Sweep:
         a time, the highest priority first).
 
         With several runs (a kind's ``runs_key``), of the jobs ready to start every run k comes
-        before any run k + 1: each run is a pass over the sweep, so the runs of one setting are spread over the
-        sweep's time (its drift is inside their spread) and the runs of a supply and of the
-        training loops it predicts alternate (docs/training.md).
+        before any run k + 1: each run is a pass over the sweep, so the runs of one setting are
+        spread over the sweep's time (its drift is inside their spread) and the runs of a
+        supply and of the training loops it predicts alternate (docs/training.md).
 
         Within a run, with several allocator settings, the jobs of one work unit (the same job
         under each setting) get adjacent priorities, units in plan order and the settings' order

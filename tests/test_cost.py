@@ -484,3 +484,49 @@ def test_the_cost_reads_the_profile_it_prices_as_a_file(tmp_path: Path) -> None:
     (listed / "profile.yaml").write_text("jobs: many\n")
     with pytest.raises(profile.ProfileError, match="must be integers"):
         profile.read(listed)
+
+
+def test_a_training_job_is_priced_from_its_passes_at_the_planned_accelerator(
+    tmp_path: Path,
+) -> None:
+    """A training run's row (ResNet-18 steps of 0.1 s at batch 10, 2 workers): the step alone
+    (5 + 1 steps: 0.6 s), the loader alone (6 batches at 200 img/s: 0.3 s) and the loop (5
+    warm-up + 20 timed steps at 50 img/s: 5 s) are its work; the rest of its 9.9 s job is
+    overhead (4 s). A plan with a 20 ms stand-in at the same setting is priced from the same
+    passes (augbench.stopping.training_counts), the loop at the starvation model's rate (the
+    loader's 200 img/s here: 20 ms steps at batch 10 take 500 img/s); one with the model, at
+    its measured step."""
+    from augbench.starvation_model import Supply, predict
+    from augbench.stopping import training_counts
+
+    params = {"batch_size": 10, "workers": 2, "steps": 20, "warmup_steps": 3, "model_steps": 5,
+              "accelerator": "model", "model": "auto"}  # fmt: skip
+    row = {"status": "ok", "median_throughput": 50.0, "loader_img_per_s": 200.0,
+           "loader_batches": 6, "model_step_ms": 100.0, "warmup_iterations": 5,
+           "timed_steps": 20, "workers": 2, "batch_size": 10, "feed": "cpu",
+           "transform": "RandomResizedCrop", "accelerator": "model"}  # fmt: skip
+    payload = {"metadata": {"benchmark_params": params}, "results": {"RandomResizedCrop": row}}
+    _write(tmp_path, "training/pillow/w2", payload, 9.9)
+    model = cost.learn(tmp_path)[("training", "pillow")]
+    assert model.overhead_s == pytest.approx(9.9 - 0.6 - 0.3 - 5.0)
+    assert model.step_s == {"model|auto|cpu": pytest.approx(0.01)}
+    flags = {"batch-size": 10, "workers": "2", "steps": 40, "warmup-steps": 3,
+             "model-steps": 5, "prefetch-factor": 2, "feeds": "cpu", "model": "auto"}  # fmt: skip
+    stand_in = _job("training", "pillow", ("RandomResizedCrop",),
+                    {**flags, "accelerator": "sleep:20"})  # fmt: skip
+    real = _job("training", "pillow", ("RandomResizedCrop",), {**flags, "accelerator": "model"})
+    found, basis = cost.estimate_jobs([stand_in, real], {("training", "pillow"): model}, {})
+    warmup, loader_batches = training_counts(2, 3, 2)
+    assert (warmup, loader_batches) == (5, 6)
+    for job, step in ((stand_in, 0.002), (real, 0.01)):
+        loop = predict(Supply(200.0, 2, 10), 1 / step).images_per_second
+        expected = 4.0 + 6 * 10 * step + 6 * 10 / 200.0 + (5 + 40) * 10 / loop
+        assert found[job].expected == pytest.approx(expected) and basis[job] == "measured"
+    assert found[stand_in].expected < found[real].expected
+    # On a GPU placement, where only a CPU step was measured: the loop at the loader's pace.
+    on_gpu, _ = cost.estimate_jobs(
+        [real], {("training", "pillow"): model}, {}, target_device=lambda job: "cuda"
+    )
+    loop = predict(Supply(200.0, 2, 10), 1e9).images_per_second
+    assert loop == pytest.approx(200.0)
+    assert on_gpu[real].expected == pytest.approx(4.0 + 6 * 10 / 200.0 + 45 * 10 / loop)

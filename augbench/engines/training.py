@@ -69,6 +69,7 @@ from augbench.engines.dataloader.timing import wait_percentiles_ms
 from augbench.intervals import median_interval
 from augbench.policy import DATALOADER_THREADS
 from augbench.results import non_ok_row, ok_row
+from augbench.stopping import training_counts
 
 REGIME = "training"
 SLEEP = re.compile(r"^sleep:(?P<ms>\d+(\.\d+)?)$")
@@ -446,8 +447,7 @@ def measure_feed(
     """The three measurements on one feed: the step alone (on the feed's resident batch,
     prepared as in training), the loader alone, then the training window on the same loader
     (the batches the loader-only pass leaves prefetched are drained by the warm-up steps)."""
-    warmup = max(args.warmup_steps, args.prefetch_factor * args.workers + 1)
-    loader_batches = max(6, 3 * args.workers)
+    warmup, loader_batches = training_counts(args.workers, args.warmup_steps, args.prefetch_factor)
     total = 1 + args.workers + loader_batches + warmup + args.steps
     total += args.prefetch_factor * max(1, args.workers)  # what the workers prefetch at the end
     feed = make_feed(total)
