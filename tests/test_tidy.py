@@ -66,6 +66,7 @@ def test_a_jobs_runs_are_one_row_with_the_interval_over_its_processes(tmp_path: 
     assert pooled["median_throughput"] == 300.0
     assert pooled["ci_low"] <= 270.0 and pooled["ci_high"] >= 330.0
     assert pooled["ci_method"] == "bootstrap over 3 processes (9 values)"
+    assert pooled["ci_level"] == 0.95
     assert sorted(decoded(pooled["throughputs"])) == sorted(everything)
     assert decoded(pooled["throughputs_by_run"]) == [list(r) for r in runs]
     assert pooled["steady_ci_method"] == "bootstrap over 3 processes (9 values)"

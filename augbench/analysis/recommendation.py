@@ -420,7 +420,7 @@ def _runner_cell(r: pd.Series) -> str:
                 f"{_num(r['margin']):.2f}x [{_num(r['margin_low']):.2f}, "
                 f"{_num(r['margin_high']):.2f}{_level(r['margin_level'])}], not decided (a "
                 f"margin is called from a {ANSWER_MIN_INTERVAL_LEVEL:.0%} interval; measure "
-                "more epochs)"
+                "more epochs or runs: cpu_dataloader.runs)"
             )
             + _one_thread_words(r)
         )
@@ -529,7 +529,8 @@ def markdown(
         "",
         "Throughputs are medians with the interval of the median, at the level its values allow "
         "(a DataLoader row of two epochs gives a 50 % interval, and two runs can differ by more "
-        "than it: measure more epochs before trusting a close call); the runner-up's margin "
+        "than it: measure more epochs, or several runs, `cpu_dataloader.runs`, whose rows hold "
+        "the interval over the runs, before trusting a close call); the runner-up's margin "
         "is the ratio of the two medians with the ratio's interval, a **tie** where it holds 1, "
         f"and called only from an interval of at least {ANSWER_MIN_INTERVAL_LEVEL:.0%}. "
         "The workers column is the starvation model's answer for the fastest library (every "

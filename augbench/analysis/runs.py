@@ -93,6 +93,7 @@ def pooled_runs(runs: pd.DataFrame, *pools: tuple[str, str, str]) -> pd.Series:
         row[estimate] = pooled.estimate
         row[f"{prefix}ci_low"] = pooled.low
         row[f"{prefix}ci_high"] = pooled.high
+        row[f"{prefix}ci_level"] = pooled.level
         row[f"{prefix}ci_method"] = pooled.method
         row[column] = json.dumps([v for g in groups for v in g])
         row[f"{column}{BY_RUN}"] = json.dumps(groups)
