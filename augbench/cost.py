@@ -25,8 +25,8 @@ setup jobs. How a job kind is priced is its declaration's ``cost`` (augbench/reg
   counted by augbench.stopping.training_counts): the step alone (model steps + 1), the loader
   alone, and warm-up + timed steps of the loop, whose rate is the starvation model's prediction
   (augbench.starvation_model.predict) from the loader's measured seconds per image at that
-  setting and the step's (a ``sleep:<ms>`` stand-in's own; a model's measured per accelerator
-  and model name, else the measured loop's rate).
+  setting and the step's (a ``sleep:<ms>`` stand-in's own; a model's measured per accelerator,
+  model name and device, else the measured loop's rate), all counts from the job's own flags.
 - ``whole_job``: a fixed amount of work: its measured wall time.
 
 A transform's seconds per image scale with pixels: measured at the local dataset's mean
@@ -381,8 +381,6 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
                         name = f"{accelerator}|{params.get('model', 'auto')}|"
                         name += "cuda" if on_gpu else "cpu"
                         steps[key][name].append(row["model_step_ms"] / 1000.0 / batch)
-                    if params.get("usable_cores"):
-                        cores[key].append(int(params["usable_cores"]))
                 if model == "breakdown":
                     values = len(row.get("throughputs") or [])
                     least, most = breakdown_value_bounds(
@@ -778,17 +776,15 @@ def training_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -> 
 
     if not model.arm_s and not model.per_image_s:  # a job's wall time only (an older model file)
         return Estimate(model.overhead_s, model.overhead_s)
-    batch = int(params.get("batch-size") or params["batch_size"])
-    workers = int(params["workers"])
+    # The engine's flags of the job (regimes.training_args, as Job.params names them).
+    batch, workers = int(params["batch_size"]), int(params["workers"])
     warmup, loader_batches = training_counts(
-        workers, int(params.get("warmup-steps", params.get("warmup_steps", 0))),
-        int(params.get("prefetch-factor", params.get("prefetch_factor", 2))),
-    )  # fmt: skip
-    timed = int(params.get("steps", 0))
-    model_steps = int(params.get("model-steps", params.get("model_steps", 0)))
-    accelerator = str(params.get("accelerator", ""))
+        workers, int(params["warmup_steps"]), int(params["prefetch_factor"])
+    )
+    timed, model_steps = int(params["steps"]), int(params["model_steps"])
+    accelerator = str(params["accelerator"])
     sleep = accelerator.removeprefix("sleep:")
-    feeds = params.get("feeds") or "cpu"
+    feeds = params["feeds"]
     feeds = feeds.split(",") if isinstance(feeds, str) else list(feeds)
     seconds = model.overhead_s / job.share
     for transform in job.transforms:

@@ -339,29 +339,26 @@ class Sweep:
         wildcard and the result files that carry it (a diagnostic job: glibc as shipped)."""
         if job.kind.role not in regimes.ALLOCATOR_ROLES:
             setting = allocator.DEFAULT_SETTING
-        suffix = regimes.allocator_suffix(setting)
-        outputs = []
-        for output in job.outputs:
-            wildcards = job.kind.wildcards_of(output)
-            if wildcards is None:
-                raise PlanError(f"{output} is not a result path of rule {job.rule}")
-            outputs.append(job.kind.result.format(**{**wildcards, "allocator": suffix}))
-        wildcards = (*((k, v) for k, v in job.wildcards if k != "allocator"), ("allocator", suffix))
-        return dataclasses.replace(job, wildcards=wildcards, outputs=tuple(outputs))
+        return self._with_wildcard(job, "allocator", regimes.allocator_suffix(setting))
 
     def under_run(self, job: Job, run: int) -> Job:
         """``job`` as its run ``run`` (1, 2, ...): its ``run`` wildcard and the result files that
         carry it. A kind without a ``runs_key`` has one run, ``job`` itself."""
         if not job.kind.runs_key:
             return job
-        suffix = regimes.run_suffix(run)
+        return self._with_wildcard(job, "run", regimes.run_suffix(run))
+
+    @staticmethod
+    def _with_wildcard(job: Job, name: str, value: str) -> Job:
+        """``job`` with its wildcard ``name`` set to ``value``, in its wildcards and in every
+        result path of its kind's pattern."""
         outputs = []
         for output in job.outputs:
             wildcards = job.kind.wildcards_of(output)
             if wildcards is None:
                 raise PlanError(f"{output} is not a result path of rule {job.rule}")
-            outputs.append(job.kind.result.format(**{**wildcards, "run": suffix}))
-        wildcards = (*((k, v) for k, v in job.wildcards if k != "run"), ("run", suffix))
+            outputs.append(job.kind.result.format(**{**wildcards, name: value}))
+        wildcards = (*((k, v) for k, v in job.wildcards if k != name), (name, value))
         return dataclasses.replace(job, wildcards=wildcards, outputs=tuple(outputs))
 
     def outputs(self, role: str) -> list[str]:

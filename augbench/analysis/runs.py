@@ -143,7 +143,7 @@ def pool_job_runs(frame: pd.DataFrame) -> pd.DataFrame:
     split = [regimes.without_run(_text(p)) for p in frame["source_file"]]
     job = pd.Series([path for path, _ in split], index=frame.index)
     run = pd.Series([number for _, number in split], index=frame.index)
-    if (run == 1).all() or job.duplicated().sum() == 0:
+    if (run == 1).all():
         return frame.assign(runs=1)
     out: list[pd.Series] = []
     for _, group in frame.groupby([job, frame["transform"].astype(str)], sort=False):
