@@ -187,6 +187,35 @@ def test_the_node_plan_runs_the_gpu_regimes_with_the_rules_flags_within_the_budg
             assert switch in job["engine"], job["label"]
 
 
+def test_the_training_check_runs_every_supply_and_training_job_in_runs_in_run_order() -> None:
+    check = plan.build_plan(REPO)["modes"]["training_check"]
+    (jobs,) = check["steps"].values()
+    runs = [int(j["wildcards"]["run"].removeprefix("-run") or 1) for j in jobs]
+    assert runs == sorted(runs) and set(runs) == set(range(1, plan.CHECK_RUNS + 1))
+    settings = {(j["rule"], j["wildcards"]["workers"]) for j in jobs}
+    assert settings == {
+        (rule, w) for rule in ("cpu_dataloader", "training") for w in ["4", "8", "12"]
+    }
+    assert len(jobs) == len(settings) * plan.CHECK_RUNS
+    assert len({j["output"] for j in jobs}) == len(jobs)  # each run its own result file
+    assert jobs[-1]["output"].endswith(f"-run{plan.CHECK_RUNS}.json")
+    for position, job in enumerate(jobs):  # the supply of a run before the training it predicts
+        if job["rule"] == "training":
+            assert any(
+                j["rule"] == "cpu_dataloader"
+                and j["wildcards"]["workers"] == job["wildcards"]["workers"]
+                and j["wildcards"]["run"] == job["wildcards"]["run"]
+                for j in jobs[:position]
+            ), job["label"]
+            flags = job["engine"]
+            assert flags[flags.index("--feeds") + 1] == "cpu"
+    # 12 workers and the training process still fit the node's 16 cores.
+    assert max(int(w) for _, w in settings) + 1 <= 16
+    reserve = plan.FINISH_RESERVE_S
+    assert sum(check["budgets_s"].values()) + 30 + reserve <= check["total_budget_s"] < 570
+    assert "sync_check" not in check["budgets_s"]
+
+
 # -- the prover's budgets ----------------------------------------------------------------------
 def test_a_job_past_its_budget_is_stopped_with_everything_it_started(tmp_path: Path) -> None:
     import time

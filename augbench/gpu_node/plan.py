@@ -16,8 +16,15 @@ Two modes:
   the default transforms (torchvision and Kornia, both scopes, per-sample randomness) and one
   shipped pipeline through the same engine; last, as time allows, torchvision's batch-shared
   mode. A run cut short is completed by a second one (``prove.sh --resume``).
-- ``dry``: the same steps with tiny sizes on a CPU: the GPU DataLoader's and the training GPU
-  feed's device-side code on CPU tensors (the engines' test switches), ResNet-18 at 112 px.
+- ``training_check``: the starvation answer checked out of sample on the node, with each job in
+  :data:`CHECK_RUNS` runs: the supply (the recipe's cpu_dataloader rows) and ResNet-50 training
+  fed from the CPU at 4, 8 and 12 workers (12 workers and the training process still fit 16
+  cores), in run order (every job's run k before any run k + 1, a supply before the training it
+  predicts), so the tables pool each setting's runs as processes. No sync check, no GPU
+  DataLoader: ``node`` measures those.
+- ``dry``: the same steps as ``node`` with tiny sizes on a CPU: the GPU DataLoader's and the
+  training GPU feed's device-side code on CPU tensors (the engines' test switches), ResNet-18 at
+  112 px.
 """
 
 from __future__ import annotations
@@ -41,6 +48,11 @@ TRAINING_LIBRARY = "torchvision"
 # Steps that take what the others left, up to the overall deadline (their budget is a ceiling,
 # not a share of TOTAL_BUDGET_S); what they leave out, a resumed run measures.
 AS_TIME_ALLOWS = ("batch_shared",)
+# Runs of each job in the training check: the fewest that give an interval over processes.
+CHECK_RUNS = 3
+# The training check's whole wall time: 9 supply jobs of 14-27 s and 9 training jobs of about
+# 10 s (one feed) on the first H100 run, the installation and the finish.
+CHECK_BUDGET_S = 420.0
 
 # Seconds per step. Node: sized from the first H100 run (Intel Xeon, 16 cores, 2026-11-27:
 # a GPU DataLoader job of 11 recipes took 52 s in memory scope and 84-107 s in decode scope,
@@ -60,6 +72,11 @@ STEP_BUDGETS_S: dict[str, dict[str, float]] = {
         "gpu_dataloader": 300,
         "pipeline": 50,
         "batch_shared": 200,
+    },
+    "training_check": {
+        "environment": 20,
+        "dataset": 15,
+        "supply_and_training": 340,
     },
     "dry": {
         "environment": 60,
@@ -106,6 +123,37 @@ CONFIGS: dict[str, dict[str, Any]] = {
             "warmup_steps": 5,
             "model_steps": 10,
             "blocks": 5,
+        },
+    },
+    "training_check": {
+        "preset": "default",
+        "dataset": {"archive": None, "default_images": 300},
+        "libraries": ["torchvision"],
+        "regimes": ["cpu_dataloader", "training"],
+        "gpu": "required",
+        "cpu_dataloader": {
+            "job_per": "setting",
+            "transforms": ["RandomResizedCrop"],
+            "scopes": ["decode"],
+            "workers": [4, 8, 12],
+            "batch_size": 64,
+            "batches_per_run": 16,
+            "num_runs": 3,
+            "baseline_runs": 0,
+            "runs": CHECK_RUNS,
+        },
+        "training": {
+            "transforms": ["RandomResizedCrop"],
+            "feeds": ["cpu"],
+            "workers": [4, 8, 12],
+            "accelerator": "model",
+            "model": "auto",  # ResNet-50 with AMP and channels_last on CUDA
+            "batch_size": 64,
+            "steps": 40,
+            "warmup_steps": 5,
+            "model_steps": 10,
+            "blocks": 5,
+            "runs": CHECK_RUNS,
         },
     },
     "dry": {
@@ -165,6 +213,14 @@ ENGINE_STEPS: dict[str, tuple[tuple[str, ...], str | None]] = {
     "pipeline": (("pipeline_gpu_dataloader",), "per-sample"),
     "batch_shared": (("gpu_dataloader", "pipeline_gpu_dataloader"), "batch-shared"),
 }
+# Each mode's engine steps (the training check: supply and training runs interleaved in one).
+MODE_STEPS: dict[str, dict[str, tuple[tuple[str, ...], str | None]]] = {
+    "node": ENGINE_STEPS,
+    "dry": ENGINE_STEPS,
+    "training_check": {"supply_and_training": (("cpu_dataloader", "training"), None)},
+}
+# The whole run's wall time per mode.
+MODE_BUDGETS_S = {"node": TOTAL_BUDGET_S, "dry": TOTAL_BUDGET_S, "training_check": CHECK_BUDGET_S}
 
 
 def gpu_priority(w: Mapping[str, str]) -> tuple[bool, bool, bool]:
@@ -184,6 +240,10 @@ def _dry_pick(pairs: set[tuple[str, str]]) -> Callable[[Mapping[str, str]], bool
 # Jobs each mode runs of each rule (None: all), in the order given by gpu_priority.
 SELECT: dict[str, dict[str, Callable[[Mapping[str, str]], bool]]] = {
     "node": {
+        "cpu_dataloader": lambda w: w["library"] == TRAINING_LIBRARY,
+        "training": lambda w: w["library"] == TRAINING_LIBRARY,
+    },
+    "training_check": {
         "cpu_dataloader": lambda w: w["library"] == TRAINING_LIBRARY,
         "training": lambda w: w["library"] == TRAINING_LIBRARY,
     },
@@ -210,13 +270,15 @@ def dataset_facts(config: Mapping[str, Any]) -> dict[str, Any]:
 def mode_plan(mode: str, repo: Path) -> dict[str, Any]:
     """One mode's steps: budgets, the dataset, and per engine step its jobs in run order."""
     from augbench.config import resolve
+    from augbench.regimes import run_number
     from augbench.sweep import THREAD_POLICIES, Sweep, flag_words
 
     config = resolve({**CONFIGS[mode], "machine": MACHINE, "envs": {}}, repo)
     data = dataset_facts(config)
     sweep = Sweep(config, data["key"])
     select = SELECT[mode]
-    rules = {rule for step_rules, _ in ENGINE_STEPS.values() for rule in step_rules}
+    engine_steps = MODE_STEPS[mode]
+    rules = {rule for step_rules, _ in engine_steps.values() for rule in step_rules}
     jobs: dict[str, list[dict[str, Any]]] = {rule: [] for rule in rules}
     for job in sweep.jobs():
         if job.rule not in jobs:
@@ -244,15 +306,20 @@ def mode_plan(mode: str, repo: Path) -> dict[str, Any]:
             }
         )
     for rule in ("gpu_dataloader", "pipeline_gpu_dataloader"):
-        jobs[rule].sort(key=lambda j: gpu_priority({**j["wildcards"], "library": j["library"]}))
+        if rule in jobs:
+            jobs[rule].sort(key=lambda j: gpu_priority({**j["wildcards"], "library": j["library"]}))
     for rule in ("cpu_dataloader", "training"):
-        jobs[rule].sort(key=lambda j: int(j["wildcards"]["workers"]))
+        if rule in jobs:
+            jobs[rule].sort(key=lambda j: int(j["wildcards"]["workers"]))
     steps: dict[str, list[dict[str, Any]]] = {}
-    for step, (step_rules, randomness) in ENGINE_STEPS.items():
+    for step, (step_rules, randomness) in engine_steps.items():
         candidates = [j for rule in step_rules for j in jobs[rule]]
         chosen = [j for j in candidates if randomness in (None, j["wildcards"].get("randomness"))]
         if step in AS_TIME_ALLOWS:  # shortest first: memory scope, then one recipe before 11
             chosen.sort(key=lambda j: (j["wildcards"]["scope"] == "decode", j["recipes"]))
+        # Runs in order (stable: within a run, the rules' order, then the workers'), so a
+        # setting's runs lie a pass over the step apart.
+        chosen.sort(key=lambda j: run_number(j["wildcards"].get("run", "")))
         steps[step] = chosen
     return {
         "mode": mode,
@@ -260,23 +327,27 @@ def mode_plan(mode: str, repo: Path) -> dict[str, Any]:
         "config": CONFIGS[mode],
         "dataset": data,
         "budgets_s": STEP_BUDGETS_S[mode],
+        "total_budget_s": MODE_BUDGETS_S[mode],
         "steps": steps,
     }
 
 
 def job_label(rule: str, w: Mapping[str, str]) -> str:
     """A job's name in progress lines and the summary, e.g. ``kornia decode w2 per-sample``."""
+    from augbench.regimes import run_number
+
+    run = f" run {run_number(w['run'])}" if w.get("run") else ""
     if rule == "training":
-        return f"{w['library']} w{w['workers']}"
+        return f"{w['library']} w{w['workers']}{run}"
     if rule == "cpu_dataloader":
-        return f"{w['library']} {w['scope']} w{w['workers']}"
+        return f"{w['library']} {w['scope']} w{w['workers']}{run}"
     if rule == "pipeline_gpu_dataloader":
         return f"pipeline {w['library']} {w['scope']} w{w['workers']} {w['randomness']}"
     return f"{w['library']} {w['scope']} w{w['workers']} {w['randomness']}"
 
 
 def build_plan(repo: Path) -> dict[str, Any]:
-    """Both modes' plans (plan.json of a bundle)."""
+    """Every mode's plan (plan.json of a bundle)."""
     return {
         "machine_placeholder": MACHINE,
         "total_budget_s": TOTAL_BUDGET_S,

@@ -432,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", type=Path, required=True)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--started", type=float, required=True, help="prove.sh's start (epoch s)")
-    p.add_argument("--mode", choices=["node", "dry"], required=True)
+    p.add_argument("--mode", choices=list(node_plan.CONFIGS), required=True)
     p.add_argument("--machine", default=None, help="machine label (default: derived here)")
     p.add_argument("--budget", type=float, default=None, help="whole run, s (default: plan's)")
     p.add_argument("--resume", type=Path, default=None, help="an earlier run's OUT to complete")
@@ -442,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     plan = full_plan["modes"][args.mode]
     args.work.mkdir(parents=True, exist_ok=True)
     progress = Progress(args.out / "prove.log", args.started)
-    total_budget = args.budget or full_plan["total_budget_s"]
+    total_budget = args.budget or plan.get("total_budget_s", full_plan["total_budget_s"])
     deadline = args.started + total_budget - full_plan["finish_reserve_s"]
     ctx = Context(args.bundle, args.work, args.out, args.mode, plan, progress, deadline)
     if args.resume is not None:
@@ -460,6 +460,7 @@ def main(argv: list[str] | None = None) -> int:
         *((name, lambda r, name=name: engine_step(ctx, r, plan["steps"][name]))
           for name in plan["steps"]),
     ]  # fmt: skip
+    steps = [(name, run) for name, run in steps if name in records]  # the mode's steps
     try:
         for name, run in steps:
             record = records[name]

@@ -2,8 +2,9 @@
 
 :func:`summarize` reads the run's result files (the workflow's ``{"metadata", "results"}``
 format), the env markers and the sync check into one JSON document (``summary.json``);
-:func:`markdown` renders it (``summary.md``). Only the standard library: the node's interpreter
-runs this.
+:func:`markdown` renders it (``summary.md``). The node's interpreter runs this: the standard
+library, and augbench.regimes for the run of a result path (it needs numpy, which the node
+has).
 """
 
 from __future__ import annotations
@@ -83,13 +84,17 @@ def gpu_table(files: list[tuple[str, str, dict[str, Any]]], family: str) -> dict
 
 
 def training_table(files: list[tuple[str, str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    from augbench.regimes import without_run
+
     out = []
-    for family, _, doc in files:
+    for family, rel, doc in files:
         if family != "training":
             continue
+        _, run = without_run(rel)
         for name, row in doc["results"].items():
             entry = {
                 "recipe": name,
+                "run": run,
                 "workers": row.get("workers"),
                 "feed": row.get("feed"),
                 "variant": row.get("variant"),
@@ -107,7 +112,7 @@ def training_table(files: list[tuple[str, str, dict[str, Any]]]) -> list[dict[st
             else:
                 entry["reason"] = row.get("reason")
             out.append(entry)
-    return sorted(out, key=lambda e: (int(e["workers"] or 0), str(e["feed"])))
+    return sorted(out, key=lambda e: (int(e["workers"] or 0), str(e["feed"]), e["run"]))
 
 
 def non_ok_rows(files: list[tuple[str, str, dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -143,10 +148,16 @@ def not_run(
 ) -> list[str]:
     out = [f"{name}: not brought to the node: {why}" for name, why in
            (bundle.get("not_brought") or {}).items()]  # fmt: skip
-    out.append(
-        "micro and cpu_dataloader regimes: not part of this proof (pyperf and AlbumentationsX, "
-        "the CPU reference of the GPU/CPU ratio, are not on the node)"
-    )
+    if mode == "training_check":
+        out.append(
+            "sync_check, gpu_dataloader and pipeline steps: not part of the training check "
+            "(the node mode runs them)"
+        )
+    else:
+        out.append(
+            "micro and cpu_dataloader regimes: not part of this proof (pyperf and "
+            "AlbumentationsX, the CPU reference of the GPU/CPU ratio, are not on the node)"
+        )
     for step in steps:
         for job in step["jobs"]:
             if job.get("status") == "not started":
@@ -247,7 +258,9 @@ def markdown(doc: dict[str, Any]) -> str:
     env = doc["environment"]
     packages = env.get("packages") or {}
     cuda = env.get("cuda") or {}
-    title = "dry run on the CPU" if doc["mode"] == "dry" else "GPU node"
+    title = {"dry": "dry run on the CPU", "training_check": "GPU node, training check"}.get(
+        doc["mode"], "GPU node"
+    )
     device = "".join(
         f", {label}{cuda[key]}"
         for key, label in (("device_name", ""), ("driver_version", "driver "),
@@ -314,9 +327,9 @@ def markdown(doc: dict[str, Any]) -> str:
     if doc["training"]:
         lines += ["", "## Training: images/s and data wait", ""]
         lines += _table(
-            ["recipe", "workers", "feed", "variant", "status", "img/s", "data wait",
+            ["recipe", "workers", "feed", "run", "variant", "status", "img/s", "data wait",
              "model alone img/s", "loader alone img/s", "data wait interval"],
-            [[t["recipe"], t["workers"], t["feed"], t["variant"],
+            [[t["recipe"], t["workers"], t["feed"], t.get("run", 1), t["variant"],
               t["status"] if t["status"] == "ok" else f"{t['status']}: {t.get('reason')}",
               _num(t.get("images_per_second")), _pct(t.get("data_wait_fraction")),
               _num(t.get("model_img_per_s")), _num(t.get("loader_img_per_s")),
