@@ -22,11 +22,12 @@ setup jobs. How a job kind is priced is its declaration's ``cost`` (augbench/reg
   runs in an interpreter of its own (the first in the job's process): the fixed overhead is paid
   per round.
 - ``training``: per recipe and feed, the engine's three passes (augbench.engines.training,
-  counted by augbench.stopping.training_counts): the step alone (model steps + 1), the loader
-  alone, and warm-up + timed steps of the loop, whose rate is the starvation model's prediction
-  (augbench.starvation_model.predict) from the loader's measured seconds per image at that
-  setting and the step's (a ``sleep:<ms>`` stand-in's own; a model's measured per accelerator,
-  model name and device, else the measured loop's rate), all counts from the job's own flags.
+  counted by augbench.stopping.training_counts and model_alone_counts): the step alone (its
+  warm-up and model steps), the loader alone, and warm-up + timed steps of the loop, whose rate
+  is the starvation model's prediction (augbench.starvation_model.predict) from the loader's
+  measured seconds per image at that setting and the step's (a ``sleep:<ms>`` stand-in's own;
+  a model's measured per accelerator, model name and device, else the measured loop's rate),
+  all counts from the job's own flags.
 - ``whole_job``: a fixed amount of work: its measured wall time.
 
 A transform's seconds per image scale with pixels: measured at the local dataset's mean
@@ -63,6 +64,7 @@ from augbench.stopping import (
     breakdown_passes,
     breakdown_value_bounds,
     epoch_batches,
+    model_alone_counts,
     passes_per_value,
     training_counts,
 )
@@ -242,7 +244,8 @@ def training_row_work(row: Mapping[str, Any], params: Mapping[str, Any]) -> floa
     loader = row.get("loader_batches", 0) * batch / rate if rate else 0.0
     steps = row.get("warmup_iterations", 0) + row.get("timed_steps", params.get("steps", 0))
     return (
-        (params.get("model_steps", 0) + 1) * step
+        # The step alone's warm-up as the row records it (rows without the field took one).
+        ((row.get("model_warmup_steps") or 1) + params.get("model_steps", 0)) * step
         + loader
         + steps * batch / row["median_throughput"]
     )
@@ -799,7 +802,8 @@ def training_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -> 
             step = model.seconds_per_image(transform) if step is None else step
         supply = Supply(1.0 / loader, workers, batch)
         loop = batch / predict(supply, 1.0 / max(step, 1e-9)).images_per_second
-        per_feed = (model_steps + 1) * batch * step + loader_batches * batch * loader
+        alone = sum(model_alone_counts(int(params["warmup_steps"]), model_steps))
+        per_feed = alone * batch * step + loader_batches * batch * loader
         seconds += len(feeds) * (per_feed + (warmup + timed) * loop)
     return Estimate(seconds, seconds)
 

@@ -91,6 +91,14 @@ def training_counts(workers: int, warmup_steps: int, prefetch_factor: int) -> tu
     return max(warmup_steps, prefetch_factor * workers + 1), max(6, 3 * workers)
 
 
+def model_alone_counts(warmup_steps: int, model_steps: int) -> tuple[int, int]:
+    """(untimed, timed) steps of a training feed's step-alone pass (augbench.engines.training
+    .model_rate, and the cost model's count of it): as many warm-up steps as the loop is
+    configured with, at least one (allocations, cuDNN's choices, a GPU's clocks leaving idle),
+    then ``model_steps`` timed ones."""
+    return max(1, warmup_steps), model_steps
+
+
 # The pipeline breakdown's kinds of pass (augbench.engines.pipeline_breakdown): each runs in its
 # own fresh processes, so each costs the same passes.
 BREAKDOWN_KINDS = ("steps", "whole", "bare")

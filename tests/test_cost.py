@@ -497,7 +497,7 @@ def test_a_training_job_is_priced_from_its_passes_at_the_planned_accelerator(
     loader's 200 img/s here: 20 ms steps at batch 10 take 500 img/s); one with the model, at
     its measured step."""
     from augbench.starvation_model import Supply, predict
-    from augbench.stopping import training_counts
+    from augbench.stopping import model_alone_counts, training_counts
 
     params = {"batch_size": 10, "workers": 2, "steps": 20, "warmup_steps": 3, "model_steps": 5,
               "accelerator": "model", "model": "auto"}  # fmt: skip
@@ -518,9 +518,13 @@ def test_a_training_job_is_priced_from_its_passes_at_the_planned_accelerator(
     found, basis = cost.estimate_jobs([stand_in, real], {("training", "pillow"): model}, {})
     warmup, loader_batches = training_counts(2, 3, 2)
     assert (warmup, loader_batches) == (5, 6)
+    # The planned step alone: the loop's 3 warm-up steps, then 5 (the row above, which does not
+    # record its warm-up, took the one an older engine ran).
+    alone = sum(model_alone_counts(3, 5))
+    assert alone == 8
     for job, step in ((stand_in, 0.002), (real, 0.01)):
         loop = predict(Supply(200.0, 2, 10), 1 / step).images_per_second
-        expected = 4.0 + 6 * 10 * step + 6 * 10 / 200.0 + (5 + 40) * 10 / loop
+        expected = 4.0 + alone * 10 * step + 6 * 10 / 200.0 + (5 + 40) * 10 / loop
         assert found[job].expected == pytest.approx(expected) and basis[job] == "measured"
     assert found[stand_in].expected < found[real].expected
     # On a GPU placement, where only a CPU step was measured: the loop at the loader's pace.

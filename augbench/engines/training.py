@@ -69,7 +69,7 @@ from augbench.engines.dataloader.timing import wait_percentiles_ms
 from augbench.intervals import median_interval
 from augbench.policy import DATALOADER_THREADS
 from augbench.results import non_ok_row, ok_row
-from augbench.stopping import training_counts
+from augbench.stopping import model_alone_counts, training_counts
 
 REGIME = "training"
 SLEEP = re.compile(r"^sleep:(?P<ms>\d+(\.\d+)?)$")
@@ -269,16 +269,19 @@ def loader_rate(batches: Iterator[Any], count: int) -> float:
     return images / (time.perf_counter() - start)
 
 
-def model_rate(step: Callable[[Any], None], batch: Any, steps: int) -> tuple[float, float]:
-    """(images/s, median seconds per step) of the step alone on a resident batch."""
-    step(batch)  # warm-up: allocations, cuDNN autotuning
+def model_rate(
+    step: Callable[[Any], None], batch: Any, warmup: int, steps: int
+) -> tuple[float, list[float]]:
+    """(images/s at the median step, every timed step's seconds) of the step alone on a
+    resident batch, after ``warmup`` untimed steps (stopping.model_alone_counts)."""
+    for _ in range(warmup):
+        step(batch)
     times = []
     for _ in range(steps):
         start = time.perf_counter()
         step(batch)
         times.append(time.perf_counter() - start)
-    median = statistics.median(times)
-    return batch.shape[0] / median, median
+    return batch.shape[0] / statistics.median(times), times
 
 
 def endless(loader: Any) -> Iterator[Any]:
@@ -460,7 +463,8 @@ def measure_feed(
         synchronize()
 
     try:
-        ceiling, model_step_s = model_rate(step, feed.resident, args.model_steps)
+        alone_warmup, alone_steps = model_alone_counts(args.warmup_steps, args.model_steps)
+        ceiling, model_steps_s = model_rate(step, feed.resident, alone_warmup, alone_steps)
     except out_of_memory_errors() as exc:
         return non_ok_row("error", f"the model does not fit the GPU: {exc}".split("\n")[0])
     batches = endless(feed.loader)
@@ -489,7 +493,10 @@ def measure_feed(
         loader_img_per_s=data_rate,
         loader_batches=loader_batches,
         model_img_per_s=ceiling,
-        model_step_ms=1000.0 * model_step_s,
+        model_step_ms=1000.0 * statistics.median(model_steps_s),
+        # The step alone's spread (its timed steps): set beside step_ms, the loop's own steps.
+        model_step_spread_ms=wait_percentiles_ms(model_steps_s),
+        model_warmup_steps=alone_warmup,
         timed_steps=args.steps,
         process_tree_rss_mb=tree_rss,
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,

@@ -18,7 +18,10 @@ KEY_PACKAGES = ("torch", "torchvision", "kornia", "kornia-rs", "numpy", "pillow"
 NON_OK_LISTED = 40
 # The engines' result families in the order the node runs them.
 FAMILIES = ("gpu_dataloader", "pipeline", "training")
-COMMIT_TO = "docs/results/<machine>/"
+# Where a mode's OUT is committed: the training check beside the node run, not over its files
+# (both write the supply's and the training's first-run result paths).
+COMMIT_TO = {"training_check": "docs/results/<machine>/training-check/"}
+COMMIT_TO_DEFAULT = "docs/results/<machine>/"
 
 
 def result_files(results: Path) -> list[tuple[str, str, dict[str, Any]]]:
@@ -371,11 +374,12 @@ def markdown(doc: dict[str, Any]) -> str:
                   for r in non_ok[:NON_OK_LISTED]]  # fmt: skip
         if len(non_ok) > NON_OK_LISTED:
             lines.append(f"- ... {len(non_ok) - NON_OK_LISTED} more in summary.json")
+    target = COMMIT_TO.get(doc["mode"], COMMIT_TO_DEFAULT)
     lines += [
         "",
         "## Where the results go",
         "",
-        f"Unpack `results.tar.gz` into `{COMMIT_TO.replace('<machine>', doc['machine'])}` with "
+        f"Unpack `results.tar.gz` into `{target.replace('<machine>', doc['machine'])}` with "
         'this summary beside it (docs/gpu_regimes.md, "On an offline GPU node").',
         "",
     ]
