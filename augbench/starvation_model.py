@@ -16,6 +16,10 @@ A loop step is ``batch = next(loader)`` then the model's step (``step_s`` second
   busy, u = min(1, loader period / loop period), between the two. The loop's period is
   max(step + hand-over, loader period); the model waits for the hand-over, and for the loader
   where it is slower than the step.
+- A model that **reads its batch** (a real model; not a stand-in that only sleeps) also pays
+  the batch's first read (``Supply.first_read_s``: mapping the worker's shared-memory pages into
+  the training process), which a step timed on a resident batch does not: it lengthens the
+  step, not the wait.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ class Supply:
     batch_size: int
     handover_idle_s: float = 0.0
     handover_busy_s: float = 0.0
+    first_read_s: float = 0.0
 
     @property
     def period_s(self) -> float:
@@ -68,6 +73,7 @@ def predict(supply: Supply, model_img_per_s: float) -> Prediction:
             0.0,
             "no workers: load then step, batch / (loader period + step)",
         )
+    step += supply.first_read_s  # the step as the loop times it: its first read included
     handover = supply.handover_idle_s
     for _ in range(20):  # the busy share and the hand-over depend on each other: iterate
         busy = min(1.0, period / (step + handover))
@@ -80,8 +86,8 @@ def predict(supply: Supply, model_img_per_s: float) -> Prediction:
         batch / loop,
         (loop - step) / loop,
         handover,
-        "workers: batch / max(step + hand-over, loader period), the hand-over between its idle "
-        "and busy cost by the workers' busy share",
+        "workers: batch / max(step + first read + hand-over, loader period), the hand-over "
+        "between its idle and busy cost by the workers' busy share",
     )
 
 

@@ -6,6 +6,7 @@ compares a measured fraction with a computed one."""
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import subprocess
 import textwrap
@@ -47,6 +48,18 @@ def test_the_hand_over_sits_between_its_idle_and_busy_cost_by_the_workers_busy_s
     slow = predict(Supply(80.0, 2, 10, 0.002, 0.010), 100.0)
     assert slow.images_per_second == pytest.approx(80.0)
     assert slow.handover_s == pytest.approx(0.010)
+
+
+def test_a_model_that_reads_its_batch_pays_the_first_read_in_its_step_not_its_wait() -> None:
+    # Step 100 ms, loader period 25 ms, hand-over 2 ms, first read 3 ms: the loop is 105 ms
+    # of step (as the loop times it) and 2 ms of wait.
+    fed = predict(Supply(400.0, 2, 10, 0.002, 0.002, first_read_s=0.003), 100.0)
+    assert fed.images_per_second == pytest.approx(10 / 0.105)
+    assert fed.data_wait_fraction == pytest.approx(0.002 / 0.105)
+    # Data-bound: the loader's period sets the pace; the first read only shortens the wait.
+    slow = predict(Supply(50.0, 2, 10, 0.002, 0.002, first_read_s=0.003), 100.0)
+    assert slow.images_per_second == pytest.approx(50.0)
+    assert slow.data_wait_fraction == pytest.approx((0.2 - 0.103) / 0.2)
 
 
 def test_fed_is_one_threshold_with_its_interval_and_monotone_in_workers() -> None:
@@ -225,6 +238,69 @@ def test_several_runs_of_one_setting_are_pooled_as_processes() -> None:
     assert table.loc[0, "supply_img_per_s"] == 160.0 and table.loc[0, "images_per_second"] == 53.0
     lines = "\n".join(training_tables.summary_lines(frame))
     assert "1 rows pool several runs of their setting (training runs 1-2, supply runs 1-3:" in lines
+
+
+def test_a_pooled_models_rate_spreads_the_prediction_by_its_runs() -> None:
+    """A real model measured alone in three runs (60, 80, 100 img/s) and a supply far above it:
+    the prediction is model-bound at the runs' median, and its interval spans the runs' model
+    rates (a step's rate differs between processes), where one run's prediction has only the
+    supply's interval."""
+    rates = (60.0, 80.0, 100.0)
+    model = {"accelerator": "model", "variant": "resnet50-224px-amp-cuda"}
+    frame = pd.DataFrame(
+        [
+            *(
+                _row(2, 0.9 * r, 0.05, **model, model_img_per_s=r, timestamp=f"t{i}",
+                     throughputs=json.dumps([0.9 * r] * 3),
+                     data_wait_fractions=json.dumps([0.05] * 3))
+                for i, r in enumerate(rates)
+            ),
+            _supply(2, 1000.0),
+            _row(1, 70.0, 0.05, **model, model_img_per_s=80.0),
+            _supply(1, 1000.0),
+        ]
+    )  # fmt: skip
+    table = training_tables.predicted_vs_measured(frame).set_index("workers")
+    pooled, single = table.loc[2], table.loc[1]
+    assert pooled["model_img_per_s"] == 80.0
+    assert pooled["model_ci_low"] <= 60.0 and pooled["model_ci_high"] >= 100.0
+    assert pooled["model_source"] == "the model alone, measured in each run's job"
+    step = 4 / pooled["predicted_img_per_s"] - 0.001  # the 1 ms hand-over
+    assert step == pytest.approx(4 / 80.0)
+    assert pooled["predicted_low"] == pytest.approx(4 / (4 / 60.0 + 0.001))
+    assert pooled["predicted_high"] == pytest.approx(4 / (4 / 100.0 + 0.001))
+    assert math.isnan(single["model_ci_low"])
+    assert single["predicted_low"] == single["predicted_high"] == single["predicted_img_per_s"]
+    # The runs of one job pooled first (as tidy.load reads a job's runs) keep each run's rate.
+    from augbench.analysis.runs import WAIT_POOL, pooled_runs
+
+    runs = frame[(frame["workers"] == 2) & (frame["regime"] == "training")]
+    one = pooled_runs(runs, WAIT_POOL)
+    assert json.loads(one["model_img_per_s_by_run"]) == list(rates)
+    again = training_tables.predicted_vs_measured(
+        pd.concat([one.to_frame().T, frame[frame["regime"] == "cpu_dataloader"]])
+    ).set_index("workers")
+    assert again.loc[2, "predicted_low"] == pytest.approx(pooled["predicted_low"])
+
+
+def test_the_first_read_counts_for_a_real_model_not_for_a_stand_in_that_sleeps() -> None:
+    """The supply's job probed a 2 ms hand-over, 4 ms where the batch it frees was read, and a
+    3 ms first read of a batch: a real model's prediction pays the read batches' hand-over and
+    the first read, the 50 ms stand-in (which never reads its batches) the plain hand-over."""
+    probes = {"handover_idle_ms": 2.0, "handover_busy_ms": 2.0, "handover_read_ms": 4.0,
+              "handover_first_read_ms": 3.0}  # fmt: skip
+    model = {"accelerator": "model", "variant": "resnet50-224px-amp-cuda", "model_img_per_s": 80.0}
+    frame = pd.DataFrame(
+        [_row(1, 70.0, 0.05), _row(1, 70.0, 0.05, **model), _supply(1, 1000.0, **probes)]
+    )
+    table = training_tables.predicted_vs_measured(frame).set_index("variant")
+    stand_in, real = table.loc["sleep-50ms"], table.loc["resnet50-224px-amp-cuda"]
+    assert stand_in["first_read_ms"] == 0.0
+    assert stand_in["predicted_img_per_s"] == pytest.approx(4 / 0.052)
+    assert real["first_read_ms"] == pytest.approx(3.0)
+    assert real["handover_ms"] == pytest.approx(4.0)
+    assert real["predicted_img_per_s"] == pytest.approx(4 / (4 / 80.0 + 0.007))
+    assert real["predicted_data_wait"] == pytest.approx(0.004 / (4 / 80.0 + 0.007))
 
 
 def test_a_pooled_supply_is_allocator_bound_when_any_run_faulted_beyond_its_output() -> None:

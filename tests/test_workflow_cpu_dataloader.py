@@ -135,6 +135,9 @@ def test_result_rows_record_decoder_timing_and_threads(smoke_run: WorkflowRun) -
             # The hand-over probe: every decode row with workers carries its job's.
             if meta["scope"] == "decode" and params["workers"] > 0:
                 assert row["handover_idle_ms"] > 0 and row["handover_busy_ms"] > 0
+                # What a model that reads its batches pays: the first read, and next() that
+                # frees a read batch.
+                assert row["handover_first_read_ms"] > 0 and row["handover_read_ms"] > 0
                 assert row["handover_batch_mb"] == pytest.approx(
                     DL["batch_size"] * 3 * 224 * 224 * 4 / 2**20
                 )

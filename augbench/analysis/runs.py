@@ -43,6 +43,8 @@ MEDIAN_OF_RUNS: tuple[str, ...] = (
     "minor_faults_per_image",
     "handover_idle_ms",
     "handover_busy_ms",
+    "handover_read_ms",
+    "handover_first_read_ms",
     "model_img_per_s",
     "loader_img_per_s",
 )
@@ -69,6 +71,16 @@ def value_groups(row: pd.Series | dict[str, Any], column: str) -> list[list[floa
         groups = [[float(v) for v in g if isinstance(v, int | float)] for g in by_run]
         return [[v for v in g if math.isfinite(v)] for g in groups]
     return [values(row, column)]
+
+
+def run_values(row: pd.Series | dict[str, Any], column: str) -> list[float]:
+    """A per-job probe's value of each run a row stands for (:data:`MEDIAN_OF_RUNS`): the
+    runs' values where the row pools several (``<column>_by_run``), else the row's own."""
+    by_run = decoded(row.get(f"{column}{BY_RUN}"))
+    if isinstance(by_run, list):
+        return [float(v) for v in by_run if isinstance(v, int | float) and math.isfinite(v)]
+    own = number(row.get(column))
+    return [own] if math.isfinite(own) else []
 
 
 def run_count(row: pd.Series | dict[str, Any]) -> int:
@@ -101,7 +113,9 @@ def pooled_runs(runs: pd.DataFrame, *pools: tuple[str, str, str]) -> pd.Series:
             _spread(row, [v for g in groups for v in g], pooled)
     for column in MEDIAN_OF_RUNS:
         if column in runs:
-            row[column] = pd.to_numeric(runs[column], errors="coerce").median()
+            each = [v for _, run in runs.iterrows() for v in run_values(run, column)]
+            row[column] = statistics.median(each) if each else math.nan
+            row[f"{column}{BY_RUN}"] = json.dumps(each)
     if "minor_faults_per_image" in runs:
         # Whether a setting is allocator-bound is asked of its most-faulting run: processes of
         # one setting fault differently under glibc as shipped (their allocator histories

@@ -93,31 +93,53 @@ def batch_mb(row: pd.Series | dict[str, Any]) -> float:
     return math.nan
 
 
-def handover_s(row: pd.Series | dict[str, Any], to_batch_mb: float) -> tuple[float, float]:
+def handover_s(
+    row: pd.Series | dict[str, Any], to_batch_mb: float, reads: bool = False
+) -> tuple[float, float]:
     """The row's job's hand-over per batch in seconds (idle, busy), scaled from the probe's batch
     to ``to_batch_mb`` (the hand-over grows with the bytes a batch maps; unscaled where either
-    size is unknown); NaN, NaN where the job has no hand-over probe."""
+    size is unknown); NaN, NaN where the job has no hand-over probe. Where the model ``reads``
+    its batches, next() also unmaps the read batch before: both costs grow by what the probe
+    measured for that at the busy pace (``handover_read_ms`` over ``handover_busy_ms``; a job
+    without the read probe counts none)."""
     idle = number(row.get("handover_idle_ms"))
     busy = number(row.get("handover_busy_ms"))
     if math.isnan(idle) or math.isnan(busy):
         return math.nan, math.nan
+    read = number(row.get("handover_read_ms"))
+    if reads and math.isfinite(read):
+        idle, busy = idle + max(0.0, read - busy), max(busy, read)
     probe_mb = number(row.get("handover_batch_mb"))
     scale = to_batch_mb / probe_mb if probe_mb > 0 and to_batch_mb > 0 else 1.0
     return idle * scale / 1000.0, busy * scale / 1000.0
 
 
-def supply_of(row: pd.Series | dict[str, Any], rate: float) -> Supply:
+def first_read_s(row: pd.Series | dict[str, Any], to_batch_mb: float) -> float:
+    """The row's job's first read of a handed-over batch in seconds (what a model that reads
+    its batch adds to its step), scaled from the probe's batch to ``to_batch_mb`` as the
+    hand-over is; 0 where the job has no such probe."""
+    read = number(row.get("handover_first_read_ms"))
+    if not read >= 0:
+        return 0.0
+    probe_mb = number(row.get("handover_batch_mb"))
+    scale = to_batch_mb / probe_mb if probe_mb > 0 and to_batch_mb > 0 else 1.0
+    return read * scale / 1000.0
+
+
+def supply_of(row: pd.Series | dict[str, Any], rate: float, reads: bool = True) -> Supply:
     """The loader of an end-to-end row at ``rate`` img/s: its workers, batch and its job's
     hand-over per batch (scaled from the probe's batch to the row's; none recorded, as in the
-    GPU regimes, counts as none)."""
+    GPU regimes, counts as none), and the batch's first read where the model ``reads`` it (a
+    real model; a stand-in that only sleeps does not)."""
     counted = number(row.get("workers"))
     # No worker sweep (-1, none: DALI's own threads) is a loader that prefetches.
     workers = int(counted) if counted >= 0 else 1
     batch = int(number(row.get("batch_size"))) if number(row.get("batch_size")) > 0 else 1
-    idle, busy = handover_s(row, batch_mb(row)) if workers > 0 else (math.nan, math.nan)
+    idle, busy = handover_s(row, batch_mb(row), reads) if workers > 0 else (math.nan, math.nan)
     if math.isnan(idle):
         return Supply(rate, workers, batch)
-    return Supply(rate, workers, batch, idle, busy)
+    read = first_read_s(row, batch_mb(row)) if reads else 0.0
+    return Supply(rate, workers, batch, idle, busy, read)
 
 
 def data_wait_fraction(data_img_per_s: float, model_img_per_s: float, workers: int = 1) -> float:

@@ -12,7 +12,8 @@ A training row's prediction never comes from its own job. Its inputs are:
   below the steady rate on a 2-core VM (docs/training.md). A result file without the steady
   rate is predicted from its epochs' rate, and ``supply_basis`` says which;
 - the **model rate**: the stand-in's nominal rate (``sleep:<ms>``: batch / ms), or the row's own
-  model-alone rate (the step on a resident batch, before the loader starts).
+  model-alone rate (the step on a resident batch, before the loader starts; pooled runs: the
+  median of the runs' rates, with its interval over the runs, ``model_ci_low/high``).
 
 **Several runs of one setting** (result files of the same job from several runs, e.g. folders
 given together to ``plot_from``) are pooled, for the supply and for the training row alike: each
@@ -26,8 +27,9 @@ did not measure, the GPU feed, DALI's own loader) say "no out-of-sample predicti
 
 ``predicted_vs_measured``: per machine, accelerator (``variant``), library, recipe and worker
 count, the measured throughput and data wait (median of the row's blocks, with the interval of
-the median), the prediction with its interval (from the supply's), measured / predicted, the
-wait difference, whether both are within ``policy.TRAINING_PREDICTION_TOLERANCE`` and
+the median), the prediction with its interval (from the supply's and the model rate's),
+measured / predicted, the wait difference, whether both are within
+``policy.TRAINING_PREDICTION_TOLERANCE`` and
 ``policy.TRAINING_WAIT_TOLERANCE``, the fed verdict of the measured wait and of the predicted
 wait (augbench.starvation_model.verdict, one threshold: ``policy.FED_WAIT``), and per series the
 fewest workers fed (monotone in workers, or flagged). ``summary_lines``: the summary's section.
@@ -41,12 +43,18 @@ from typing import Any
 
 import pandas as pd
 
-from augbench import adapters
+from augbench import adapters, intervals
 from augbench.adapters.base import DALI_PIPELINE
 from augbench.analysis.cells import decoded, is_true, number
 from augbench.analysis.faults import is_bound, row_faults
-from augbench.analysis.runs import STEADY_POOL, THROUGHPUT_POOL, WAIT_POOL, pooled_runs
-from augbench.analysis.starvation import batch_mb, handover_s
+from augbench.analysis.runs import (
+    STEADY_POOL,
+    THROUGHPUT_POOL,
+    WAIT_POOL,
+    pooled_runs,
+    run_values,
+)
+from augbench.analysis.starvation import batch_mb, first_read_s, handover_s
 from augbench.policy import FED_WAIT, TRAINING_PREDICTION_TOLERANCE, TRAINING_WAIT_TOLERANCE
 from augbench.starvation_model import FED_DEFINITION, Supply, fewest_fed, predict, verdict
 
@@ -89,7 +97,10 @@ COLUMNS: tuple[str, ...] = (
     "supply_faults_per_image",
     "supply_output_pages",
     "handover_ms",
+    "first_read_ms",
     "model_img_per_s",
+    "model_ci_low",
+    "model_ci_high",
     "model_source",
     "data_over_model",
     "predicted_img_per_s",
@@ -163,9 +174,18 @@ def supply_rate(supply: pd.Series) -> tuple[float, float, float, bool]:
 
 def pooled_training(runs: pd.DataFrame) -> pd.Series:
     """Several runs of one training setting: the ok runs' blocks pooled (throughput and data
-    wait) and the median of their model-alone rates; where none is ok, the latest run."""
+    wait) and the median of their model-alone rates, with that median's interval over the runs
+    (each run a process: a step's rate differs between processes, on a GPU by up to 1.3x);
+    where none is ok, the latest run."""
     ok = runs[runs["status"] == "ok"]
-    return pooled_runs(runs) if ok.empty else pooled_runs(ok, THROUGHPUT_POOL, WAIT_POOL)
+    if ok.empty:
+        return pooled_runs(runs)
+    row = pooled_runs(ok, THROUGHPUT_POOL, WAIT_POOL)
+    rates = [[v] for _, run in ok.iterrows() for v in run_values(run, "model_img_per_s") if v > 0]
+    if len(rates) > 1:
+        spread = intervals.process_median_interval(rates)
+        row["model_ci_low"], row["model_ci_high"] = spread.low, spread.high
+    return row
 
 
 def _key(row: pd.Series | dict[str, Any]) -> tuple[str, ...]:
@@ -184,7 +204,18 @@ def _model_rate(row: pd.Series) -> tuple[float, str]:
     if sleep:
         batch = number(row.get("batch_size"))
         return batch * 1000.0 / float(sleep["ms"]), f"the stand-in's nominal rate ({sleep[0]})"
+    if number(row.get("model_ci_high")) > 0:
+        return number(row.get("model_img_per_s")), "the model alone, measured in each run's job"
     return number(row.get("model_img_per_s")), "the model alone, measured in the row's job"
+
+
+def _model_ends(row: pd.Series, model_rate: float) -> list[float]:
+    """The model rates the prediction's interval spans: the rate, and the ends of its interval
+    over the runs where the row pools several (a stand-in's nominal rate has none)."""
+    if SLEEP.match(_text(row.get("accelerator"))):
+        return [model_rate]
+    ends = (number(row.get("model_ci_low")), number(row.get("model_ci_high")))
+    return [model_rate, *(r for r in ends if r > 0)]
 
 
 def _why_no_supply(row: pd.Series) -> str | None:
@@ -207,23 +238,28 @@ def _prediction(supply: pd.Series, row: pd.Series, model_rate: float) -> dict[st
     """The prediction and its interval (from the supply's interval) for one training row."""
     workers = int(number(row.get("workers")))
     batch = int(number(row.get("batch_size")))
+    read = 0.0
+    reads = not SLEEP.match(_text(row.get("accelerator")))  # a real model reads its batches
     if workers > 0:
-        idle, busy = handover_s(supply, batch_mb(row))
+        idle, busy = handover_s(supply, batch_mb(row), reads)
         if math.isnan(idle):
             return {"prediction": f"{NO_PREDICTION}: the supply's job has no hand-over probe"}
+        if reads:
+            read = first_read_s(supply, batch_mb(row))
     else:
         idle = busy = 0.0
 
-    def at(rate: float) -> Any:
-        return predict(Supply(rate, workers, batch, idle, busy), model_rate)
+    def at(rate: float, model: float = model_rate) -> Any:
+        return predict(Supply(rate, workers, batch, idle, busy, read), model)
 
     rate, low, high, stream = supply_rate(supply)
     faults = row_faults(supply)
     pages = supply.get("output_pages")
     middle = at(rate)
-    # The prediction over the supply's interval (its ends and median: the hand-over's share
-    # makes it not always monotone in the rate).
-    ends = [middle, *(at(r) for r in (low, high) if r > 0)]
+    # The prediction over the supply's interval and the model rate's (their ends and medians,
+    # every pair: the hand-over's share makes it not always monotone in the rates).
+    rates = [r for r in (rate, low, high) if r > 0]
+    ends = [at(r, m) for r in rates for m in _model_ends(row, model_rate)]
     return {
         "supply_img_per_s": rate,
         "supply_ci_low": low,
@@ -237,6 +273,7 @@ def _prediction(supply: pd.Series, row: pd.Series, model_rate: float) -> dict[st
         "supply_faults_per_image": number(faults),
         "supply_output_pages": number(pages),
         "handover_ms": 1000.0 * middle.handover_s,
+        "first_read_ms": 1000.0 * read,
         "data_over_model": rate / model_rate,
         "predicted_img_per_s": middle.images_per_second,
         "predicted_low": min(p.images_per_second for p in ends),
@@ -293,6 +330,8 @@ def predicted_vs_measured(frame: pd.DataFrame) -> pd.DataFrame:
             "data_wait_low": number(row.get("data_wait_ci_low")),
             "data_wait_high": number(row.get("data_wait_ci_high")),
             "model_img_per_s": model_rate,
+            "model_ci_low": number(row.get("model_ci_low")),
+            "model_ci_high": number(row.get("model_ci_high")),
             "model_source": model_source,
             "step_ms_p50": _value(row.get("step_ms"), "p50"),
             "step_ms_p95": _value(row.get("step_ms"), "p95"),

@@ -18,9 +18,9 @@ KEY_PACKAGES = ("torch", "torchvision", "kornia", "kornia-rs", "numpy", "pillow"
 NON_OK_LISTED = 40
 # The engines' result families in the order the node runs them.
 FAMILIES = ("gpu_dataloader", "pipeline", "training")
-# Where a mode's OUT is committed: the training check beside the node run, not over its files
-# (both write the supply's and the training's first-run result paths).
-COMMIT_TO = {"training_check": "docs/results/<machine>/training-check/"}
+# Where a mode's OUT is committed: each training check in a folder of its own beside the node
+# run, not over its files (both write the supply's and the training's first-run result paths).
+COMMIT_TO = {"training_check": "docs/results/<machine>/training-check-<N>/"}
 COMMIT_TO_DEFAULT = "docs/results/<machine>/"
 
 
@@ -379,8 +379,9 @@ def markdown(doc: dict[str, Any]) -> str:
         "",
         "## Where the results go",
         "",
-        f"Unpack `results.tar.gz` into `{target.replace('<machine>', doc['machine'])}` with "
-        'this summary beside it (docs/gpu_regimes.md, "On an offline GPU node").',
+        f"Unpack `results.tar.gz` into `{target.replace('<machine>', doc['machine'])}`"
+        + (" (`<N>`: the next free number)" if "<N>" in target else "")
+        + ' with this summary beside it (docs/gpu_regimes.md, "On an offline GPU node").',
         "",
     ]
     return "\n".join(lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import mmap
 import statistics
 import time
 from collections.abc import Callable
@@ -145,6 +146,20 @@ HANDOVER_FIELDS: tuple[str, ...] = (
 )
 
 
+def first_read_seconds(batch: Any) -> float:
+    """Seconds to read one value of every memory page of a batch just handed over: a model
+    step's first read of it (the H2D copy, the first layer) maps the worker's shared-memory
+    pages into this process, a cost in the step's time that neither the hand-over in next() nor
+    a step on a resident batch pays. NaN where the batch is not one contiguous tensor."""
+    if not hasattr(batch, "is_contiguous") or not batch.is_contiguous():
+        return math.nan
+    flat = batch.reshape(-1)
+    stride = max(1, mmap.PAGESIZE // batch.element_size())
+    start = time.perf_counter()
+    flat[::stride].sum().item()
+    return time.perf_counter() - start
+
+
 def measure_handover(
     args: argparse.Namespace,
     adapter: adapters.Adapter,
@@ -156,7 +171,11 @@ def measure_handover(
     the transport sample (a fixed 224 crop through the recipe's tail, a recipe's output shape)
     through the regime's loader, read after the workers have gone idle, then read at
     policy.HANDOVER_BUSY_PACE times the stream's own batch period while they work. Each timed
-    next() also frees the batch before it, as a training loop's ``batch = next(loader)`` does."""
+    next() also frees the batch before it, as a training loop's ``batch = next(loader)`` does.
+    Then the same paced reading once more with each batch read as a model reads it
+    (:func:`first_read_seconds`, timed): the first read, and next() when the batch it frees was
+    read (a read batch's pages are mapped here, and unmapping them costs more), which is what
+    a loop of a real model pays; a stand-in that only sleeps never reads its batches."""
     tail = adapter.recipe_tail(recipes.IMAGENET_MEAN, recipes.IMAGENET_STD)
     sample_load = identity if load is identity else CroppedLoad(load)
     chosen = [fixed_crop(i) for i in items] if load is identity else items
@@ -191,6 +210,14 @@ def measure_handover(
             held = next(stream.batches)
             busy.append(clock() - start)
             time.sleep(pace)
+        read_handover: list[float] = []
+        first_reads = [first_read_seconds(held)]  # the batch the first probe frees, read too
+        for _ in range(HANDOVER_PROBES):
+            start = clock()
+            held = next(stream.batches)
+            read_handover.append(clock() - start)
+            first_reads.append(first_read_seconds(held))
+            time.sleep(pace)
         del held
     finally:
         stream.close()
@@ -199,6 +226,15 @@ def measure_handover(
         "handover_idle_ms": 1000.0 * statistics.median(idle),
         "handover_busy_ms": 1000.0 * statistics.median(busy),
         "handover_batch_mb": math.prod(shape) * 4 / 2**20,
+        # A batch that is not one tensor (NaN) has neither: what a model's read costs unknown.
+        **(
+            {
+                "handover_read_ms": 1000.0 * statistics.median(read_handover),
+                "handover_first_read_ms": 1000.0 * statistics.median(first_reads[1:]),
+            }
+            if all(math.isfinite(v) for v in first_reads)
+            else {"handover_read_ms": None, "handover_first_read_ms": None}
+        ),
         "handover_probes": HANDOVER_PROBES,
     }
 
