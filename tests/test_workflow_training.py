@@ -100,3 +100,28 @@ def test_the_supplys_two_runs_are_two_jobs_and_one_row(training_run: Path) -> No
     assert loader["source_file"].str.contains("-run2.json").all()
     training = pd.read_csv(training_run / "results/tables/training.csv")
     assert (training["supply_runs"] == 2).all() and (training["runs"] == 1).all()
+
+
+def test_plots_from_the_result_files_gives_the_same_training_table(
+    training_run: Path, tmp_path: Path
+) -> None:
+    """Results brought from elsewhere (an offline GPU node's, say) and read with
+    ``snakemake plots``: its tables hold the same out-of-sample training table as the run's own
+    (the summary points to it)."""
+    raw = training_run / "results/raw"
+    run_snakemake(
+        tmp_path, "--cores", "1", "plots", "--config", "preset=smoke", "machine=smoke-test",
+        f"plot_from={{'brought': ['{raw}']}}",
+    )  # fmt: skip
+    brought = pd.read_csv(tmp_path / "results/plots/brought/tables/training.csv")
+    own = pd.read_csv(training_run / "results/tables/training.csv")
+    columns = ["library", "workers", "predicted_img_per_s", "measured_vs_predicted"]
+    key = ["library", "workers"]
+    pd.testing.assert_frame_equal(
+        brought[columns].sort_values(key).reset_index(drop=True),
+        own[columns].sort_values(key).reset_index(drop=True),
+    )
+    assert (
+        "tables/training.csv"
+        in (tmp_path / "results/plots/brought/analysis/summary.md").read_text()
+    )

@@ -100,6 +100,7 @@ rule collect_results:
         table="results/plots/{name}/tables/all_results.csv",
         coverage="results/plots/{name}/tables/coverage.csv",
         speedups="results/plots/{name}/tables/speedups.csv",
+        training="results/plots/{name}/tables/training.csv",
     log:
         "logs/plots/{name}/collect.log",
     conda:

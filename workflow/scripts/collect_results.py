@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
-from augbench.analysis import collect, speedups
+from augbench.analysis import collect, speedups, training
 from augbench.logs import redirect_to_log
 from augbench.results import write_table_atomic
 
@@ -45,6 +45,8 @@ with redirect_to_log(sm.log[0]):
         write_table_atomic(frame, sm.output.table)
         write_table_atomic(speedups.coverage(frame), sm.output.coverage)
         write_table_atomic(speedups.compute(frame), sm.output.speedups)
+        # The training rows beside their out-of-sample predictions (empty without training rows).
+        write_table_atomic(training.predicted_vs_measured(frame), sm.output.training)
         machines = sorted(frame["machine"].unique())
         print(
             f"{len(frame)} rows from {len(found.files)} result files "
