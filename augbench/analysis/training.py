@@ -175,7 +175,8 @@ def supply_rate(supply: pd.Series) -> tuple[float, float, float, bool]:
 def pooled_training(runs: pd.DataFrame) -> pd.Series:
     """Several runs of one training setting: the ok runs' blocks pooled (throughput and data
     wait) and the median of their model-alone rates, with that median's interval over the runs
-    (each run a process: a step's rate differs between processes, on a GPU by up to 1.3x);
+    (each run a process: a step's rate differs between processes, by up to 1.4x on one H100
+    node);
     where none is ok, the latest run."""
     ok = runs[runs["status"] == "ok"]
     if ok.empty:
@@ -198,9 +199,15 @@ def _key(row: pd.Series | dict[str, Any]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _stand_in(row: pd.Series) -> re.Match[str] | None:
+    """The ``sleep:<ms>`` stand-in a row trained (None for a real model, which reads its
+    batches; the stand-in only sleeps)."""
+    return SLEEP.match(_text(row.get("accelerator")))
+
+
 def _model_rate(row: pd.Series) -> tuple[float, str]:
     """The model's img/s for the prediction and where it comes from."""
-    sleep = SLEEP.match(_text(row.get("accelerator")))
+    sleep = _stand_in(row)
     if sleep:
         batch = number(row.get("batch_size"))
         return batch * 1000.0 / float(sleep["ms"]), f"the stand-in's nominal rate ({sleep[0]})"
@@ -212,7 +219,7 @@ def _model_rate(row: pd.Series) -> tuple[float, str]:
 def _model_ends(row: pd.Series, model_rate: float) -> list[float]:
     """The model rates the prediction's interval spans: the rate, and the ends of its interval
     over the runs where the row pools several (a stand-in's nominal rate has none)."""
-    if SLEEP.match(_text(row.get("accelerator"))):
+    if _stand_in(row):
         return [model_rate]
     ends = (number(row.get("model_ci_low")), number(row.get("model_ci_high")))
     return [model_rate, *(r for r in ends if r > 0)]
@@ -235,11 +242,12 @@ def _why_no_supply(row: pd.Series) -> str | None:
 
 
 def _prediction(supply: pd.Series, row: pd.Series, model_rate: float) -> dict[str, Any]:
-    """The prediction and its interval (from the supply's interval) for one training row."""
+    """The prediction and its interval (from the supply's and the model rate's) for one
+    training row."""
     workers = int(number(row.get("workers")))
     batch = int(number(row.get("batch_size")))
     read = 0.0
-    reads = not SLEEP.match(_text(row.get("accelerator")))  # a real model reads its batches
+    reads = _stand_in(row) is None
     if workers > 0:
         idle, busy = handover_s(supply, batch_mb(row), reads)
         if math.isnan(idle):
