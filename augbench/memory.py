@@ -114,7 +114,8 @@ class Footprint:
 
     ``processes`` import the library (a pyperf worker, a DataLoader's main process);
     ``forked`` are DataLoader workers forked from the main process: they share its pages (each
-    counts them again in a resident-set sum) and add ``policy.WORKER_PRIVATE_MB`` of their own.
+    counts them again in a resident-set sum) and add ``worker_private_mb`` each of their own
+    (policy.WORKER_PRIVATE_MB unless the kind knows its workers hold more).
     ``images`` x ``pixels`` x ``channels`` x ``value_bytes`` x ``copies`` is the resident pixel
     data of the main process (``copies``: how many forms of the images coexist at the peak, e.g.
     the decoded cache and the library's own tensors while the latter are built)."""
@@ -123,6 +124,7 @@ class Footprint:
     torch: bool = False
     processes: int = 1
     forked: int = 0
+    worker_private_mb: float = policy.WORKER_PRIVATE_MB
     images: int = 0
     pixels: float = 0.0
     channels: int = 3
@@ -165,7 +167,7 @@ def predict(footprint: Footprint) -> Prediction:
     shared = base + footprint.image_mb  # what a forked worker shares with the main process
     main = shared + footprint.extra_mb + footprint.working_mb
     others = (footprint.processes - 1) * base
-    private = footprint.forked * policy.WORKER_PRIVATE_MB
+    private = footprint.forked * footprint.worker_private_mb
     needed = main + others + private + footprint.batches_mb
     rss = needed + footprint.forked * shared
     headroom = policy.MEMORY_HEADROOM

@@ -196,6 +196,12 @@ MANAGER_RSS_MB = 44.0
 # What one forked DataLoader worker adds of its own (pages it writes: outputs, copy-on-write
 # object headers, its thread arenas); from Snakemake's max_pss of cpu_dataloader jobs.
 WORKER_PRIVATE_MB = 60.0
+# The same for a training job's decode-scope worker beside a model being trained: fitted on the
+# reference run's ResNet-18 jobs (tools/maintenance/reference_run.yaml, amd-epyc-2c,
+# 2026-11-27: the largest shortfall of a 1-worker job's mem_mb below its max_pss with 60 MB, 96
+# MB, per worker before headroom); checked on the runs of docs/training.md "Through the
+# workflow's own runs" (tools/checks/training_memory.py, docs/results/training-memory-*).
+TRAINING_WORKER_PRIVATE_MB = 140.0
 # The training regime's model state in the main process at batch 32 (weights, gradients, SGD
 # momentum, activations), scaled by batch size in the memory model. resnet18 at 112 px on CPU:
 # measured 2026-11-25 on amd-epyc-2c, peak RSS 1010 MB at batch 16 with torchvision imported

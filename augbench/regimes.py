@@ -243,6 +243,7 @@ class Planner(Protocol):
     config: Mapping[str, Any]
     dataset: str
     machine: str
+    host_gpu: bool | None
     transforms: list[str]
     sizes: Mapping[str, ImageSizes]
     policy_json: str
@@ -736,8 +737,9 @@ def training_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     training state in the main process (policy.TRAINING_MODEL_MB: weights, gradients, momentum
     and activations at the batch size). The state is always counted: the device is chosen when
     the job runs (CUDA where usable), so a job placed on a GPU machine may still train on the
-    CPU; where the placement has a GPU the host's CUDA context is counted too, as for the GPU
-    regimes."""
+    CPU; where the job can have a GPU (its placement's, or, for a job that runs where the
+    workflow runs, an NVIDIA driver on this machine: ``Planner.host_gpu``) the host's CUDA
+    context is counted too, as for the GPU regimes."""
     from augbench import recipes
     from augbench.memory import Footprint
 
@@ -748,13 +750,16 @@ def training_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     model = "sleep" if str(t["accelerator"]).startswith("sleep:") else "resnet18"
     if t["model"] == "resnet50":  # on a CPU machine: ~2.5x resnet18's training state
         model = "resnet50"
-    gpu = "gpu" in s.config["cloud"]["regimes"].get(kind.placement, {})
+    placed = "gpu" in s.config["cloud"]["regimes"].get(kind.placement, {})
+    # A CUDA context where the job can have one: its placement's GPU, or this machine's driver.
+    gpu = placed if s.host_gpu is None else s.host_gpu
     declared = adapters.declared(w["library"])
     # A library with its own pipeline loader (DALI) runs its workers as threads, not forks.
     own_loader = DALI_PIPELINE in declared.capabilities
     return Footprint(
         w["library"], torch=declared.env_has_torch,
         forked=0 if own_loader else workers,
+        worker_private_mb=policy.TRAINING_WORKER_PRIVATE_MB,
         batches_mb=in_flight * recipes.OUTPUT_SIZE**2 * 12.0 / 2**20,  # float32 224 px
         extra_mb=policy.TRAINING_MODEL_MB[model] * batch / 32, gpu=gpu,
     )  # fmt: skip

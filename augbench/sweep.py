@@ -74,6 +74,10 @@ class Sweep:
         self._memory: dict[tuple[Any, ...], memory.Prediction] = {}
         self._micro_images: dict[str, int] = {}
         self.machine: str = config["machine"]
+        # Whether the machine that runs the jobs has an NVIDIA driver: set by the workflow for
+        # jobs that run where it runs; None where they run on placements (cloud, SLURM) or the
+        # caller does not say: a training job's memory then follows its placement's GPU.
+        self.host_gpu: bool | None = None
         self.libraries: list[str] = list(config["libraries"])
         self.regimes: list[str] = list(config["regimes"])
         self.transforms: list[str] = list(config["transforms"])

@@ -396,3 +396,22 @@ def test_a_micro_job_counts_the_temporaries_of_its_own_transforms(paper: sweep.S
     with_spline = [mb for names, mb in working.items() if "ThinPlateSpline" in names]
     without = [mb for names, mb in working.items() if "ThinPlateSpline" not in names]
     assert with_spline and without and max(without) < min(with_spline)
+
+
+def test_a_training_job_counts_a_cuda_context_only_where_it_can_have_a_gpu() -> None:
+    """A training job picks its device when it runs: on its cloud placement the placement's GPU
+    decides; where the workflow runs it, this machine's NVIDIA driver does (host_gpu)."""
+    s = sweep.Sweep(config("smoke", regimes=["cpu_dataloader", "training"]), "d")
+    kind = regimes.KINDS["training"]
+    w = {"machine": "m", "dataset": "d", "library": "torchvision", "workers": "2"}
+    placed = "gpu" in s.config["cloud"]["regimes"].get(kind.placement, {})
+    assert kind.memory(s, kind, w).gpu is placed
+    cuda = policy.CUDA_CONTEXT_HOST_MB * policy.MEMORY_HEADROOM.factor
+    for host in (False, True):
+        s.host_gpu = host
+        footprint = kind.memory(s, kind, w)
+        assert footprint.gpu is host
+    s.host_gpu = False
+    without = memory.predict(kind.memory(s, kind, w)).mem_mb
+    s.host_gpu = True
+    assert memory.predict(kind.memory(s, kind, w)).mem_mb == pytest.approx(without + cuda, abs=1)

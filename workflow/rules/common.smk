@@ -13,7 +13,7 @@ sys.path.insert(0, workflow.basedir)
 # process would compile its imports again, 2-3 s apiece (docs/results/bytecode-amd-epyc-2c.md).
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
-from augbench import adapters, matrix, regimes, slurm, sweep  # noqa: E402
+from augbench import adapters, cuda_env, matrix, regimes, slurm, sweep  # noqa: E402
 from augbench import pipelines as user_pipelines  # noqa: E402
 from augbench.pipeline_sources import torchvision_module  # noqa: E402
 from augbench.config import resolve  # noqa: E402
@@ -125,6 +125,11 @@ SUBMITTING_TO_SLURM = _EXECUTOR == slurm.EXECUTOR and not COSTING_ONLY
 ON_SLURM = SUBMITTING_TO_SLURM or _EXECUTOR == slurm.JOB_STEP_EXECUTOR
 # `snakemake cost` of a SLURM profile (cloud.profile: profiles/slurm) checks the same plan.
 _COSTING_SLURM = COSTING_ONLY and cost_profile().executor == slurm.EXECUTOR
+# A job that runs here counts a CUDA context in its memory only where this machine has an NVIDIA
+# driver (a training job picks its device when it runs); placed jobs (a cloud sweep, SLURM,
+# `snakemake cost`) count their placement's GPU.
+if not (_cloud or ON_SLURM or _COSTING_SLURM):
+    SWEEP.host_gpu = cuda_env.find_driver()[0] is not None
 _problems = []
 if SUBMITTING_TO_SLURM or _COSTING_SLURM:
     _problems = SWEEP.placement_problems() or slurm.plan_problems(
