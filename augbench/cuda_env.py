@@ -196,6 +196,12 @@ def find_driver(proc_version: Path = PROC_VERSION) -> tuple[str | None, str | No
     return None, None
 
 
+def has_driver() -> bool:
+    """Whether this machine has an NVIDIA driver (:func:`find_driver`): without one no process
+    here can create a CUDA context."""
+    return find_driver()[0] is not None
+
+
 Probe = Callable[[], tuple[int, str | None]]
 
 

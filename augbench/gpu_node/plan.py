@@ -90,6 +90,33 @@ STEP_BUDGETS_S: dict[str, dict[str, float]] = {
     },
 }
 
+# The node run's supply (the training recipe's cpu_dataloader rows at the training's workers and
+# batch) and its training (ResNet-50 fed by the same loader configuration, both feeds).
+NODE_SUPPLY: dict[str, Any] = {
+    "job_per": "setting",
+    "transforms": ["RandomResizedCrop"],
+    "scopes": ["decode"],
+    "workers": [4, 8, 16],
+    "batch_size": 64,
+    "batches_per_run": 16,
+    "num_runs": 3,
+    "baseline_runs": 0,
+}
+NODE_TRAINING: dict[str, Any] = {
+    "transforms": ["RandomResizedCrop"],
+    "feeds": ["cpu", "gpu"],
+    "workers": [4, 8, 16],
+    "accelerator": "model",
+    "model": "auto",  # ResNet-50 with AMP and channels_last on CUDA
+    "batch_size": 64,
+    "steps": 40,
+    "warmup_steps": 5,
+    "model_steps": 10,
+    "blocks": 5,
+}
+# The training check's worker counts: 12 workers and the training process still fit 16 cores.
+CHECK_WORKERS = [4, 8, 12]
+
 # The configuration each mode plans from (merged over its preset by augbench.config.resolve).
 CONFIGS: dict[str, dict[str, Any]] = {
     "node": {
@@ -102,28 +129,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "pipelines": [PIPELINE],
         # One job (one engine start) per library x scope x randomness mode.
         "gpu_dataloader": {"shard_size": 11},
-        "cpu_dataloader": {
-            "job_per": "setting",
-            "transforms": ["RandomResizedCrop"],
-            "scopes": ["decode"],
-            "workers": [4, 8, 16],
-            "batch_size": 64,
-            "batches_per_run": 16,
-            "num_runs": 3,
-            "baseline_runs": 0,
-        },
-        "training": {
-            "transforms": ["RandomResizedCrop"],
-            "feeds": ["cpu", "gpu"],
-            "workers": [4, 8, 16],
-            "accelerator": "model",
-            "model": "auto",  # ResNet-50 with AMP and channels_last on CUDA
-            "batch_size": 64,
-            "steps": 40,
-            "warmup_steps": 5,
-            "model_steps": 10,
-            "blocks": 5,
-        },
+        "cpu_dataloader": NODE_SUPPLY,
+        "training": NODE_TRAINING,
     },
     "training_check": {
         "preset": "default",
@@ -131,28 +138,14 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "libraries": ["torchvision"],
         "regimes": ["cpu_dataloader", "training"],
         "gpu": "required",
-        "cpu_dataloader": {
-            "job_per": "setting",
-            "transforms": ["RandomResizedCrop"],
-            "scopes": ["decode"],
-            "workers": [4, 8, 12],
-            "batch_size": 64,
-            "batches_per_run": 16,
-            "num_runs": 3,
-            "baseline_runs": 0,
-            "runs": CHECK_RUNS,
-        },
+        # The node run's supply and training, at workers that leave the training process a core,
+        # the CPU feed only (the one another regime predicts), every job in runs.
+        "cpu_dataloader": {**NODE_SUPPLY, "workers": CHECK_WORKERS, "runs": CHECK_RUNS},
         "training": {
-            "transforms": ["RandomResizedCrop"],
+            **NODE_TRAINING,
             "feeds": ["cpu"],
-            "workers": [4, 8, 12],
-            "accelerator": "model",
-            "model": "auto",  # ResNet-50 with AMP and channels_last on CUDA
-            "batch_size": 64,
-            "steps": 40,
-            "warmup_steps": 5,
+            "workers": CHECK_WORKERS,
             "model_steps": 30,  # the step alone on a GPU: 10 steps spread 28-38 ms per process
-            "blocks": 5,
             "runs": CHECK_RUNS,
         },
     },
@@ -238,22 +231,20 @@ def _dry_pick(pairs: set[tuple[str, str]]) -> Callable[[Mapping[str, str]], bool
 
 
 # Jobs each mode runs of each rule (None: all), in the order given by gpu_priority.
+def _training_library(w: Mapping[str, str]) -> bool:
+    return w["library"] == TRAINING_LIBRARY
+
+
 SELECT: dict[str, dict[str, Callable[[Mapping[str, str]], bool]]] = {
-    "node": {
-        "cpu_dataloader": lambda w: w["library"] == TRAINING_LIBRARY,
-        "training": lambda w: w["library"] == TRAINING_LIBRARY,
-    },
-    "training_check": {
-        "cpu_dataloader": lambda w: w["library"] == TRAINING_LIBRARY,
-        "training": lambda w: w["library"] == TRAINING_LIBRARY,
-    },
+    "node": {"cpu_dataloader": _training_library, "training": _training_library},
+    "training_check": {"cpu_dataloader": _training_library, "training": _training_library},
     "dry": {
         # Both libraries and both scopes in two jobs, each recipe a process start: Kornia's
         # decode scope with its recipes, torchvision's memory scope with the pipeline.
         "gpu_dataloader": _dry_pick({("kornia", "decode")}),
         "pipeline_gpu_dataloader": _dry_pick({("torchvision", "memory")}),
-        "cpu_dataloader": lambda w: w["library"] == TRAINING_LIBRARY,
-        "training": lambda w: w["library"] == TRAINING_LIBRARY,
+        "cpu_dataloader": _training_library,
+        "training": _training_library,
     },
 }
 

@@ -45,6 +45,8 @@ def main() -> int:
         config = deep_merge(config, {key: yaml.safe_load(value)})
     config = resolve(config, ROOT)
     kind = regimes.KINDS["training"]
+    host_gpu = cuda_env.has_driver()
+    plans: dict[tuple[str, str], Sweep] = {}
     rows = []
     for bench in sorted((args.run / "benchmarks").glob("*/*/training/*/*.tsv")):
         machine, dataset, _, library, name = bench.parts[-5:]
@@ -52,8 +54,10 @@ def main() -> int:
         found = kind.wildcards_of(result)
         if found is None:
             continue
-        plan = Sweep({**config, "machine": machine}, dataset)
-        plan.host_gpu = cuda_env.find_driver()[0] is not None
+        if (machine, dataset) not in plans:  # planned as the workflow plans a local run
+            plans[machine, dataset] = Sweep({**config, "machine": machine}, dataset)
+            plans[machine, dataset].host_gpu = host_gpu
+        plan = plans[machine, dataset]
         wildcards = {**found, "library": regimes.split_allocator(found["library"])[0]}
         predicted = memory.predict(kind.memory(plan, kind, wildcards)).mem_mb
         with bench.open(newline="") as fh:

@@ -129,7 +129,7 @@ _COSTING_SLURM = COSTING_ONLY and cost_profile().executor == slurm.EXECUTOR
 # driver (a training job picks its device when it runs); placed jobs (a cloud sweep, SLURM,
 # `snakemake cost`) count their placement's GPU.
 if not (_cloud or ON_SLURM or _COSTING_SLURM):
-    SWEEP.host_gpu = cuda_env.find_driver()[0] is not None
+    SWEEP.host_gpu = cuda_env.has_driver()
 _problems = []
 if SUBMITTING_TO_SLURM or _COSTING_SLURM:
     _problems = SWEEP.placement_problems() or slurm.plan_problems(
