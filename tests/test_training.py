@@ -203,6 +203,34 @@ def test_the_prediction_comes_from_another_job_and_is_checked_against_the_loop()
     assert "no out-of-sample prediction" in lines
 
 
+def test_a_miss_says_whether_it_lies_within_the_predictions_interval() -> None:
+    """Two data-bound rows off the tolerances by the same ratio: one whose supply's interval is
+    wide (its runs spread that far) lies within the prediction's interval, the other, with a
+    narrow supply interval, beyond it; the summary's note says which."""
+    frame = pd.DataFrame(
+        [
+            # The supply's interval 45-75 img/s: the prediction spans about 44-72 img/s and a
+            # wait of about 9-45 %; measured 50 img/s waiting 36 % is 0.84x, 11 points off.
+            _row(1, 50.0, 0.36),
+            _supply(1, 60.0, ci_low=45.0, ci_high=75.0),
+            # The same miss against a supply known to 1 %.
+            _row(2, 50.0, 0.36),
+            _supply(2, 60.0, ci_low=59.7, ci_high=60.3),
+        ]
+    )
+    table = training_tables.predicted_vs_measured(frame).set_index("workers")
+    assert not table.loc[1, "within_tolerance"] and not table.loc[2, "within_tolerance"]
+    assert table["within_interval"].tolist() == [True, False]
+    notes = [
+        line
+        for line in training_tables.summary_lines(frame)
+        if line.startswith("- torchvision") and "x the prediction" in line
+    ]
+    assert len(notes) == 2
+    assert "within what the inputs' spread allows" in notes[0]
+    assert "beyond the prediction's interval" in notes[1]
+
+
 def test_several_runs_of_one_setting_are_pooled_as_processes() -> None:
     """Three supply runs and two training runs of one setting: one table row, whose values are
     the medians of all the runs' values, with the interval over the runs as processes; a

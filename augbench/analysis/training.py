@@ -113,6 +113,7 @@ COLUMNS: tuple[str, ...] = (
     "measured_vs_predicted",
     "wait_difference",
     "within_tolerance",
+    "within_interval",
     "prediction",
     "step_ms_p50",
     "step_ms_p95",
@@ -308,6 +309,34 @@ def oversubscribed(row: pd.Series) -> bool | None:
     return bool(int(row["workers"]) + 1 > cores)
 
 
+def _overlap(low: float, high: float, other_low: float, other_high: float) -> bool | None:
+    if any(math.isnan(number(v)) for v in (low, high, other_low, other_high)):
+        return None
+    return bool(max(low, other_low) <= min(high, other_high))
+
+
+def within_interval(record: dict[str, Any]) -> bool | None:
+    """Whether the measured row and its prediction agree within their intervals: the measured
+    throughput's and data wait's intervals each overlap the prediction's, which spans the ends
+    of its inputs' intervals (the supply's runs, the model's). A row off the tolerances but
+    within its interval missed by no more than its inputs' own spread: more runs of the supply
+    narrow it. A row within the tolerances can be outside its interval where one process's
+    interval is narrower than the spread between processes (one run a side). None without
+    intervals."""
+    throughput = _overlap(
+        record["ci_low"], record["ci_high"], record["predicted_low"], record["predicted_high"]
+    )
+    wait = _overlap(
+        record["data_wait_low"],
+        record["data_wait_high"],
+        record["predicted_wait_low"],
+        record["predicted_wait_high"],
+    )
+    if throughput is None or wait is None:
+        return None
+    return throughput and wait
+
+
 def predicted_vs_measured(frame: pd.DataFrame) -> pd.DataFrame:
     rows = frame[frame["regime"] == "training"] if "regime" in frame.columns else frame.iloc[:0]
     supplies: dict[tuple[str, ...], pd.Series] = {}
@@ -375,6 +404,7 @@ def predicted_vs_measured(frame: pd.DataFrame) -> pd.DataFrame:
                 abs(ratio - 1.0) <= TRAINING_PREDICTION_TOLERANCE
                 and abs(difference) <= TRAINING_WAIT_TOLERANCE
             )
+            record["within_interval"] = within_interval(record)
         records.append(record)
     table = pd.DataFrame.from_records(records, columns=list(COLUMNS))
     table["fewest_workers_fed"] = pd.Series(dtype=object)
@@ -473,6 +503,15 @@ def summary_lines(frame: pd.DataFrame) -> list[str]:
                     "; the supply's loader is allocator-bound, so its rate depends on its "
                     "process's allocator history (docs/allocator.md: glibc-steady removes it)"
                     if bound
+                    else ""
+                )
+                + (
+                    "; its intervals overlap the prediction's, which spans the spread of the "
+                    "supply's runs: within what the inputs' spread allows (more supply runs "
+                    "narrow it)"
+                    if is_true(r.get("within_interval"))
+                    else "; beyond the prediction's interval"
+                    if str(r.get("within_interval")) == "False"
                     else ""
                 )
                 + (

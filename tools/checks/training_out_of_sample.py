@@ -287,13 +287,16 @@ def report(table: pd.DataFrame) -> None:
         # A miss whose supply faulted beyond its output in some run: its rate depends on the
         # process's allocator history (augbench.analysis.training.pooled_supply).
         bound_misses = int(misses["supply_allocator_bound"].map(is_true).sum())
+        # A miss within the prediction's interval is off by no more than its inputs' spread.
+        interval_misses = int(misses["within_interval"].map(is_true).sum())
         print(
             f"  {bound}-bound: {int(rows['within_tolerance'].sum())}/{len(rows)} within "
             f"{TRAINING_PREDICTION_TOLERANCE:.0%} and {TRAINING_WAIT_TOLERANCE:.0%} points; "
             f"measured / predicted {ratio.min():.2f}-{ratio.max():.2f} (median "
             f"{ratio.median():.2f}), wait off by at most {100 * wait.max():.1f} points"
             + (
-                f"; {bound_misses} of the {len(misses)} outside with an allocator-bound supply"
+                f"; {bound_misses} of the {len(misses)} outside with an allocator-bound supply, "
+                f"{interval_misses} within the prediction's interval"
                 if len(misses)
                 else ""
             )
