@@ -93,6 +93,13 @@ def batch_mb(row: pd.Series | dict[str, Any]) -> float:
     return math.nan
 
 
+def _probe_scale(row: pd.Series | dict[str, Any], to_batch_mb: float) -> float:
+    """From the hand-over probe's batch to ``to_batch_mb``: the probe's costs grow with the bytes
+    a batch maps (1 where either size is unknown)."""
+    probe_mb = number(row.get("handover_batch_mb"))
+    return to_batch_mb / probe_mb if probe_mb > 0 and to_batch_mb > 0 else 1.0
+
+
 def handover_s(
     row: pd.Series | dict[str, Any], to_batch_mb: float, reads: bool = False
 ) -> tuple[float, float]:
@@ -109,8 +116,7 @@ def handover_s(
     read = number(row.get("handover_read_ms"))
     if reads and math.isfinite(read):
         idle, busy = idle + max(0.0, read - busy), max(busy, read)
-    probe_mb = number(row.get("handover_batch_mb"))
-    scale = to_batch_mb / probe_mb if probe_mb > 0 and to_batch_mb > 0 else 1.0
+    scale = _probe_scale(row, to_batch_mb)
     return idle * scale / 1000.0, busy * scale / 1000.0
 
 
@@ -121,9 +127,7 @@ def first_read_s(row: pd.Series | dict[str, Any], to_batch_mb: float) -> float:
     read = number(row.get("handover_first_read_ms"))
     if not read >= 0:
         return 0.0
-    probe_mb = number(row.get("handover_batch_mb"))
-    scale = to_batch_mb / probe_mb if probe_mb > 0 and to_batch_mb > 0 else 1.0
-    return read * scale / 1000.0
+    return read * _probe_scale(row, to_batch_mb) / 1000.0
 
 
 def supply_of(row: pd.Series | dict[str, Any], rate: float, reads: bool = True) -> Supply:

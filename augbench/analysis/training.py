@@ -250,11 +250,12 @@ def _prediction(supply: pd.Series, row: pd.Series, model_rate: float) -> dict[st
     read = 0.0
     reads = _stand_in(row) is None
     if workers > 0:
-        idle, busy = handover_s(supply, batch_mb(row), reads)
+        size = batch_mb(row)
+        idle, busy = handover_s(supply, size, reads)
         if math.isnan(idle):
             return {"prediction": f"{NO_PREDICTION}: the supply's job has no hand-over probe"}
         if reads:
-            read = first_read_s(supply, batch_mb(row))
+            read = first_read_s(supply, size)
     else:
         idle = busy = 0.0
 
