@@ -200,7 +200,8 @@ WORKER_PRIVATE_MB = 60.0
 # reference run's ResNet-18 jobs (tools/maintenance/reference_run.yaml, amd-epyc-2c,
 # 2026-11-27: the largest shortfall of a 1-worker job's mem_mb below its max_pss with 60 MB, 96
 # MB, per worker before headroom); checked on the runs of docs/training.md "Through the
-# workflow's own runs" (tools/checks/training_memory.py, docs/results/training-memory-*).
+# workflow's own runs" (tools/checks/training_memory.py,
+# docs/results/amd-epyc-2c/2026-11-27-training-check-workflow-1/).
 TRAINING_WORKER_PRIVATE_MB = 140.0
 # The training regime's model state in the main process at batch 32 (weights, gradients, SGD
 # momentum, activations), scaled by batch size in the memory model. resnet18 at 112 px on CPU:
@@ -301,5 +302,5 @@ MAIN_PROCESS_CORES = 0.5
 # least this level; below it (e.g. a DataLoader row of two epochs: a 50 % interval) the margin is
 # shown with its interval and "not decided". Three default runs on one 2-core VM within 90 minutes
 # named three different train_light winners from their 50 % intervals
-# (docs/results/answer-amd-epyc-2c/README.md).
+# (docs/results/amd-epyc-2c/2026-11-26-default-run-5/).
 ANSWER_MIN_INTERVAL_LEVEL = 0.9

@@ -316,7 +316,8 @@ def engine_environment(base: Mapping[str, str], setup: dict[str, Any]) -> dict[s
     env = {**base, **telemetry.off_environment(), SETUP_ENV_VAR: json.dumps(setup)}
     # The engine may cache the bytecode of what it imports in the library's venv: where the
     # machine sets PYTHONDONTWRITEBYTECODE, every job and pyperf worker would otherwise compile
-    # torch's modules again (docs/results/bytecode-amd-epyc-2c.md). Outside every timed scope.
+    # torch's modules again (docs/results/amd-epyc-2c/2026-11-26-bytecode/). Outside every timed
+    # scope.
     env.pop(NO_BYTECODE_ENV_VAR, None)
     if env.get(NETWORK_GUARD_ENV_VAR):
         guard = str(Path(__file__).resolve().parent / "netguard")

@@ -20,8 +20,8 @@ NON_OK_LISTED = 40
 FAMILIES = ("gpu_dataloader", "pipeline", "training")
 # Where a mode's OUT is committed: each training check in a folder of its own beside the node
 # run, not over its files (both write the supply's and the training's first-run result paths).
-COMMIT_TO = {"training_check": "docs/results/<machine>/training-check-<N>/"}
-COMMIT_TO_DEFAULT = "docs/results/<machine>/"
+COMMIT_TO = {"training_check": "docs/results/<machine>/<date>-training-check-<N>/"}
+COMMIT_TO_DEFAULT = "docs/results/<machine>/<date>-node-run/"
 
 
 def result_files(results: Path) -> list[tuple[str, str, dict[str, Any]]]:
@@ -380,7 +380,8 @@ def markdown(doc: dict[str, Any]) -> str:
         "## Where the results go",
         "",
         f"Unpack `results.tar.gz` into `{target.replace('<machine>', doc['machine'])}`"
-        + (" (`<N>`: the next free number)" if "<N>" in target else "")
+        + " (`<date>`: the run's date"
+        + ("; `<N>`: the next free number of that date)" if "<N>" in target else ")")
         + ' with this summary beside it (docs/gpu_regimes.md, "On an offline GPU node").',
         "",
     ]

@@ -1,7 +1,7 @@
 """Check the cost and memory models against a measured run (docs/cloud.md#checked-against-a-run).
 
     uv run python tools/checks/cost_validation.py --predict-from SMOKE_RUN --measured LITE_RUN \
-        --output docs/cost_validation.tsv [--configfile FILE] [--config preset=paper-lite ...]
+        --output OUT.tsv [--configfile FILE] [--config preset=paper-lite ...]
 
 1. Predicts the measured run's configuration with rule ``cost`` (``snakemake cost`` in a scratch
    directory, ``cloud.estimate_from`` = SMOKE_RUN): results/cost/jobs.tsv lists every planned job
@@ -172,7 +172,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--predict-from", type=Path, required=True, help="the finished smoke run")
     p.add_argument("--measured", type=Path, required=True, help="the finished run to check")
-    p.add_argument("--output", type=Path, default=ROOT / "docs" / "cost_validation.tsv")
+    p.add_argument("--output", type=Path, default=ROOT / "results" / "cost_validation.tsv")
     p.add_argument("--envs-dir", type=Path, default=ROOT / ".venvs")
     p.add_argument("--configfile", type=Path, help="the measured run's config file, if any")
     p.add_argument("--config", nargs="*", default=None, help="key=value pairs (after the file)")

@@ -1,6 +1,7 @@
 """Fit the memory model's numbers (augbench/library_memory.json, augbench.policy) in processes of
 their own, never from the workflow runs they are checked against (tools/checks/cost_validation.py
-checks the model on a measured run; docs/cost_validation.tsv):
+checks the model on a measured run;
+docs/results/amd-epyc-2c/2026-11-26-cost-validation-paper-lite/):
 
 - ``import_rss_mb`` of ``augbench/library_memory.json`` (written), and ``MANAGER_RSS_MB``: the
   resident memory of a fresh interpreter in each library's venv after importing augbench and the

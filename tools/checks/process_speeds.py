@@ -21,7 +21,7 @@ writes that summary for files this tool wrote.
     uv run python tools/checks/process_speeds.py --library torchvision \
         --pipeline config/pipelines/train_medium.yaml \
         --manifest results/data/default-300-<hash>/manifest.json --interpreters 16 \
-        --out docs/results/pipeline_process_speeds-<machine>.tsv
+        --out docs/results/<machine>/<date>-process-speeds/process_speeds.tsv
 """
 
 from __future__ import annotations

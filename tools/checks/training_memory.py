@@ -5,7 +5,7 @@ workflow plans a local run) against their Snakemake benchmarks (``max_pss``: Dat
 share their parent's pages, counted once in a PSS sum).
 
     uv run python tools/checks/training_memory.py --run RUN [--configfile FILE] \
-        [--config key=value ...] --output docs/results/training-memory-....tsv
+        [--config key=value ...] --output docs/results/<machine>/<run>/training-memory.tsv
 
 One row per training job of RUN: its rows' statuses, the predicted ``mem_mb``, the measured
 ``max_pss`` and their ratio (the target: predicted >= measured and <= 2x it). RUN must be a

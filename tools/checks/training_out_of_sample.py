@@ -21,7 +21,7 @@ rows (the sanity check).
 
     uv run python tools/checks/training_out_of_sample.py --supply RUN_DIR --out RUN_DIR \
         --ratios 0.5,0.8,1,1.25,2 --models resnet18:112 \
-        --table docs/results/training-out-of-sample-<machine>.csv
+        --table docs/results/<machine>/<date>-training-check/training.csv
 
 A loader's rate differs between processes more than within one, so one supply row and one
 training row are one draw each. ``--supply`` may be given several times (runs of the same

@@ -10,7 +10,8 @@ from pathlib import Path
 sys.path.insert(0, workflow.basedir)
 # Every job's Python (the scripts of rules, the engines and their launcher, augbench.provision)
 # may cache the bytecode of what it imports. Where the machine sets PYTHONDONTWRITEBYTECODE, each
-# process would compile its imports again, 2-3 s apiece (docs/results/bytecode-amd-epyc-2c.md).
+# process would compile its imports again, 2-3 s apiece
+# (docs/results/amd-epyc-2c/2026-11-26-bytecode/).
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 from augbench import adapters, cuda_env, matrix, regimes, slurm, sweep  # noqa: E402
