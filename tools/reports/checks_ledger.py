@@ -1,0 +1,557 @@
+"""The ledger of the project's checks: every committed run of each, pooled.
+
+Writes docs/results/checks.md (each check's rule, its models, every run with its date, commit,
+machine, folder and outcome, and the pooled count) and docs/results/checks.csv (one line per
+run). A page that quotes a check's figure links it as ``[X of Y](docs/results/checks.md#<id>)``
+with the pooled figure of that id as the text (tests/test_checks_ledger.py).
+
+    uv run python tools/reports/checks_ledger.py            # rewrite both files
+    uv run python tools/reports/checks_ledger.py --check    # exit 1 if they are not current
+
+Each outcome is computed from the run's committed file with the rule of the check's own tool:
+
+- training-check: a training row passes where ``within_tolerance`` is true
+  (augbench.analysis.training: measured / predicted throughput within policy's
+  TRAINING_PREDICTION_TOLERANCE and data wait within TRAINING_WAIT_TOLERANCE); a table that holds
+  pooled and per-run predictions counts its pooled rows, from the supply's steady rate;
+- pipeline-rows: a row passes where its ratio, or its ratio at equal faults, is within the
+  tolerance (tools/checks/compose_vs_rows.py, the ``within`` columns it writes);
+- allocator-effect: the pairs whose effect lies beyond the null spread (``effect``) out of the
+  pairs with a ratio;
+- cost-validation: a rule with at least MIN_JOBS jobs passes on time and memory targets
+  (tools/checks/cost_validation.py: TIME_TARGET, MEMORY_TARGET);
+- training-memory: a training job passes where its mem_mb / max_pss is within MEMORY_TARGET.
+
+A run whose file a later state of the same run extends (more rounds added with
+``--keep-existing``) is listed once, as the later state; the earlier file is named, not counted.
+A model that changed after a run is counted on the runs made after the change only: each check
+lists its models and every run's model, and pools each model's runs apart as well as all runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib.util
+import io
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+import pandas as pd  # noqa: E402
+
+from augbench.analysis.cells import is_true  # noqa: E402
+from augbench.policy import TRAINING_PREDICTION_TOLERANCE, TRAINING_WAIT_TOLERANCE  # noqa: E402
+
+RESULTS = ROOT / "docs" / "results"
+LEDGER_MD = RESULTS / "checks.md"
+LEDGER_CSV = RESULTS / "checks.csv"
+VM = "amd-epyc-2c"
+H100 = "intel-xeon-16c-nvidia-h100-80gb-hbm3"
+
+
+def _tool(name: str):
+    """A module of tools/checks, imported from its file (the tools are scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / "checks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+cost_validation = _tool("cost_validation")
+
+
+@dataclass(frozen=True)
+class Model:
+    key: str  # the anchor suffix: <check id>-model-<key>
+    commit: str  # the commit that made the change ("" for the first model)
+    description: str
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    title: str
+    rule: str
+    models: tuple[Model, ...] = ()
+    series: tuple[tuple[str, str], ...] = ()  # (key, description): anchors <id>-<key>
+
+
+@dataclass(frozen=True)
+class Run:
+    check: str
+    machine: str
+    folder: str  # under docs/results/<machine>/
+    file: str  # in the folder
+    date: str
+    commit: str  # the code measured
+    model: str = ""
+    series: str = ""
+    what: str = ""
+    extends: tuple[str, ...] = field(default=())  # earlier states of this run, not counted
+
+
+CHECKS = (
+    Check(
+        "training-check",
+        "The starvation answer checked out of sample",
+        "A training row passes when measured / predicted throughput is within "
+        f"{1 - TRAINING_PREDICTION_TOLERANCE:.2f}-{1 + TRAINING_PREDICTION_TOLERANCE:.2f} and its "
+        f"data wait within {100 * TRAINING_WAIT_TOLERANCE:.0f} points of the prediction "
+        "(`within_tolerance` of the training table, tools/checks/training_out_of_sample.py). "
+        "Every row with a prediction counts (data-bound, crossover and model-bound); a table "
+        "that also predicts each run on its own counts its pooled rows, from the steady rate.",
+        (
+            Model("epochs", "", "the supply's epochs' rate, one run a side"),
+            Model(
+                "steady",
+                "06de92aeacb31d03abb492ce459ba133b1ddacbe",
+                "the supply read as a stream (steady rate), runs of a setting pooled on both sides",
+            ),
+            Model(
+                "warmup",
+                "fac82a7bb0e52f3d3493576f430b732588be3744",
+                "the step alone warmed up as the loop and timed over 30 steps",
+            ),
+            Model(
+                "read-probe",
+                "1c231f2e98b2e905e816199f39b5633a897d4f7e",
+                "a model that reads its batches pays their first read and the read batch's "
+                "hand-over (the read probe); a sleeping stand-in keeps the plain hand-over",
+            ),
+        ),
+        (
+            ("one-run", "one run of the supply and of each training job"),
+            ("sequential", "several runs a side, every supply run first"),
+            ("alternating", "4-6 runs a side, supply and training alternating (side by side)"),
+            ("workflow", "4 runs a side through the workflow's own `runs`"),
+            ("gpu-node", "ResNet-50 on an H100 node, fed from the CPU"),
+        ),
+    ),
+    Check(
+        "pipeline-rows",
+        "Pipeline rows against a user's own loop",
+        "A whole-pipeline row passes when row / fresh loop is within 10 % of 1, or, where a "
+        "process faulted beyond its output, the same ratio at equal faults is "
+        "(tools/checks/compose_vs_rows.py: its `within` and `within_at_equal_faults` columns).",
+        (
+            Model("forked-rounds", "", "the breakdown's later rounds forked from the job"),
+            Model(
+                "fresh-rounds",
+                "5a3e0ab7db82eba3d39b6c1a2e171226480a0256",
+                "each breakdown round in a fresh interpreter of its own",
+            ),
+        ),
+    ),
+    Check(
+        "allocator-effect",
+        "Allocator effects beyond the null spread",
+        "A pair (a row under a setting against the same row under glibc as shipped) shows an "
+        "effect when its ratio's whole interval lies beyond the null spread of the pairs that "
+        "do not fault (`effect` of allocator_effect*.csv, augbench.analysis); the outcome is "
+        "the pairs with an effect out of the pairs with a ratio: a measurement, not a pass.",
+    ),
+    Check(
+        "cost-validation",
+        "The cost and memory models against a measured run",
+        "A rule with at least "
+        f"{cost_validation.MIN_JOBS} jobs passes when measured / predicted time is within "
+        f"{cost_validation.TIME_TARGET[0]}-{cost_validation.TIME_TARGET[1]} and every job's "
+        f"predicted memory is {cost_validation.MEMORY_TARGET[0]}-"
+        f"{cost_validation.MEMORY_TARGET[1]} times what it held (`mem_mb` against max_pss or "
+        "max_rss, `rss_mb` against max_rss; tools/checks/cost_validation.py). Rules with fewer "
+        "jobs are not counted.",
+        (
+            Model(
+                "reference-2026-11-26",
+                "",
+                "reference timings of 2026-11-26, training priced at the reference's wall time",
+            ),
+            Model(
+                "reference-2026-11-27",
+                "d9dd7376d25412c27b891c6ec454ba8fb3ef6cd0",
+                "reference timings refitted on 2026-11-27, training priced from its passes",
+            ),
+        ),
+    ),
+    Check(
+        "training-memory",
+        "Training jobs' memory as planned",
+        "A training job passes when its planned memory (`mem_mb`, as planned for the machine "
+        f"that ran it) is {cost_validation.MEMORY_TARGET[0]}-{cost_validation.MEMORY_TARGET[1]} "
+        "times its Snakemake max_pss (tools/checks/training_memory.py). The fit the constants "
+        "come from is in sample and not counted.",
+        (
+            Model("gpu-context", "", "a CUDA context counted for every training job"),
+            Model(
+                "host-gpu",
+                "1f520e577656e244a098a32f060696174d2a0066",
+                "a CUDA context only where the job can have a GPU; a training decode worker's "
+                "own memory fitted on the reference run",
+            ),
+        ),
+    ),
+    Check(
+        "calibration",
+        "Calibration",
+        "The calibration check has no committed run: it is listed so that a page quoting it "
+        "can only quote 0 runs.",
+    ),
+)
+
+_T = "training-check"
+RUNS = (
+    Run(_T, VM, "2026-11-26-training-check-standin", "training.csv", "2026-11-26",
+        "9dc408f1b1a4878077f39f97e31705ae59d47ccf", "epochs", "one-run", "sleep stand-ins"),
+    Run(_T, VM, "2026-11-26-training-check-resnet18-cpu", "training.csv", "2026-11-26",
+        "9dc408f1b1a4878077f39f97e31705ae59d47ccf", "epochs", "one-run", "ResNet-18, CPU"),
+    Run(_T, VM, "2026-11-27-training-check-databound-allocators", "training.csv", "2026-11-27",
+        "003c756072fb6117f69d49338e2f639f2c2036d3", "epochs", "one-run",
+        "glibc and glibc-steady"),
+    Run(_T, VM, "2026-11-27-training-check-supply-repeats", "training.csv", "2026-11-27",
+        "7a35e5c72e8d0b58d88a0ab50177339216885d7f", "epochs", "one-run",
+        "4 supply runs, each with its own training runs"),
+    Run(_T, H100, "2026-11-27-node-run", "analysis/summary.md", "2026-11-27",
+        "bbe35ff296f8ea1e59a3092173bf9218349ac2d6", "epochs", "gpu-node", "one run per job"),
+    Run(_T, VM, "2026-11-27-training-check-pooled", "training.csv", "2026-11-27",
+        "06de92aeacb31d03abb492ce459ba133b1ddacbe", "steady", "sequential", "3 + 3 runs"),
+    Run(_T, VM, "2026-11-27-training-check-side-by-side", "training.csv", "2026-11-27",
+        "9ca56a34fe5a77c71ab96f57aed776e9edb61879", "steady", "alternating", "5 + 5 runs",
+        ("training-3-rounds.csv",)),
+    Run(_T, VM, "2026-11-27-training-check-torchvision-glibc", "training.csv", "2026-11-27",
+        "94d340d429e427a43f9f011a2b1bc3d0225a7ddf", "steady", "alternating",
+        "4 + 4 runs, torchvision, glibc"),
+    Run(_T, VM, "2026-11-27-training-check-torchvision-glibc-steady", "training.csv",
+        "2026-11-27", "94d340d429e427a43f9f011a2b1bc3d0225a7ddf", "steady", "alternating",
+        "4 + 4 runs, torchvision, glibc-steady"),
+    Run(_T, VM, "2026-11-27-training-check-side-by-side-glibc-steady", "training.csv",
+        "2026-11-27", "94d340d429e427a43f9f011a2b1bc3d0225a7ddf", "steady", "alternating",
+        "6 + 6 runs, glibc-steady", ("training-4-rounds.csv",)),
+    Run(_T, VM, "2026-11-27-training-check-side-by-side-glibc", "training.csv", "2026-11-27",
+        "94d340d429e427a43f9f011a2b1bc3d0225a7ddf", "steady", "alternating",
+        "6 + 6 runs, glibc", ("training-4-rounds.csv",)),
+    Run(_T, VM, "2026-11-27-training-check-workflow-1", "training-glibc.csv", "2026-11-27",
+        "5f8c520b937519d196aeee7f25a4279a1083f465", "steady", "workflow", "glibc"),
+    Run(_T, VM, "2026-11-27-training-check-workflow-1", "training-glibc-steady.csv",
+        "2026-11-27", "5f8c520b937519d196aeee7f25a4279a1083f465", "steady", "workflow",
+        "glibc-steady"),
+    Run(_T, H100, "2026-11-27-training-check-1", "analysis/training.csv", "2026-11-27",
+        "f1541fcee92f0341240b3b2d1dff3d30cdbe48e4", "steady", "gpu-node", "3 runs a side"),
+    Run(_T, H100, "2026-11-27-training-check-2", "analysis/training.csv", "2026-11-27",
+        "fac82a7bb0e52f3d3493576f430b732588be3744", "warmup", "gpu-node", "3 runs a side"),
+    Run(_T, H100, "2026-11-27-training-check-3", "analysis/training.csv", "2026-11-27",
+        "1c231f2e98b2e905e816199f39b5633a897d4f7e", "read-probe", "gpu-node", "2-3 runs a side"),
+    Run(_T, VM, "2026-11-27-training-check-workflow-2", "training-glibc.csv", "2026-11-27",
+        "b73977cc64d5c38b9c6d6535b90ddecfbf6761b9", "read-probe", "workflow", "glibc"),
+    Run(_T, VM, "2026-11-27-training-check-workflow-2", "training-glibc-steady.csv",
+        "2026-11-27", "b73977cc64d5c38b9c6d6535b90ddecfbf6761b9", "read-probe", "workflow",
+        "glibc-steady"),
+    *(
+        Run("pipeline-rows", VM, f"2026-11-27-pipeline-rows-vs-fresh-loop-{n}",
+            "pipeline_rows_vs_fresh_loop.tsv", "2026-11-27", commit, model, "", what)
+        for n, commit, model, what in (
+            (1, "e731edcc120005440d3b1365fadf8a05c1f9e37e", "forked-rounds", "4 jobs a side"),
+            (2, "e731edcc120005440d3b1365fadf8a05c1f9e37e", "forked-rounds",
+             "AlbumentationsX, 3 jobs a side"),
+            (3, "147eea59b9f19d2b01a478aa287707c7d8ba5ba2", "forked-rounds", "4 jobs a side"),
+            (4, "5a3e0ab7db82eba3d39b6c1a2e171226480a0256", "forked-rounds",
+             "4 jobs a side, faults recorded"),
+            (5, "5a3e0ab7db82eba3d39b6c1a2e171226480a0256", "fresh-rounds",
+             "4 jobs a side, faults recorded"),
+        )
+    ),
+    Run("allocator-effect", VM, "2026-11-26-allocator-effect", "allocator_effect.csv",
+        "2026-11-26", "9dc408f1b1a4878077f39f97e31705ae59d47ccf", what="single transforms"),
+    Run("allocator-effect", VM, "2026-11-26-allocator-effect", "allocator_effect_pipelines.csv",
+        "2026-11-26", "9dc408f1b1a4878077f39f97e31705ae59d47ccf", what="pipelines and steps"),
+    Run("cost-validation", VM, "2026-11-26-cost-validation-paper-lite", "cost_validation.tsv",
+        "2026-11-26", "c57690ea66d63b02509f87b31bf088a57800e535", "reference-2026-11-26",
+        what="paper-lite preset"),
+    Run("cost-validation", VM, "2026-11-26-cost-validation-shape-check", "cost_validation.tsv",
+        "2026-11-26", "f982fac3b32180e4a1fae39d5160d70fb59fa0fd", "reference-2026-11-26",
+        what="tools/checks/cost_shape_check.yaml"),
+    Run("cost-validation", VM, "2026-11-27-default-run-side-by-side",
+        "cost_validation-from-previous-run.tsv", "2026-11-27",
+        "0294424f9b27c7980fe367ef408a6b72c2fa2472", "reference-2026-11-26",
+        what="default run, predicted from the run before it"),
+    Run("cost-validation", VM, "2026-11-27-training-check-workflow-1",
+        "cost-validation-glibc.tsv", "2026-11-27", "d9dd7376d25412c27b891c6ec454ba8fb3ef6cd0",
+        "reference-2026-11-27", what="training check, glibc"),
+    Run("cost-validation", VM, "2026-11-27-training-check-workflow-1",
+        "cost-validation-glibc-steady.tsv", "2026-11-27",
+        "d9dd7376d25412c27b891c6ec454ba8fb3ef6cd0", "reference-2026-11-27",
+        what="training check, glibc-steady"),
+    Run("cost-validation", VM, "2026-11-27-default-run-side-by-side", "cost_validation.tsv",
+        "2026-11-27", "d9dd7376d25412c27b891c6ec454ba8fb3ef6cd0", "reference-2026-11-27",
+        what="default run"),
+    Run("cost-validation", VM, "2026-11-27-training-check-workflow-2",
+        "cost-validation-glibc.tsv", "2026-11-27", "b73977cc64d5c38b9c6d6535b90ddecfbf6761b9",
+        "reference-2026-11-27", what="training check, glibc"),
+    Run("cost-validation", VM, "2026-11-27-training-check-workflow-2",
+        "cost-validation-glibc-steady.tsv", "2026-11-27",
+        "b73977cc64d5c38b9c6d6535b90ddecfbf6761b9", "reference-2026-11-27",
+        what="training check, glibc-steady"),
+    Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
+        "training_memory.tsv", "2026-11-25", "287abb80889acebe1531fc213bf13bc0ff372ea8",
+        "gpu-context", what="ResNet-18 on the CPU"),
+    Run("training-memory", VM, "2026-11-27-training-check-workflow-1",
+        "training-memory-glibc.tsv", "2026-11-27", "1f520e577656e244a098a32f060696174d2a0066",
+        "host-gpu", what="64 ms stand-in, glibc"),
+    Run("training-memory", VM, "2026-11-27-training-check-workflow-1",
+        "training-memory-glibc-steady.tsv", "2026-11-27",
+        "1f520e577656e244a098a32f060696174d2a0066", "host-gpu",
+        what="64 ms stand-in, glibc-steady"),
+    Run("training-memory", VM, "2026-11-27-training-check-workflow-2",
+        "training-memory-glibc.tsv", "2026-11-27", "b73977cc64d5c38b9c6d6535b90ddecfbf6761b9",
+        "host-gpu", what="64 ms stand-in, glibc"),
+    Run("training-memory", VM, "2026-11-27-training-check-workflow-2",
+        "training-memory-glibc-steady.tsv", "2026-11-27",
+        "b73977cc64d5c38b9c6d6535b90ddecfbf6761b9", "host-gpu",
+        what="64 ms stand-in, glibc-steady"),
+)  # fmt: skip
+
+# Committed files of a check's kind that are not runs of it (the fit the model came from).
+NOT_RUNS = {
+    f"{VM}/2026-11-27-reference-run/training_memory_fit.tsv": "the fit (in sample)",
+}
+
+
+def run_path(run: Run, name: str | None = None) -> Path:
+    return RESULTS / run.machine / run.folder / (name or run.file)
+
+
+def training_outcome(path: Path) -> tuple[int, int]:
+    """Rows within both targets and rows with a prediction, as the check tool counts them."""
+    if path.suffix == ".md":
+        return _summary_training_outcome(path)
+    table = pd.read_csv(path)
+    table = table[table["predicted_img_per_s"].notna()]
+    if "pooling" in table.columns:
+        table = table[table["pooling"].astype(str).str.startswith("pooled")]
+    if "prediction_input" in table.columns:
+        table = table[table["prediction_input"] == "steady rate"]
+    return int(table["within_tolerance"].map(is_true).sum()), len(table)
+
+
+def _summary_training_outcome(path: Path) -> tuple[int, int]:
+    """A run whose training table is only in its summary (the first node run): the rows of its
+    Training section with a ratio; a ratio the summary marks "(differs)" is outside a target."""
+    text = path.read_text()
+    section = text.split("## Training", 1)[1].split("\n## ", 1)[0]
+    header, *rows = [line for line in section.splitlines() if line.startswith("| ")]
+    column = [c.strip() for c in header.strip("|").split("|")].index("measured / predicted")
+    ratios = [
+        cells[column]
+        for cells in ([c.strip() for c in row.strip("|").split("|")] for row in rows)
+        if re.match(r"\d", cells[column])
+    ]
+    return sum("differs" not in r for r in ratios), len(ratios)
+
+
+def pipeline_outcome(path: Path) -> tuple[int, int]:
+    rows = list(csv.DictReader(path.open(), delimiter="\t"))
+    passed = sum(r["within"] == "yes" or r.get("within_at_equal_faults") == "yes" for r in rows)
+    return passed, len(rows)
+
+
+def allocator_outcome(path: Path) -> tuple[int, int]:
+    table = pd.read_csv(path)
+    table = table[table["effect"].notna()]
+    return int((table["effect"] != "none").sum()), len(table)
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def cost_outcome(path: Path) -> tuple[int, int]:
+    """Rules with at least MIN_JOBS jobs within both targets, of those rules."""
+    passed = total = 0
+    for row in csv.DictReader(path.open(), delimiter="\t"):
+        if int(row["jobs"]) < cost_validation.MIN_JOBS:
+            continue
+        within = cost_validation._within(
+            float(row["measured_over_predicted"]), cost_validation.TIME_TARGET
+        )
+        for key in ("mem_over_measured", "rss_over_measured"):
+            for end in ("min", "max"):
+                value = _number(row[f"{key}_{end}"])
+                if value is not None:
+                    within = within and cost_validation._within(
+                        value, cost_validation.MEMORY_TARGET
+                    )
+        passed += within
+        total += 1
+    return passed, total
+
+
+def memory_outcome(path: Path) -> tuple[int, int]:
+    rows = list(csv.DictReader(path.open(), delimiter="\t"))
+    ratios = [float(r["mem_over_pss"]) for r in rows]
+    passed = sum(cost_validation._within(r, cost_validation.MEMORY_TARGET) for r in ratios)
+    return passed, len(ratios)
+
+
+OUTCOME = {
+    "training-check": training_outcome,
+    "pipeline-rows": pipeline_outcome,
+    "allocator-effect": allocator_outcome,
+    "cost-validation": cost_outcome,
+    "training-memory": memory_outcome,
+}
+
+
+def figure(passed: int, total: int) -> str:
+    return f"{passed} of {total}"
+
+
+def outcomes() -> dict[Run, tuple[int, int]]:
+    return {run: OUTCOME[run.check](run_path(run)) for run in RUNS}
+
+
+def figures(results: dict[Run, tuple[int, int]]) -> dict[str, str]:
+    """Every anchor of the ledger and its pooled figure: a check, a model, a series."""
+    out: dict[str, str] = {}
+
+    def pool(runs: list[Run]) -> str:
+        return figure(sum(results[r][0] for r in runs), sum(results[r][1] for r in runs))
+
+    for check in CHECKS:
+        runs = [r for r in RUNS if r.check == check.id]
+        out[check.id] = pool(runs) if runs else "0 runs"
+        for model in check.models:
+            out[f"{check.id}-model-{model.key}"] = pool([r for r in runs if r.model == model.key])
+        for key, _ in check.series:
+            out[f"{check.id}-{key}"] = pool([r for r in runs if r.series == key])
+    return out
+
+
+def render_csv(results: dict[Run, tuple[int, int]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(
+        ["check", "date", "commit", "machine", "folder", "file", "model", "series", "what",
+         "passed", "total", "outcome", "extends"]
+    )  # fmt: skip
+    for run in RUNS:
+        passed, total = results[run]
+        writer.writerow(
+            [run.check, run.date, run.commit, run.machine, f"{run.machine}/{run.folder}",
+             run.file, run.model, run.series, run.what, passed, total, figure(passed, total),
+             ";".join(run.extends)]
+        )  # fmt: skip
+    return buffer.getvalue()
+
+
+def render_md(results: dict[Run, tuple[int, int]]) -> str:
+    pooled = figures(results)
+    lines = [
+        "# Checks: every committed run, pooled",
+        "",
+        "Generated by `tools/reports/checks_ledger.py` from the committed run folders "
+        "(`uv run python tools/reports/checks_ledger.py`); the same lines as "
+        "[checks.csv](checks.csv). Each check's outcome is computed from its run's file by "
+        "the rule of its own tool. A page quoting a figure links the anchor below whose pooled "
+        "figure it quotes.",
+        "",
+        "| check | runs | pooled over all runs | current model |",
+        "|---|---|---|---|",
+    ]
+    for check in CHECKS:
+        runs = [r for r in RUNS if r.check == check.id]
+        current = (
+            f"[{pooled[f'{check.id}-model-{check.models[-1].key}']}]"
+            f"(#{check.id}-model-{check.models[-1].key})"
+            if check.models
+            else ""
+        )
+        lines.append(
+            f"| [{check.title}](#{check.id}) | {len(runs)} | {pooled[check.id]} | {current} |"
+        )
+    for check in CHECKS:
+        runs = [r for r in RUNS if r.check == check.id]
+        lines += ["", f'<a id="{check.id}"></a>', "", f"## {check.title}", ""]
+        lines += [f"Id `{check.id}`. Rule: {check.rule}", ""]
+        if not runs:
+            lines += ["No run of this check is committed: **0 runs**, nothing pooled."]
+            continue
+        lines += [f"Pooled over all {len(runs)} runs: **{pooled[check.id]}**.", ""]
+        if check.models:
+            lines += ["| model | changed in | what | runs | pooled |", "|---|---|---|---|---|"]
+            for model in check.models:
+                anchor = f"{check.id}-model-{model.key}"
+                count = sum(r.model == model.key for r in runs)
+                lines.append(
+                    f'| <a id="{anchor}"></a>`{anchor}` | {model.commit or "(first)"} | '
+                    f"{model.description} | {count} | {pooled[anchor]} |"
+                )
+            lines += [
+                "",
+                "A model's runs are those made with it; runs made before a change are not "
+                "counted for the changed model.",
+                "",
+            ]
+        if check.series:
+            lines += ["| series | what | runs | pooled |", "|---|---|---|---|"]
+            for key, description in check.series:
+                anchor = f"{check.id}-{key}"
+                count = sum(r.series == key for r in runs)
+                lines.append(
+                    f'| <a id="{anchor}"></a>`{anchor}` | {description} | {count} | '
+                    f"{pooled[anchor]} |"
+                )
+            lines.append("")
+        lines += [
+            "| date | machine | run | file | commit | model | what | outcome |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for run in runs:
+            link = f"[{run.folder}]({run.machine}/{run.folder}/README.md)"
+            lines.append(
+                f"| {run.date} | {run.machine} | {link} | `{run.file}` | {run.commit} | "
+                f"{run.model} | {run.what} | {figure(*results[run])} |"
+            )
+        extended = [(run, name) for run in runs for name in run.extends]
+        if extended:
+            lines += ["", "Not counted: earlier states of a run above, extended by it (the same "
+                      "runs, with more rounds added):", ""]  # fmt: skip
+            for run, name in extended:
+                lines.append(
+                    f"- `{run.machine}/{run.folder}/{name}` "
+                    f"({figure(*OUTCOME[run.check](run_path(run, name)))}), "
+                    f"extended by `{run.file}` ({figure(*results[run])})"
+                )
+    not_runs = [f"- `{path}`: {why}" for path, why in NOT_RUNS.items()]
+    lines += ["", "## Files of a check's kind that are not runs of it", "", *not_runs, ""]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--check", action="store_true", help="exit 1 if the files are not current")
+    args = p.parse_args()
+    results = outcomes()
+    wanted = {LEDGER_MD: render_md(results), LEDGER_CSV: render_csv(results)}
+    if args.check:
+        stale = [str(path.relative_to(ROOT)) for path, text in wanted.items()
+                 if not path.exists() or path.read_text() != text]  # fmt: skip
+        if stale:
+            print(f"not current: {', '.join(stale)} (run tools/reports/checks_ledger.py)")
+            return 1
+        return 0
+    for path, text in wanted.items():
+        path.write_text(text)
+    for anchor, value in figures(results).items():
+        print(f"{anchor}\t{value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
