@@ -6,6 +6,34 @@ from snakemake.utils import min_version
 # 9.19: workflow/profiles/default/profile.yaml is read automatically (docs/architecture.md).
 min_version("9.19")
 
+# `--executor googlebatch` with no profile is the googlebatch profile's run: Snakemake starts again
+# with it, before the workflow reads anything (augbench/launch.py).
+import os
+import sys
+
+from augbench import launch
+from augbench.logs import exit_with
+
+try:
+    _with_profile = launch.with_profile(
+        sys.argv, Path(workflow.basedir), sys.executable
+    )
+except launch.LaunchError as _exc:
+    exit_with(f"augbench: {_exc}")
+if _with_profile:
+    print(launch.note(_with_profile), file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    os.execv(_with_profile[0], _with_profile)
+
+
+# One timed job at a time per machine: bench_slot counts per node or VM, never across them (a
+# local run is one machine; under a cluster or cloud executor jobs on separate machines never
+# wait for each other, whichever profile is loaded, profiles/default's bench_slot=1 included).
+resource_scopes:
+    bench_slot="local",
+
+
+
 
 # Resolved against the repository, so --directory runs elsewhere still find it.
 configfile: str(Path(workflow.basedir) / "config" / "config.yaml")

@@ -42,6 +42,14 @@ class Planned:
     outputs: tuple[str, ...] = ()
 
 
+def unprefixed(query: str, prefix: str | None) -> str:
+    """A storage query as the workflow's rules name the file: without the default storage
+    prefix (``gs://bucket/sweep/results/x.json`` under ``gs://bucket/sweep``: ``results/x.json``);
+    a query outside the prefix (a file given with its own storage URL) as it is."""
+    head = (prefix or "").rstrip("/") + "/"
+    return query[len(head) :] if prefix and query.startswith(head) else query
+
+
 def cost_parts(job: Planned, by_output: dict[str, regimes.Job]) -> list[regimes.Job]:
     """The cost model's jobs that make up one planned job: a timed job is one per result file
     it writes (augbench.sweep.Sweep.cost_jobs, keyed by result file: its work plus its share of

@@ -3,6 +3,19 @@
 # line per finished job ("N of M steps done").
 
 
+def rule_path(file):
+    """A job's file as its rule names it (what augbench.sweep plans). Under a default storage
+    provider Snakemake names it by its local copy (.snakemake/storage/...); the rule's path is
+    the storage query less the prefix."""
+    from augbench import plan
+
+    if not file.is_storage:
+        return str(file)
+    return plan.unprefixed(
+        file.storage_object.query, workflow.storage_settings.default_storage_prefix
+    )
+
+
 def print_plan(planned_only=False):
     """Advisory only: a plan that cannot be made never stops the run. ``planned_only``: after a
     dry run, whose jobs count as finished once planned."""
@@ -13,8 +26,8 @@ def print_plan(planned_only=False):
             plan.Planned(
                 job.rule.name,
                 dict(job.wildcards.items()),
-                str(job.output[0]) if job.output else "",
-                tuple(str(out) for out in job.output),
+                rule_path(job.output[0]) if job.output else "",
+                tuple(rule_path(out) for out in job.output),
             )
             for job in workflow.dag.needrun_jobs(exclude_finished=not planned_only)
         ]
