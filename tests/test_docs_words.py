@@ -7,6 +7,11 @@ included) of augbench/**/*.py and workflow/**/*.py, and the non-comment lines of
 workflow/rules/*.smk and the Snakefile. Data files (docs/results/**/*.tsv, *.csv) are not read.
 Measurement conditions stay allowed when phrased as facts about the machine ("load average 6-13
 from other processes").
+
+The pages (README.md, docs/*.md, config/README.md; not the run write-ups under docs/results/) are a
+reference: they say how things work now, so they carry no chronology either (times of day, "later
+that day", "the next check", "as it is now"). A measurement's date, commit and command belong to
+its run folder, docs/results/<machine>/<run>/README.md, which the pages link.
 """
 
 from __future__ import annotations
@@ -59,6 +64,26 @@ ALLOWED: list[tuple[str, str, str]] = []
 
 COMPILED = [(re.compile(p, re.IGNORECASE), why) for p, why in FORBIDDEN]
 
+# (pattern, why it is chronology); matched case-insensitively in the reference pages only.
+CHRONOLOGY: list[tuple[str, str]] = [
+    (r"\b\d{1,2}:\d{2}(\s*[-\u2013]\s*\d{1,2}:\d{2})?\s*UTC\b", "a time of day"),
+    (r"\b\d{1,2}:\d{2}\s*[-\u2013]\s*\d{1,2}:\d{2}\b", "a time of day"),
+    (r"\b(at|from|until|by|before|after)\s+\d{1,2}:\d{2}\b", "a time of day"),
+    (r"\b(later|earlier)\s+(that|the same|this)\s+(day|morning|evening|hour)\b", "chronology"),
+    (r"\b(that|this|the same|a quiet|a busy|in a quiet|the)\s+hour\b", "chronology"),
+    (r"\b(earlier|later)\s+today\b", "chronology"),
+    (r"\b(yesterday|the next day|the day before)\b", "chronology"),
+    (r"\bhalf an hour later\b", "chronology"),
+    (r"\b(a little|a few hours|minutes)\s+(earlier|later)\b", "chronology"),
+    (r"\bthe (next|previous|last|first|second|third) check\b", "a run-by-run account"),
+    (r"\bas it is now\b", "chronology"),
+    (r"\b(run|ran|measured|checked) again later\b", "a run-by-run account"),
+    (r"\bthe same two commands again\b", "a run-by-run account"),
+]
+
+CHRONOLOGY_COMPILED = [(re.compile(p, re.IGNORECASE), why) for p, why in CHRONOLOGY]
+CHRONOLOGY_GLOBS = ["README.md", "docs/*.md", "config/README.md"]
+
 TEXT_GLOBS = [
     "README.md",
     "docs/**/*.md",
@@ -109,7 +134,11 @@ def _allowed(relative: str, matched: str) -> bool:
     )
 
 
-def violations_in(lines: Iterator[tuple[int, str]], relative: str) -> list[str]:
+def violations_in(
+    lines: Iterator[tuple[int, str]],
+    relative: str,
+    patterns: list[tuple[re.Pattern[str], str]] = COMPILED,
+) -> list[str]:
     """Each line is searched together with the start of the next one, so a phrase wrapped over
     two lines of a paragraph ("issue" / "11") is found; a match is reported at the line where it
     starts."""
@@ -118,7 +147,7 @@ def violations_in(lines: Iterator[tuple[int, str]], relative: str) -> list[str]:
     for index, (number, line) in enumerate(numbered):
         following = numbered[index + 1][1].lstrip(" \t#>*-") if index + 1 < len(numbered) else ""
         joined = f"{line} {following}"
-        for regex, why in COMPILED:
+        for regex, why in patterns:
             for match in regex.finditer(joined):
                 if match.start() < len(line) and not _allowed(relative, match.group(0)):
                     found.append(f"{relative}:{number}: {match.group(0)!r} ({why})")
@@ -141,6 +170,66 @@ def all_violations() -> list[str]:
 def test_user_facing_text_has_no_development_process_words() -> None:
     found = all_violations()
     assert not found, "development-process words in user-facing text:\n" + "\n".join(found)
+
+
+def chronology_violations() -> list[str]:
+    found = []
+    for path in _files(CHRONOLOGY_GLOBS):
+        relative = str(path.relative_to(REPO))
+        found += violations_in(_text_lines(path), relative, CHRONOLOGY_COMPILED)
+    return found
+
+
+def test_reference_pages_carry_no_chronology() -> None:
+    found = chronology_violations()
+    assert not found, (
+        "chronology in a reference page (a run's account belongs in its folder under "
+        "docs/results/<machine>/<run>/README.md):\n" + "\n".join(found)
+    )
+
+
+def test_the_chronology_scan_covers_the_pages_and_not_the_run_folders() -> None:
+    names = {str(p.relative_to(REPO)) for p in _files(CHRONOLOGY_GLOBS)}
+    assert {"README.md", "docs/training.md", "docs/cloud.md", "config/README.md"} <= names
+    assert not any(name.startswith("docs/results/") for name in names)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "rows timed 2026-11-24 01:09\u201301:11 UTC",
+        "the suite took 10 min at 21:04 UTC",
+        "and 13 min 13.1 s at 22:04 with one unit test more",
+        "Later the same day (15:48-16:01, same VM)",
+        "the same commands, later that day",
+        "the VM slower that hour",
+        "The earlier misses owed much to the hour",
+        "measured earlier today",
+        "the next check shows what moves these loaders",
+        "with the engine as it is now",
+        "then 2 more rounds, half an hour later",
+        "A torchvision-only pair a little earlier",
+        "the same two commands again",
+    ],
+)
+def test_planted_chronology_is_found(text: str) -> None:
+    assert violations_in(iter([(1, text)]), "docs/example.md", CHRONOLOGY_COMPILED)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the default run took 3 min 47 s on amd-epyc-2c",
+        "measured on amd-epyc-2c, 2026-11-26: docs/results/amd-epyc-2c/default-run/",
+        "a 16:9 frame",
+        "run the same command again with --rerun-incomplete",
+        "the next run tries the build again",
+        "results of earlier runs are never touched",
+        "an hour of VM time",
+    ],
+)
+def test_reference_text_passes_the_chronology_check(text: str) -> None:
+    assert not violations_in(iter([(1, text)]), "docs/example.md", CHRONOLOGY_COMPILED)
 
 
 def test_the_scan_covers_the_documents() -> None:
