@@ -1,5 +1,5 @@
 """A dataset archive of 1280x720 JPEGs (the detection/video frame size of docs/allocator.md and
-issue 28's pipeline): the embedded default dataset's photographs, each centre-cropped to 16:9
+the detection_640 pipeline): the embedded default dataset's photographs, each centre-cropped to 16:9
 and resized to exactly 1280x720 (Pillow Lanczos, JPEG quality 90), in a deterministic tar that
 the workflow takes as ``dataset.archive``.
 

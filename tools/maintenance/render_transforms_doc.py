@@ -3,6 +3,7 @@
 uv run python tools/maintenance/render_transforms_doc.py
 """
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -12,6 +13,7 @@ sys.path.insert(0, str(ROOT))
 from augbench.transforms_doc import DOC_PATH, render  # noqa: E402
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__).parse_args()
     target = ROOT / DOC_PATH
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(render())

@@ -58,6 +58,7 @@ def _tool(name: str):
     """A module of tools/checks, imported from its file (the tools are scripts, not a package)."""
     spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / "checks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
