@@ -1,7 +1,26 @@
 # Image-augmentation throughput benchmark. See README.md; design in docs/architecture.md.
+import platform
+import sys
+import tomllib
 from pathlib import Path
 
+from packaging.specifiers import SpecifierSet
 from snakemake.utils import min_version
+
+# The Python versions the workflow runs under are pyproject.toml's requires-python (uv picks an
+# interpreter that fits). Under any other the run ends here, in one line, before the workflow
+# imports anything that may not work there.
+with open(Path(workflow.basedir) / "pyproject.toml", "rb") as _pyproject:
+    _REQUIRES_PYTHON = tomllib.load(_pyproject)["project"]["requires-python"]
+if platform.python_version() not in SpecifierSet(_REQUIRES_PYTHON):
+    print(
+        f"augbench: needs Python {_REQUIRES_PYTHON} (pyproject.toml), not "
+        f"{platform.python_version()} ({sys.executable}); run it as README.md says: "
+        ".uv/bin/uv run --locked snakemake ...",
+        file=sys.stderr,
+        flush=True,
+    )
+    raise SystemExit(1)
 
 # 9.19: workflow/profiles/default/profile.yaml is read automatically (docs/architecture.md).
 min_version("9.19")

@@ -3,12 +3,20 @@
 - Every ``snakemake`` command in a code block of README.md, docs/*.md, config/README.md and
   tools/README.md is dry-run (``-n``) as written, in a fresh working directory, and must plan
   without error (slow: a few seconds each, run concurrently). Backslash continuations are joined;
-  whatever precedes ``snakemake`` on its line (``python3 -m uv run --locked``, ``uv run``,
+  whatever precedes ``snakemake`` on its line (``.uv/bin/uv run --locked``, ``uv run``,
   ``/usr/bin/time ...``, ``VAR=value``) and follows it after ``&&``, ``;``, ``|`` or ``#`` is
   dropped. Shell variables are expanded by bash from the block's own plain assignments, or from
   ``VARIABLES``; ``-d``/``--directory`` is the test's working directory; ``--configfile`` paths
   are read from the repository, as when the command is typed in the checkout. Commands that need
-  the cloud (the googlebatch executor or profile, ``gs://``) are skipped, naming why.
+  the cloud (the googlebatch executor or profile, ``gs://``) are not dry-run, naming why.
+- A dry run does not check what a real run needs: Snakemake refuses a local run without cores
+  ("cores have to be specified for local execution") and a cluster or cloud run without a job
+  limit only when it would execute. So a command whose dry run plans no measurement and no env
+  build (``snakemake cost``, ``plots`` on the fixture results, ``--lint``) is also run as
+  written, without ``-n``, and must exit 0; every other command that would execute jobs,
+  the cloud ones included, is read by Snakemake's own command-line parser (profiles applied, as
+  typed in the checkout) and must give a local run its cores (``--cores``, ``-c``, ``-j`` or a
+  profile) and any other executor its job limit.
 - Every repository path the same files cite (in backticks, in code blocks, or as a relative link)
   exists. Run outputs (``results/``, ``logs/``, ``benchmarks/``, ``.snakemake/``) and
   placeholders (``<name>``, ``{x}``, ``$VAR``, ``...``) are exempt; a glob must match a file.
@@ -129,7 +137,7 @@ def code_blocks(text: str) -> list[tuple[int, str]]:
             fence = None
         elif fence is not None:
             body.append(line)
-        elif re.match(r" {4,}(snakemake|uv run|python3 -m uv run)\b", line):
+        elif re.match(r" {4,}(snakemake|(\.uv/bin/|python3 -m )?uv run)\b", line):
             indented, start, body = True, number, [stripped]
     if indented:
         blocks.append((start, "\n".join(body)))
@@ -192,9 +200,9 @@ def _argv(command: DocCommand) -> list[str]:
     return [word for word in proc.stdout.split("\0")[:-1]]
 
 
-def _dry_run_args(command: DocCommand, workdir: Path) -> list[str]:
+def _run_args(command: DocCommand, workdir: Path, dry: bool = True) -> list[str]:
     """The doc command's own arguments, its working directory replaced by ``workdir`` and its
-    config files read from the repository, after the dry-run flags."""
+    config files read from the repository, after ``-n`` where ``dry``."""
     args, out, i = _argv(command), [], 0
     while i < len(args):
         arg = args[i]
@@ -211,12 +219,17 @@ def _dry_run_args(command: DocCommand, workdir: Path) -> list[str]:
                 path = Path(args[i])
                 out.append(str(REPO / path) if (REPO / path).exists() else args[i])
                 i += 1
-    dry = ["--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir), "-n"]
-    return [*dry, *out]
+    where = ["--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir)]
+    return [*where, *(["-n"] if dry else []), *out]
+
+
+# What a real run of a command builds or measures when its dry run plans one of these: too much
+# for this test, so such a command is checked by Snakemake's parser instead of run as typed.
+COSTLY_RULES = {"build_env", "stage_dataset", "build_default_archive"}
 
 
 @dataclass(frozen=True)
-class DryRun:
+class Run:
     args: list[str]
     returncode: int
     output: str
@@ -227,27 +240,86 @@ class DryRun:
         stats = self.output.split("Job stats:", 1)[1].split("total", 1)[0]
         return {m[1] for m in re.finditer(r"^(\w+)\s+\d+$", stats, re.M)}
 
+    def cheap(self) -> bool:
+        """A dry run that plans no measurement and no env build, or no job at all."""
+        costly = set(regimes.timed_rules()) | COSTLY_RULES
+        return self.returncode == 0 and not self.planned() & costly
 
-def _dry_run(command: DocCommand, workdir: Path) -> DryRun:
-    workdir.mkdir(parents=True)
+
+@dataclass(frozen=True)
+class DocRun:
+    dry: Run
+    typed: Run | None  # the command run as written, where its dry run is cheap
+
+
+def _run(command: DocCommand, workdir: Path, dry: bool = True) -> Run:
+    workdir.mkdir(parents=True, exist_ok=True)
     for name, text in USER_FILES.items():
         (workdir / name).parent.mkdir(parents=True, exist_ok=True)
         (workdir / name).write_text(text)
-    args = _dry_run_args(command, workdir)
+    args = _run_args(command, workdir, dry)
     proc = snakemake_runner.run(args, workdir, {**os.environ, **OFFLINE_ENV}, timeout=300)
-    return DryRun(args, proc.returncode, proc.stdout + proc.stderr)
+    return Run(args, proc.returncode, proc.stdout + proc.stderr)
+
+
+def _dry_run(command: DocCommand, workdir: Path) -> Run:
+    return _run(command, workdir)
+
+
+def _dry_run_then_typed(command: DocCommand, workdir: Path) -> DocRun:
+    dry = _run(command, workdir)
+    return DocRun(dry, _run(command, workdir, dry=False) if dry.cheap() else None)
 
 
 @pytest.fixture(scope="module")
-def dry_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, DryRun]:
-    """Every runnable doc command, dry-run concurrently, each in its own working directory."""
+def doc_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, DocRun]:
+    """Every runnable doc command, dry-run concurrently, each in its own working directory, and
+    then run as written where that is cheap."""
     root = tmp_path_factory.mktemp("doc-commands")
     runnable = [c for c in COMMANDS if c.skip_reason() is None]
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
         futures = {
-            c.where: pool.submit(_dry_run, c, root / f"run{i}") for i, c in enumerate(runnable)
+            c.where: pool.submit(_dry_run_then_typed, c, root / f"run{i}")
+            for i, c in enumerate(runnable)
         }
         return {where: future.result() for where, future in futures.items()}
+
+
+# The modes of Snakemake's command line that execute no job (snakemake.cli.args_to_api: each
+# takes its own branch before execute_workflow), so need neither cores nor a job limit.
+NON_EXECUTING_MODES = (
+    "dryrun", "touch", "lint", "list_target_rules", "list_rules", "print_compilation",
+    "containerize", "report", "generate_unit_tests", "dag", "rulegraph", "filegraph", "d3dag",
+    "unlock", "cleanup_metadata", "conda_cleanup_envs", "conda_create_envs_only",
+    "list_conda_envs", "cleanup_shadow", "container_cleanup_images", "list_changes",
+    "list_input_changes", "list_params_changes", "list_untracked", "summary",
+    "detailed_summary", "archive", "delete_all_output", "delete_temp_output", "version",
+)  # fmt: skip
+
+
+def execution_problem(command: DocCommand) -> str | None:
+    """Snakemake's refusal of ``command`` typed in the checkout, if it would execute jobs without
+    what its executor needs: the command line parsed by Snakemake's own parser (``--profile``
+    and the workflow profile applied, as found from the checkout), then Snakemake's rule
+    (snakemake.cli.args_to_api, snakemake.api.DAGApi.execute_workflow): a local executor needs
+    cores, ``-j``/``--jobs`` standing in for ``--cores``; any other executor needs a job limit."""
+    import contextlib
+    import io
+
+    from snakemake.cli import parse_args
+    from snakemake_interface_executor_plugins.registry import ExecutorPluginRegistry
+
+    with contextlib.chdir(REPO), contextlib.redirect_stderr(io.StringIO()):
+        _, args = parse_args(_argv(command))
+    if any(getattr(args, mode, None) not in (None, False, [], "") for mode in NON_EXECUTING_MODES):
+        return None
+    executor = ExecutorPluginRegistry().get_plugin(args.executor or "local")
+    if executor.common_settings.local_exec:
+        if args.cores is None and args.jobs is None:
+            return "cores have to be specified for local execution (--cores N)"
+    elif args.jobs is None:
+        return f"the {args.executor} executor needs a job limit (--jobs N)"
+    return None
 
 
 def test_the_docs_commands_are_found() -> None:
@@ -260,10 +332,10 @@ def test_the_docs_commands_are_found() -> None:
 @pytest.mark.slow
 @pytest.mark.workflow
 @pytest.mark.parametrize("command", COMMANDS, ids=[c.where for c in COMMANDS])
-def test_doc_command_plans(command: DocCommand, dry_runs: dict[str, DryRun]) -> None:
+def test_doc_command_plans(command: DocCommand, doc_runs: dict[str, DocRun]) -> None:
     if command.skip_reason():
         pytest.skip(f"{command.line}: {command.skip_reason()}")
-    run = dry_runs[command.where]
+    run = doc_runs[command.where].dry
     assert run.returncode == 0, (
         f"{command.where}: `{command.line}` fails to plan "
         f"(snakemake {shlex.join(run.args)}):\n{run.output[-3000:]}"
@@ -277,6 +349,30 @@ def test_doc_command_plans(command: DocCommand, dry_runs: dict[str, DryRun]) -> 
         # single-transform job
         pipeline_only = {"pipeline_breakdown", "pipeline_dataloader", "pipeline_tables"}
         assert planned == (SETUP_RULES & planned) | pipeline_only | {"recommendation", "answer"}
+
+
+@pytest.mark.slow
+@pytest.mark.workflow
+@pytest.mark.parametrize("command", COMMANDS, ids=[c.where for c in COMMANDS])
+def test_cheap_doc_command_runs_as_typed(command: DocCommand, doc_runs: dict[str, DocRun]) -> None:
+    """A command whose dry run plans no measurement and no env build (``snakemake cost``,
+    ``plots`` on the fixture results, ``--lint``) exits 0 when run as written, without ``-n``."""
+    if command.skip_reason():
+        pytest.skip(f"{command.line}: {command.skip_reason()}")
+    typed = doc_runs[command.where].typed
+    if typed is None:
+        pytest.skip(f"{command.where}: measures or builds envs; checked by its dry run")
+    assert typed.returncode == 0, (
+        f"{command.where}: `{command.line}` fails as typed "
+        f"(snakemake {shlex.join(typed.args)}):\n{typed.output[-3000:]}"
+    )
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=[c.where for c in COMMANDS])
+def test_doc_command_has_what_its_executor_needs(command: DocCommand) -> None:
+    """A dry run plans without cores; the command as typed must still give them."""
+    problem = execution_problem(command)
+    assert problem is None, f"{command.where}: `{command.line}` stops as typed: {problem}"
 
 
 @pytest.mark.slow
