@@ -52,8 +52,6 @@ resource_scopes:
     bench_slot="local",
 
 
-
-
 # Resolved against the repository, so --directory runs elsewhere still find it.
 configfile: str(Path(workflow.basedir) / "config" / "config.yaml")
 
@@ -88,6 +86,8 @@ if SUBMITTING_TO_SLURM:
 
 
 # The answer, in a few lines, at the end of every run that has one (results/analysis/summary.md
-# and the report have the intervals).
+# and the report have the intervals); then, where an env build kept a measurement from running
+# again, one line saying which (envs.smk).
 onsuccess:
     print_recommendation()
+    report_left_behind()

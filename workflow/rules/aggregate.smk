@@ -1,4 +1,7 @@
-# Result files -> tidy table, speedups, throughputs and coverage.
+# Result files -> tidy table, speedups, throughputs and coverage: every result of this machine on
+# disk (augbench.analysis.on_disk), so a run of one regime rewrites every table with the others'
+# rows kept. The files this run measures are inputs; the others are read through `present` (their
+# fingerprint `present_state` reruns the tables when one changes), so no rule re-creates them.
 
 
 # Cloud sweeps: tables are made on the driver from the results in the bucket.
@@ -11,7 +14,7 @@ rule aggregate:
         results=aggregate_inputs,
         after_timed=after_timed_jobs,
     output:
-        **SWEEP.table_outputs(),
+        **TABLES,
     log:
         "logs/aggregate.log",
     benchmark:
@@ -20,7 +23,9 @@ rule aggregate:
         "../../envs/driver.yaml"
     params:
         analysis_code=ANALYSIS_CODE,
-        regimes=REGIMES,
+        regimes=TABLE_REGIMES,
+        present=present_files("results"),
+        present_state=on_disk.state(present_files("results")),
         throughput_targets=config["cpu_dataloader"]["required_throughput"],
         starvation=config["starvation"],
     script:

@@ -13,6 +13,13 @@ sys.path.insert(0, workflow.basedir)
 # process would compile its imports again, 2-3 s apiece
 # (docs/results/amd-epyc-2c/2026-11-26-bytecode/).
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+# Paths of this machine (the checkout, the driver's interpreter) reach the timed jobs through the
+# environment, never through a rule's params or inputs, which Snakemake records with each result:
+# results moved or copied to another folder or machine re-measure nothing. A job step that parses
+# the workflow on another node (a cloud VM, a SLURM job) sets its own.
+ROOT_VAR, PYTHON_VAR = "AUGBENCH_ROOT", "AUGBENCH_PYTHON"
+os.environ[ROOT_VAR] = workflow.basedir
+os.environ[PYTHON_VAR] = sys.executable
 
 from augbench import adapters, cuda_env, matrix, regimes, slurm, sweep  # noqa: E402
 from augbench import pipelines as user_pipelines  # noqa: E402
@@ -20,6 +27,7 @@ from augbench.pipeline_sources import torchvision_module  # noqa: E402
 from augbench.config import resolve  # noqa: E402
 from augbench.logs import exit_on_user_error, exit_with  # noqa: E402
 from augbench.resize import configured_datasets  # noqa: E402
+from augbench.analysis import on_disk  # noqa: E402
 
 # Errors a user can fix (config, dataset, plan) end the run here, before any job, as one line
 # each ("augbench: config error at <key>: ..."), never as a traceback: exit_with and
@@ -98,6 +106,18 @@ COSTING_ONLY = sweep.command_line_targets(sys.argv) == {"cost"}
 # `snakemake answer`: only the configured pipelines' jobs and their answer page (no micro or
 # transform DataLoader job waits to be measured first).
 ANSWER_ONLY = sweep.command_line_targets(sys.argv) == {"answer"}
+# `snakemake --until figures` or `snakemake figures`: the tables and figures from the results on
+# disk (augbench.analysis.on_disk), no measurement in the job graph. A cloud sweep's results are in
+# its bucket: there the figures follow its jobs, as any target does.
+_command = sweep.command_line(sys.argv)
+PLOTS_ONLY = (
+    _command is not None
+    and not PROVISIONED_MACHINES
+    and (
+        set(_command.until or ()) == {"figures"}
+        or sweep.command_line_targets(sys.argv) == {"figures"}
+    )
+)
 _cloud = PROVISIONED_MACHINES or COSTING_ONLY
 _limit = getattr(workflow.global_resources.get("mem_mb"), "value", None)
 
@@ -146,7 +166,7 @@ if SUBMITTING_TO_SLURM or _COSTING_SLURM:
     ):
         with exit_on_user_error():
             _problems = slurm.cluster_problems(config, slurm.query_nodes())
-elif not ON_SLURM:
+elif not (ON_SLURM or PLOTS_ONLY):
     _problems = SWEEP.placement_problems() or SWEEP.memory_refusals(
         "cloud" if _cloud else "local", _limit
     )
@@ -194,16 +214,6 @@ def dataset_archive(wildcards):
     return archive
 
 
-def other_datasets(root, pattern):
-    """Files this machine measured on other datasets (other keys under <root>/<machine>/): the
-    tables keep them, each row labelled with its dataset, and no rule re-creates them. None under
-    a default storage provider (a cloud sweep): local files are not in the bucket, so they would
-    be missing inputs, and a sweep's tables hold that sweep."""
-    if workflow.storage_settings.default_storage_provider:
-        return []
-    return sweep.other_dataset_files(Path(root), MACHINE, {DATASET, *DERIVED}, pattern)
-
-
 # -- environments ------------------------------------------------------------------------------
 def venv_dir(library):
     return str(Path(config["envs"]["dir"]) / library)
@@ -230,22 +240,71 @@ def env_build_retry(wildcards):
     return failure["failed_at"] if failure else ""
 
 
-def benchmark_env_inputs(wildcards):
-    """Every configured env marker as ancient(): timed jobs wait for all env builds (no build
-    competes with a measurement), but a rewritten marker never forces re-measurement; the job's
-    `lock` does (different library versions). Where the library's own env failed to build last
-    time, its marker is a plain input: the retried build reruns its jobs. `lock` and `archive`
-    also let the launcher rebuild the env and restage the dataset on a node that lacks them (a
-    cloud VM)."""
-    own = env_marker(wildcards.library)
-    inputs = {
-        "env": own if env_build_failure(wildcards.library) else ancient(own),
-        "lock": repo_path(f"envs/{wildcards.library}.txt"),
-        "archive": dataset_archive(wildcards),
-    }
-    for lib in LIBRARIES:
-        if lib != wildcards.library:
-            inputs[f"env_{lib}"] = ancient(env_marker(lib))
+def lock_file(library):
+    return Path(workflow.basedir) / "envs" / f"{library}.txt"
+
+
+@functools.cache
+def lock_digest(library):
+    from augbench.provision import sha256_bytes
+
+    try:
+        return sha256_bytes(lock_file(library))
+    except OSError:
+        return ""
+
+
+def env_lock_changed(library):
+    """Whether the library's lock differs from the one its env was built from (its marker's
+    lock_sha256): the env is rebuilt with other versions, and its results are measured
+    again."""
+    try:
+        built = json.loads(Path(env_marker(library)).read_text()).get("lock_sha256")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return built != lock_digest(library)
+
+
+def outputs_missing(rule, wildcards):
+    """Whether a timed job's result file(s) are not on disk (it runs whatever else holds)."""
+    kind = regimes.KINDS[rule]
+    values = dict(wildcards.items())
+    settings = [{}]
+    if rule == "cpu_dataloader" and SWEEP.dataloader_job_per_library:
+        settings = SWEEP.dataloader_settings
+    try:
+        paths = [kind.result.format(**{**values, **s}) for s in settings]
+    except (KeyError, IndexError):
+        return True
+    return any(not Path(path).exists() for path in paths)
+
+
+def benchmark_env_inputs(rule):
+    """A timed rule's env markers: it waits for every env build (no build competes with a
+    measurement). A marker is ancient() where the job's result is there and its env keeps its
+    versions: a rebuilt env (a moved venv, a retried build) never re-measures by itself. It is a
+    plain input where the job runs anyway (its result is missing), where its own env failed to
+    build last time (the retried build reruns it), or where its lock changed (new versions):
+    Snakemake then schedules the job in the same run as the env builds it waits on; behind an
+    ancient() marker of an env being rebuilt, a job is not looked at in that run at all.
+    `archive` lets the launcher restage the dataset on a node that lacks it (a cloud VM); the
+    lock is read there from the workflow's sources ($AUGBENCH_ROOT)."""
+
+    def inputs(wildcards):
+        own = wildcards.library
+        # A cloud sweep's results are in the bucket, not here: its markers stay as they were.
+        runs_anyway = not PROVISIONED_MACHINES and outputs_missing(rule, wildcards)
+        markers = {}
+        for lib in LIBRARIES:
+            plain = runs_anyway or (
+                lib == own and (env_build_failure(lib) or env_lock_changed(lib))
+            )
+            marker = env_marker(lib)
+            markers["env" if lib == own else f"env_{lib}"] = (
+                marker if plain else ancient(marker)
+            )
+        return {**markers, "archive": dataset_archive(wildcards)}
+
     return inputs
 
 
@@ -256,6 +315,14 @@ MODULE_PIPELINE_LIBRARY = torchvision_module.LIBRARY
 MODULE_PIPELINES = user_pipelines.module_refs(
     [user_pipelines.Pipeline.from_dict(p) for p in SWEEP.pipelines]
 )
+
+
+def resolve_pipeline_env(wildcards):
+    """resolve_pipeline's env marker: ancient() where the pipeline is resolved already, else plain,
+    so that the resolution runs in the same run as the env build it waits on."""
+    marker = env_marker(MODULE_PIPELINE_LIBRARY)
+    done = Path(f"results/pipelines/resolved/{wildcards.pipeline}.json").exists()
+    return ancient(marker) if done else marker
 
 
 def resolved_pipeline_inputs(wildcards):
@@ -270,10 +337,18 @@ def resolved_pipeline_inputs(wildcards):
 # and staged dataset; it appends --manifest and --env-marker), the engine and its flags
 # (augbench.sweep), then --output, or --outputs for a job writing several files.
 TIMED_SHELL = (
-    "{params.thread_env} PYTHONPATH={params.root:q} {params.provision}"
-    " --lock {input.lock:q} --archive {input.archive:q} --manifest {input.manifest:q}"
+    '{params.thread_env} PYTHONPATH="$AUGBENCH_ROOT" {params.provision}'
+    ' --lock "$AUGBENCH_ROOT"/envs/{wildcards.library}.txt'
+    " --archive {input.archive:q} --manifest {input.manifest:q}"
     " -- {params.engine} {params.output_flag} {output:q} 2>&1 | tee {log:q}"
 )
+
+
+def launcher(wildcards):
+    """The job's launcher (Sweep.launcher) with the driver's interpreter as $AUGBENCH_PYTHON,
+    left for the shell to expand (the launcher quotes every word it is given)."""
+    command = SWEEP.launcher(wildcards.library, f"${PYTHON_VAR}", wildcards.allocator)
+    return command.replace(f"'${PYTHON_VAR}'", f'"${PYTHON_VAR}"')
 
 
 def timed_result(rule, **fixed):
@@ -319,8 +394,7 @@ def timed_resources(rule):
 def timed_params(rule, output_flag="--output"):
     kind = regimes.KINDS[rule]
     return dict(
-        provision=lambda w: SWEEP.launcher(w.library, sys.executable, w.allocator),
-        root=workflow.basedir,
+        provision=launcher,
         thread_env=sweep.thread_env(kind),
         engine=lambda wildcards: sweep.engine_command(
             SWEEP, kind, dict(wildcards.items())
@@ -341,11 +415,14 @@ def timed_extra_inputs(rule):
 
 
 # The kinds timed.smk covers: every kind, but not cpu_dataloader where one job per library
-# measures every setting (cpu_dataloader.smk: several result files).
+# measures every setting (cpu_dataloader.smk: several result files); none under --until figures
+# (PLOTS_ONLY): with no rule that writes a result, the results on disk are plain inputs of the
+# tables, and no measurement can enter the job graph.
 TIMED_KINDS = [
     kind
     for kind in regimes.KINDS.values()
     if not (kind.rule == "cpu_dataloader" and SWEEP.dataloader_job_per_library)
+    and not PLOTS_ONLY
 ]
 
 
@@ -358,22 +435,111 @@ def result_files(wildcards=None):
     return SWEEP.outputs("results")
 
 
+@functools.cache
+def on_disk_files(role):
+    """This machine's result files of ``role`` on disk, on every dataset. None under a default
+    storage provider (a cloud sweep): local files are not in the bucket, and a sweep's tables
+    hold that sweep."""
+    return [] if PROVISIONED_MACHINES else on_disk.files(role, MACHINE)
+
+
+def planned_files(role):
+    """The configured sweep's result files: inputs of the tables (under --until figures, those
+    on disk: no rule writes one there)."""
+    planned = SWEEP.outputs(role)
+    if PLOTS_ONLY:
+        have = set(on_disk_files(role))
+        return [f for f in planned if f in have]
+    return planned
+
+
+@functools.cache
+def present_files(role):
+    """The result files on disk that the configured sweep does not plan: the tables read them
+    too (their rows carry their dataset and regime), through params, so no rule re-creates
+    them."""
+    planned = set(SWEEP.outputs(role))
+    return [f for f in on_disk_files(role) if f not in planned]
+
+
 def aggregate_inputs(wildcards=None):
-    """The sweep's results plus the configured regimes' results on other datasets."""
-    others = [
-        f for r in REGIMES for f in other_datasets("results/raw", f"{r}/*/*.json")
-    ]
-    return [*result_files(), *sorted(others)]
+    return planned_files("results")
 
 
 def lazy_outputs_inputs(wildcards=None):
-    others = other_datasets("results/analysis/lazy_outputs", "*.json")
-    return [*SWEEP.outputs("diagnostic"), *others]
+    return planned_files("diagnostic")
 
 
 def pipeline_table_inputs(wildcards=None):
-    others = other_datasets("results/pipelines/raw", "*/*/*.json")
-    return [*SWEEP.outputs("pipelines"), *others]
+    return planned_files("pipelines")
+
+
+def table_regimes():
+    """The regimes the tables are written for: the configured ones (under --until figures,
+    those with results on disk) and every other regime with results on disk, in the declared
+    order."""
+    present = on_disk.regimes_of(on_disk_files("results"))
+    configured = [r for r in REGIMES if r in present or not PLOTS_ONLY]
+    others = [r for r in regimes.NAMES if r in present and r not in configured]
+    return [*configured, *others]
+
+
+def table_outputs():
+    """aggregate's tables (Sweep.table_outputs, named the same way) for table_regimes()."""
+    tables = dict(SWEEP.table_outputs())
+    own = {
+        r.name: {
+            f"speedups_{r.name}": f"results/tables/speedups_{r.name}.csv",
+            f"throughputs_{r.name}": f"results/tables/throughputs_{r.name}.csv",
+            **r.tables,
+        }
+        for r in regimes.ALL
+    }
+    for name in own:
+        for key in own[name]:
+            tables.pop(key, None)
+    for name in TABLE_REGIMES:
+        tables |= own[name]
+    return tables
+
+
+def has_results(role):
+    """Whether the tables of ``role`` have anything to read: under --until figures, files on
+    disk; otherwise whether the sweep plans that role (as configured)."""
+    if PLOTS_ONLY:
+        return bool(on_disk_files(role))
+    return role != "diagnostic" or SWEEP.lazy_enabled
+
+
+TABLE_REGIMES = table_regimes()
+TABLES = table_outputs()
+
+
+def report_plots_only():
+    """--until figures: one line on what the figures are drawn from, and what the configured sweep
+    still lacks; with no result on disk at all, one line saying what to run, and no
+    job."""
+    found = {role: on_disk_files(role) for role in on_disk.LAYOUT}
+    count = sum(len(files) for files in found.values())
+    if not count:
+        exit_with(
+            f"no results yet under results/raw/{MACHINE}: measure first with `snakemake "
+            f"--cores 8` (the same --config), then `snakemake --until figures` redraws from them"
+        )
+    have = {f for files in found.values() for f in files}
+    planned = [f for role in on_disk.LAYOUT for f in SWEEP.outputs(role)]
+    missing = [f for f in planned if f not in have]
+    line = f"augbench: tables and figures from the {count} result files on disk"
+    if missing:
+        line += (
+            f"; {len(missing)} of the configured sweep's {len(planned)} are not measured yet "
+            f"({on_disk.missing_summary(missing)}): `snakemake --cores 8` measures them"
+        )
+    print(line, file=sys.stderr)
+
+
+if PLOTS_ONLY:
+    report_plots_only()
 
 
 def summary_extra_inputs(wildcards):
@@ -381,10 +547,10 @@ def summary_extra_inputs(wildcards):
     pipelines' rows, for this workflow's own sweep."""
     if wildcards.root != "results":
         return {}
-    extra = {"lazy": LAZY_TABLES["csv"]} if SWEEP.lazy_enabled else {}
+    extra = {"lazy": LAZY_TABLES["csv"]} if has_results("diagnostic") else {}
     extra["starvation"] = "results/tables/starvation.csv"
     extra["recommendation"] = RECOMMENDATION["table"]
-    if PIPELINE_NAMES:
+    if PIPELINE_NAMES and has_results("pipelines"):
         extra["pipelines"] = "results/tables/pipeline_results.csv"
     return extra
 
@@ -412,8 +578,33 @@ def figure_targets(root="results"):
     ]
 
 
+def plot_products():
+    """What --until figures makes: every table, figure, summary and the answer, from the files
+    on disk."""
+    pipelines = []
+    if PIPELINE_NAMES and has_results("pipelines"):
+        pipelines = [*SWEEP.pipeline_tables().values(), sweep.PIPELINE_FIGURE]
+        if len(SWEEP.allocators) > 1:
+            pipelines.append(sweep.PIPELINE_ALLOCATOR_FIGURE)
+    lazy = list(LAZY_TABLES.values()) if has_results("diagnostic") else []
+    return [
+        *TABLES.values(),
+        *lazy,
+        *pipelines,
+        *figure_targets(),
+        *RECOMMENDATION.values(),
+    ]
+
+
 def final_targets():
-    return [*SWEEP.targets(), *figure_targets(), *RECOMMENDATION.values()]
+    if PLOTS_ONLY:
+        return plot_products()
+    return [
+        *SWEEP.targets(),
+        *TABLES.values(),
+        *figure_targets(),
+        *RECOMMENDATION.values(),
+    ]
 
 
 # -- the answer page (augbench.analysis.recommendation) -----------------------------------------
@@ -427,7 +618,7 @@ def recommendation_inputs(wildcards=None):
     """The pipelines' tidy rows and starvation table; none where no pipeline is configured (the
     page then says so)."""
     tables = SWEEP.pipeline_tables()
-    if not tables:
+    if not tables or not has_results("pipelines"):
         return {}
     return {"rows": tables["results"], "starvation": tables["starvation"]}
 

@@ -5,11 +5,11 @@
 # imported once), this rule. Same result files either way. Jobs, flags and placement:
 # augbench/regimes.py (kind "cpu_dataloader").
 
-if SWEEP.dataloader_job_per_library:
+if SWEEP.dataloader_job_per_library and not PLOTS_ONLY:
 
     rule cpu_dataloader:
         input:
-            unpack(benchmark_env_inputs),
+            unpack(benchmark_env_inputs("cpu_dataloader")),
             manifest=DATASET_MANIFEST,
         output:
             [

@@ -1,11 +1,12 @@
 # Figures, report tables, summaries: downstream of a tidy table, never of a benchmark.
 #
 # {root} is "results" (this workflow's own sweep) or "results/plots/<name>" (results that already
-# exist, configured under plot_from). `snakemake plots` (results/plots/<name>) therefore never
-# schedules a measurement. `snakemake --until figures` (root "results") needs this workflow's own
-# results/tables/all_results.csv, which needs every configured benchmark job: it schedules each
-# one whose result is missing or out of date (in a fresh working directory, all of them), and on
-# complete, up-to-date results only the aggregation and plotting jobs that are out of date.
+# exist, configured under plot_from). Neither `snakemake plots` (results/plots/<name>) nor
+# `snakemake --until figures` (or `snakemake figures`; root "results") schedules a measurement:
+# the latter makes every table, figure, summary and the answer from the result files of this
+# machine on disk (PLOTS_ONLY, common.smk: no timed job is in its job graph, so neither changed
+# settings nor a changed engine re-measure anything), says what the configured sweep still lacks,
+# and, with no result on disk, says what to run instead.
 
 
 wildcard_constraints:
@@ -88,7 +89,7 @@ rule summary:
 
 rule figures:
     input:
-        figure_targets(),
+        plot_products(),
     localrule: True
 
 

@@ -21,5 +21,7 @@ rule lazy_outputs_table:
         "../../envs/driver.yaml"
     params:
         analysis_code=ANALYSIS_CODE,
+        present=present_files("diagnostic"),
+        present_state=on_disk.state(present_files("diagnostic")),
     script:
         "../scripts/lazy_outputs_table.py"

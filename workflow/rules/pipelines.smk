@@ -10,7 +10,7 @@
 # not a Compose, is written as an error: every library's rows then say so, nothing else stops.
 rule resolve_pipeline:
     input:
-        env=ancient(env_marker(MODULE_PIPELINE_LIBRARY)),
+        env=resolve_pipeline_env,
     output:
         resolved="results/pipelines/resolved/{pipeline}.json",
     log:
@@ -23,9 +23,8 @@ rule resolve_pipeline:
     params:
         ref=lambda wildcards: MODULE_PIPELINES[wildcards.pipeline],
         python=str(Path(venv_dir(MODULE_PIPELINE_LIBRARY)) / "bin" / "python"),
-        root=workflow.basedir,
     shell:
-        "PYTHONPATH={params.root:q} {params.python:q} -m "
+        'PYTHONPATH="$AUGBENCH_ROOT" {params.python:q} -m '
         "augbench.pipeline_sources.torchvision_module {params.ref:q} --source {params.ref:q} "
         "--out {output.resolved:q} > {log:q} 2>&1"
 
@@ -50,6 +49,8 @@ rule pipeline_tables:
         "../../envs/driver.yaml"
     params:
         analysis_code=ANALYSIS_CODE,
+        present=present_files("pipelines"),
+        present_state=on_disk.state(present_files("pipelines")),
         pipelines=PIPELINE_NAMES,
         throughput_targets=config["cpu_dataloader"]["required_throughput"],
         starvation=config["starvation"],

@@ -11,7 +11,7 @@ for kind in TIMED_KINDS:
         name:
             kind.rule
         input:
-            unpack(benchmark_env_inputs),
+            unpack(benchmark_env_inputs(kind.rule)),
             unpack(timed_extra_inputs(kind.rule)),
             manifest=DATASET_MANIFEST,
         output:

@@ -22,7 +22,9 @@ from augbench.results import write_table_atomic
 
 with redirect_to_log(snakemake.log[0]):  # noqa: F821
     sm = snakemake  # noqa: F821
-    frame = tidy.load_results([Path(p) for p in sm.input.results])
+    # This run's results (inputs) and every other result of this machine on disk (params).
+    files = [Path(p) for p in [*sm.input.results, *sm.params.present]]
+    frame = tidy.load_results(files)
     write_table_atomic(frame, sm.output.all)
     for regime in sm.params.regimes:
         part = frame[frame["regime"] == regime]
@@ -50,4 +52,4 @@ with redirect_to_log(snakemake.log[0]):  # noqa: F821
         starvation.table(frame, models, sm.params.starvation["dataset_images"]),
         sm.output.starvation,
     )
-    print(f"{len(frame)} rows from {len(sm.input.results)} result files")
+    print(f"{len(frame)} rows from {len(files)} result files")

@@ -35,7 +35,7 @@ def interpreter_report(python: str) -> dict:
 
 def main() -> None:
     sm = snakemake  # noqa: F821
-    lock = Path(sm.input.lock)
+    lock = Path(sm.scriptdir).parents[1] / "envs" / f"{sm.wildcards.library}.txt"
     marker = Path(sm.output.marker)
     library = sm.wildcards.library
     manager = sm.params.manager
@@ -48,7 +48,8 @@ def main() -> None:
     else:
         # The same code path benchmark jobs use on any node (augbench.provision).
         try:
-            env = ensure_env(library, lock, Path(sm.params.venv), sm.params.python)
+            python = sm.params.python or sys.executable
+            env = ensure_env(library, lock, Path(sm.params.venv), python)
         except EnvBuildError as exc:
             report = failed_marker(library, lock, str(exc))
             write(marker, report)

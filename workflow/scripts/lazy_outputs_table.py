@@ -38,6 +38,6 @@ if "snakemake" in globals():
 
     with redirect_to_log(snakemake.log[0]):  # noqa: F821
         sm = snakemake  # noqa: F821
-        write(list(sm.input.results), sm.output.csv, sm.output.markdown)
+        write([*sm.input.results, *sm.params.present], sm.output.csv, sm.output.markdown)
 elif __name__ == "__main__":
     sys.exit(main())

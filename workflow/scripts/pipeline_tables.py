@@ -13,7 +13,8 @@ from augbench.results import write_table_atomic
 
 with redirect_to_log(snakemake.log[0]):  # noqa: F821
     sm = snakemake  # noqa: F821
-    frame = tidy.load_results([Path(p) for p in sm.input.results])
+    # This run's results (inputs) and every other pipeline result of this machine on disk.
+    frame = tidy.load_results([Path(p) for p in [*sm.input.results, *sm.params.present]])
     write_table_atomic(frame, sm.output.results)
     write_table_atomic(pipelines.breakdown(frame), sm.output.breakdown)
     for name in sm.params.pipelines:
