@@ -202,5 +202,57 @@ def plan_lines(found: list[Phase], source: str) -> list[str]:
     return lines
 
 
+def job_seconds(
+    planned: list[Planned],
+    by_output: dict[str, regimes.Job],
+    models: dict[Any, cost.KindModel],
+    config: dict[str, Any],
+) -> list[float | None]:
+    """Each planned job's expected seconds, as :func:`phases` prices it (None: no model)."""
+    parts = [cost_parts(p, by_output) for p in planned]
+    seconds, _ = cost.seconds_per_job(
+        [j for js in parts for j in js], models, config, cores=usable_cores()
+    )
+    out: list[float | None] = []
+    for job_parts in parts:
+        values = [seconds[j] for j in job_parts]
+        out.append(None if any(v is None for v in values) else sum(v or 0.0 for v in values))
+    return out
+
+
+def machine_lines(
+    found: list[Phase],
+    source: str,
+    executor: str,
+    submissions: list[float],
+    concurrent: int,
+    start_s: float = 0.0,
+) -> list[str]:
+    """The printed plan where jobs run on machines of their own (a cloud or cluster executor):
+    ``submissions``, the expected seconds of each job sent to a machine (a group's members
+    together: one machine runs them one at a time), ``concurrent`` of them at once (--jobs),
+    each also paying ``start_s`` for its machine or Snakemake to start. The phases' times are
+    machine time; the ETA spreads it over the machines, never less than the longest submission.
+    """
+    lines = plan_lines(found, source)
+    total = sum(p.jobs for p in found)
+    lines[0] = (
+        f"augbench plan: {total} jobs as {len(submissions)} {executor} jobs, up to "
+        f"{concurrent} at once (timed jobs one at a time on each machine; times below are "
+        "machine time)"
+    )
+    work = sum(p.seconds for p in found) + start_s * len(submissions)
+    wall = max(work / max(concurrent, 1), max(submissions, default=0.0) + start_s)
+    unknown = sum(p.unknown for p in found)
+    lines[-1] = (
+        f"  ETA ~{_minutes(wall)} with {concurrent} {executor} jobs at once, each starting in "
+        f"{_minutes(start_s)}"
+        + (f" plus {unknown} jobs without a time model" if unknown else "")
+        + "; priced as on this machine (`snakemake cost` prices each placement); "
+        + f"time model: {source}"
+    )
+    return lines
+
+
 def _minutes(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"

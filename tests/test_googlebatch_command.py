@@ -83,10 +83,12 @@ def test_the_executor_flag_alone_plans_what_the_googlebatch_profile_plans(
     assert {"bench_micro", "bench_cpu_dataloader", "bench_gpu_dataloader"} <= set(groups)
     grouped = Counter(rule for rule, where, _ in jobs.values() if where != "-")
     assert grouped["micro"] and grouped["cpu_dataloader"] and grouped["gpu_dataloader"]
-    # The plan prints in both (a storage provider names outputs by their local copies).
+    # The plan prints in both (a storage provider names outputs by their local copies), as
+    # VM jobs that run side by side, the timed jobs one at a time on each VM.
     for out in (typed, profiled):
         assert "augbench plan: not available" not in out
-        assert re.search(r"^augbench plan: \d+ jobs", out, re.M), out[-3000:]
+        head = r"^augbench plan: \d+ jobs as \d+ googlebatch jobs, up to 64 at once \(timed jobs"
+        assert re.search(head + " one at a time on each machine", out, re.M), out[-3000:]
 
 
 def test_only_a_typed_googlebatch_command_without_a_profile_is_started_again() -> None:

@@ -168,3 +168,21 @@ def test_a_phase_of_several_runs_says_so() -> None:
     assert (found.jobs, found.runs) == (3, 3)
     (line,) = [x for x in plan.plan_lines([found], "reference") if "cpu_dataloader" in x]
     assert line.endswith("(each job in 3 runs)")
+
+
+def test_jobs_on_machines_of_their_own_are_not_planned_one_at_a_time() -> None:
+    """A cloud or cluster executor: the header counts submissions (a group job is one), says how
+    many run at once, and the ETA spreads the machine time over them, never below the longest
+    submission plus its start-up."""
+    found = plan.phases(planned(), BY_OUTPUT, models(), CONFIG, cores=2)
+    work = sum(p.seconds for p in found)
+    lines = plan.machine_lines(found, "reference", "googlebatch", [10.0, 20.0, 30.0], 2, 5.0)
+    assert lines[0].startswith("augbench plan: 12 jobs as 3 googlebatch jobs, up to 2 at once")
+    assert "one at a time on each machine" in lines[0]
+    assert lines[1:-1] == plan.plan_lines(found, "reference")[1:-1]
+    wall = max((work + 3 * 5.0) / 2, 30.0 + 5.0)
+    assert lines[-1].startswith(f"  ETA ~{plan._minutes(wall)} with 2 googlebatch jobs at once")
+    one = plan.machine_lines(found, "reference", "slurm", [600.0], 64, 0.0)
+    assert one[-1].startswith("  ETA ~10.0 min with 64 slurm jobs at once")
+    seconds = plan.job_seconds(planned(), BY_OUTPUT, models(), CONFIG)
+    assert len(seconds) == len(planned()) and seconds[4] is not None  # pillow's micro job
