@@ -265,12 +265,12 @@ def env_lock_changed(library):
     return built != lock_digest(library)
 
 
-def outputs_missing(rule, wildcards):
+def outputs_missing(name, wildcards):
     """Whether a timed job's result file(s) are not on disk (it runs whatever else holds)."""
-    kind = regimes.KINDS[rule]
+    kind = regimes.KINDS[name]
     values = dict(wildcards.items())
     settings = [{}]
-    if rule == "cpu_dataloader" and SWEEP.dataloader_job_per_library:
+    if name == "cpu_dataloader" and SWEEP.dataloader_job_per_library:
         settings = SWEEP.dataloader_settings
     try:
         paths = [kind.result.format(**{**values, **s}) for s in settings]
@@ -685,3 +685,55 @@ def print_recommendation():
         print(f"augbench: {table} not readable ({exc})", file=sys.stderr)
         return
     print(recommendation.short_text(rec), file=sys.stderr)
+
+
+# -- the end of a run ----------------------------------------------------------------------------
+
+
+def measurements_left_behind():
+    """Timed jobs of this run's job graph that did not run though they are out of date (their
+    result is missing, or their params, inputs or command changed). Snakemake does not look at
+    a job behind an ancient() input that a job of the same run rewrites (an env being rebuilt):
+    benchmark_env_inputs makes those inputs plain where a job runs anyway for a reason known
+    before the run (a missing result, a new lock); this finds the rest."""
+    dag = workflow.dag
+    if not any(j.rule.name == "build_env" for j in dag.finished_jobs):
+        return []
+    from snakemake.settings.enums import RerunTrigger
+
+    triggers = workflow.rerun_triggers
+    store = workflow.persistence
+    timed = {kind.rule for kind in regimes.KINDS.values()}
+    left = []
+    for job in dag.jobs:
+        if job.rule.name not in timed or dag.finished(job):
+            continue
+        outputs = [str(f) for f in job.output]
+        stale = (
+            not all(Path(f).exists() for f in outputs)
+            or (RerunTrigger.PARAMS in triggers and bool(store.params_changed(job)))
+            or (RerunTrigger.INPUT in triggers and any(store.input_changed(job)))
+            or (RerunTrigger.CODE in triggers and any(store.code_changed(job)))
+        )
+        if stale:
+            left.extend(outputs)
+    return left
+
+
+def report_left_behind():
+    """At the end of a run: one line naming the measurements it left out of date, and why."""
+    try:
+        left = measurements_left_behind()
+    except Exception as exc:  # noqa: BLE001 - advisory: never fails a finished run
+        print(
+            f"augbench: could not check for measurements left out of date ({exc})",
+            file=sys.stderr,
+        )
+        return
+    if left:
+        print(
+            f"augbench: {len(left)} result file(s) were not measured again in this run "
+            f"({on_disk.missing_summary(left)}): their settings changed while the env builds "
+            "they wait on ran; run the same command again to measure them",
+            file=sys.stderr,
+        )
