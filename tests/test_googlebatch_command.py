@@ -117,3 +117,16 @@ def test_a_storage_query_maps_back_to_the_rules_path() -> None:
     assert plan.unprefixed("/tmp/bucket/results/x.json", "/tmp/bucket/") == "results/x.json"
     assert plan.unprefixed("gs://other/x.tar", "gs://b/sweep") == "gs://other/x.tar"
     assert plan.unprefixed("results/x.json", None) == "results/x.json"
+
+
+def test_an_unknown_executor_flag_gets_snakemakes_own_error(tmp_path: Path) -> None:
+    """A misspelt plugin flag stops in Snakemake's argument parser, before the workflow runs."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "--snakefile", str(REPO / "Snakefile"),
+         *CARD, "--googlebatch-regoin", "R", "--config", *SWEEP],
+        cwd=tmp_path, env={**os.environ, **OFFLINE_ENV}, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "error: unrecognized arguments: --googlebatch-regoin" in proc.stderr
+    assert "Traceback" not in proc.stderr and "augbench" not in proc.stderr
