@@ -35,7 +35,7 @@ def interpreter_report(python: str) -> dict:
 
 def main() -> None:
     sm = snakemake  # noqa: F821
-    lock = Path(sm.scriptdir).parents[1] / "envs" / f"{sm.wildcards.library}.txt"
+    lock = Path(sm.scriptdir).resolve().parents[1] / "envs" / f"{sm.wildcards.library}.txt"
     marker = Path(sm.output.marker)
     library = sm.wildcards.library
     manager = sm.params.manager
