@@ -74,6 +74,8 @@ CHRONOLOGY: list[tuple[str, str]] = [
     (r"\b(earlier|later)\s+today\b", "chronology"),
     (r"\b(yesterday|the next day|the day before)\b", "chronology"),
     (r"\bhalf an hour later\b", "chronology"),
+    (r"\b(hours|minutes|a day|days) later\b", "chronology"),
+    (r"\b(that|the same|the next|next|the previous) (morning|evening|night|day)\b", "chronology"),
     (r"\b(a little|a few hours|minutes)\s+(earlier|later)\b", "chronology"),
     (r"\bthe (next|previous|last|first|second|third) check\b", "a run-by-run account"),
     (r"\bas it is now\b", "chronology"),
@@ -210,6 +212,9 @@ def test_the_chronology_scan_covers_the_pages_and_not_the_run_folders() -> None:
         "then 2 more rounds, half an hour later",
         "A torchvision-only pair a little earlier",
         "the same two commands again",
+        "the same check, a few hours later",
+        "measured the same morning",
+        "on the next day the VM was slower",
     ],
 )
 def test_planted_chronology_is_found(text: str) -> None:
