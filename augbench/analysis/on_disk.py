@@ -5,9 +5,13 @@ measured so far), not only the jobs its config plans: a run of one regime keeps 
 and the tables built from them are rebuilt together. `snakemake --until figures` (and `snakemake
 figures`) makes the tables and figures from these files alone and plans no measurement.
 
-Files that no job of the run produces reach the table rules as params (their paths, and each one's
-size and mtime as a fingerprint), never as inputs: Snakemake hands an input to the rule that can
-produce it, which would re-measure it when a setting or the engine's code changed.
+A file on disk that the run does not plan is an input of the tables where no rule of the run can
+write it (another dataset, a regime the run does not measure: a plain file, as the planned ones),
+and a param where one can (a setting or library the configured regime no longer measures): its
+path, and its size and mtime as a fingerprint. Snakemake hands an input to the rule that can
+produce it, which would re-measure it when a setting or the engine's code changed. Which files are
+which depends on the datasets and regimes configured, not on which of them were measured last:
+switching a config back and forth rebuilds no table.
 """
 
 from __future__ import annotations
@@ -39,6 +43,14 @@ def regime_of(path: str) -> str | None:
     """The regime folder of a raw result path (results/raw/<machine>/<dataset>/<regime>/...)."""
     parts = Path(path).parts
     return parts[4] if len(parts) > 5 and parts[:2] == ("results", "raw") else None
+
+
+def dataset_and_folder(role: str, path: str) -> tuple[str, str]:
+    """(dataset key, the folder below it: a regime, or a library's file for the diagnostic) of a
+    result path of ``role``."""
+    depth = len(Path(LAYOUT[role][0]).parts)
+    parts = Path(path).parts
+    return parts[depth + 1], parts[depth + 2]
 
 
 def regimes_of(paths: Iterable[str]) -> set[str]:

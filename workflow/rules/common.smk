@@ -416,12 +416,14 @@ def timed_extra_inputs(rule):
 
 # The kinds timed.smk covers: every kind, but not cpu_dataloader where one job per library
 # measures every setting (cpu_dataloader.smk: several result files); none under --until figures
-# (PLOTS_ONLY): with no rule that writes a result, the results on disk are plain inputs of the
-# tables, and no measurement can enter the job graph.
+# (PLOTS_ONLY), and only the configured regimes' kinds otherwise: no rule re-creates the result
+# of a regime this run does not measure (the tables read those files as plain inputs).
+REGIME_OF_RULE = {kind.rule: r.name for r in regimes.ALL for kind in r.kinds}
 TIMED_KINDS = [
     kind
     for kind in regimes.KINDS.values()
     if not (kind.rule == "cpu_dataloader" and SWEEP.dataloader_job_per_library)
+    and REGIME_OF_RULE[kind.rule] in REGIMES
     and not PLOTS_ONLY
 ]
 
@@ -453,35 +455,56 @@ def planned_files(role):
     return planned
 
 
+def rewritable(role, path):
+    """Whether a timed rule of this run matches ``path`` (its dataset and regime are
+    configured)."""
+    dataset, folder = on_disk.dataset_and_folder(role, path)
+    regime = REGIME_OF_RULE["lazy_outputs"] if role == "diagnostic" else folder
+    return dataset in {DATASET, *DERIVED} and regime in REGIMES
+
+
+def unplanned_files(role, rewritable_ones):
+    planned = set(SWEEP.outputs(role))
+    return [
+        f
+        for f in on_disk_files(role)
+        if f not in planned and rewritable(role, f) == rewritable_ones
+    ]
+
+
 @functools.cache
 def present_files(role):
-    """The result files on disk that the configured sweep does not plan: the tables read them
-    too (their rows carry their dataset and regime), through params, so no rule re-creates
-    them."""
-    planned = set(SWEEP.outputs(role))
-    return [f for f in on_disk_files(role) if f not in planned]
+    """The result files on disk that the configured sweep does not plan though a rule of this
+    run matches them (a library, setting or shard it no longer measures): the tables read them
+    through params, so that rule never re-measures them (augbench.analysis.on_disk)."""
+    return unplanned_files(role, True)
+
+
+def table_inputs(role):
+    """The planned result files, and every other one on disk that no rule of this run writes
+    (other datasets, other regimes): plain inputs of the tables."""
+    return [*planned_files(role), *unplanned_files(role, False)]
 
 
 def aggregate_inputs(wildcards=None):
-    return planned_files("results")
+    return table_inputs("results")
 
 
 def lazy_outputs_inputs(wildcards=None):
-    return planned_files("diagnostic")
+    return table_inputs("diagnostic")
 
 
 def pipeline_table_inputs(wildcards=None):
-    return planned_files("pipelines")
+    return table_inputs("pipelines")
 
 
 def table_regimes():
-    """The regimes the tables are written for: the configured ones (under --until figures,
-    those with results on disk) and every other regime with results on disk, in the declared
-    order."""
+    """The regimes the tables are written for, in the declared order (the same whichever of
+    them a run measures): every regime with results on disk, and the configured ones (but
+    under --until figures, which measures none)."""
     present = on_disk.regimes_of(on_disk_files("results"))
-    configured = [r for r in REGIMES if r in present or not PLOTS_ONLY]
-    others = [r for r in regimes.NAMES if r in present and r not in configured]
-    return [*configured, *others]
+    configured = set() if PLOTS_ONLY else set(REGIMES)
+    return [r for r in regimes.NAMES if r in present | configured]
 
 
 def table_outputs():
@@ -504,11 +527,11 @@ def table_outputs():
 
 
 def has_results(role):
-    """Whether the tables of ``role`` have anything to read: under --until figures, files on
-    disk; otherwise whether the sweep plans that role (as configured)."""
-    if PLOTS_ONLY:
-        return bool(on_disk_files(role))
-    return role != "diagnostic" or SWEEP.lazy_enabled
+    """Whether the tables of ``role`` have anything to read: files on disk, or (but under
+    --until figures) the sweep's jobs of that role."""
+    if on_disk_files(role):
+        return True
+    return not PLOTS_ONLY and bool(SWEEP.outputs(role))
 
 
 TABLE_REGIMES = table_regimes()
@@ -561,8 +584,8 @@ def after_timed_jobs(wildcards=None):
     cores; a rewritten file never re-runs them by itself, their own inputs do."""
     if ANSWER_ONLY:
         return ancient(pipeline_table_inputs())
-    lazy = lazy_outputs_inputs() if SWEEP.lazy_enabled else []
-    return ancient([*aggregate_inputs(), *lazy, *pipeline_table_inputs()])
+    tables = [*aggregate_inputs(), *lazy_outputs_inputs(), *pipeline_table_inputs()]
+    return ancient(tables)
 
 
 # -- figures, report and analysis (downstream of the tidy table only) ------------------------

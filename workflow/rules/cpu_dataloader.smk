@@ -5,7 +5,12 @@
 # imported once), this rule. Same result files either way. Jobs, flags and placement:
 # augbench/regimes.py (kind "cpu_dataloader").
 
-if SWEEP.dataloader_job_per_library and not PLOTS_ONLY:
+# As every timed rule, defined only where its regime is configured (TIMED_KINDS, common.smk).
+if (
+    SWEEP.dataloader_job_per_library
+    and REGIME_OF_RULE["cpu_dataloader"] in REGIMES
+    and not PLOTS_ONLY
+):
 
     rule cpu_dataloader:
         input:
