@@ -1,4 +1,5 @@
 # Image-augmentation throughput benchmark. See README.md; design in docs/architecture.md.
+import os
 import platform
 import sys
 import tomllib
@@ -27,9 +28,6 @@ min_version("9.19")
 
 # `--executor googlebatch` with no profile is the googlebatch profile's run: Snakemake starts again
 # with it, before the workflow reads anything (augbench/launch.py).
-import os
-import sys
-
 from augbench import launch
 from augbench.logs import exit_with
 
