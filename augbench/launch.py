@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from augbench import sweep
+from augbench import command_line
 
 EXECUTOR = "googlebatch"
 PROFILE = Path("profiles") / EXECUTOR
@@ -31,7 +31,7 @@ def with_profile(argv: list[str], workflow_dir: Path, python: str) -> list[str] 
     profile (``--workflow-profile``, ``--profile`` or ``$SNAKEMAKE_PROFILE``; ``none`` counts as
     one); else None. Raises LaunchError where the command changes directory (``--directory``):
     its relative paths were relative to a directory this process has left."""
-    parsed = sweep.command_line(argv)
+    parsed = command_line.parse(argv)
     if parsed is None or str(parsed.executor) != EXECUTOR:
         return None
     if getattr(parsed.mode, "name", str(parsed.mode)).upper() != "DEFAULT":

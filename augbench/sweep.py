@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import os
 import shlex
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -718,21 +717,6 @@ def dataset_facts(
     return sizes, {key: spec.resolution for key, spec in specs.items()}
 
 
-def other_dataset_files(root: Path, machine: str, keep: set[str], pattern: str) -> list[str]:
-    """Files below ``root/<machine>/<key>/`` matching ``pattern`` for every dataset key not in
-    ``keep``: what this machine measured on other datasets (rows carry their dataset), so the
-    tables keep them and switching datasets back and forth re-runs nothing."""
-    base = root / machine
-    if not base.is_dir():
-        return []
-    return sorted(
-        str(path)
-        for key in base.iterdir()
-        if key.is_dir() and key.name not in keep
-        for path in key.glob(pattern)
-    )
-
-
 # -- one job's command line --------------------------------------------------------------------
 def flag_words(flags: Mapping[str, Any]) -> list[str]:
     """``{"num-images": 12, "transforms": ["A", "B"]}`` -> ``--num-images 12 --transforms A,B``."""
@@ -754,76 +738,6 @@ def thread_env(kind: JobKind) -> str:
     """Thread-count variables set before the interpreter starts (policy per kind)."""
     policy = THREAD_POLICIES.get(kind.thread_policy)
     return policy.shell_prefix() if policy is not None else ""
-
-
-def command_line(argv: list[str]) -> Any:
-    """A ``snakemake`` command line as Snakemake's own argument parser reads it: Snakemake parses
-    the Snakefile before it hands its targets and flags to the workflow, so what only a target or
-    a flag decides at parse time (``cost`` prices the cloud sweep and checks memory against its
-    machines; a dry run prints the plan when Snakemake is done) reads them here. None where the
-    workflow was not started by that command. Parsed once per command line: building
-    Snakemake's parser takes a fifth of a second, and the Snakefile asks more than once."""
-    return _parsed_command_line(tuple(argv))
-
-
-@functools.lru_cache(maxsize=4)
-def _parsed_command_line(argv: tuple[str, ...]) -> Any:
-    started = Path(argv[0]) if argv else Path()
-    if "snakemake" not in (started.name, started.parent.name):  # `snakemake`, `python -m snakemake`
-        return None
-    from snakemake.cli import get_argument_parser
-
-    try:
-        parsed, _ = get_argument_parser().parse_known_args(argv[1:])
-    except SystemExit:  # Snakemake reports its own usage errors
-        return None
-    return parsed
-
-
-def command_line_targets(argv: list[str]) -> set[str]:
-    """The targets named on a ``snakemake`` command line (empty where none, or not started by
-    that command)."""
-    parsed = command_line(argv)
-    return {str(t) for t in parsed.targets or ()} if parsed else set()
-
-
-def command_line_executor(argv: list[str], workflow_dir: Path, started_in: Path) -> str:
-    """The executor a ``snakemake`` command line runs its jobs with: ``--executor``, else the
-    ``executor`` of the profile it names (``--workflow-profile``, else ``--profile``: a folder,
-    relative to ``started_in``, the directory snakemake was started in, or a profile of the
-    workflow's ``profiles/``), else "local". A profile's settings never reach the command line
-    Snakemake hands the workflow, so they are read from its file."""
-    parsed = command_line(argv)
-    if parsed is None:
-        return "local"
-    if parsed.executor:
-        return str(parsed.executor)
-    named = parsed.profile if isinstance(parsed.profile, list) else [parsed.profile]
-    for chosen in (parsed.workflow_profile, *named):
-        if not chosen or str(chosen) == "none":
-            continue
-        # Snakemake reads the profile before it changes to --directory: a relative path is
-        # relative to where it started (started_in; the shell's PWD where the workflow was given
-        # another directory), else to the workflow.
-        candidates = (
-            started_in / chosen,
-            Path(os.environ.get("PWD", started_in)) / chosen,
-            workflow_dir / chosen,
-            workflow_dir / "profiles" / str(chosen),
-        )
-        for folder in candidates:
-            if (folder / "profile.yaml").is_file():
-                try:
-                    return profile.read(folder).executor
-                except profile.ProfileError:
-                    return "local"
-    return "local"
-
-
-def command_line_dry_run(argv: list[str]) -> bool:
-    """Whether a ``snakemake`` command line only plans (``-n``): no job runs, so no onstart."""
-    parsed = command_line(argv)
-    return bool(parsed and parsed.dryrun)
 
 
 def check_regimes(config: Mapping[str, Any]) -> list[str]:

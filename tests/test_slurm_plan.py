@@ -14,7 +14,7 @@ import yaml
 from conftest import REPO, smoke_settings
 from test_memory import paper_sweep
 
-from augbench import cost, regimes, slurm, sweep
+from augbench import command_line, cost, regimes, slurm
 
 SHIPPED = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 
@@ -144,7 +144,7 @@ def test_time_limits_come_from_the_cost_models_maximum() -> None:
 
 def test_the_executor_is_read_from_the_command_line_or_its_profile() -> None:
     def executor(*args: str) -> str:
-        return sweep.command_line_executor(["snakemake", *args], REPO, REPO)
+        return command_line.executor(["snakemake", *args], REPO, REPO)
 
     assert executor() == "local"
     assert executor("--executor", "slurm") == "slurm"

@@ -12,7 +12,7 @@ import pytest
 import snakemake_runner
 import yaml
 
-from augbench import cost, memory, plan, regimes, sweep
+from augbench import command_line, cost, memory, plan, regimes, sweep
 from augbench.adapters.base import CPU_TRANSFORMS
 from augbench.config import deep_merge, resolve
 
@@ -420,4 +420,4 @@ def test_a_local_run_does_not_refuse_jobs_that_would_only_write_skipped_rows() -
     ],
 )
 def test_the_command_line_targets_are_read_with_snakemakes_parser(argv, targets) -> None:
-    assert sweep.command_line_targets(argv) == targets
+    assert command_line.targets(argv) == targets

@@ -82,7 +82,7 @@ def print_plan_after_dry_run():
         print_plan(planned_only=True)
 
 
-if sweep.command_line_dry_run(sys.argv):
+if command_line.dry_run(sys.argv):
     import atexit
 
     atexit.register(print_plan_after_dry_run)
