@@ -176,8 +176,8 @@ def _numpy_units(sleep_ms: list[float]) -> list[tuple[str, Any]]:
 
 
 def test_breakdown_shows_a_sleep_steps_share() -> None:
-    images = [np.full((64, 64, 3), i, dtype=np.uint8) for i in range(2)]
-    units = _numpy_units([10.0, 30.0])
+    images = [np.full((64, 64, 3), 7, dtype=np.uint8)]
+    units = _numpy_units([30.0, 90.0])
     whole = Composed(Chain([fn for _, fn in units]), "chain", lambda obj, x: obj(x))
     result = pipeline_breakdown.measure(
         units, whole, images, layout.materialize, StoppingRule(6, 6, block=2), warmups=1
@@ -188,10 +188,12 @@ def test_breakdown_shows_a_sleep_steps_share() -> None:
     rounds = [("steps", "whole", "bare"), ("steps", "bare", "whole"), ("steps", "whole", "bare")]
     assert result.order == [kind for one in rounds for kind in one]
     shares = dict(zip(result.labels, result.shares(), strict=True))
-    # 10 ms and 30 ms of 40 ms plus microseconds of numpy: 25 % and 75 %. Sleeps this long keep
-    # a late wake-up on a loaded machine (about 1 ms) within a few percentage points.
-    assert shares["Sleep10"] == pytest.approx(0.25, abs=0.04)
-    assert shares["Sleep30"] == pytest.approx(0.75, abs=0.04)
+    # 30 ms and 90 ms of 120 ms plus microseconds of numpy: 25 % and 75 %. A late wake-up adds
+    # about the same to every sleep and so raises the shorter one's share: sleeps this long
+    # keep wake-ups up to 11 ms late (a machine with several busy processes per core) within
+    # 0.04. One image per value keeps the test short.
+    assert shares["Sleep30"] == pytest.approx(0.25, abs=0.04)
+    assert shares["Sleep90"] == pytest.approx(0.75, abs=0.04)
     assert shares["Invert"] < 0.02 and shares["Flip"] < 0.02
     # Ratios of medians: sanity bounds only; the 5 % check is what the workflow reports
     # (summary, figure), not a timed assertion here.
@@ -288,7 +290,7 @@ def test_the_harness_check_can_fail() -> None:
     )
     harness = result.harness()
     assert len(result.whole_groups) == len(result.bare_groups) == 4
-    assert harness.estimate > 3.0 and harness.low > 1.05, harness
+    assert harness.estimate > 2.0 and harness.low > 1.05, harness
 
 
 def test_the_composition_note_explains_a_large_effect() -> None:
