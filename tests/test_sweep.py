@@ -174,10 +174,11 @@ def test_a_registered_regime_is_planned_costed_and_tabled(dummy_regime) -> None:
 
 
 def test_the_workflow_defines_a_rule_for_every_declared_kind_and_no_other_timed_rule() -> None:
+    # Timed rules exist only for the configured regimes, so every regime is configured here.
     listed = snakemake_runner.run(
         ["--list-rules", "--config", "machine=m",
          "libraries=[albumentationsx,torchvision,kornia,pillow,dali]",
-         "regimes=[micro,cpu_dataloader,gpu_dataloader,dali]", "resolutions=[224]"],
+         "regimes=[micro,cpu_dataloader,gpu_dataloader,dali,training]", "resolutions=[224]"],
         REPO,
     )  # fmt: skip
     assert listed.returncode == 0, listed.stderr[-3000:]
