@@ -285,9 +285,12 @@ def test_injected_sleep_is_measured_by_the_regime_and_every_baseline(
         ratios = runs_of.pop("decode_composition_ratio")
         # decode + the step: two sleeps per sample; decode alone and the step alone compose to it.
         expected = {"decode_recipe": 100.0 * max(1, w)}
+        # 15 %: beside a second test worker on 2 cores a one-worker loader's best epoch came out
+        # 11 % under its sleeps' rate in all four runs (late wake-ups); a sleep not timed, or
+        # timed twice, is 2x off.
         for name, runs in runs_of.items():
             assert len(runs) == 4, (w, name, runs)
-            assert max(runs) == pytest.approx(expected.get(name, 200.0 * max(1, w)), rel=0.10), (
+            assert max(runs) == pytest.approx(expected.get(name, 200.0 * max(1, w)), rel=0.15), (
                 w,
                 name,
                 runs,
