@@ -144,29 +144,24 @@ def phases(
     cores: int,
 ) -> list[Phase]:
     """Jobs and wall seconds per phase, in the order they run."""
-    parts = {i: cost_parts(p, by_output) for i, p in enumerate(planned)}
-    # The machine the ETA is for: this one (DataLoader workers priced for its cores).
-    seconds, basis = cost.seconds_per_job(
-        [j for js in parts.values() for j in js], models, config, cores=usable_cores()
-    )
+    parts, seconds, basis = _priced(planned, by_output, models, config)
     out = {name: Phase(name) for name in phase_names()}
     # Rules the model does not know (added later, e.g. other engines): counted, never dropped.
-    for i, p in enumerate(planned):
-        if p.output and not parts[i]:
+    for p, job_parts in zip(planned, parts, strict=True):
+        if p.output and not job_parts:
             other = out.setdefault(p.rule, Phase(p.rule))
             other.jobs += 1
             other.unknown += 1
     parallel: dict[str, list[float]] = {"setup": [], "analysis": []}
-    for job_parts in (js for js in parts.values() if js):
+    for job_parts in (js for js in parts if js):
         phase = out[phase_of(job_parts[0].rule)]
         phase.jobs += 1
         run = regimes.run_number(dict(job_parts[0].wildcards).get("run", ""))
         phase.runs = max(phase.runs, run)
-        values = [seconds[j] for j in job_parts]
-        if any(v is None for v in values):
+        value = _job_value(job_parts, seconds)
+        if value is None:
             phase.unknown += 1
             continue
-        value = sum(v for v in values if v is not None)
         phase.assumed += any(basis[j] == "assumed" for j in job_parts)
         if phase.name in parallel:
             parallel[phase.name].append(value)
@@ -209,15 +204,34 @@ def job_seconds(
     config: dict[str, Any],
 ) -> list[float | None]:
     """Each planned job's expected seconds, as :func:`phases` prices it (None: no model)."""
+    parts, seconds, _ = _priced(planned, by_output, models, config)
+    return [_job_value(job_parts, seconds) for job_parts in parts]
+
+
+def _priced(
+    planned: list[Planned],
+    by_output: dict[str, regimes.Job],
+    models: dict[Any, cost.KindModel],
+    config: dict[str, Any],
+) -> tuple[list[list[regimes.Job]], dict[regimes.Job, float | None], dict[regimes.Job, str]]:
+    """Each planned job's cost-model parts, and every part's seconds and basis."""
     parts = [cost_parts(p, by_output) for p in planned]
-    seconds, _ = cost.seconds_per_job(
+    # The machine the ETA is for: this one (DataLoader workers priced for its cores).
+    seconds, basis = cost.seconds_per_job(
         [j for js in parts for j in js], models, config, cores=usable_cores()
     )
-    out: list[float | None] = []
-    for job_parts in parts:
-        values = [seconds[j] for j in job_parts]
-        out.append(None if any(v is None for v in values) else sum(v or 0.0 for v in values))
-    return out
+    return parts, seconds, basis
+
+
+def _job_value(
+    job_parts: list[regimes.Job], seconds: dict[regimes.Job, float | None]
+) -> float | None:
+    """A planned job's seconds: the sum of its parts', None where any part has no model (and
+    where it has no part: a rule the model does not know)."""
+    values = [seconds[j] for j in job_parts]
+    if not values or any(v is None for v in values):
+        return None
+    return sum(v for v in values if v is not None)
 
 
 def machine_lines(
