@@ -304,3 +304,7 @@ MAIN_PROCESS_CORES = 0.5
 # named three different train_light winners from their 50 % intervals
 # (docs/results/amd-epyc-2c/2026-11-26-default-run-5/).
 ANSWER_MIN_INTERVAL_LEVEL = 0.9
+# The level every decided call needs (augbench.decision: a median's interval ranks a row, a ratio's
+# interval decides a margin, at an ACHIEVED coverage of at least this): the same fact as the answer
+# page's minimum above, under the name the decision rule uses.
+DECISION_LEVEL = ANSWER_MIN_INTERVAL_LEVEL
