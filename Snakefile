@@ -67,6 +67,7 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/lazy_outputs.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/recommendation.smk"
+include: "workflow/rules/report.smk"
 include: "workflow/rules/cost.smk"
 include: "workflow/rules/plan.smk"
 

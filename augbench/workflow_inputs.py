@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from augbench import command_line, cuda_env, regimes, slurm, sweep
+from augbench import adapters, command_line, cuda_env, regimes, slurm, sweep
 from augbench import pipelines as user_pipelines
 from augbench.analysis import on_disk
 from augbench.logs import exit_on_user_error, exit_with
@@ -44,6 +44,8 @@ TIMED_SHELL = (
 RECOMMENDATION = {
     "table": "results/tables/recommendation.csv",
     "page": "results/analysis/recommendation.md",
+    # The page as HTML, the first screen of `snakemake --report` (workflow/rules/report.smk).
+    "html": "results/analysis/recommendation.html",
 }
 
 # The library whose env imports pipelines given as package.module:attribute (a torchvision v2
@@ -74,7 +76,8 @@ def key_pattern(keys: Iterable[str]) -> str:
 
 
 def env_marker(library: str) -> str:
-    return f"results/envs/{library}.json"
+    """The marker of the env ``library`` measures in: a second name's is its base library's."""
+    return f"results/envs/{adapters.base_of(library)}.json"
 
 
 def env_build_failure(library: str) -> dict[str, Any] | None:
@@ -301,9 +304,10 @@ class WorkflowInputs:
         return archive
 
     def venv_dir(self, library: str) -> str:
-        return str(Path(self.config["envs"]["dir"]) / library)
+        return str(Path(self.config["envs"]["dir"]) / adapters.base_of(library))
 
     def lock_digest(self, library: str) -> str:
+        library = adapters.base_of(library)
         if library not in self._lock_digests:
             from augbench.provision import sha256_bytes
 
@@ -349,11 +353,12 @@ class WorkflowInputs:
         cloud VM); the lock is read there from the workflow's sources ($AUGBENCH_ROOT)."""
 
         def inputs(wildcards: Any) -> dict[str, Any]:
-            own = wildcards.library
+            # A library's second name (A/A runs) waits for its base library's env, once.
+            own = adapters.base_of(wildcards.library)
             # A cloud sweep's results are in the bucket, not here: its markers stay as they were.
             runs_anyway = not self.provisioned and self.outputs_missing(rule, wildcards)
             markers = {}
-            for lib in self.libraries:
+            for lib in dict.fromkeys(map(adapters.base_of, self.libraries)):
                 plain = runs_anyway or (
                     lib == own and bool(env_build_failure(lib) or self.env_lock_changed(lib))
                 )
