@@ -10,19 +10,27 @@ and dali in their ``decode`` scope: read + decode + transforms), the table gives
 data wait with its interval (from the row's interval), the verdict (fed, borderline, starved:
 one threshold, ``policy.FED_WAIT``), the data-loading time of an epoch (``dataset_images /
 data_rate``) and the epoch time with the model; per series, the fewest measured workers that keep
-the model fed (monotone in workers, or flagged). Nothing is extrapolated: worker counts that were
-not measured ok (skipped because the machine has fewer cores, errors, early stops) are listed
-with their status and reason, never as zeros. docs/starvation.md has the details.
+the model fed (monotone in workers, or flagged). Worker counts that were not measured ok (skipped
+because the machine has fewer cores, errors, early stops) are listed with their status and
+reason, never as zeros.
+
+Per series, too, the loader's share of the model's need at its largest measured count and
+``workers_to_feed``: the fewest measured workers that keep the model fed, or, where no measured
+count does, the count the declared scaling model (``scaling_model``: linear past the largest
+measured count, one core per worker) extrapolates to, with ``workers_to_feed_basis`` saying
+which. docs/starvation.md has the details.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from augbench.analysis.cells import decoded, number
+from augbench.policy import FED_WAIT
 from augbench.starvation_model import (
     FED_DEFINITION,
     Model,
@@ -56,6 +64,18 @@ SERIES_COLUMNS: tuple[str, ...] = (
     "transform",
 )
 
+# Per series (the same on each of its rows): the loader's share of the model's need and the
+# workers it takes to feed it (measured, or extrapolated by the declared scaling model).
+FEED_COLUMNS: tuple[str, ...] = (
+    "share_of_need",
+    "share_of_need_workers",
+    "workers_to_feed",
+    "workers_to_feed_basis",
+    "wait_at_workers_to_feed",
+    "fed_at_workers_to_feed",
+    "scaling",
+)
+
 COLUMNS: tuple[str, ...] = (
     "model",
     "model_img_per_s",
@@ -79,6 +99,7 @@ COLUMNS: tuple[str, ...] = (
     "fed_monotone",
     "measured_workers",
     "not_measured_workers",
+    *FEED_COLUMNS,
     "dataset_images",
     "model_description",
     "model_source",
@@ -197,6 +218,170 @@ def _predictions(
     return middle, min(waits), max(waits)
 
 
+@dataclass(frozen=True)
+class Scaling:
+    """The declared scaling model of a series' supply past its largest measured worker count
+    ``anchor_workers``: each added worker adds ``per_added_worker`` img/s to ``anchor_rate``
+    (linear), on a core of its own; ``text`` says what it assumes."""
+
+    anchor_workers: int
+    anchor_rate: float
+    per_added_worker: float
+    text: str
+
+    def rate(self, workers: int) -> float:
+        """The supply at ``workers`` (measured at the anchor, extrapolated past it)."""
+        return self.anchor_rate + max(0, workers - self.anchor_workers) * self.per_added_worker
+
+
+def scaling_model(rates: dict[int, float], cores: float = math.nan) -> Scaling | None:
+    """The scaling model from a series' measured supply by worker count (ok rows only):
+
+    - anchored at the largest measured count of worker processes (1 or more), whose per-worker
+      rate is ``rate / workers``;
+    - each added worker adds that per-worker rate (linear), or, where a second count of 1 or more
+      is measured, the gain per worker measured between the two largest counts (at most the
+      per-worker rate; a gain that is not positive is not extrapolated from: the per-worker rate
+      is assumed and the text says so);
+    - one core per added worker: the machine the count is for has a core for each worker
+      (``cores``: the measuring machine's, named in the text);
+    - with only a main-process row (0 workers), that row's rate is one worker's.
+
+    None where no count has a positive rate."""
+    counted = {int(w): float(r) for w, r in rates.items() if w >= 0 and r > 0}
+    if not counted:
+        return None
+    cores_text = f"past this machine's {cores:g} cores" if cores > 0 else "past this machine"
+    tail = f", one core per worker {cores_text}"
+    workers = sorted(w for w in counted if w >= 1)
+    if not workers:
+        rate = counted[0]
+        text = f"linear at the main process's rate ({rate:.0f} img/s) per worker"
+        return Scaling(0, 0.0, rate, text + tail)
+    top = workers[-1]
+    per_worker = counted[top] / top
+    text = f"linear past {top}: +{per_worker:.0f} img/s per worker ({top} workers' per-worker rate)"
+    gain = per_worker
+    if len(workers) >= 2:
+        below = workers[-2]
+        measured = (counted[top] - counted[below]) / (top - below)
+        if measured <= 0:
+            text += f"; the measured gain {below}->{top} was not positive"
+        elif measured < per_worker:
+            gain = measured
+            text = (
+                f"linear past {top}: +{gain:.0f} img/s per worker (measured {below}->{top}: "
+                f"{gain / per_worker:.2f} of {top} workers' per-worker rate)"
+            )
+        else:
+            text += f" (the measured gain {below}->{top} was higher)"
+    return Scaling(top, counted[top], gain, text + tail)
+
+
+def _supply_at(row: pd.Series, rate: float, workers: int) -> Supply:
+    """The loader of ``row``'s job at ``rate`` with ``workers``: its hand-over as measured."""
+    return supply_of({**row.to_dict(), "workers": workers}, rate)
+
+
+def _waits(row: pd.Series, rates: tuple[float, ...], workers: int, need: float) -> list[float]:
+    return [predict(_supply_at(row, r, workers), need).data_wait_fraction for r in rates if r > 0]
+
+
+def _pace_rate(row: pd.Series, workers: int, need: float) -> float:
+    """The supply past which the loader no longer sets the loop's pace: a batch per step plus
+    its first read and the hand-over at the workers' busy cost."""
+    supply = _supply_at(row, 1.0, workers)
+    step = supply.batch_size / need + supply.first_read_s
+    return supply.batch_size / (step + supply.handover_busy_s)
+
+
+def _search(feeds: Any, start: int) -> int:
+    """The fewest workers from ``start`` up for which ``feeds(workers)`` holds (monotone)."""
+    high = start
+    while not feeds(high):
+        high *= 2
+    low = start
+    while low < high:
+        middle = (low + high) // 2
+        if feeds(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+def workers_to_feed(
+    ok: pd.DataFrame, model: Model, fewest: int | None, cores: float = math.nan
+) -> dict[str, Any]:
+    """The series' feed columns (FEED_COLUMNS) for ``model`` from its ``ok`` rows (workers >= 0)
+    and the fewest measured count fed (``fewest``, by fewest_fed). Where no measured count
+    feeds the model, the count is extrapolated by ``scaling_model``: the fewest workers whose
+    extrapolated supply is fed over the whole interval (the anchor row's interval, scaled).
+    Where the hand-over alone keeps the wait at FED_WAIT or above at any supply, no count feeds
+    the model: the count is then the fewest at which the loader no longer sets the pace
+    (``fed_at_workers_to_feed`` False, the wait that is left in ``wait_at_workers_to_feed``)."""
+    out: dict[str, Any] = dict.fromkeys(FEED_COLUMNS)
+    swept = ok[ok["workers"] >= 0].sort_values("workers")
+    if swept.empty:
+        return out
+    rates = {int(r["workers"]): float(r["median_throughput"]) for _, r in swept.iterrows()}
+    top = swept.iloc[-1]
+    out["share_of_need"] = float(top["median_throughput"]) / model.img_per_s
+    out["share_of_need_workers"] = int(top["workers"])
+    by_workers = {int(r["workers"]): r for _, r in swept.iterrows()}
+    if fewest is not None:
+        row = by_workers[fewest]
+        out.update(
+            workers_to_feed=fewest,
+            workers_to_feed_basis="measured",
+            wait_at_workers_to_feed=_waits(row, (rates[fewest],), fewest, model.img_per_s)[0],
+            fed_at_workers_to_feed=True,
+            scaling="as measured",
+        )
+        return out
+    scaling = scaling_model(rates, cores)
+    anchor = by_workers[scaling.anchor_workers] if scaling.anchor_workers else swept.iloc[0]
+    need = model.img_per_s
+    floor = _waits(anchor, (1e12,), max(1, scaling.anchor_workers), need)[0]
+    if floor >= FED_WAIT:
+        measured = [w for w in rates if w >= 1 and rates[w] >= _pace_rate(by_workers[w], w, need)]
+        if measured:
+            count, basis, rate = min(measured), "measured", rates[min(measured)]
+            row = by_workers[count]
+        else:
+            start = scaling.anchor_workers + 1
+            count = _search(lambda w: scaling.rate(w) >= _pace_rate(anchor, w, need), max(1, start))
+            basis, rate, row = "extrapolated", scaling.rate(count), anchor
+        out.update(
+            workers_to_feed=count,
+            workers_to_feed_basis=basis,
+            wait_at_workers_to_feed=_waits(row, (rate,), count, need)[0],
+            fed_at_workers_to_feed=False,
+            scaling=("as measured" if basis == "measured" else scaling.text)
+            + f"; the hand-over alone leaves at least a {floor:.0%} wait at any supply",
+        )
+        return out
+    # The anchor row's interval, scaled with its rate.
+    base = float(anchor["median_throughput"])
+    low, high = number(anchor.get("ci_low")), number(anchor.get("ci_high"))
+
+    def feeds(w: int) -> bool:
+        rate = scaling.rate(w)
+        ends = [rate * e / base for e in (low, high) if e > 0]
+        waits = _waits(anchor, (rate, *ends), w, need)
+        return verdict(min(waits), max(waits)) == "fed"
+
+    count = _search(feeds, scaling.anchor_workers + 1)
+    out.update(
+        workers_to_feed=count,
+        workers_to_feed_basis="extrapolated",
+        wait_at_workers_to_feed=_waits(anchor, (scaling.rate(count),), count, need)[0],
+        fed_at_workers_to_feed=True,
+        scaling=scaling.text,
+    )
+    return out
+
+
 def table(
     frame: pd.DataFrame,
     models: list[Model],
@@ -221,6 +406,8 @@ def table(
                 verdicts[int(row["workers"])] = verdict(wait_low, wait_high)
             swept = bool((group["workers"] >= 0).any())
             fewest, monotone = fewest_fed(verdicts)
+            series = dict(zip(keys, key, strict=True))
+            feed = workers_to_feed(ok, model, fewest, number(series.get("usable_cores")))
             if not swept:
                 said = "n/a (no worker sweep in this regime)"
             elif fewest is not None:
@@ -234,7 +421,8 @@ def table(
                 middle, wait_low, wait_high = (
                     predicted[index] if is_ok else (None, math.nan, math.nan)
                 )
-                record = dict(zip(keys, key, strict=True))
+                record = dict(series)
+                record.update(feed)
                 record.update(
                     model=model.name,
                     model_img_per_s=model.img_per_s,
@@ -289,6 +477,18 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
+def _to_feed(series: pd.Series) -> str:
+    """``workers_to_feed`` with its basis, and the wait it leaves where it does not feed."""
+    count = number(series.get("workers_to_feed"))
+    if math.isnan(count):
+        return "n/a"
+    said = f"{int(count)} ({series['workers_to_feed_basis']})"
+    if _is_false(series.get("fed_at_workers_to_feed")):
+        wait = number(series.get("wait_at_workers_to_feed"))
+        said += f", still {_pct(wait)} wait (hand-over)"
+    return said
+
+
 def markdown(starved: pd.DataFrame, define: bool = True) -> list[str]:
     """The summary's section: per model, one line per library and recipe; ``define``: state
     what "fed" means (False where the summary has stated it already)."""
@@ -306,12 +506,14 @@ def markdown(starved: pd.DataFrame, define: bool = True) -> list[str]:
         "hand-over, loader period) per batch, the hand-over measured by the row's job). Each "
         "wait is the prediction at the row's median with, in brackets, its range over the "
         "row's interval, then its verdict. Worker counts that were not measured ok are listed "
-        "with their reason and never extrapolated. Details: docs/starvation.md; every number: "
-        "results/tables/starvation.csv.",
+        "with their reason. Workers to feed: the fewest measured workers fed, or where none is, "
+        "extrapolated by the scaling model in results/tables/starvation.csv's `scaling` column. "
+        "Details: docs/starvation.md; every number: results/tables/starvation.csv.",
         "",
         *([FED_DEFINITION, ""] if define else []),
     ]
     head = ["machine (cores)", "regime", "dataset", "library", "recipe", "fewest workers"]
+    head += ["share of need", "workers to feed"]
     head += ["data wait by workers", "data time / epoch (best)", "not measured"]
     for (model, rate), rows in starved.groupby(["model", "model_img_per_s"], sort=False):
         first = rows.iloc[0]
@@ -345,6 +547,8 @@ def markdown(starved: pd.DataFrame, define: bool = True) -> list[str]:
                 str(s["transform"]),
                 s["fewest_workers_keeping_fed"]
                 + (" (not monotone in workers)" if _is_false(s["fed_monotone"]) else ""),
+                _pct(number(s.get("share_of_need"))),
+                _to_feed(s),
                 waits or "none ok",
                 _duration(best),
                 "" if pd.isna(s["not_measured_workers"]) else s["not_measured_workers"],
