@@ -1,41 +1,43 @@
-"""The answer a user came for, per pipeline and machine: which library, how many DataLoader
-workers feed the target model, by how much the library wins, and what a million images cost.
+"""The answer a user came for, per pipeline and machine: which library, by how much, whether the
+margin is decided, what share of the target model's need the winner delivers, how many DataLoader
+workers feed it, and what a million images cost.
 
 Read from rows that exist only (the pipelines' tidy rows and their starvation table):
 
 - **The setting ranked**: the pipeline's end-to-end DataLoader rows (cpu_dataloader, decode
   scope: read + decode + the pipeline, in worker processes) at the largest worker count measured
-  ok; where the pipeline has none, its one-thread rows on decoded images (micro). Rows under one
-  allocator setting only (glibc where measured), so a setting never competes with itself.
-- **Fastest and runner-up**: the two highest medians, each with the interval of its median; the
-  margin is their ratio with the ratio's interval (augbench.analysis.speedups); ``tie`` where
-  that interval holds 1; called only from an interval of at least policy.ANSWER_MIN_INTERVAL_LEVEL
-  (``undecided`` below it, ``unknown`` without one).
-- **Workers that feed the target**: from the starvation table (one definition of "fed",
-  augbench.starvation_model), for the fastest library: the fewest measured worker count that
-  keeps the target model fed, with the predicted data wait and its interval; where no measured
-  count feeds it, the wait at the largest count.
+  ok; where the pipeline has none, its DataLoader rows on decoded images, then its one-thread
+  rows (micro). Rows under one allocator setting only (glibc where measured).
+- **Winner and runner-up**: the two highest medians. Their margin is the ratio of the medians
+  with the interval and verdict of augbench.decision over the rows' process values (one value
+  per process): decided ("faster") only at an achieved level of at least
+  policy.DECISION_LEVEL, "no clear winner" where the interval holds 1, "not decided" below the
+  level, and never decided where either row was measured under load (augbench.quietness).
+- **Feeding the model**: the winner's ``share_of_need``, ``workers_to_feed``, its
+  ``workers_to_feed_basis`` and ``scaling``, read from the starvation table
+  (augbench.analysis.starvation: one definition of "fed").
 - **Cost per million images**: the placement of the ranked regime (config cloud.regimes) priced
-  per vCPU-hour (its on-demand price / its vCPUs) for the cores the measured rate used (the
-  workers plus the main process's share, at most the measuring machine's cores; one for a
-  one-thread row), at the measured rate. It assumes the placement's cores run as fast as the
-  measuring machine's (cloud.speed_factors says how far that holds).
+  per vCPU-hour for the cores the measured rate used, at the measured rate; ``measured`` where
+  the rows ran on that placement (their ``machine_actual``), else ``estimated from <machine>``.
 
 What was not measured is said in words (``why``), never as an empty number.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
 import pandas as pd
 
-from augbench.analysis.cells import number
-from augbench.analysis.speedups import row_interval, speedup_interval, versus
-from augbench.intervals import Interval
-from augbench.policy import ANSWER_MIN_INTERVAL_LEVEL, MAIN_PROCESS_CORES
-from augbench.starvation_model import FED_DEFINITION, Model
+from augbench import adapters, decision
+from augbench.analysis import runs
+from augbench.analysis.cells import is_true, number
+from augbench.analysis.speedups import margin
+from augbench.analysis.starvation import FEED_COLUMNS
+from augbench.policy import DECISION_LEVEL, MAIN_PROCESS_CORES
+from augbench.starvation_model import Model
 
 COLUMNS: tuple[str, ...] = (
     "pipeline",
@@ -48,37 +50,54 @@ COLUMNS: tuple[str, ...] = (
     "regime",
     "setting",
     "workers",
+    "batch_size",
+    # The winner (the highest median) and its interval at the ACHIEVED level.
     "library",
+    "library_version",
     "img_per_s",
     "ci_low",
     "ci_high",
     "ci_level",
+    "processes",
+    "under_load",
     "runner_up",
+    "runner_up_version",
     "runner_up_img_per_s",
+    "runner_up_ci_low",
+    "runner_up_ci_high",
+    "runner_up_ci_level",
+    "runner_up_processes",
+    "runner_up_under_load",
+    # winner / runner-up (augbench.decision.ratio_interval) and the verdict the page prints:
+    # faster, slower, no clear winner, not decided (below the level or under load), only library.
     "margin",
     "margin_low",
     "margin_high",
     "margin_level",
-    "versus_runner_up",
+    "decision_verdict",
+    "verdict",
+    "decided",
+    "verdict_text",
+    # Every library's row at the ranked setting: {library: {version, status, img_per_s, low,
+    # high, level, processes, under_load, reason}} as JSON.
+    "libraries",
+    "other_libraries",
     # The same two libraries one thread on decoded images (micro), where the ranked setting is
-    # another: a second, usually more precise, reading of the margin.
+    # another: its own column on the page, never in the verdict's cell.
     "one_thread_margin",
     "one_thread_low",
     "one_thread_high",
     "one_thread_level",
-    "one_thread_versus",
-    "other_libraries",
+    "one_thread_verdict",
     "target",
     "target_img_per_s",
-    "fewest_workers_fed",
+    # The starvation table's answer for the winner's series (augbench.analysis.starvation).
+    *FEED_COLUMNS,
     "fed_answer",
-    "wait_at_workers",
-    "data_wait",
-    "data_wait_low",
-    "data_wait_high",
     "machine_type",
     "usd_per_million_images",
     "cost_basis",
+    "cost_marker",
 )
 
 # The end-to-end DataLoader rows of a pipeline, then its DataLoader rows on decoded images, then
@@ -89,6 +108,7 @@ RANKED_SETTINGS: tuple[tuple[str, str], ...] = (
     ("micro", "memory"),
 )
 PREFERRED_ALLOCATOR = "glibc"
+ONLY_LIBRARY = "only library"
 
 
 def _one_allocator(rows: pd.DataFrame) -> pd.DataFrame:
@@ -109,6 +129,31 @@ def _setting_label(regime: str, row: pd.Series) -> str:
     )
 
 
+def rate_of(row: pd.Series) -> float:
+    """The row's median over its processes (``throughput_median``), else its median."""
+    median = number(row.get("throughput_median"))
+    return median if math.isfinite(median) else number(row.get("median_throughput"))
+
+
+def row_interval(row: pd.Series) -> dict[str, float]:
+    """The row's median over its processes with that median's interval at the achieved level:
+    its own columns (augbench.analysis.runs.PROCESS_COLUMNS), else computed from its values
+    (older tables)."""
+    if math.isfinite(number(row.get("throughput_median"))):
+        found = {c: number(row.get(f"throughput_{c}")) for c in ("median", "low", "high", "level")}
+        found["processes"] = number(row.get("processes"))
+    else:
+        interval = runs.process_interval(row)
+        found = {
+            "median": interval.median,
+            "low": interval.low,
+            "high": interval.high,
+            "level": interval.level,
+            "processes": float(interval.n),
+        }
+    return {"img_per_s": found.pop("median"), **found}
+
+
 def _cores_used(regime: str, workers: int, usable_cores: float) -> float:
     if regime == "micro" or workers <= 0:
         return 1.0
@@ -117,28 +162,38 @@ def _cores_used(regime: str, workers: int, usable_cores: float) -> float:
 
 
 def _cost(
-    regime: str, rate: float, workers: int, usable_cores: float, cloud: dict[str, Any]
-) -> tuple[str, float, str]:
+    regime: str, row: pd.Series, workers: int, usable_cores: float, cloud: dict[str, Any]
+) -> dict[str, Any]:
+    rate = rate_of(row)
     placement = (cloud.get("regimes") or {}).get(regime) or {}
     machine_type = str(placement.get("machine_type") or "")
+    out: dict[str, Any] = {"machine_type": machine_type, "usd_per_million_images": math.nan}
     if not machine_type:
-        return "", math.nan, f"not priced: no cloud.regimes.{regime} placement"
+        return out | {"cost_basis": f"not priced: no cloud.regimes.{regime} placement"}
     price = (cloud.get("prices_usd_per_hour") or {}).get(machine_type)
     if price is None:
-        return (
-            machine_type,
-            math.nan,
-            f"not priced: no cloud.prices_usd_per_hour.{machine_type}",
-        )
+        return out | {"cost_basis": f"not priced: no cloud.prices_usd_per_hour.{machine_type}"}
     cpus = float(placement.get("cpus") or 1)
     cores = _cores_used(regime, workers, usable_cores)
-    usd = float(price) / cpus * cores * 1e6 / (rate * 3600.0)
-    return (
-        machine_type,
-        usd,
-        f"{machine_type} at ${float(price):g}/h for {cpus:g} vCPUs, {cores:g} of them busy "
-        "at the measured rate",
-    )
+    actual = str(row.get("machine_actual") or "")
+    on_placement = actual in (machine_type, f"gce-{machine_type}")
+    return out | {
+        "usd_per_million_images": float(price) / cpus * cores * 1e6 / (rate * 3600.0),
+        "cost_basis": f"{machine_type} at ${float(price):g}/h for {cpus:g} vCPUs, {cores:g} of "
+        "them busy at the measured rate",
+        "cost_marker": "measured" if on_placement else f"estimated from {row['machine']}",
+    }
+
+
+def short_reason(row: pd.Series) -> str:
+    """A not-ok row in as few words as possible: ``no PadIfNeeded`` for a missing step, else
+    its status."""
+    reason = row.get("reason")
+    if row.get("status") == "unsupported" and isinstance(reason, str):
+        head = reason.split(":")[0].split()
+        if len(head) >= 3 and head[0] == "step":
+            return f"no {head[2]}"
+    return str(row.get("status") or "not measured")
 
 
 def _not_ok_words(rows: pd.DataFrame) -> str:
@@ -151,55 +206,89 @@ def _not_ok_words(rows: pd.DataFrame) -> str:
     return "; ".join(words)
 
 
-def _fed(
-    starved: pd.DataFrame | None, model: Model | None, key: dict[str, Any], library: str
+def _libraries(ok: pd.DataFrame, not_ok: pd.DataFrame) -> str:
+    cells: dict[str, dict[str, Any]] = {}
+    for _, row in ok.iterrows():
+        found = row_interval(row)
+        cells[str(row["library"])] = {
+            "version": _text(row.get("library_version")),
+            "status": "ok",
+            "img_per_s": found["img_per_s"],
+            "low": found["low"],
+            "high": found["high"],
+            "level": found["level"],
+            "processes": found["processes"],
+            "under_load": is_true(row.get("under_load")),
+        }
+    for _, row in not_ok.iterrows():
+        cells.setdefault(
+            str(row["library"]),
+            {
+                "version": _text(row.get("library_version")),
+                "status": str(row["status"]),
+                "reason": short_reason(row),
+            },
+        )
+    return json.dumps(
+        {lib: {k: _finite_or_none(v) for k, v in c.items()} for lib, c in sorted(cells.items())},
+        sort_keys=True,
+    )
+
+
+def _finite_or_none(value: Any) -> Any:
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def _feed(
+    starved: pd.DataFrame | None, model: Model | None, key: dict[str, Any], best: pd.Series
 ) -> dict[str, Any]:
-    """The target model's answer for one library's DataLoader series of the pipeline."""
-    empty = {
-        "fewest_workers_fed": None,
-        "wait_at_workers": None,
-        "data_wait": math.nan,
-        "data_wait_low": math.nan,
-        "data_wait_high": math.nan,
-    }
+    """The target model's answer for the winner's DataLoader series of the pipeline, from the
+    starvation table's feed columns; their absence is said in ``fed_answer``."""
+    share = rate_of(best) / model.img_per_s if model else math.nan
+    out: dict[str, Any] = {"share_of_need": share}
     if model is None:
-        return {**empty, "fed_answer": "no target model configured (starvation.target)"}
+        return out | {"fed_answer": "no target model configured (starvation.target)"}
+    if best["regime"] != "cpu_dataloader" or best["scope"] != "decode":
+        return out | {
+            "fed_answer": "not measured: no end-to-end DataLoader rows of this pipeline "
+            "(cpu_dataloader, decode scope)"
+        }
     if starved is None or starved.empty:
-        return {**empty, "fed_answer": "not measured: no DataLoader rows of this pipeline"}
+        return out | {"fed_answer": "not measured: no starvation table for this pipeline"}
+    if "workers_to_feed" not in starved.columns:
+        return out | {
+            "fed_answer": "not in this starvation table (written before it had workers_to_feed: "
+            "`snakemake --until figures` rebuilds it)"
+        }
     series = starved[
         (starved["model"] == model.name)
         & (starved["pipeline"].astype(str) == key["pipeline"])
         & (starved["machine"].astype(str) == key["machine"])
         & (starved["dataset"].astype(str) == key["dataset"])
         & (starved["regime"] == "cpu_dataloader")
-        & (starved["library"] == library)
-        & starved["data_img_per_s"].notna()
+        & (starved["scope"].astype(str) == "decode")
+        & (pd.to_numeric(starved["batch_size"], errors="coerce") == int(best["batch_size"]))
+        & (starved["library"] == best["library"])
     ]
     if series.empty:
-        return {
-            **empty,
-            "fed_answer": f"not measured: no ok DataLoader row of {library} for this pipeline",
+        return out | {
+            "fed_answer": f"not measured: no DataLoader row of {best['library']} for this pipeline"
         }
-    series = series.sort_values("workers")
-    fewest = str(series.iloc[0]["fewest_workers_keeping_fed"])
-    measured = ", ".join(str(int(w)) for w in series["workers"])
-    if fewest.isdigit():
-        at = series[series["workers"] == int(fewest)].iloc[0]
-        answer = f"{fewest} workers"
-        count: int | None = int(fewest)
-    else:
-        at = series.iloc[-1]
-        answer = f"none of the measured worker counts ({measured})"
-        count = None
-    if not bool(series.iloc[0].get("fed_monotone", True)):
-        answer += " (more workers did worse at some count)"
-    return {
-        "fewest_workers_fed": count,
-        "fed_answer": answer,
-        "wait_at_workers": int(at["workers"]),
-        "data_wait": number(at["data_wait_fraction"]),
-        "data_wait_low": number(at["data_wait_low"]),
-        "data_wait_high": number(at["data_wait_high"]),
+    row = series.iloc[0]  # the feed columns are the series', on each of its rows
+    found = {c: row.get(c) for c in FEED_COLUMNS if c in series.columns}
+    workers = number(found.get("workers_to_feed"))
+    basis = _text(found.get("workers_to_feed_basis")) or "basis not given"
+    share_found = number(found.get("share_of_need"))
+    fed = found.get("fed_at_workers_to_feed")
+    words = f"{int(workers)} ({basis})" if math.isfinite(workers) else ""
+    if words and _text(fed) and not is_true(fed):
+        wait = number(found.get("wait_at_workers_to_feed"))
+        words = f"{int(workers)} ({basis}; waits {_pct(wait)})"
+    return out | {
+        **{c: _finite_or_none(v) for c, v in found.items()},
+        "share_of_need": share_found if math.isfinite(share_found) else share,
+        "workers_to_feed": int(workers) if math.isfinite(workers) else None,
+        "fed_answer": words or "no count in the starvation table (no ok DataLoader row)",
     }
 
 
@@ -221,6 +310,10 @@ def _ranked_rows(part: pd.DataFrame) -> tuple[str, pd.DataFrame, pd.DataFrame]:
     return "", part.iloc[0:0], part
 
 
+def _ratio(r: decision.RatioInterval, a: pd.Series, b: pd.Series) -> float:
+    return r.ratio if math.isfinite(r.ratio) else rate_of(a) / rate_of(b)
+
+
 def _one_thread(part: pd.DataFrame, best: str, runner: str) -> dict[str, Any]:
     """The margin of ``best`` over ``runner`` in the pipeline's one-thread rows (micro, decoded
     images in memory), where both are ok; empty where not."""
@@ -229,24 +322,35 @@ def _one_thread(part: pd.DataFrame, best: str, runner: str) -> dict[str, Any]:
     if any(p.empty for p in pair):
         return {}
     a, b = pair[0].iloc[0], pair[1].iloc[0]
-    margin = speedup_interval(a, b)
+    found = margin(a, b)
+    loaded = is_true(a.get("under_load")) or is_true(b.get("under_load"))
     return {
-        "one_thread_margin": float(a["median_throughput"]) / float(b["median_throughput"]),
-        "one_thread_low": math.nan if margin.low is None else margin.low,
-        "one_thread_high": math.nan if margin.high is None else margin.high,
-        "one_thread_level": math.nan if margin.level is None else margin.level,
-        "one_thread_versus": _verdict(margin),
+        "one_thread_margin": _ratio(found, a, b),
+        "one_thread_low": found.low,
+        "one_thread_high": found.high,
+        "one_thread_level": found.level,
+        "one_thread_verdict": decision.NOT_DECIDED if loaded else decision.verdict(found),
     }
 
 
-def _verdict(margin: Interval) -> str:
-    """faster / tie (augbench.analysis.speedups.versus) from an interval of at least
-    ANSWER_MIN_INTERVAL_LEVEL; "undecided" from a lower-level one; "unknown" without one."""
-    if margin.low is None or margin.high is None:
-        return "unknown"
-    if margin.level is None or margin.level < ANSWER_MIN_INTERVAL_LEVEL:
-        return "undecided"
-    return versus(margin)
+def _judged(best: pd.Series, runner: pd.Series) -> dict[str, Any]:
+    """The margin of the winner over the runner-up and the page's verdict (module doc): never
+    decided where either row was measured under load."""
+    found = margin(best, runner)
+    said = decision.verdict(found)
+    loaded = [str(r["library"]) for r in (best, runner) if is_true(r.get("under_load"))]
+    final = decision.NOT_DECIDED if loaded and said in (decision.FASTER, decision.SLOWER) else said
+    return {
+        "margin": _ratio(found, best, runner),
+        "margin_low": found.low,
+        "margin_high": found.high,
+        "margin_level": found.level,
+        "decision_verdict": said,
+        "verdict": final,
+        "decided": final in (decision.FASTER, decision.SLOWER),
+        "_loaded": loaded,
+        "_processes": (found.n_a, found.n_b),
+    }
 
 
 def _answer(
@@ -272,55 +376,56 @@ def _answer(
             ),
         )
         return record
-    ranked = ok.sort_values("median_throughput", ascending=False)
+    ranked = ok.assign(_rate=[rate_of(r) for _, r in ok.iterrows()]).sort_values(
+        "_rate", ascending=False
+    )
     best = ranked.iloc[0]
-    interval = row_interval(best)
+    found = row_interval(best)
     workers = int(best["workers"]) if regime == "cpu_dataloader" else -1
     usable = number(best.get("usable_cores"))
-    machine_type, usd, basis = _cost(
-        regime, float(best["median_throughput"]), workers, usable, cloud
-    )
     record.update(
         status="measured",
         why="",
         regime=regime,
         setting=_setting_label(regime, best),
         workers=workers if workers >= 0 else None,
+        batch_size=int(best["batch_size"]) if regime == "cpu_dataloader" else None,
         usable_cores=usable,
         library=best["library"],
-        img_per_s=float(best["median_throughput"]),
-        ci_low=math.nan if interval.low is None else interval.low,
-        ci_high=math.nan if interval.high is None else interval.high,
-        ci_level=number(best.get("ci_level")),
+        library_version=_text(best.get("library_version")),
+        img_per_s=found["img_per_s"],
+        ci_low=found["low"],
+        ci_high=found["high"],
+        ci_level=found["level"],
+        processes=found["processes"],
+        under_load=is_true(best.get("under_load")),
+        libraries=_libraries(ok, not_ok),
         other_libraries=_not_ok_words(not_ok),
-        machine_type=machine_type,
-        usd_per_million_images=usd,
-        cost_basis=basis,
+        **_cost(regime, best, workers, usable, cloud),
     )
     if len(ranked) > 1:
         runner = ranked.iloc[1]
-        margin = speedup_interval(best, runner)
+        other = row_interval(runner)
+        judged = _judged(best, runner)
+        loaded, processes = judged.pop("_loaded"), judged.pop("_processes")
         record.update(
             runner_up=runner["library"],
-            runner_up_img_per_s=float(runner["median_throughput"]),
-            margin=float(best["median_throughput"]) / float(runner["median_throughput"]),
-            margin_low=math.nan if margin.low is None else margin.low,
-            margin_high=math.nan if margin.high is None else margin.high,
-            margin_level=math.nan if margin.level is None else margin.level,
-            versus_runner_up=_verdict(margin),
+            runner_up_version=_text(runner.get("library_version")),
+            runner_up_img_per_s=other["img_per_s"],
+            runner_up_ci_low=other["low"],
+            runner_up_ci_high=other["high"],
+            runner_up_ci_level=other["level"],
+            runner_up_processes=other["processes"],
+            runner_up_under_load=is_true(runner.get("under_load")),
+            **judged,
         )
+        record["verdict_text"] = sentence(record, loaded, processes)
         if regime != "micro":
             record.update(_one_thread(part, str(best["library"]), str(runner["library"])))
-    if regime == "cpu_dataloader" and best["scope"] == "decode":
-        record.update(_fed(starved, model, key, str(best["library"])))
     else:
-        record.update(
-            _fed(None, model, key, "")
-            | {
-                "fed_answer": "not measured: no end-to-end DataLoader rows of this pipeline "
-                "(cpu_dataloader, decode scope)"
-            }
-        )
+        record.update(verdict=ONLY_LIBRARY, decided=False)
+        record["verdict_text"] = sentence(record, [], (1, 0))
+    record.update(_feed(starved, model, key, best))
     return record
 
 
@@ -368,6 +473,12 @@ def recommend(
 # -- words -------------------------------------------------------------------------------------
 
 
+def _text(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(value)
+
+
 def _num(value: Any) -> float:
     try:
         value = float(value)
@@ -381,97 +492,212 @@ def _rate(value: Any) -> str:
     return "" if math.isnan(value) else f"{value:,.0f}"
 
 
-def _pct(value: Any) -> str:
-    value = _num(value)
-    return "" if math.isnan(value) else f"{value:.0%}"
+def _x(value: float) -> str:
+    """A ratio as the page prints it: two decimals under 2, one from 2."""
+    return f"{value:.1f}" if value >= 2 else f"{value:.2f}"
 
 
-def _level(value: Any) -> str:
-    value = _num(value)
-    return "" if math.isnan(value) else f", {value:.0%} CI"
+def title(library: str) -> str:
+    try:
+        return adapters.declared(library).title or library
+    except KeyError:
+        return library
 
 
-def _fastest_cell(r: pd.Series) -> str:
-    cell = f"{r['library']} {_rate(r['img_per_s'])} img/s"
-    if not math.isnan(_num(r["ci_low"])):
-        cell += f" [{_rate(r['ci_low'])}, {_rate(r['ci_high'])}{_level(r['ci_level'])}]"
-    return cell
+def _names(libraries: str) -> str:
+    """``Pillow, torchvision`` from a library list's ``; ``-separated names."""
+    return ", ".join(title(lib) for lib in libraries.split("; ") if lib)
 
 
-def _runner_cell(r: pd.Series) -> str:
-    if not isinstance(r["runner_up"], str) or not r["runner_up"]:
-        return "no other library ran it" + (
-            f" ({r['other_libraries']})"
-            if isinstance(r["other_libraries"], str) and r["other_libraries"]
-            else ""
+def _within(low: float, high: float) -> int:
+    return max(1, math.ceil(100 * max(high - 1.0, 1.0 - low) - 1e-9))
+
+
+def _level_words(level: float) -> str:
+    if not math.isfinite(level) or level <= 0:
+        return "no"
+    return f"{level:.0%}".replace("%", " %")
+
+
+def sentence(r: dict[str, Any] | pd.Series, loaded: list[str], processes: tuple[int, int]) -> str:
+    """The pipeline's verdict in one sentence (docs/answer.md has every form)."""
+    cells = _cells(r)
+    if r["verdict"] == ONLY_LIBRARY:
+        others: dict[str, list[str]] = {}
+        for lib, cell in cells.items():
+            if cell.get("status") != "ok":
+                others.setdefault(str(cell.get("reason") or cell.get("status")), []).append(lib)
+        words = "; ".join(
+            f"{', '.join(title(lib) for lib in libs)}: {why}" for why, libs in others.items()
         )
-    cell = f"{r['runner_up']} {_rate(r['runner_up_img_per_s'])} img/s: "
-    if r["versus_runner_up"] == "tie":
-        return cell + (
-            f"tie ({_num(r['margin']):.2f}x, interval [{_num(r['margin_low']):.2f}, "
-            f"{_num(r['margin_high']):.2f}{_level(r['margin_level'])}] holds 1)"
-        )
-    if math.isnan(_num(r["margin_low"])):
-        return cell + f"fastest is {_num(r['margin']):.2f}x faster (no interval)"
-    if r["versus_runner_up"] == "undecided":
-        return (
-            cell
-            + (
-                f"{_num(r['margin']):.2f}x [{_num(r['margin_low']):.2f}, "
-                f"{_num(r['margin_high']):.2f}{_level(r['margin_level'])}], not decided (a "
-                f"margin is called from a {ANSWER_MIN_INTERVAL_LEVEL:.0%} interval; measure "
-                "more epochs or runs: cpu_dataloader.runs)"
-            )
-            + _one_thread_words(r)
-        )
-    return cell + (
-        f"fastest is {_num(r['margin']):.2f}x [{_num(r['margin_low']):.2f}, "
-        f"{_num(r['margin_high']):.2f}{_level(r['margin_level'])}] faster"
+        load = " (measured under load)" if is_true(r.get("under_load")) else ""
+        return ONLY_LIBRARY + load + (f" ({words})" if words else "")
+    a, b = title(str(r["library"])), title(str(r["runner_up"]))
+    ratio, low, high = _num(r["margin"]), _num(r["margin_low"]), _num(r["margin_high"])
+    load = f"; {', '.join(title(lib) for lib in loaded)} measured under load" if loaded else ""
+    found = r["decision_verdict"]
+    if found == decision.FASTER and not loaded:
+        return f"{a} is {_x(ratio)}x faster than {b} [{_x(low)}, {_x(high)}]"
+    if found == decision.SLOWER and not loaded:  # the interval says the runner-up is faster
+        return f"{b} is {_x(1 / ratio)}x faster than {a} [{_x(1 / high)}, {_x(1 / low)}]"
+    if found == decision.NO_CLEAR_WINNER:
+        return f"no clear winner: {a} and {b} within {_within(low, high)} %{load}"
+    if found in (decision.FASTER, decision.SLOWER):
+        return f"not decided: {a} {_x(ratio)}x {b}{load}"
+    n_a, n_b = processes
+    count = f"{n_a} processes" if n_a == n_b else f"{n_a} and {n_b} processes"
+    count = count.replace("1 processes", "1 process")
+    return (
+        f"not decided ({count}, {_level_words(_num(r['margin_level']))} interval): "
+        f"{a} {_x(ratio)}x {b}{load}"
     )
 
 
-def _one_thread_words(r: pd.Series) -> str:
-    """ "; one thread: 1.18x [1.05, 1.31, 95% CI] faster" where the one-thread margin exists."""
+def _cells(r: dict[str, Any] | pd.Series) -> dict[str, dict[str, Any]]:
+    text = r.get("libraries")
+    if isinstance(text, str) and text.startswith("{"):
+        return json.loads(text)
+    return {}
+
+
+def _lib_cell(r: pd.Series, library: str) -> str:
+    cell = _cells(r).get(library)
+    if cell is None:
+        if library == r.get("library"):  # a table from before the libraries column
+            return _rate(r["img_per_s"])
+        if library == r.get("runner_up"):
+            return _rate(r["runner_up_img_per_s"])
+        return "–"
+    if cell.get("status") != "ok":
+        return str(cell.get("reason") or cell.get("status"))
+    rate = _rate(cell.get("img_per_s"))
+    return f"**{rate}**" if library == r.get("library") and is_true(r.get("decided")) else rate
+
+
+def _one_thread_cell(r: pd.Series) -> str:
     margin = _num(r.get("one_thread_margin"))
     if math.isnan(margin):
-        return ""
-    words = {"faster": "faster", "tie": "a tie", "slower": "slower"}.get(
-        str(r.get("one_thread_versus")), "not decided"
-    )
-    return (
-        f"; one thread on decoded images: {r['library']} at {margin:.2f}x {r['runner_up']}'s "
-        f"rate [{_num(r['one_thread_low']):.2f}, {_num(r['one_thread_high']):.2f}"
-        f"{_level(r['one_thread_level'])}], {words}"
-    )
+        return "–"
+    low, high = _num(r.get("one_thread_low")), _num(r.get("one_thread_high"))
+    found = str(r.get("one_thread_verdict") or "")
+    if found == decision.NO_CLEAR_WINNER:
+        return f"within {_within(low, high)} %"
+    if found in (decision.FASTER, decision.SLOWER):
+        return f"{_x(margin)}x [{_x(low)}, {_x(high)}]"
+    return f"{_x(margin)}x, not decided"
 
 
-def _fed_cell(r: pd.Series) -> str:
-    answer = str(r["fed_answer"] or "")
-    if math.isnan(_num(r["data_wait"])):
-        return answer
-    return (
-        f"{answer}; at {int(_num(r['wait_at_workers']))} workers the model waits "
-        f"{_pct(r['data_wait'])} [{_pct(r['data_wait_low'])}, {_pct(r['data_wait_high'])}]"
-    )
+def _share_cell(r: pd.Series) -> str:
+    return _pct(r.get("share_of_need"))
+
+
+def _pct(value: Any) -> str:
+    value = _num(value)
+    return "–" if math.isnan(value) else f"{value:.0%}".replace("%", " %")
+
+
+def _feed_cell(r: pd.Series) -> str:
+    if math.isfinite(_num(r.get("workers_to_feed"))):
+        return _text(r.get("fed_answer"))
+    return "–"
 
 
 def _cost_cell(r: pd.Series) -> str:
     usd = _num(r["usd_per_million_images"])
     if math.isnan(usd):
-        return str(r["cost_basis"] or "not priced")
-    return f"${usd:,.3f} ({r['machine_type']})"
+        return "not priced"
+    marker = _text(r.get("cost_marker")) or f"estimated from {r['machine']}"
+    return f"${usd:,.3f} {marker}"
 
 
 def _pipeline_cell(r: pd.Series) -> str:
-    return f"{r['pipeline']}" + (" (yours)" if bool(r["yours"]) else "")
+    return f"{r['pipeline']}" + (" (yours)" if is_true(r["yours"]) else "")
 
 
-def markdown(
-    rec: pd.DataFrame,
-    heading: str = "## The answer: which library, how many workers, what it costs",
-) -> list[str]:
-    """The summary's first section: one row per pipeline and machine, then how to read it."""
-    lines = [heading, ""]
+def _library_order(part: pd.DataFrame) -> list[tuple[str, str]]:
+    """(library, header) of every library of a machine's rows: the most wins first, then the
+    most pipelines run."""
+    seen: dict[str, int] = {}
+    ran: dict[str, int] = {}
+    versions: dict[str, str] = {}
+    for _, r in part.iterrows():
+        # A table from before the libraries column: the winner and the runner-up.
+        named = [str(r["library"]), *([str(r["runner_up"])] if _text(r.get("runner_up")) else [])]
+        cells = _cells(r) or {lib: {} for lib in named}
+        for lib, cell in cells.items():
+            seen[lib] = seen.get(lib, 0) + int(lib == r.get("library"))
+            ran[lib] = ran.get(lib, 0) + int(cell.get("status", "ok") == "ok")
+            versions.setdefault(lib, str(cell.get("version") or ""))
+    order = sorted(seen, key=lambda lib: (-seen[lib], -ran[lib], lib))
+    heads = []
+    for lib in order:
+        name, version = title(lib), versions[lib]
+        heads.append((lib, name if not version or version in name else f"{name} {version}"))
+    return heads
+
+
+def _table(head: list[str], body: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    return lines + ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in body]
+
+
+def _processes_words(part: pd.DataFrame) -> str:
+    counts = sorted({int(n) for n in pd.to_numeric(part["processes"], errors="coerce").dropna()})
+    if not counts:
+        return ""
+    span = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+    return f" of {span} process" + ("" if counts == [1] else "es")
+
+
+def _machine_section(part: pd.DataFrame, depth: str) -> list[str]:
+    first = part.iloc[0]
+    cores = _num(first["usable_cores"])
+    machine = str(first["machine"])
+    datasets = part["dataset"].astype(str).unique()
+    heads = _library_order(part)
+    has_target = bool(_text(first.get("target")))
+    head = ["pipeline", *(h for _, h in heads), "verdict", "one thread"]
+    if has_target:
+        head += [
+            f"share of {first['target']}'s {_rate(first['target_img_per_s'])} img/s",
+            "workers to feed",
+        ]
+    head.append("USD per 1M images")
+    body = []
+    for _, r in part.iterrows():
+        row = [_pipeline_cell(r), *(_lib_cell(r, lib) for lib, _ in heads)]
+        row += [_text(r.get("verdict_text")) or _text(r.get("verdict")), _one_thread_cell(r)]
+        if has_target:
+            row += [_share_cell(r), _feed_cell(r)]
+        body.append([*row, _cost_cell(r)])
+    settings: dict[str, list[str]] = {}
+    for _, r in part.iterrows():
+        settings.setdefault(str(r["setting"]), []).append(str(r["pipeline"]))
+    if len(settings) == 1:
+        setting = f"Setting: {next(iter(settings))}"
+    else:
+        setting = "Settings: " + "; ".join(f"{s} ({', '.join(p)})" for s, p in settings.items())
+    under = [
+        f"Machine: {machine}"
+        + (f", {int(cores)} cores" if math.isfinite(cores) else "")
+        + f", dataset {', '.join(datasets)}. {setting}; median img/s{_processes_words(part)}.",
+    ]
+    priced = part[pd.to_numeric(part["usd_per_million_images"], errors="coerce").notna()]
+    if len(priced):
+        basis = str(priced.iloc[0]["cost_basis"]).split(", ")[0]
+        under.append(f"Cost: {basis}, the busy ones at the measured rate.")
+    lines = [f"{depth} {machine}", "", *_table(head, body), "", " ".join(under), ""]
+    missing = part[part["fed_answer"].astype(str).str.startswith("not in this starvation")]
+    if has_target and len(missing):
+        lines += [f"Workers to feed: {missing.iloc[0]['fed_answer']}.", ""]
+    return lines
+
+
+def markdown(rec: pd.DataFrame, depth: int = 2) -> list[str]:
+    """The answer: under a ``depth``-level heading, one table per machine (a row per pipeline,
+    a column per library), its machine and setting once under it, then the definitions."""
+    hashes = "#" * depth
+    lines = [f"{hashes} The answer", ""]
     if rec.empty:
         return [
             *lines,
@@ -479,106 +705,48 @@ def markdown(
             "own: docs/pipelines.md), so there is nothing to recommend.",
             "",
         ]
-    target = rec["target"].dropna()
-    target = target[target != ""]
-    model = (
-        f"{target.iloc[0]} ({_rate(rec['target_img_per_s'].dropna().iloc[0])} img/s)"
-        if len(target)
-        else "no target model"
-    )
-    head = [
-        "pipeline",
-        "machine",
-        "setting ranked",
-        "fastest library",
-        "runner-up",
-        f"workers that feed {model}",
-        "USD per 1M images",
-    ]
-    body = []
-    for _, r in rec.iterrows():
-        if r["status"] != "measured":
-            body.append(
-                [
-                    _pipeline_cell(r),
-                    r["machine"] if isinstance(r["machine"], str) else "any",
-                    "",
-                    f"not measured: {r['why']}",
-                    "",
-                    "",
-                    "",
-                ]
-            )
-            continue
-        body.append(
-            [
-                _pipeline_cell(r),
-                f"{r['machine']} ({int(_num(r['usable_cores']))} cores)"
-                if not math.isnan(_num(r["usable_cores"]))
-                else str(r["machine"]),
-                str(r["setting"]),
-                _fastest_cell(r),
-                _runner_cell(r),
-                _fed_cell(r),
-                _cost_cell(r),
-            ]
-        )
-    lines += ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    lines += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in body]
+    for column in COLUMNS:  # older tables: every column the words read, empty
+        if column not in rec.columns:
+            rec = rec.assign(**{column: None})
+    measured = rec[rec["status"] == "measured"]
+    for _, part in measured.groupby(measured["machine"].astype(str), sort=True):
+        lines += _machine_section(part, hashes + "#")
+    for _, r in rec[rec["status"] != "measured"].iterrows():
+        lines += [f"Not measured: {_pipeline_cell(r)}: {r['why']}", ""]
     lines += [
-        "",
-        "Throughputs are medians with the interval of the median, at the level its values allow "
-        "(a DataLoader row of two epochs gives a 50 % interval, and two runs can differ by more "
-        "than it: measure more epochs, or several runs, `cpu_dataloader.runs`, whose rows hold "
-        "the interval over the runs, before trusting a close call); the runner-up's margin "
-        "is the ratio of the two medians with the ratio's interval, a **tie** where it holds 1, "
-        f"and called only from an interval of at least {ANSWER_MIN_INTERVAL_LEVEL:.0%}. "
-        "The workers column is the starvation model's answer for the fastest library (every "
-        "count: results/tables/starvation_pipelines.csv). Cost: the ranked regime's cloud "
-        "placement priced per vCPU-hour for the cores the measured rate kept busy, at the "
-        "measured rate (an estimate where the placement's cores differ from the measuring "
-        "machine's). Every row: results/tables/recommendation.csv.",
-        "",
-        FED_DEFINITION,
+        "**Bold**: a decided winner, the interval of the two fastest libraries' ratio "
+        f"excluding 1 at an achieved level of at least {DECISION_LEVEL * 100:.0f} %, no row "
+        "under load. "
+        "One thread: the same two libraries on decoded images. "
+        "Every column: results/tables/recommendation.csv; how to read it: docs/answer.md.",
         "",
     ]
     return lines
 
 
 def short_text(rec: pd.DataFrame) -> str:
-    """The few lines printed at the end of a run: pipeline, winner, margin, workers, cost."""
+    """The few lines printed at the end of a run: pipeline, winner and verdict, feeding, cost."""
     if rec.empty:
         return "Recommendation: no pipeline configured, nothing to recommend."
+    for column in COLUMNS:
+        if column not in rec.columns:
+            rec = rec.assign(**{column: None})
     lines = []
     for _, r in rec.iterrows():
         name = _pipeline_cell(r)
         if r["status"] != "measured":
             lines.append(f"  {name}: not measured ({r['why']})")
             continue
-        margin = (
-            "tie with " + str(r["runner_up"])
-            if r["versus_runner_up"] == "tie"
-            else f"{_num(r['margin']):.2f}x {r['runner_up']}"
-            + (", not decided" if r["versus_runner_up"] in ("undecided", "unknown") else "")
-            + (
-                f"; one thread {_num(r.get('one_thread_margin')):.2f}x, "
-                + str(r.get("one_thread_versus"))
-                if r["versus_runner_up"] in ("undecided", "unknown")
-                and not math.isnan(_num(r.get("one_thread_margin")))
-                else ""
+        verdict = _text(r.get("verdict_text")) or _text(r.get("verdict"))
+        feed = ""
+        if _text(r.get("target")):
+            feed = f"; {_share_cell(r)} of {r['target']}'s need, workers to feed: " + (
+                _feed_cell(r) if _feed_cell(r) != "–" else _text(r.get("fed_answer"))
             )
-            if isinstance(r["runner_up"], str) and r["runner_up"]
-            else "only library"
-        )
-        fed = r["fed_answer"] or ""
         cost = _num(r["usd_per_million_images"])
         lines.append(
-            f"  {name} on {r['machine']}: {r['library']} {_rate(r['img_per_s'])} img/s "
-            f"({margin}); workers to feed {r['target']}: {fed}"
-            + (
-                f"; ${cost:,.3f} per 1M images on {r['machine_type']}"
-                if not math.isnan(cost)
-                else ""
-            )
+            f"  {name} on {r['machine']}: {title(str(r['library']))} {_rate(r['img_per_s'])} "
+            f"img/s ({verdict}){feed}"
+            + (f"; {_cost_cell(r)} per 1M images" if not math.isnan(cost) else "")
         )
-    return "\n".join(["Recommendation (results/analysis/summary.md has the intervals):", *lines])
+    return "\n".join(["Recommendation (every column: results/tables/recommendation.csv):", *lines])

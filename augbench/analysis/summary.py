@@ -104,11 +104,13 @@ def markdown(
 ) -> str:
     """``lazy``: the lazy-output diagnostic's table (augbench.analysis.lazy_outputs); its rows
     where materialization is over half of the measured time are listed with their numbers.
-    ``answer``: the recommendation's section (augbench.analysis.recommendation), first."""
-    lines = [f"# {title}", ""]
+    ``answer``: the recommendation's section (augbench.analysis.recommendation), the summary's
+    first: one table per machine, then every other section."""
+    lines = [f"# {title}", "", *(answer or [])]
     if frame.empty:
-        return "\n".join([*lines, "No result rows (so no figure is drawn).", "", *(answer or [])])
+        return "\n".join([*lines, "No result rows (so no figure is drawn).", ""])
     machines = sorted(frame["machine"].astype(str).unique())
+    lines += ["## The rows", ""] if answer else []
     lines += [
         f"{len(frame)} result rows from {len(machines)} machine(s): {', '.join(machines)}. "
         "Every section is one machine, one regime and one setting; rows are never ranked across "
@@ -117,7 +119,6 @@ def markdown(
         "",
     ]
     lines += _dataset_lines(frame)
-    lines += answer or []
     for group in iter_groups(frame):
         rows = group.rows
         win = winners(rows)

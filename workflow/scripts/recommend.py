@@ -20,6 +20,6 @@ with redirect_to_log(snakemake.log[0]):  # noqa: F821
     model = starvation_model.target_model(sm.params.starvation, sm.params.throughput_targets)
     rec = recommendation.recommend(rows, starved, sm.params.pipelines, model, sm.params.cloud)
     write_table_atomic(rec, sm.output.table)
-    page = recommendation.markdown(rec, heading="# The answer")
+    page = recommendation.markdown(rec, depth=1)
     Path(sm.output.page).write_text("\n".join(page) + "\n")
     print(recommendation.short_text(rec))
