@@ -12,9 +12,9 @@ every larger count of the same run; the rows it predicts are never inputs. Ancho
 run's own rows makes the per-core speed of the machine cancel: the check is of the scaling,
 not of the speed of a core.
 
-A row passes when measured / predicted supply is within ``TOLERANCE`` of 1 (15 %, the issue's
-own tolerance for a prediction of a training run, stated before any outcome was seen). Every
-row of a count above the inputs counts.
+A row passes when measured / predicted supply is within ``TOLERANCE`` of 1 (15 %: the
+tolerance for predicting a training run, policy.TRAINING_PREDICTION_TOLERANCE, fixed before
+any outcome was seen). Every row of a count above the inputs counts.
 
 Writes, into ``--out`` (a run folder): ``workers_to_feed_one_count.csv`` and
 ``workers_to_feed_two_counts.csv`` (one line per predicted row) and README.md (date, commit,
@@ -39,8 +39,9 @@ sys.path.insert(0, str(ROOT))
 import pandas as pd  # noqa: E402
 
 from augbench.analysis.starvation import scaling_model  # noqa: E402
+from augbench.policy import TRAINING_PREDICTION_TOLERANCE  # noqa: E402
 
-TOLERANCE = 0.15
+TOLERANCE = TRAINING_PREDICTION_TOLERANCE
 NODE = "intel-xeon-16c-nvidia-h100-80gb-hbm3"
 RULES = {"one_count": 1, "two_counts": 2}  # rule -> how many of a run's smallest counts it fits
 SERIES = ["library", "transform", "batch_size", "dataset"]
