@@ -64,6 +64,7 @@ def _tool(name: str):
 
 
 cost_validation = _tool("cost_validation")
+workers_to_feed_check = _tool("workers_to_feed_check")
 
 
 @dataclass(frozen=True)
@@ -202,6 +203,19 @@ CHECKS = (
         "The calibration check has no committed run: it is listed so that a page quoting it "
         "can only quote 0 runs.",
     ),
+    Check(
+        "workers-to-feed",
+        "The scaling behind workers_to_feed on a larger machine",
+        "A row passes when its measured supply / the supply the scaling model predicts from "
+        "the same run's smaller worker counts is within "
+        f"{1 - workers_to_feed_check.TOLERANCE:.2f}-{1 + workers_to_feed_check.TOLERANCE:.2f} "
+        "(tools/checks/workers_to_feed_check.py: its `within` column). Every row of a count "
+        "above the inputs counts.",
+        series=(
+            ("one-count", "fitted on a run's smallest count (a 2-core run's case)"),
+            ("two-counts", "fitted on a run's two smallest counts (measured gain per worker)"),
+        ),
+    ),
 )
 
 _T = "training-check"
@@ -313,6 +327,15 @@ RUNS = (
         "training-memory-glibc-steady.tsv", "2026-11-27",
         "b73977cc64d5c38b9c6d6535b90ddecfbf6761b9", "host-gpu",
         what="64 ms stand-in, glibc-steady"),
+    *(
+        Run("workers-to-feed", H100, "2026-11-29-workers-to-feed-check",
+            f"workers_to_feed_{rule}.csv", "2026-11-29",
+            "39d48659fb9af115ac47b9d5b2f86af75e2c31d4", series=key, what=what)
+        for rule, key, what in (
+            ("one_count", "one-count", "node rows at 8-16 workers from 4"),
+            ("two_counts", "two-counts", "node rows at 12-16 workers from 4 and 8"),
+        )
+    ),
 )  # fmt: skip
 
 # Committed files of a check's kind that are not runs of it (the fit the model came from).
@@ -400,12 +423,17 @@ def memory_outcome(path: Path) -> tuple[int, int]:
     return passed, len(ratios)
 
 
+def feed_outcome(path: Path) -> tuple[int, int]:
+    return workers_to_feed_check.outcome(pd.read_csv(path))
+
+
 OUTCOME = {
     "training-check": training_outcome,
     "pipeline-rows": pipeline_outcome,
     "allocator-effect": allocator_outcome,
     "cost-validation": cost_outcome,
     "training-memory": memory_outcome,
+    "workers-to-feed": feed_outcome,
 }
 
 
