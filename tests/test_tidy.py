@@ -47,9 +47,10 @@ def _loader_file(
 
 def test_a_jobs_runs_are_one_row_with_the_interval_over_its_processes(tmp_path: Path) -> None:
     """Three runs of one cpu_dataloader job (``-run2``, ``-run3``: cpu_dataloader.runs): one
-    tidy row, the median of all their epochs with a bootstrap interval over the three runs
-    that holds their spread, each run's epochs kept apart, the most-faulting run's faults; a
-    failed run is named, not pooled. A job of one run keeps its own row."""
+    tidy row, the median of the runs' medians with its order-statistic interval over the three
+    runs as processes ([min, max] at its achieved 75 %), each run's epochs kept apart, the
+    most-faulting run's faults; a failed run is named, not pooled. A job of one run keeps its
+    own row, one process: no decided interval (level 0)."""
     folder = tmp_path / "raw/m/d/cpu_dataloader/pillow"
     runs = ([290.0, 300.0, 310.0], [250.0, 260.0, 270.0], [330.0, 340.0, 350.0])
     for k, (epochs, faults) in enumerate(zip(runs, (150.0, 420.0, 160.0), strict=True), 1):
@@ -64,14 +65,25 @@ def test_a_jobs_runs_are_one_row_with_the_interval_over_its_processes(tmp_path: 
     everything = [v for epochs in runs for v in epochs]
     assert pooled["runs"] == 3 and single["runs"] == 1
     assert pooled["median_throughput"] == 300.0
-    assert pooled["ci_low"] <= 270.0 and pooled["ci_high"] >= 330.0
-    assert pooled["ci_method"] == "bootstrap over 3 processes (9 values)"
-    assert pooled["ci_level"] == 0.95
+    assert (pooled["ci_low"], pooled["ci_high"]) == (260.0, 340.0)
+    assert pooled["ci_method"] == "order statistics of 3 processes' medians, achieved level"
+    assert pooled["ci_level"] == 0.75
+    assert (pooled["throughput_median"], pooled["throughput_level"]) == (300.0, 0.75)
+    assert (pooled["throughput_low"], pooled["throughput_high"], pooled["processes"]) == (
+        260.0,
+        340.0,
+        3,
+    )
     assert sorted(decoded(pooled["throughputs"])) == sorted(everything)
     assert decoded(pooled["throughputs_by_run"]) == [list(r) for r in runs]
-    assert pooled["steady_ci_method"] == "bootstrap over 3 processes (9 values)"
+    assert pooled["steady_ci_method"] == pooled["ci_method"]
     assert pooled["num_successful_runs"] == 9
     assert pooled["minor_faults_per_image"] == 160.0
     assert pooled["most_minor_faults_per_image"] == 420.0
     assert pooled["runs_not_ok"] == "run 4: error (the loader died)"
     assert single["median_throughput"] == 101.0 and single["ci_method"] == "order statistic"
+    assert (single["throughput_median"], single["throughput_level"], single["processes"]) == (
+        101.0,
+        0.0,
+        1,
+    )

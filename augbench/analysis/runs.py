@@ -8,9 +8,11 @@ pooled by :func:`pool_job_runs` when the tables are read; or runs in other folde
 to ``plot_from``, which the training table pools (augbench.analysis.training).
 
 A pooled row is the latest run's row with, for each pool present (:data:`POOLS`: epochs, steady
-rates, data wait), the median of every run's values and its interval over the runs as processes
-(augbench.intervals.process_median_interval), every value in ``<values>`` and each run's in
-``<values>_by_run`` (so that pooling pooled rows again keeps each run a process of its own); the
+rates, data wait), the median of the runs' own medians (one value per process: the unit whose
+spread moves a setting from one run to the next) and its distribution-free interval at the level
+it achieves (augbench.decision.median_interval: three runs give [min, max] at 75 %, five at
+93.75 %), every value in ``<values>`` and each run's in ``<values>_by_run`` (so that pooling
+pooled rows again keeps each run a process of its own); the
 mean, spread and precision of the throughputs recomputed from all values; the median of the
 runs' per-job probes (page faults, hand-over, the model and the loader alone) and the faults of
 the most-faulting run
@@ -28,7 +30,7 @@ from typing import Any
 
 import pandas as pd
 
-from augbench import intervals, regimes
+from augbench import decision, regimes
 from augbench.analysis.cells import decoded, is_true, number
 from augbench.analysis.faults import MOST_FAULTS, row_faults
 
@@ -38,6 +40,10 @@ STEADY_POOL = ("steady_throughputs", "steady_throughput", "steady_")
 WAIT_POOL = ("data_wait_fractions", "data_wait_median", "data_wait_")
 POOLS: tuple[tuple[str, str, str], ...] = (THROUGHPUT_POOL, STEADY_POOL, WAIT_POOL)
 BY_RUN = "_by_run"
+# A job that measured its rows in several fresh processes (augbench.engines.dataloader.processes):
+# each process's values, and each process's median.
+BY_PROCESS = "_by_process"
+PER_PROCESS = "process_"
 # Per-job probes whose runs' median stands for the setting.
 MEDIAN_OF_RUNS: tuple[str, ...] = (
     "minor_faults_per_image",
@@ -49,6 +55,21 @@ MEDIAN_OF_RUNS: tuple[str, ...] = (
     "loader_img_per_s",
 )
 NOT_OK = "runs_not_ok"
+# Columns that count the processes a row's values came from, in the order the values are listed
+# (each process's values contiguous): the pipeline breakdown's fresh processes, micro's pyperf
+# processes.
+PROCESS_COUNTS: tuple[str, ...] = ("processes", "pyperf_processes")
+# Every tidy row's median over its processes and that median's interval (augbench.decision), the
+# columns the answer ranks by: ``throughput_median``, ``_low``, ``_high``, ``_level`` (achieved)
+# and ``processes``.
+PROCESS_PREFIX = "throughput"
+PROCESS_COLUMNS: tuple[str, ...] = (
+    f"{PROCESS_PREFIX}_median",
+    f"{PROCESS_PREFIX}_low",
+    f"{PROCESS_PREFIX}_high",
+    f"{PROCESS_PREFIX}_level",
+    "processes",
+)
 
 
 def _text(value: Any) -> str:
@@ -64,13 +85,65 @@ def values(row: pd.Series | dict[str, Any], column: str) -> list[float]:
 
 
 def value_groups(row: pd.Series | dict[str, Any], column: str) -> list[list[float]]:
-    """A row's values of ``column`` as one list per process: each run's where the row pools
-    several (``<column>_by_run``), else the row's own."""
-    by_run = decoded(row.get(f"{column}{BY_RUN}"))
-    if isinstance(by_run, list) and by_run and all(isinstance(g, list) for g in by_run):
-        groups = [[float(v) for v in g if isinstance(v, int | float)] for g in by_run]
-        return [[v for v in g if math.isfinite(v)] for g in groups]
-    return [values(row, column)]
+    """A row's values of ``column`` as one list per process, from the first the row records:
+    each run's where it pools several (``<column>_by_run``); each fresh process's of a job that
+    ran several (``<column>_by_process``, or one value each in ``process_<column>``); the row's
+    own, split into the processes that :data:`PROCESS_COUNTS` counts where its values divide
+    evenly among them; else the row's own as one process."""
+    for grouped in (f"{column}{BY_RUN}", f"{column}{BY_PROCESS}"):
+        cell = decoded(row.get(grouped))
+        if isinstance(cell, list) and cell and all(isinstance(g, list) for g in cell):
+            groups = [[float(v) for v in g if isinstance(v, int | float)] for g in cell]
+            return [[v for v in g if math.isfinite(v)] for g in groups]
+    one_each = values(row, f"{PER_PROCESS}{column}")
+    if one_each:
+        return [[v] for v in one_each]
+    own = values(row, column)
+    for counter in PROCESS_COUNTS:
+        count = number(row.get(counter))
+        if count >= 2 and count == int(count) and own and len(own) % int(count) == 0:
+            size = len(own) // int(count)
+            return [own[i : i + size] for i in range(0, len(own), size)]
+    return [own]
+
+
+def process_values(
+    row: pd.Series | dict[str, Any],
+    column: str = THROUGHPUT_POOL[0],
+    estimate: str = THROUGHPUT_POOL[1],
+) -> list[float]:
+    """One value per process that measured the row (the unit of every decided call,
+    augbench.decision): the median of each process's values of ``column``
+    (:func:`value_groups`); a row without values is one process of its ``estimate``."""
+    medians = [statistics.median(g) for g in value_groups(row, column) if g]
+    if medians:
+        return medians
+    own = number(row.get(estimate))
+    return [own] if math.isfinite(own) else []
+
+
+def process_interval(
+    row: pd.Series | dict[str, Any],
+    column: str = THROUGHPUT_POOL[0],
+    estimate: str = THROUGHPUT_POOL[1],
+) -> decision.MedianInterval:
+    """The median over the row's processes and its interval at the level it achieves."""
+    return decision.median_interval(process_values(row, column, estimate))
+
+
+def with_process_intervals(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every ok row with :data:`PROCESS_COLUMNS` (blank for rows that measured nothing)."""
+    if frame.empty:
+        return frame
+    ok = frame["status"] == "ok" if "status" in frame.columns else pd.Series(True, frame.index)
+    found = {
+        i: process_interval(row).fields(PROCESS_PREFIX) if ok[i] else {}
+        for i, row in frame.iterrows()
+    }
+    out = frame.copy()
+    for column in PROCESS_COLUMNS:
+        out[column] = [found[i].get(column, math.nan) for i in frame.index]
+    return out
 
 
 def run_values(row: pd.Series | dict[str, Any], column: str) -> list[float]:
@@ -101,14 +174,21 @@ def pooled_runs(runs: pd.DataFrame, *pools: tuple[str, str, str]) -> pd.Series:
         groups = [g for _, run in runs.iterrows() for g in value_groups(run, column)]
         if not groups or not all(groups):
             continue
-        pooled = intervals.process_median_interval(groups)
-        row[estimate] = pooled.estimate
+        pooled = decision.median_interval(statistics.median(g) for g in groups)
+        row[estimate] = pooled.median
         row[f"{prefix}ci_low"] = pooled.low
         row[f"{prefix}ci_high"] = pooled.high
         row[f"{prefix}ci_level"] = pooled.level
-        row[f"{prefix}ci_method"] = pooled.method
+        row[f"{prefix}ci_method"] = (
+            f"order statistics of {pooled.n} processes' medians, achieved level"
+        )
         row[column] = json.dumps([v for g in groups for v in g])
         row[f"{column}{BY_RUN}"] = json.dumps(groups)
+        # A run's own per-process columns would otherwise speak for the latest run alone.
+        if f"{column}{BY_PROCESS}" in row.index:
+            row[f"{column}{BY_PROCESS}"] = json.dumps(groups)
+        if f"{PER_PROCESS}{column}" in row.index:
+            row[f"{PER_PROCESS}{column}"] = json.dumps([statistics.median(g) for g in groups])
         if column == THROUGHPUT_POOL[0]:
             _spread(row, [v for g in groups for v in g], pooled)
     for column in MEDIAN_OF_RUNS:
@@ -136,14 +216,15 @@ def pooled_runs(runs: pd.DataFrame, *pools: tuple[str, str, str]) -> pd.Series:
     return row
 
 
-def _spread(row: pd.Series, pooled: list[float], interval: intervals.Interval) -> None:
+def _spread(row: pd.Series, pooled: list[float], interval: decision.MedianInterval) -> None:
     """The throughputs' mean, spread and precision over every run's values."""
     mean = statistics.fmean(pooled)
     std = statistics.stdev(pooled) if len(pooled) > 1 else 0.0
     row["mean_throughput"] = mean
     row["std_throughput"] = std
     row["cv_throughput"] = std / mean if mean > 0 else math.nan
-    row["relative_ci"] = interval.relative_half_width
+    wider = max(interval.high - interval.median, interval.median - interval.low)
+    row["relative_ci"] = wider / interval.median if interval.median > 0 else math.inf
     row["num_successful_runs"] = len(pooled)
 
 
@@ -151,14 +232,15 @@ def pool_job_runs(frame: pd.DataFrame) -> pd.DataFrame:
     """Rows of one job's runs (result files whose paths differ only by the run) as one row per
     recipe: the ok runs pooled (:func:`pooled_runs` over :data:`POOLS`), the others named with
     their reasons in ``runs_not_ok``; where no run is ok, the latest run's row. Every row says
-    how many runs it pools (``runs``). Rows whose files have no runs are returned as they are."""
+    how many runs it pools (``runs``) and carries :data:`PROCESS_COLUMNS`. Rows whose files have
+    no runs are otherwise returned as they are."""
     if frame.empty or "source_file" not in frame.columns:
-        return frame
+        return with_process_intervals(frame)
     split = [regimes.without_run(_text(p)) for p in frame["source_file"]]
     job = pd.Series([path for path, _ in split], index=frame.index)
     run = pd.Series([number for _, number in split], index=frame.index)
     if (run == 1).all():
-        return frame.assign(runs=1)
+        return with_process_intervals(frame.assign(runs=1))
     out: list[pd.Series] = []
     for _, group in frame.groupby([job, frame["transform"].astype(str)], sort=False):
         if len(group) == 1 or group["source_file"].duplicated().any():
@@ -169,7 +251,8 @@ def pool_job_runs(frame: pd.DataFrame) -> pd.DataFrame:
         out.append(_pooled_job(group.loc[in_order.index], in_order))
     pooled = pd.DataFrame(out)
     pooled["runs"] = pooled["runs"].fillna(1).astype(int)
-    return pooled[[*frame.columns, *(c for c in pooled.columns if c not in frame.columns)]]
+    pooled = pooled[[*frame.columns, *(c for c in pooled.columns if c not in frame.columns)]]
+    return with_process_intervals(pooled)
 
 
 def _pooled_job(group: pd.DataFrame, run: pd.Series) -> pd.Series:

@@ -1,14 +1,23 @@
-"""Speedup of each library against the fastest other library, within one comparable group."""
+"""Speedup of each library against the fastest other library, within one comparable group.
+
+Every speedup is decided by augbench.decision over PROCESS values (one per fresh process that
+measured the row, augbench.analysis.runs.process_values): the exact Mann-Whitney interval of the
+ratio at the level it achieves, and its verdict ("faster", "slower", "no clear winner", or "not
+decided" below policy.DECISION_LEVEL or where either row was measured under load).
+"""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 
+from augbench import decision
 from augbench.analysis.cells import decoded, number
+from augbench.analysis.runs import process_values
 from augbench.analysis.tidy import GROUP_COLUMNS
-from augbench.intervals import Interval, median_interval, ratio_interval
+from augbench.intervals import Interval, median_interval
 
 SPEEDUP_COLUMNS: tuple[str, ...] = (
     *GROUP_COLUMNS,
@@ -24,9 +33,17 @@ SPEEDUP_COLUMNS: tuple[str, ...] = (
     "speedup_low",
     "speedup_high",
     "speedup_level",
-    # faster / slower where the speedup's whole interval lies above / below 1, tie where it
-    # holds 1 (the two libraries cannot be told apart on this machine), "" without a competitor.
+    # augbench.decision.verdict of the speedup: faster / slower where its whole interval lies
+    # above / below 1, "no clear winner" where it holds 1, "not decided" where its achieved level
+    # is below policy.DECISION_LEVEL (too few processes) or a row was under load; "" without a
+    # competitor.
     "versus_fastest_other",
+    # The row's median over its processes, that median's interval and its achieved level.
+    "throughput_median",
+    "throughput_low",
+    "throughput_high",
+    "throughput_level",
+    "processes",
     "is_fastest",
     # The row, or the row its speedup is computed against, was measured while other processes
     # loaded the machine (augbench.quietness; tidy's under_load); None where neither records it.
@@ -34,7 +51,7 @@ SPEEDUP_COLUMNS: tuple[str, ...] = (
 )
 
 
-def _under_load(row: pd.Series) -> bool | None:
+def _under_load(row: pd.Series | dict[str, Any]) -> bool | None:
     """A row's ``under_load`` as True / False / None, from a frame or from its CSV."""
     value = row.get("under_load")
     if isinstance(value, str):
@@ -57,10 +74,50 @@ def row_interval(row: pd.Series) -> Interval:
     return Interval(median, None, None, None, "no interval", 0)
 
 
+def margin(
+    row: pd.Series | dict[str, Any], other: pd.Series | dict[str, Any]
+) -> decision.RatioInterval:
+    """row / other over both rows' process values (augbench.decision.ratio_interval); no
+    interval (level 0, never decided) where a side has a process that measured nothing."""
+    a, b = process_values(row), process_values(other)
+    if any(v <= 0 for v in (*a, *b)):
+        return decision.RatioInterval(math.nan, math.nan, math.nan, 0.0, len(a), len(b))
+    return decision.ratio_interval(a, b)
+
+
+def margin_fields(
+    row: pd.Series | dict[str, Any], other: pd.Series | dict[str, Any], prefix: str = "margin"
+) -> dict[str, Any]:
+    """``margin``, ``margin_low``, ``margin_high``, ``margin_level`` and ``verdict`` of row /
+    other, and ``<prefix>_note``: why a margin whose interval would decide is "not decided" (a
+    row measured under load, a process without a positive rate), "" otherwise."""
+    r = margin(row, other)
+    found = r.fields(prefix)
+    notes = []
+    loud = [str(x.get("library") or "a row") for x in (row, other) if _under_load(x)]
+    if loud:
+        found["verdict"] = decision.NOT_DECIDED
+        notes.append(f"measured under load: {', '.join(loud)}")
+    if r.n_a and r.n_b and math.isnan(r.ratio):
+        notes.append("a process measured no positive rate")
+    found[f"{prefix}_note"] = "; ".join(notes)
+    return found
+
+
 def speedup_interval(row: pd.Series, other: pd.Series) -> Interval:
-    """The interval of median(row) / median(other): the two medians' intervals combined
-    (augbench.intervals.ratio_interval)."""
-    return ratio_interval(row_interval(row), row_interval(other))
+    """The interval of row / other over both rows' process values (:func:`margin`) as an
+    augbench.intervals.Interval: the ratio of the process medians, its achieved level."""
+    r = margin(row, other)
+    if not (math.isfinite(r.low) and math.isfinite(r.high)):
+        return Interval(r.ratio, None, None, None, "a side without a positive process value", 0)
+    return Interval(
+        r.ratio,
+        r.low,
+        r.high,
+        r.level,
+        f"exact Mann-Whitney over {r.n_a} x {r.n_b} processes (achieved level)",
+        min(r.n_a, r.n_b),
+    )
 
 
 def versus(interval: Interval) -> str:
@@ -109,19 +166,22 @@ def compute(tidy: pd.DataFrame) -> pd.DataFrame:
                 is_fastest=False,
                 under_load=_under_load(row),
             )
+            if row["status"] == "ok":
+                own = decision.median_interval(process_values(row))
+                record.update(own.fields("throughput"))
             others = ok[ok["library"] != row["library"]]
             if row["status"] == "ok" and len(others):
                 best = others.loc[others["median_throughput"].idxmax()]
                 m, mo = float(row["median_throughput"]), float(best["median_throughput"])
-                interval = speedup_interval(row, best)
+                found = margin_fields(row, best, "speedup")
                 record.update(
                     fastest_other_library=best["library"],
                     fastest_other_throughput=mo,
                     speedup=m / mo,
-                    speedup_low=math.nan if interval.low is None else interval.low,
-                    speedup_high=math.nan if interval.high is None else interval.high,
-                    speedup_level=math.nan if interval.level is None else interval.level,
-                    versus_fastest_other=versus(interval),
+                    speedup_low=found["speedup_low"],
+                    speedup_high=found["speedup_high"],
+                    speedup_level=found["speedup_level"],
+                    versus_fastest_other=found["verdict"],
                     is_fastest=m > mo,
                 )
                 if _under_load(best):
