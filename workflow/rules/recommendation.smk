@@ -1,6 +1,8 @@
-# The answer page: per pipeline and machine, the fastest library, the workers that feed the
-# target model and the cost per million images (augbench/analysis/recommendation.py), from the
-# pipelines' tables. Its short form is printed at the end of every run (Snakefile onsuccess).
+# The answer page (augbench/analysis/recommendation.py): one table per machine, a row per
+# pipeline, a column per library, the verdict of the two fastest (augbench.decision), the share
+# of the target model's need and the workers that feed it (from the pipelines' starvation table),
+# and the cost per million images. Its short form is printed at the end of every run (Snakefile
+# onsuccess).
 
 
 rule recommendation:
