@@ -107,7 +107,7 @@ def test_the_answer_page_has_every_pipeline_and_says_what_was_not_measured(
     page = (smoke_run.workdir / "results/analysis/recommendation.md").read_text()
     assert page.startswith("# The answer")
     # Printed at the end of the run.
-    assert "Recommendation (results/analysis/summary.md has the intervals):" in smoke_run.output
+    assert "Recommendation (every column: results/tables/recommendation.csv):" in smoke_run.output
 
 
 def test_missing_steps_and_targets_are_named(smoke_run: WorkflowRun) -> None:

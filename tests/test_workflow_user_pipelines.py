@@ -16,6 +16,8 @@ import pytest
 import yaml
 from conftest import REPO, library_env, run_snakemake
 
+from augbench.decision import VERDICTS
+
 pytestmark = pytest.mark.workflow
 
 LIBRARIES = ["albumentationsx", "torchvision", "pillow"]
@@ -108,8 +110,9 @@ def test_the_answer_page_names_the_users_pipelines_first(user_run: Path) -> None
     # The torchvision module runs in all three: a runner-up with a margin and its interval.
     tv = rec.loc["train_preset"]
     assert tv["runner_up"] in LIBRARIES and tv["margin"] >= 1
-    # The smoke preset's DataLoader rows come from one epoch: no interval, so no verdict.
-    assert tv["versus_runner_up"] == "unknown" and pd.isna(tv["margin_low"])
-    assert "(no interval)" in (user_run / "results/analysis/recommendation.md").read_text()
+    # A verdict of the decision rule, at the level its processes achieve, in one sentence.
+    assert tv["verdict"] in VERDICTS and 0 <= tv["margin_level"] <= 1
+    page = (user_run / "results/analysis/recommendation.md").read_text()
+    assert f"| {tv['verdict_text']} |" in page and "| only library (" in page
     # Only the pipelines' jobs ran: no single-transform result.
     assert not (user_run / "results/raw").exists()
