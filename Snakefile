@@ -70,6 +70,7 @@ include: "workflow/rules/recommendation.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/cost.smk"
 include: "workflow/rules/plan.smk"
+include: "workflow/rules/calibration.smk"
 
 
 rule all:

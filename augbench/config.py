@@ -337,6 +337,10 @@ def resolve(
     preset_values = yaml.safe_load((basedir / PRESETS_DIR / f"{preset}.yaml").read_text()) or {}
     merged = deep_merge(preset_values, user_config)
     merged["preset"] = preset
+    # A library's second name (``albumentationsx~b``: A/A runs, docs/calibration.md) is a library
+    # of its own from here on: a config name, planned like its base (augbench.adapters).
+    if isinstance(merged.get("libraries"), list):
+        adapters.register_aliases(str(name) for name in merged["libraries"])
 
     doc = schema(basedir)
     merged = coerce(merged, _inline_refs(doc, doc))
@@ -367,6 +371,8 @@ def resolve(
             f"config error at transforms: {outside} not in the {channels}-channel set; "
             f"allowed: {catalog.names(channels)}"
         )
+    if problems := calibration_problems(merged):
+        raise ConfigError(*problems)
     conflicts = env_conflicts(merged["libraries"], basedir / "envs")
     if conflicts:
         raise ConfigError(*conflicts)
@@ -398,6 +404,28 @@ def resolve(
     return merged
 
 
+def calibration_problems(cfg: dict[str, Any]) -> list[str]:
+    """A/A pairs (``calibration.pairs``) that name a library the run does not measure, or a name
+    twice: one line each."""
+    problems = []
+    seen: set[str] = set()
+    for index, pair in enumerate(cfg.get("calibration", {}).get("pairs", [])):
+        where = f"config error at calibration.pairs[{index}]"
+        missing = [name for name in pair if name not in cfg["libraries"]]
+        if missing:
+            problems.append(
+                f"{where}: {', '.join(missing)} not in libraries {cfg['libraries']}; each pair "
+                "names two configured libraries (docs/calibration.md)"
+            )
+        elif len(set(pair)) < 2 or seen & set(pair):
+            problems.append(
+                f"{where}: {pair} repeats a name; each name is in one pair, so that pairs are "
+                "independent"
+            )
+        seen |= set(pair)
+    return problems
+
+
 def env_conflicts(libraries: list[str], envs_dir: Path) -> list[str]:
     """A configured library whose env lock also installs a distribution it replaces (the same
     module: Pillow in Pillow-SIMD's env) cannot be measured: one line each, before anything runs."""
@@ -407,7 +435,7 @@ def env_conflicts(libraries: list[str], envs_dir: Path) -> list[str]:
     problems = []
     for library in libraries:
         replaced = adapters.declared(library).replaces_distributions
-        lock = Path(envs_dir) / f"{library}.txt"
+        lock = Path(envs_dir) / f"{adapters.base_of(library)}.txt"
         both = sorted(set(replaced) & set(lock_pins(lock))) if replaced and lock.exists() else []
         if both:
             problems.append(

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from augbench import matrix, regimes
+from augbench import adapters, matrix, regimes
 from augbench.policy import (
     BREAKDOWN_VALUES_PER_PROCESS,
     DATALOADER_MIN_RUNS,
@@ -862,7 +862,9 @@ def estimate_jobs(
     out: dict[Job, Estimate | None] = {}
     basis: dict[Job, str] = {}
     for job in jobs:
-        model = models.get((job.rule, job.library if job.rule not in SETUP_KINDS else ""))
+        # A library's second name (A/A runs) does its base library's work, at its base's rates.
+        library = adapters.base_of(job.library) if job.rule not in SETUP_KINDS else ""
+        model = models.get((job.rule, library))
         if (
             job.rule in SETUP_KINDS
             and model is not None

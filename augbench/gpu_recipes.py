@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from augbench import adapters, catalog
+from augbench.adapters.base import GPU_BATCHES
 from augbench.cuda_env import SKIP_NO_CUDA as SKIP_NO_CUDA  # the skip reason is cuda_env's
 
 # ImageNet statistics, as fractions of 255 (torchvision's Normalize convention).
@@ -53,7 +54,8 @@ GPU_UNSUPPORTED: dict[tuple[str, str], str] = {
 def randomness_of(library: str) -> tuple[str, ...]:
     """The randomness modes the GPU DataLoader can run a library in, its default first (its
     declaration's ``gpu_randomness``; none for a library without GPU batches)."""
-    return adapters.declared(library).gpu_randomness if library in adapters.names() else ()
+    known = adapters.has_capability(library, GPU_BATCHES)
+    return adapters.declared(library).gpu_randomness if known else ()
 
 
 def check_name(transform: str) -> None:
@@ -63,7 +65,7 @@ def check_name(transform: str) -> None:
 
 
 def gpu_unsupported_reason(library: str, transform: str) -> str | None:
-    return GPU_UNSUPPORTED.get((library, transform))
+    return GPU_UNSUPPORTED.get((adapters.base_of(library), transform))
 
 
 def unsupported_reason(adapter: Any, transform: str) -> str | None:

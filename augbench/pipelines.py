@@ -419,7 +419,10 @@ def support_problem(
 def runs_native(adapter: Any, pipeline: Pipeline, gpu: bool = False) -> bool:
     """Whether the library runs the user's own objects (a pipeline written in its format, in a
     CPU regime) rather than the catalog mapping of the steps."""
-    return not gpu and bool(pipeline.native) and pipeline.native.get("library") == adapter.name
+    from augbench.adapters import base_of  # a second name (A/A runs) runs its base's objects
+
+    native = pipeline.native.get("library") if pipeline.native else None
+    return not gpu and bool(native) and native == base_of(adapter.name)
 
 
 def _cpu_step_reason(adapter: Any) -> Callable[[str], str | None]:

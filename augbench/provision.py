@@ -417,8 +417,18 @@ def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[
     return args, argv[split + 1 :]
 
 
+def env_paths(library: str, lock: Path, venv: Path | None) -> tuple[Path, Path | None]:
+    """The lock and the venv a job of ``library`` runs with: a library's second name (A/A runs,
+    augbench.adapters) measures in its base library's env, built from the base's lock."""
+    if not adapters.is_alias(library):
+        return lock, venv
+    base = adapters.base_of(library)
+    return lock.with_name(f"{base}.txt"), venv.with_name(base) if venv else venv
+
+
 def main(argv: list[str] | None = None) -> int:
     args, engine_args = parse_args(argv)
+    args.lock, args.venv = env_paths(args.library, args.lock, args.venv)
     if args.manager == "conda":
         # --sdm conda: Snakemake activated the library's env; its interpreter is on PATH.
         env = {

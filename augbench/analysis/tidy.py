@@ -319,6 +319,8 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
         "regime": _infer_regime(meta, Path(path)),
         "scope": meta.get("scope") or "memory",
         "library": library,
+        # The library a second name stands for (A/A runs, augbench.adapters); else the library.
+        "library_base": adapters.base_of(library),
         **_dataset_columns(dataset),
         **_scenario_columns(meta, params),
         "slow_threshold_sec_per_item": _slow_threshold(meta, params),

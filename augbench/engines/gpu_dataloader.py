@@ -60,7 +60,7 @@ DECODER = "torchvision.io.decode_image(read_file(path), RGB) in DataLoader worke
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = cli.engine_parser(
         __doc__,
-        library=sorted(adapters.with_capability(GPU_BATCHES)),
+        library=True,  # a library of the regime, or its second name (A/A runs): checked below
         values=True,
         warmups=True,
         pipelines_run="that pipeline's steps on the device",
@@ -76,6 +76,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     # skipped rows. Never used by the workflow.
     p.add_argument("--allow-cpu-device", type=cli.as_bool, default=False)
     args = p.parse_args(argv)
+    if not adapters.has_capability(args.library, GPU_BATCHES):
+        p.error(
+            f"--library {args.library}: not one of {sorted(adapters.with_capability(GPU_BATCHES))} "
+            "or a second name of one (<library>~<tag>)"
+        )
     if args.scope == "memory" and args.workers != 0:
         p.error("--scope memory times batches already on the device: it uses no workers, pass 0")
     allowed = gpu_recipes.randomness_of(args.library)
@@ -196,7 +201,7 @@ def build_pipeline_apply(
 
 
 def _gpu_adapter(library: str) -> adapters.Adapter:
-    if library not in adapters.with_capability(GPU_BATCHES):
+    if not adapters.has_capability(library, GPU_BATCHES):
         raise ValueError(f"{library} is not part of the {REGIME} regime")
     return adapters.get(library)
 
