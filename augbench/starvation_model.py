@@ -20,6 +20,20 @@ A loop step is ``batch = next(loader)`` then the model's step (``step_s`` second
   the batch's first read (``Supply.first_read_s``: mapping the worker's shared-memory pages into
   the training process), which a step timed on a resident batch does not: it lengthens the
   step, not the wait.
+- A model that **steps on the CPU the workers use** (a model trained on this machine's CPU;
+  ``model_cpu_share``: the cores its step keeps busy, measured with the step alone) takes those
+  cores from the workers while it steps. The supply row's workers kept ``min(workers, cores)``
+  cores busy for a batch period, i.e. ``min(workers, cores) x period`` core-seconds per batch
+  (``Supply.cores``: the machine's usable cores; 0 where unknown, which models no sharing).
+  While the model steps they have ``min(workers, cores - model_cpu_share)`` cores, the rest of
+  the loop ``min(workers, cores)``: where the step leaves them too few to finish a batch in
+  time, the loader's period becomes step + the work left / ``min(workers, cores)``. On 2 cores
+  with 2 workers a model that takes one core and steps as fast as the loader alone delivers
+  runs the loop at about 2/3 of the loader's rate. A stand-in that sleeps, or a GPU step, keeps
+  no core busy and leaves the period as it was. The wait is predicted with the step at its
+  alone speed (the model keeps its core); ``Prediction.data_wait_shared`` is the wait if the
+  step shared its core evenly with the workers instead (its wall time stretched by
+  ``(workers + model_cpu_share) / cores``), the low end the training table's interval spans.
 """
 
 from __future__ import annotations
@@ -43,6 +57,7 @@ class Supply:
     handover_idle_s: float = 0.0
     handover_busy_s: float = 0.0
     first_read_s: float = 0.0
+    cores: int = 0  # usable cores of the machine the loop runs on; 0: unknown (no sharing)
 
     @property
     def period_s(self) -> float:
@@ -57,23 +72,50 @@ class Prediction:
     data_wait_fraction: float
     handover_s: float
     rule: str
+    # The wait if the step shared its core evenly with the busy workers (module doc); equal to
+    # data_wait_fraction where the model keeps no core from them.
+    data_wait_shared: float = math.nan
+    loader_period_s: float = math.nan  # the loader's period beside this model (module doc)
+
+    def __post_init__(self) -> None:
+        if math.isnan(self.data_wait_shared):
+            object.__setattr__(self, "data_wait_shared", self.data_wait_fraction)
 
 
-def predict(supply: Supply, model_img_per_s: float) -> Prediction:
+def shared_period(supply: Supply, step: float, model_cpu_share: float) -> float:
+    """The loader's batch period while a model whose step takes ``step`` seconds and keeps
+    ``model_cpu_share`` cores busy shares the machine's cores with the workers (module doc):
+    the supply's period where the workers keep up, else step + the work left over."""
+    period = supply.period_s
+    if supply.workers == 0 or supply.cores <= 0 or model_cpu_share <= 0:
+        return period
+    cores = float(supply.cores)
+    alone = min(float(supply.workers), cores)  # the cores the supply's workers kept busy
+    during = max(0.0, min(float(supply.workers), cores - model_cpu_share))
+    work = alone * period  # core-seconds of the workers per batch
+    if work <= during * step:
+        return period
+    return max(period, step + (work - during * step) / alone)
+
+
+def predict(supply: Supply, model_img_per_s: float, model_cpu_share: float = 0.0) -> Prediction:
     """Training throughput and data-wait fraction of ``supply`` feeding a model of
-    ``model_img_per_s`` (see the module doc)."""
+    ``model_img_per_s`` whose step keeps ``model_cpu_share`` of the machine's cores busy (see
+    the module doc)."""
     batch = supply.batch_size
     step = batch / model_img_per_s
-    period = supply.period_s
     if supply.workers == 0:
+        period = supply.period_s
         loop = period + step
         return Prediction(
             batch / loop,
             period / loop,
             0.0,
             "no workers: load then step, batch / (loader period + step)",
+            loader_period_s=period,
         )
     step += supply.first_read_s  # the step as the loop times it: its first read included
+    period = shared_period(supply, step, model_cpu_share)
     handover = supply.handover_idle_s
     for _ in range(20):  # the busy share and the hand-over depend on each other: iterate
         busy = min(1.0, period / (step + handover))
@@ -82,12 +124,28 @@ def predict(supply: Supply, model_img_per_s: float) -> Prediction:
             break
         handover = updated
     loop = max(step + handover, period)
+    shared = period != supply.period_s
+    stretched = (
+        step * max(1.0, (min(supply.workers, supply.cores) + model_cpu_share) / supply.cores)
+        if shared
+        else step
+    )
     return Prediction(
         batch / loop,
         (loop - step) / loop,
         handover,
         "workers: batch / max(step + first read + hand-over, loader period), the hand-over "
-        "between its idle and busy cost by the workers' busy share",
+        "between its idle and busy cost by the workers' busy share"
+        + (
+            f"; the loader's period with the model's step keeping {model_cpu_share:.2f} of "
+            f"the {supply.cores} cores from the workers"
+            if shared
+            else ""
+        ),
+        data_wait_shared=max(handover / loop, (loop - min(stretched, loop - handover)) / loop)
+        if shared
+        else math.nan,
+        loader_period_s=period,
     )
 
 

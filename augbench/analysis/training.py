@@ -37,8 +37,10 @@ fewest workers fed (monotone in workers, or flagged). ``summary_lines``: the sum
 
 from __future__ import annotations
 
+import json
 import math
 import re
+import statistics
 from typing import Any
 
 import pandas as pd
@@ -74,6 +76,8 @@ SUPPLY_BASIS: dict[str, str] = {
     "epochs": "epochs: from iter() to the last batch (the result file has no steady rate)",
 }
 SLEEP = re.compile(r"^sleep:(?P<ms>\d+(\.\d+)?)$")
+# A stand-in step of that many ms of the main process's CPU time (augbench.engines.training).
+CPU_STEP = re.compile(r"^cpu:(?P<ms>\d+(\.\d+)?)$")
 NO_PREDICTION = "no out-of-sample prediction"
 COLUMNS: tuple[str, ...] = (
     *SERIES,
@@ -124,9 +128,18 @@ COLUMNS: tuple[str, ...] = (
     "fed_monotone",
     "supply_source",
     "oversubscribed",
+    "model_cpu_share",
+    "model_cpu_share_source",
+    "cores",
+    "loader_period_ms",
+    "process_img_per_s",
+    "process_data_waits",
     "runs",
     "supply_runs",
 )
+# A training job's own values that a pooled row keeps one of per run (each run one process): the
+# loop's throughput and data wait over its whole window, and the step alone's CPU share.
+PER_RUN: tuple[str, ...] = ("images_per_second", "data_wait_fraction", "model_cpu_share")
 # What makes training rows runs of one setting (pooled when several result files hold it).
 TRAINING_SETTING: tuple[str, ...] = (*SERIES, "feed", "workers", "batch_size", "allocator_setting")
 
@@ -183,6 +196,11 @@ def pooled_training(runs: pd.DataFrame) -> pd.Series:
     if ok.empty:
         return pooled_runs(runs)
     row = pooled_runs(ok, THROUGHPUT_POOL, WAIT_POOL)
+    for column in PER_RUN:  # one value per run, as the per-job probes of pooled_runs
+        if column in ok and len(ok) > 1:
+            each = [v for _, run in ok.iterrows() for v in run_values(run, column)]
+            row[column] = statistics.median(each) if each else math.nan
+            row[f"{column}_by_run"] = json.dumps(each)
     rates = [[v] for _, run in ok.iterrows() for v in run_values(run, "model_img_per_s") if v > 0]
     if len(rates) > 1:
         spread = intervals.process_median_interval(rates)
@@ -201,9 +219,26 @@ def _key(row: pd.Series | dict[str, Any]) -> tuple[str, ...]:
 
 
 def _stand_in(row: pd.Series) -> re.Match[str] | None:
-    """The ``sleep:<ms>`` stand-in a row trained (None for a real model, which reads its
-    batches; the stand-in only sleeps)."""
-    return SLEEP.match(_text(row.get("accelerator")))
+    """The ``sleep:<ms>`` or ``cpu:<ms>`` stand-in a row trained (None for a real model, which
+    reads its batches; a stand-in only sleeps or computes)."""
+    accelerator = _text(row.get("accelerator"))
+    return SLEEP.match(accelerator) or CPU_STEP.match(accelerator)
+
+
+def model_cpu_share(row: pd.Series) -> tuple[float, str]:
+    """The cores the model's step keeps busy, and where the number comes from: measured with
+    the step alone (``model_cpu_share``, the runs' median where the row pools several); else a
+    sleeping stand-in 0, a CPU stand-in 1, a model on the CPU 1 (its one thread: the job's
+    thread policy), a model on a GPU 0 (not measured)."""
+    shares = [v for v in run_values(row, "model_cpu_share") if v >= 0]
+    if shares:
+        return statistics.median(shares), "measured with the step alone"
+    accelerator = _text(row.get("accelerator"))
+    if SLEEP.match(accelerator):
+        return 0.0, "a sleeping stand-in"
+    if CPU_STEP.match(accelerator) or _text(row.get("device")) == "cpu":
+        return 1.0, "one thread on the CPU (the thread policy)"
+    return 0.0, "a GPU step (not measured)"
 
 
 def _model_rate(row: pd.Series) -> tuple[float, str]:
@@ -259,8 +294,11 @@ def _prediction(supply: pd.Series, row: pd.Series, model_rate: float) -> dict[st
     else:
         idle = busy = 0.0
 
+    cores = int(number(row.get("usable_cores"))) if number(row.get("usable_cores")) > 0 else 0
+    share, share_source = model_cpu_share(row)
+
     def at(rate: float, model: float = model_rate) -> Any:
-        return predict(Supply(rate, workers, batch, idle, busy, read), model)
+        return predict(Supply(rate, workers, batch, idle, busy, read, cores), model, share)
 
     rate, low, high, stream = supply_rate(supply)
     faults = row_faults(supply)
@@ -289,11 +327,18 @@ def _prediction(supply: pd.Series, row: pd.Series, model_rate: float) -> dict[st
         "predicted_low": min(p.images_per_second for p in ends),
         "predicted_high": max(p.images_per_second for p in ends),
         "predicted_data_wait": middle.data_wait_fraction,
-        "predicted_wait_low": min(p.data_wait_fraction for p in ends),
+        # The low end also spans a step that shares its core with the workers (its wall time
+        # stretched) where the model keeps cores from them (augbench.starvation_model).
+        "predicted_wait_low": min(min(p.data_wait_fraction, p.data_wait_shared) for p in ends),
         "predicted_wait_high": max(p.data_wait_fraction for p in ends),
         "predicted_verdict": verdict(
-            min(p.data_wait_fraction for p in ends), max(p.data_wait_fraction for p in ends)
+            min(min(p.data_wait_fraction, p.data_wait_shared) for p in ends),
+            max(p.data_wait_fraction for p in ends),
         ),
+        "model_cpu_share": share,
+        "model_cpu_share_source": share_source,
+        "cores": cores or math.nan,
+        "loader_period_ms": 1000.0 * middle.loader_period_s,
         "prediction": middle.rule,
         "supply_source": _text(supply.get("source_file")),
         "supply_runs": supply.get("runs", 1),
@@ -377,6 +422,10 @@ def predicted_vs_measured(frame: pd.DataFrame) -> pd.DataFrame:
             "batch_wait_ms_max": _value(row.get("batch_wait_ms"), "max"),
             "batch_waits": _value(row.get("batch_wait_ms"), "n"),
             "oversubscribed": oversubscribed(row),
+            # One value per run (each a process of its own): the unit of a decided call
+            # (augbench.decision), the loop's throughput and data wait over its window.
+            "process_img_per_s": json.dumps(run_values(row, "images_per_second")) if ok else "",
+            "process_data_waits": json.dumps(run_values(row, "data_wait_fraction")) if ok else "",
             "runs": row.get("runs", 1),
         }
         record["verdict"] = verdict(record["data_wait_low"], record["data_wait_high"]) if ok else ""
@@ -461,7 +510,8 @@ def summary_lines(frame: pd.DataFrame) -> list[str]:
         "Each row is a real training loop (or the sleep stand-in) fed by the library's "
         "DataLoader. Its prediction comes from another job: the cpu_dataloader row of the same "
         "recipe, workers and batch (the loader's rate and hand-over) and the model's rate "
-        "(the stand-in's nominal rate, or the model alone). Values are medians over the row's "
+        "(the stand-in's nominal rate, or the model alone), with the cores a step on the CPU "
+        "keeps from the workers. Values are medians over the row's "
         "blocks with the interval of the median in brackets. "
         f"A row is flagged beyond {TRAINING_PREDICTION_TOLERANCE:.0%} in throughput or "
         f"{TRAINING_WAIT_TOLERANCE:.0%} points of data wait.",
@@ -516,9 +566,15 @@ def summary_lines(frame: pd.DataFrame) -> list[str]:
                     else ""
                 )
                 + (
-                    f"; its {r['workers']} workers and the training process ask for more cores "
-                    "than the job had, so each ran slower than alone, which the prediction "
-                    "(their alone rates) does not model."
+                    f"; its {r['workers']} workers and the model's step share the job's "
+                    f"{r['cores']:.0f} cores, which the prediction counts (the step keeps "
+                    f"{r['model_cpu_share']:.2f} of a core busy)."
+                    if str(r.get("oversubscribed")) == "True"
+                    and number(r.get("model_cpu_share")) > 0.05
+                    and number(r.get("cores")) > 0
+                    else f"; its {r['workers']} workers and the training process ask for more "
+                    "cores than the job had, so each ran slower than alone, which the "
+                    "prediction (their alone rates) does not model."
                     if str(r.get("oversubscribed")) == "True"
                     else "."
                 )

@@ -11,7 +11,11 @@ decoded by the library's decoder in the workers, the recipe, default collation) 
   lasts what a CPU can do). The batch is moved to the device inside the step and CUDA is
   synchronized before the step's clock stops;
 - ``sleep:<ms>``: a stand-in accelerator that sleeps ``ms`` per batch (``time.sleep`` releases
-  the GIL, as a GPU step does), for machines without one and for the tests.
+  the GIL, as a GPU step does), for machines without one and for the tests;
+- ``cpu:<ms>``: a stand-in for a model that trains on this machine's CPU: ``ms`` of the main
+  process's own CPU time per batch (one thread, as a CPU model's step under the job's thread
+  policy), so it competes with the loader's workers for the cores exactly as that step does,
+  at a rate of the check's choosing.
 
 Three measurements per recipe, in the same job:
 
@@ -73,6 +77,7 @@ from augbench.stopping import model_alone_counts, training_counts
 
 REGIME = "training"
 SLEEP = re.compile(r"^sleep:(?P<ms>\d+(\.\d+)?)$")
+CPU_STEP = re.compile(r"^cpu:(?P<ms>\d+(\.\d+)?)$")
 MODELS: dict[str, str] = {"cuda": "resnet50", "cpu": "resnet18"}
 # Where the recipe runs: in the DataLoader workers (cpu) or on the accelerator's device (gpu).
 FEEDS: dict[str, str] = {"cpu": "", "gpu": " · gpu-feed"}
@@ -85,7 +90,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--prefetch-factor", type=int, default=2)
     p.add_argument("--persistent-workers", type=cli.as_bool, default=True)
     p.add_argument("--batch-timeout", type=float, default=300.0)
-    p.add_argument("--accelerator", default="model", help="model, or sleep:<ms>")
+    p.add_argument("--accelerator", default="model", help="model, sleep:<ms> or cpu:<ms>")
     p.add_argument("--model", default="auto", choices=["auto", *sorted(set(MODELS.values()))])
     p.add_argument("--cpu-input-size", type=int, default=112)
     p.add_argument("--steps", type=int, default=20, help="timed training steps per recipe")
@@ -107,8 +112,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.feed_list = [f for f in args.feeds.split(",") if f]
     if not args.feed_list or set(args.feed_list) - set(FEEDS):
         p.error(f"--feeds {args.feeds!r}: expected a comma-separated subset of {list(FEEDS)}")
-    if args.accelerator != "model" and not SLEEP.match(args.accelerator):
-        p.error(f"--accelerator {args.accelerator!r}: expected model or sleep:<ms>")
+    if args.accelerator != "model" and not stand_in(args.accelerator):
+        p.error(f"--accelerator {args.accelerator!r}: expected model, sleep:<ms> or cpu:<ms>")
     if args.steps < args.blocks or args.blocks < 2:
         p.error("--steps must be at least --blocks, and --blocks at least 2")
     return args
@@ -122,6 +127,32 @@ class Accelerator:
     label: str
     step: Callable[[Any], None]
     settings: dict[str, Any]
+
+
+def stand_in(spec: str) -> re.Match[str] | None:
+    """The ``sleep:<ms>`` or ``cpu:<ms>`` stand-in ``spec`` names (None for ``model``)."""
+    return SLEEP.match(spec) or CPU_STEP.match(spec)
+
+
+def stand_in_accelerator(spec: str) -> Accelerator:
+    match = stand_in(spec)
+    assert match is not None, spec
+    ms = float(match["ms"])
+    return sleep_accelerator(ms) if SLEEP.match(spec) else cpu_accelerator(ms)
+
+
+def cpu_accelerator(ms: float) -> Accelerator:
+    """``ms`` of this thread's CPU time per batch: fixed work, as a CPU model's step is, so a
+    core shared with the workers stretches its wall time as it stretches that step's."""
+
+    def step(batch: Any) -> None:
+        clock = time.thread_time
+        end = clock() + ms / 1000.0
+        while clock() < end:
+            pass
+
+    label = f"cpu-{ms:g}ms"
+    return Accelerator(label, step, {"accelerator": f"cpu:{ms:g}", "model": label, "device": "cpu"})
 
 
 def sleep_accelerator(ms: float) -> Accelerator:
@@ -260,8 +291,13 @@ def train(batches: Iterator[Any], step: Callable[[Any], None], warmup: int, step
     return window
 
 
-def loader_rate(batches: Iterator[Any], count: int) -> float:
-    """Images per second of ``count`` batches consumed with no step."""
+def loader_rate(batches: Iterator[Any], ahead: int, count: int) -> float:
+    """Images per second of ``count`` batches consumed with no step, after the ``ahead`` that
+    the workers may already hold (taken untimed: counted, they would put the rate above what
+    the workers make) and the one in the making: the loader's pace as a stream, as the
+    cpu_dataloader row's steady rate is."""
+    for _ in range(ahead + 1):
+        next(batches)
     images = 0
     start = time.perf_counter()
     for _ in range(count):
@@ -271,17 +307,22 @@ def loader_rate(batches: Iterator[Any], count: int) -> float:
 
 def model_rate(
     step: Callable[[Any], None], batch: Any, warmup: int, steps: int
-) -> tuple[float, list[float]]:
-    """(images/s at the median step, every timed step's seconds) of the step alone on a
-    resident batch, after ``warmup`` untimed steps (stopping.model_alone_counts)."""
+) -> tuple[float, list[float], float]:
+    """(images/s at the median step, every timed step's seconds, the step's CPU share) of the
+    step alone on a resident batch, after ``warmup`` untimed steps (stopping.model_alone_counts).
+    The CPU share is the process's CPU seconds (every thread) over the wall seconds of the timed
+    steps: the cores the step keeps busy, which the loader's workers cannot use while it runs (a
+    model on the CPU about 1 under the one-thread policy, a sleeping stand-in about 0)."""
     for _ in range(warmup):
         step(batch)
     times = []
+    cpu_start, wall_start = time.process_time(), time.perf_counter()
     for _ in range(steps):
         start = time.perf_counter()
         step(batch)
         times.append(time.perf_counter() - start)
-    return batch.shape[0] / statistics.median(times), times
+    share = (time.process_time() - cpu_start) / (time.perf_counter() - wall_start)
+    return batch.shape[0] / statistics.median(times), times, share
 
 
 def endless(loader: Any) -> Iterator[Any]:
@@ -451,7 +492,8 @@ def measure_feed(
     prepared as in training), the loader alone, then the training window on the same loader
     (the batches the loader-only pass leaves prefetched are drained by the warm-up steps)."""
     warmup, loader_batches = training_counts(args.workers, args.warmup_steps, args.prefetch_factor)
-    total = 1 + args.workers + loader_batches + warmup + args.steps
+    ahead = args.prefetch_factor * args.workers  # what the workers hold before the loader pass
+    total = 1 + args.workers + ahead + 1 + loader_batches + warmup + args.steps
     total += args.prefetch_factor * max(1, args.workers)  # what the workers prefetch at the end
     feed = make_feed(total)
     synchronize = _device_synchronizer(feed.fields.get("feed_device"))
@@ -464,14 +506,16 @@ def measure_feed(
 
     try:
         alone_warmup, alone_steps = model_alone_counts(args.warmup_steps, args.model_steps)
-        ceiling, model_steps_s = model_rate(step, feed.resident, alone_warmup, alone_steps)
+        ceiling, model_steps_s, cpu_share = model_rate(
+            step, feed.resident, alone_warmup, alone_steps
+        )
     except out_of_memory_errors() as exc:
         return non_ok_row("error", f"the model does not fit the GPU: {exc}".split("\n")[0])
     batches = endless(feed.loader)
     first = next(batches)  # worker start-up, outside every window
     for _ in range(args.workers):  # the batches the other workers prepared meanwhile
         next(batches)
-    data_rate = loader_rate(batches, loader_batches)
+    data_rate = loader_rate(batches, ahead, loader_batches)
     window = train(batches, step, warmup, args.steps)
     tree_rss = process_tree_rss_mb()  # the workers are alive here
     del batches, feed.loader
@@ -494,6 +538,9 @@ def measure_feed(
         loader_batches=loader_batches,
         model_img_per_s=ceiling,
         model_step_ms=1000.0 * statistics.median(model_steps_s),
+        # The cores the step alone kept busy: the prediction's share of the cores the model
+        # takes from the workers where they share a CPU (augbench.starvation_model).
+        model_cpu_share=cpu_share,
         # The step alone's spread (its timed steps): set beside step_ms, the loop's own steps.
         model_step_spread_ms=wait_percentiles_ms(model_steps_s),
         model_warmup_steps=alone_warmup,
@@ -635,15 +682,16 @@ def main(argv: list[str] | None = None) -> int:
             skeleton.import_library(adapter)
             thread_settings["main_process"] = DATALOADER_THREADS.apply_runtime()
             device = choose_device(args.device)
-            sleep = SLEEP.match(args.accelerator)
-            if not sleep and not adapter.env_has_torch:
+            spec = stand_in(args.accelerator)
+            if not spec and not adapter.env_has_torch:
                 unsupported = (
                     f"the {adapter.title} env has no torch (it is locked on its own), so no "
-                    f"model steps there; {adapter.title} feeds the sleep:<ms> stand-in"
+                    f"model steps there; {adapter.title} feeds the sleep:<ms> and cpu:<ms> "
+                    "stand-ins"
                 )
             accelerator = (
-                sleep_accelerator(float(sleep["ms"]))
-                if sleep
+                stand_in_accelerator(args.accelerator)
+                if spec
                 else None
                 if unsupported
                 else model_accelerator(device, args.cpu_input_size, args.model)
