@@ -134,6 +134,10 @@ COLUMNS: tuple[str, ...] = (
     "loader_period_ms",
     "process_img_per_s",
     "process_data_waits",
+    "under_load",
+    "other_load_cores",
+    "supply_under_load",
+    "supply_other_load_cores",
     "runs",
     "supply_runs",
 )
@@ -341,6 +345,8 @@ def _prediction(supply: pd.Series, row: pd.Series, model_rate: float) -> dict[st
         "loader_period_ms": 1000.0 * middle.loader_period_s,
         "prediction": middle.rule,
         "supply_source": _text(supply.get("source_file")),
+        "supply_under_load": supply.get("under_load"),
+        "supply_other_load_cores": number(supply.get("other_load_cores")),
         "supply_runs": supply.get("runs", 1),
     }
 
@@ -426,6 +432,9 @@ def predicted_vs_measured(frame: pd.DataFrame) -> pd.DataFrame:
             # (augbench.decision), the loop's throughput and data wait over its window.
             "process_img_per_s": json.dumps(run_values(row, "images_per_second")) if ok else "",
             "process_data_waits": json.dumps(run_values(row, "data_wait_fraction")) if ok else "",
+            # How quiet the machine was (augbench.quietness; the loudest run of a pooled row).
+            "under_load": row.get("under_load"),
+            "other_load_cores": number(row.get("other_load_cores")),
             "runs": row.get("runs", 1),
         }
         record["verdict"] = verdict(record["data_wait_low"], record["data_wait_high"]) if ok else ""

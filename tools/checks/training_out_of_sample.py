@@ -10,6 +10,9 @@ rows it reads (``--allocator``), writing result files beside the supply's as a w
 - ``sleep`` stand-ins placed around each supply row: for every ratio r of ``--ratios``
   (data / model: 0.5 is data-bound, 1 the crossover, 2 model-bound) a stand-in of supply / r
   img/s, i.e. a sleep of batch / (supply / r) seconds per step;
+- ``cpu`` stand-ins (``--cpu-ratios``, the same ratios): a step of batch / (supply / r) seconds
+  of the training process's own CPU time, a model that trains on this machine's CPU, sharing
+  the cores with the loader's workers, at a rate of the check's choosing;
 - the real model on this machine's device (``--models``, e.g. ``resnet18:112``: ResNet-18 at a
   112 px input on the CPU), whose rate the training job measures alone.
 
@@ -159,8 +162,14 @@ def main() -> int:
     )
     p.add_argument("--out", type=Path, required=True, help="where the training results go")
     p.add_argument("--ratios", default="0.5,0.8,1,1.25,2", help="data / model of the stand-ins")
+    p.add_argument(
+        "--cpu-ratios", default="", help="data / model of the cpu:<ms> stand-ins (none: none)"
+    )
     p.add_argument("--models", default="", help="comma-separated model:input_px, e.g. resnet18:112")
     p.add_argument("--libraries", default="", help="default: every library of the supply")
+    p.add_argument(
+        "--workers", default="", help="worker counts to train at (default: the supply's)"
+    )
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--blocks", type=int, default=5)
     p.add_argument("--envs", type=Path, default=ROOT / ".venvs")
@@ -177,6 +186,8 @@ def main() -> int:
 
     def chosen_supply(runs: list[Path]) -> pd.DataFrame:
         rows = supply_rows(runs, args.allocator)
+        if args.workers:
+            rows = rows[rows["workers"].isin([int(w) for w in args.workers.split(",")])]
         return rows[rows["library"].isin(args.libraries.split(","))] if args.libraries else rows
 
     if alternate:
@@ -185,7 +196,8 @@ def main() -> int:
         supply = chosen_supply(args.supply[:1])  # the stand-ins are placed around round 1's
     else:
         supply = chosen_supply(args.supply)
-    ratios = [float(r) for r in args.ratios.split(",") if r]
+    stand_ins = [("sleep", float(r)) for r in args.ratios.split(",") if r]
+    stand_ins += [("cpu", float(r)) for r in args.cpu_ratios.split(",") if r]
     models = [m.split(":") for m in args.models.split(",") if m]
     jobs = []
     for (library, dataset, workers, batch), rows in supply.groupby(
@@ -208,10 +220,11 @@ def main() -> int:
             out = args.out / f"repeat-{repeat}" if args.repeats > 1 else args.out
             where = out / "results/raw" / machine / dataset / "training" / f"{library}{suffix}"
             for recipe, rate in rates.items():
-                for ratio in ratios:
+                for kind, ratio in stand_ins:
                     ms = 1000.0 * batch / (rate / ratio)
-                    output = where / f"w{int(workers)}-{recipe}-r{ratio:g}.json"
-                    stand_in = ["--transforms", recipe, "--accelerator", f"sleep:{ms:.2f}"]
+                    name = f"r{ratio:g}" if kind == "sleep" else f"{kind}-r{ratio:g}"
+                    output = where / f"w{int(workers)}-{recipe}-{name}.json"
+                    stand_in = ["--transforms", recipe, "--accelerator", f"{kind}:{ms:.2f}"]
                     jobs.append((repeat, library, dataset, output, [*common, *stand_in]))
             for model, size in models:
                 output = where / f"w{int(workers)}-{model}-{size}px.json"
@@ -274,13 +287,23 @@ def with_bounds(table: pd.DataFrame) -> pd.DataFrame:
     table["bound"] = table["data_over_model"].map(
         lambda r: "data" if r < 0.95 else "crossover" if r <= 1.3 else "model"
     )
+    # What stepped: a sleeping stand-in, a CPU stand-in (sharing the cores) or a real model.
+    table["step_kind"] = table["variant"].map(
+        lambda v: (
+            "sleep"
+            if str(v).startswith("sleep-")
+            else "cpu"
+            if str(v).startswith("cpu-")
+            else "model"
+        )
+    )
     return table
 
 
 def report(table: pd.DataFrame) -> None:
     """One line per bound: how many rows meet both targets, and the range of the ratios."""
     predicted = table[table["predicted_img_per_s"].notna()]
-    for bound, rows in predicted.groupby("bound"):
+    for (kind, bound), rows in predicted.groupby(["step_kind", "bound"]):
         ratio = rows["measured_vs_predicted"]
         wait = rows["wait_difference"].abs()
         misses = rows[~rows["within_tolerance"].astype(bool)]
@@ -290,7 +313,8 @@ def report(table: pd.DataFrame) -> None:
         # A miss within the prediction's interval is off by no more than its inputs' spread.
         interval_misses = int(misses["within_interval"].map(is_true).sum())
         print(
-            f"  {bound}-bound: {int(rows['within_tolerance'].sum())}/{len(rows)} within "
+            f"  {kind} step, {bound}-bound: {int(rows['within_tolerance'].sum())}/{len(rows)} "
+            "within "
             f"{TRAINING_PREDICTION_TOLERANCE:.0%} and {TRAINING_WAIT_TOLERANCE:.0%} points; "
             f"measured / predicted {ratio.min():.2f}-{ratio.max():.2f} (median "
             f"{ratio.median():.2f}), wait off by at most {100 * wait.max():.1f} points"
