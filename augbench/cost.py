@@ -665,6 +665,9 @@ def dataloader_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -
     most_runs = params["num_runs"]
     expected_runs = min(max(model.run_share * most_runs, DATALOADER_MIN_RUNS), most_runs)
     baseline_runs = params.get("baseline_runs", 0)
+    # Fresh processes per row (augbench.engines.dataloader.processes), each its own epochs.
+    processes = max(1, int(params.get("processes") or 1))
+    window_s = float(params.get("window_seconds") or 0.0)
     scope = params.get("scope") or ""
     setting = f"{scope}-w{params.get('workers')}" if scope else ""
     totals = {"expected": 0.0, "most": 0.0}
@@ -680,15 +683,21 @@ def dataloader_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -
                         model, transform, setting, arm, job.megapixels,
                         int(params.get("target_cores") or 0),
                     )  # fmt: skip
-                    seconds += epochs * per_epoch * s_img
+                    # A sized epoch (--window-seconds) lasts at least that long.
+                    epoch_s = max(per_epoch * s_img, window_s)
+                    # The regime's epochs run in every process, the baselines in the first.
+                    seconds += epochs * epoch_s * (processes if arm == "regime" else 1)
             totals[label] += seconds
     transport = model.baseline_s.get(setting) or _median(model.baseline_s.values())
     baseline = baseline_runs * per_epoch * transport
     if model.setting_s:  # the process's fixed cost, shared by its settings, + this setting's
         own = model.setting_s.get(setting, _median(model.setting_s.values()))
         overhead = model.process_s / job.share + own + baseline
+        later = model.process_s + own  # a later process imports and prepares the setting again
     else:
         overhead = model.overhead_s / job.share + baseline
+        later = model.overhead_s
+    overhead += (processes - 1) * later
     return Estimate(overhead + totals["expected"], overhead + totals["most"])
 
 
@@ -747,7 +756,7 @@ def _arm_seconds(
 
 def breakdown_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -> Estimate:
     images = params["num_images"]
-    per = BREAKDOWN_VALUES_PER_PROCESS
+    per = max(1, int(params.get("values_per_process") or BREAKDOWN_VALUES_PER_PROCESS))
     least, most = breakdown_value_bounds(params["min_values"], params["max_values"], per)
     expected = min(max(model.run_share * most, least), most)
     totals = {"expected": 0.0, "most": 0.0}

@@ -510,6 +510,9 @@ def breakdown_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
         "min-values": runs["breakdown_min_values"],
         "max-values": max(runs["breakdown_min_values"], runs["breakdown_max_values"]),
         "warmups": runs["breakdown_warmups"],
+        "values-per-process": int(
+            runs.get("breakdown_values_per_process", policy.BREAKDOWN_VALUES_PER_PROCESS)
+        ),
         "policy": s.policy_json,
     }
 
@@ -527,6 +530,13 @@ def pipeline_dataloader_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Jo
     ]
 
 
+def pipeline_processes(runs: Mapping[str, Any]) -> int:
+    """Fresh processes per pipeline DataLoader row (config
+    ``pipeline_runs.dataloader_processes``; one where the key is absent): each gives the row one
+    value (augbench.engines.dataloader.processes)."""
+    return int(runs.get("dataloader_processes", 1))
+
+
 def pipeline_dataloader_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     runs = s.config["pipeline_runs"]
     return {
@@ -539,6 +549,8 @@ def pipeline_dataloader_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[st
         "batches-per-run": runs["dataloader_batches_per_run"],
         "num-runs": runs["dataloader_num_runs"],
         "baseline-runs": runs["dataloader_baseline_runs"],
+        "processes": pipeline_processes(runs),
+        "window-seconds": float(runs.get("dataloader_window_s", 0.0)),
     }
 
 
@@ -687,9 +699,11 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
         per_image = recipes.OUTPUT_SIZE**2 * 12.0  # every recipe ends in a 224 px float32 crop
     in_flight = (workers * dl["prefetch_factor"] + 1) * batch
     # Each row (and the baselines) runs in a fresh fork of the job process, which forks the
-    # loaders' workers: all of them share the job process's pages.
+    # loaders' workers: all of them share the job process's pages. With several processes per
+    # row, each later one is a fresh interpreter started while the job's process waits.
+    later = pipelines and pipeline_processes(runs) > 1
     return Footprint(
-        w["library"], torch=True, forked=1 + workers * loaders,
+        w["library"], torch=True, forked=1 + workers * loaders, processes=1 + later,
         images=images if baselines > 0 or any(x["scope"] == "memory" for x in settings) else 0,
         pixels=pixels, value_bytes=_value_bytes(w["library"]),
         batches_mb=in_flight * per_image / 2**20,

@@ -83,6 +83,27 @@ def epoch_batches(batches_per_run: int, workers: int) -> int:
     return per * math.ceil(max(1, batches_per_run) / per)
 
 
+# The most batches one sized window holds (window_batches): a preflight that ran far faster than
+# the loader can cannot make a timed epoch run for minutes.
+MAX_WINDOW_BATCHES = 256
+
+
+def window_batches(
+    seconds: float, rate: float, batch_size: int, batches_per_run: int, workers: int, cores: int
+) -> int:
+    """Batches per timed epoch that last about ``seconds`` at ``rate`` images per second per
+    process (the preflight's, one sample at a time) times the workers that run at once
+    (``min(workers, cores)``, at least one), at least ``batches_per_run``, at most
+    MAX_WINDOW_BATCHES, in whole batches per worker (:func:`epoch_batches`). A window of a few
+    batches is one round of one batch per worker: its rate is the workers' start from idle more
+    than their pace, and does not repeat from one process to the next."""
+    wanted = batches_per_run
+    if seconds > 0 and rate > 0 and math.isfinite(rate):
+        parallel = max(1, min(workers, cores))
+        wanted = max(batches_per_run, math.ceil(seconds * rate * parallel / max(1, batch_size)))
+    return epoch_batches(min(wanted, MAX_WINDOW_BATCHES), workers)
+
+
 def training_counts(workers: int, warmup_steps: int, prefetch_factor: int) -> tuple[int, int]:
     """(untimed warm-up steps, loader-only batches) of one training feed
     (augbench.engines.training.measure_feed, and the cost model's count of it): the loader-only

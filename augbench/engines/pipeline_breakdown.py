@@ -22,7 +22,8 @@ as a user's process does, and under glibc as shipped that layout decides how man
 pipeline faults in again on every call (1.79x between fresh interpreters for one shipped
 pipeline, docs/allocator.md); children forked from one process share most of its draw, so the
 rounds of a row, not only its children, sample it. A child runs one kind of pass: an untimed
-warm-up, then ``policy.BREAKDOWN_VALUES_PER_PROCESS`` timed values, seeded by round
+warm-up, then ``--values-per-process`` timed values (policy.BREAKDOWN_VALUES_PER_PROCESS by
+default), seeded by round
 (``round_seeds``: the three children of a round make the same random draws, so their ratios
 compare the same work, and each round draws new ones, so a row averages over the draws a user's
 loop makes and its interval includes them), so no number depends on what ran before it in a
@@ -70,7 +71,14 @@ from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from augbench import adapters, allocator, media, pipeline_builders, pipelines  # noqa: E402
+from augbench import (  # noqa: E402
+    adapters,
+    allocator,
+    decision,
+    media,
+    pipeline_builders,
+    pipelines,
+)
 from augbench.engines import cli, preflight, skeleton  # noqa: E402
 from augbench.intervals import (  # noqa: E402
     Interval,
@@ -103,6 +111,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--pipelines", required=True, help="resolved pipelines as JSON")
     p.add_argument("--min-values", type=int, default=3)
     p.add_argument("--max-values", type=int, default=10)
+    p.add_argument(
+        "--values-per-process",
+        type=int,
+        default=BREAKDOWN_VALUES_PER_PROCESS,
+        help="timed values of each fresh process (a round runs one process of each kind)",
+    )
     # The job starts itself again with these two for each round (round_in_fresh_interpreter).
     p.add_argument("--round-request", type=Path, default=None, help=argparse.SUPPRESS)
     p.add_argument("--round-output", type=Path, default=None, help=argparse.SUPPRESS)
@@ -534,15 +548,19 @@ def breakdown_rows(
             1.0, 1.0 - PIPELINE_HARNESS_TOLERANCE, 1.0 + PIPELINE_HARNESS_TOLERANCE, 1.0, "", 0
         )
     )
+    # One value per whole-pass process (its values' median): the unit of the row's interval and
+    # of the one-thread comparison's margin (augbench.decision).
+    per_process = [statistics.median(g) for g in result.throughputs(result.whole_groups) if g]
     rows: dict[str, dict[str, Any]] = {
         pipeline.name: ok_row(
             [n / s for s in result.whole_seconds],
             result.whole_seconds,
             warmup_iterations=1,
             groups=result.throughputs(result.whole_groups),
+            process_throughputs=per_process,
+            **decision.median_interval(per_process).fields("process"),
             num_images=n // result.passes,
             passes_per_value=result.passes,
-            processes=len(result.whole_groups),
             process_order=result.order,
             round_interpreters=len(result.layouts),
             round_layouts=len(set(result.layouts)),
@@ -652,8 +670,8 @@ def inspect_pipeline(
 
 def rule_for(args: argparse.Namespace) -> StoppingRule:
     """The configured values per kind, in whole rounds (one process of each kind, of
-    BREAKDOWN_VALUES_PER_PROCESS values); the rule looks once per round."""
-    per = BREAKDOWN_VALUES_PER_PROCESS
+    ``--values-per-process`` values); the rule looks once per round."""
+    per = max(1, args.values_per_process)
     least, most = breakdown_value_bounds(args.min_values, args.max_values, per)
     return StoppingRule(least, most, block=per)
 
@@ -731,7 +749,15 @@ def prepare_pipeline(
     rate = pre.get("preflight_throughput") or 0.0
     passes = passes_per_value(1.0 / rate, len(inputs)) if rate > 0 else 1
     measurement = Measurement(
-        units, whole, inputs, materialize, rule_for(args), args.warmups, passes, build=build
+        units,
+        whole,
+        inputs,
+        materialize,
+        rule_for(args),
+        args.warmups,
+        passes,
+        values_per_process=max(1, args.values_per_process),
+        build=build,
     )
     return Prepared(pipeline, measurement, {**fields, **pre, **output}, copied)
 
@@ -789,7 +815,15 @@ def run_round_request(args: argparse.Namespace) -> int:
         units, whole, inputs, build, materialize = built(adapter, chosen[name], images)
         passes = request[name]["passes"]
         return Measurement(
-            units, whole, inputs, materialize, rule_for(args), args.warmups, passes, build=build
+            units,
+            whole,
+            inputs,
+            materialize,
+            rule_for(args),
+            args.warmups,
+            passes,
+            values_per_process=max(1, args.values_per_process),
+            build=build,
         )
 
     args.round_output.write_text(json.dumps(run_rounds(measurement, request)))
@@ -926,7 +960,7 @@ def main(argv: list[str] | None = None) -> int:
             "max_values": args.max_values,
             "warmups": args.warmups,
             "timer_backend": "time.perf_counter",
-            "values_per_process": BREAKDOWN_VALUES_PER_PROCESS,
+            "values_per_process": max(1, args.values_per_process),
             "stopping": "relative interval of the whole pipeline's median (a bootstrap over its "
             "fresh processes) and of the harness / bare ratio, looked at once per round "
             "(augbench.stopping)",

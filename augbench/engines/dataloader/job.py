@@ -13,6 +13,7 @@ from typing import Any
 
 from augbench import adapters, catalog, matrix, recipes
 from augbench.engines import cli, skeleton
+from augbench.engines.dataloader import processes
 from augbench.engines.dataloader.baselines import (
     BASELINE_FIELDS,
     HANDOVER_FIELDS,
@@ -35,6 +36,8 @@ from augbench.results import non_ok_row
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.process_request is not None:
+        return later_process_main(args)
     if not args.setting_list:
         return measure_setting(args)
     failed = []
@@ -115,22 +118,11 @@ def measure_setting(args: argparse.Namespace) -> int:
                 baselines_meta["error"] = measured.get("reason")
 
         def measure_row(name: str) -> dict[str, Any]:
-            # In a fork of this process: the decode companions' images and decode-floor
-            # processes belong to the row, and no row inherits another's allocator history.
-            companions = None
-            if args.scope == "decode" and args.baseline_runs > 0:
-                bar.set_postfix_str(f"{name}: decoding the composition's memory-scope images")
-                companions = DecodeCompanions(args, items, load, cores)
-            try:
-                row = run_recipe(
-                    args, adapter, name, items, load, policy, record_dir, bar, companions
-                )
-            finally:
-                if companions is not None:
-                    companions.close()
-            if companions is not None:
-                row["companion_preload_seconds"] = companions.preload_seconds
-            return row
+            return measure_one(args, adapter, items, load, policy, cores, record_dir, name, bar)
+
+        measured: dict[str, dict[str, Any]] = {}
+        if args.processes > 1 and not over_cap and setup_error is None:
+            measured = in_processes(args, transforms, measure_row, bar)
 
         def row_of(name: str) -> dict[str, Any]:
             if over_cap:
@@ -141,6 +133,8 @@ def measure_setting(args: argparse.Namespace) -> int:
                 )
             elif setup_error is not None:
                 row = non_ok_row(*setup_error)
+            elif name in measured:
+                row = measured[name]
             else:
                 row = skeleton.in_fresh_fork(lambda: measure_row(name), f"{name} row")
             row.update(recipe_row_fields(args, adapter, name))
@@ -169,6 +163,85 @@ def measure_setting(args: argparse.Namespace) -> int:
     )
 
 
+def measure_one(
+    args: argparse.Namespace,
+    adapter: adapters.Adapter,
+    items: list[Any],
+    load: Callable[[Any], Any],
+    policy: SlowTransformPolicy,
+    cores: int,
+    record_dir: Path,
+    name: str,
+    bar: Any,
+) -> dict[str, Any]:
+    """One row, measured in the calling process (a fork of the job's): the decode companions'
+    images and decode-floor processes belong to the row, and no row inherits another's
+    allocator history."""
+    companions = None
+    if args.scope == "decode" and args.baseline_runs > 0:
+        bar.set_postfix_str(f"{name}: decoding the composition's memory-scope images")
+        companions = DecodeCompanions(args, items, load, cores)
+    try:
+        row = run_recipe(args, adapter, name, items, load, policy, record_dir, bar, companions)
+    finally:
+        if companions is not None:
+            companions.close()
+    if companions is not None:
+        row["companion_preload_seconds"] = companions.preload_seconds
+    return row
+
+
+def in_processes(
+    args: argparse.Namespace,
+    transforms: list[str],
+    measure_row: Callable[[str], dict[str, Any]],
+    bar: Any,
+) -> dict[str, dict[str, Any]]:
+    """Every row in ``args.processes`` processes (augbench.engines.dataloader.processes): this
+    one's (each row in a fork of it), then each later one a fresh interpreter measuring the rows
+    that were ok here, one after another; one merged row per name."""
+    total = args.processes
+    first: dict[str, dict[str, Any]] = {}
+    for name in transforms:
+        bar.set_postfix_str(f"{name}: process 1 of {total}")
+        first[name] = skeleton.in_fresh_fork(lambda name=name: measure_row(name), f"{name} row")
+    ok = [name for name in transforms if first[name].get("status") == "ok"]
+    later = []
+    for index in range(2, total + 1):
+        if not ok:
+            break
+        bar.set_postfix_str(f"process {index} of {total}: a fresh interpreter")
+        later.append(processes.later_process(args, ok, index))
+    return {name: processes.merged(first[name], later, name) for name in transforms}
+
+
+def later_process_main(args: argparse.Namespace) -> int:
+    """A later process of a ``--processes`` job (augbench.engines.dataloader.processes): import
+    the library and torch, load the items, measure each requested row in a fork."""
+    adapter = adapters.get(args.library)
+    skeleton.import_library(adapter)
+    import torch  # noqa: F401  (the DataLoader)
+
+    DATALOADER_THREADS.apply_runtime()
+    policy = cli.slow_policy(args)
+    cores = usable_cores()
+
+    loaded: dict[str, Any] = {}
+
+    def measure(setting: argparse.Namespace, name: str, bar: Any) -> dict[str, Any]:
+        if "items" not in loaded:  # once per process, as the job's own process loads them
+            loaded["items"], loaded["load"], _ = load_items(setting, adapter)
+        items, load = loaded["items"], loaded["load"]
+        return skeleton.in_fresh_fork(
+            lambda: measure_one(setting, adapter, items, load, policy, cores, record, name, bar),
+            f"{name} row",
+        )
+
+    with tempfile.TemporaryDirectory(prefix=f"dl-{args.library}-") as tmp:
+        record = Path(tmp)
+        return processes.run_process_request(args, measure)
+
+
 def benchmark_params(
     args: argparse.Namespace, cores: int, policy: SlowTransformPolicy, transforms: list[str]
 ) -> dict[str, Any]:
@@ -181,6 +254,10 @@ def benchmark_params(
         "batches_per_run": args.batches_per_run,
         "images_per_run": args.batches_per_run * args.batch_size,
         "num_runs": args.num_runs,
+        # Fresh processes per row, one after another (augbench.engines.dataloader.processes):
+        # each gives the row one value (process_throughputs), the unit of its interval.
+        "processes": args.processes,
+        "window_seconds": args.window_seconds,
         "min_runs": min(args.min_runs, args.num_runs),
         "stopping_rule": "timed epochs stop between min_runs and num_runs once the relative "
         "95% CI of the row's throughputs, and of its paired regime/bare ratios while the bare "

@@ -14,12 +14,18 @@ from typing import Any
 from augbench import adapters, pipelines, recipes
 from augbench.engines import preflight, skeleton
 from augbench.engines.dataloader.baselines import DecodeCompanions
-from augbench.engines.dataloader.plumbing import RecipeDataset, build_recipe, identity
+from augbench.engines.dataloader.plumbing import (
+    RecipeDataset,
+    build_recipe,
+    identity,
+    usable_cores,
+)
 from augbench.engines.dataloader.timing import RecipeError, measure_loader
 from augbench.intervals import median_interval
 from augbench.paired import composition_expectation, paired_ratio
 from augbench.policy import SlowTransformPolicy
 from augbench.results import non_ok_row, ok_row
+from augbench.stopping import window_batches
 
 
 def recipe_row_fields(
@@ -94,6 +100,14 @@ def run_recipe(
     memory = None
     if companions is not None:
         memory = RecipeDataset(companions.images, identity, recipe, label=transform)
+    window = window_batches(
+        args.window_seconds,
+        pre.get("preflight_throughput") or 0.0,
+        args.batch_size,
+        args.batches_per_run,
+        args.workers,
+        usable_cores(),
+    )
     try:
         measured = measure_loader(
             args,
@@ -104,6 +118,7 @@ def run_recipe(
             args.baseline_runs,
             memory=memory,
             floor=companions.floor if companions is not None else None,
+            window=window,
         )
     except RecipeError as err:
         return err.row(**pre)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import augbench.engines.dataloader as package
@@ -44,6 +45,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=DATALOADER_MIN_RUNS,
         help="fewest timed epochs (and baseline pairs) before the stopping rule may end a row",
     )
+    p.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="fresh processes that measure every row, one after another (the first is the job's "
+        "own); each gives the row one value, the unit of its interval",
+    )
+    p.add_argument(
+        "--window-seconds",
+        type=float,
+        default=0.0,
+        help="size each timed epoch to last about this long at the preflight's rate (at least "
+        "--batches-per-run batches); 0: --batches-per-run batches",
+    )
+    # A job with --processes starts itself again with these two for each later process.
+    p.add_argument("--process-request", type=Path, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--process-output", type=Path, default=None, help=argparse.SUPPRESS)
     p.add_argument("--prefetch-factor", type=int, default=2)
     p.add_argument("--persistent-workers", type=cli.as_bool, default=True)
     p.add_argument("--cap-workers-at-cores", type=cli.as_bool, default=True)
@@ -80,11 +98,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "min_runs",
         "prefetch_factor",
         "baseline_runs",
+        "processes",
     ):
         value = getattr(args, name)
         minimum = 0 if name in ("workers", "baseline_runs") else 1
         if value < minimum:
             p.error(f"--{name.replace('_', '-')} must be >= {minimum}")
+    if args.window_seconds < 0:
+        p.error("--window-seconds must be >= 0")
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     return args
 
 

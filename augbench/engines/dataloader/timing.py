@@ -227,10 +227,12 @@ def measure_loader(
     bare_runs: int = 0,
     memory: RecipeDataset | None = None,
     floor: DecodeFloor | None = None,
+    window: int | None = None,
 ) -> dict[str, Any]:
     """Warm-up epoch, then timed epochs until the stopping rule ends them; every batch is
-    consumed in the window. An epoch holds ``epoch_batches(batches_per_run, workers)``
-    batches: every worker makes the same number, so the epoch (from iter() to its last batch,
+    consumed in the window. An epoch holds ``window`` batches (a whole number per worker:
+    ``augbench.stopping.window_batches``), by default ``epoch_batches(batches_per_run,
+    workers)``: every worker makes the same number, so the epoch (from iter() to its last batch,
     the workers starting together) runs at the rate they deliver; a loader between epochs has
     nothing in flight, so it never works while another arm is timed.
 
@@ -249,7 +251,7 @@ def measure_loader(
     (augbench.stopping.StoppingRule, looked at every ``min_runs`` rounds).
     """
     workers = args.workers
-    window = epoch_batches(args.batches_per_run, workers)
+    window = window or epoch_batches(args.batches_per_run, workers)
     images_per_run = window * args.batch_size
     warmup_batches = max(1, workers)
     sampler = EpochSampler(len(dataset), warmup_batches * args.batch_size)

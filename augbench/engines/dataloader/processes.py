@@ -1,0 +1,168 @@
+"""A setting's rows measured in several fresh processes (``--processes``): the unit of a row's
+interval is one process.
+
+A DataLoader's rate differs more between processes than between the epochs of one process: each
+interpreter gets its own address layout and allocator history, and under glibc as shipped those
+decide how many pages a recipe faults in again on every call (docs/allocator.md). One process's
+epochs cannot hold that spread, so two runs of one job disagree by more than either row's interval
+says. The job's own process measures every row first (each row in a fork of it, as always); each
+later process is this engine started again (``later_process``) with the job's arguments and
+``--process-request``: a fresh interpreter that imports the library, loads the items and measures
+every row still ok, each in a fork of its own, and writes the fields of :data:`PROCESS_FIELDS`.
+The processes run one after another, every row in each, so a row's processes spread over the
+job's time. ``merged`` makes one row of them: one value per process (``process_throughputs``, the
+process's median epoch), the median of those and its distribution-free interval
+(augbench.decision.median_interval: 5 processes give [min, max] at 93.75 %).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from augbench import decision
+from augbench.results import non_ok_row, summarize_throughputs
+
+# What a later process returns of each row: the values the merged row pools.
+PROCESS_FIELDS = (
+    "status",
+    "reason",
+    "throughputs",
+    "times",
+    "steady_throughputs",
+    "minor_faults_per_image",
+    "first_batch_s",
+    "window_batches",
+    "timed_rounds",
+)
+PROCESS_CI_METHOD = "order statistics of the median over processes (augbench.decision)"
+
+
+def process_fields(row: dict[str, Any]) -> dict[str, Any]:
+    """The part of a row a later process hands back."""
+    return {k: row.get(k) for k in PROCESS_FIELDS if k in row}
+
+
+def later_process(args: argparse.Namespace, names: Sequence[str], index: int) -> dict[str, Any]:
+    """Process ``index`` (2, 3, ...) of the setting: this engine started again with the job's
+    arguments and ``--process-request`` (``run_process_request``), in the job's environment.
+    Its output: ``{"rows": {name: process_fields(row)}}``, or ``{"error": reason}`` where the
+    interpreter wrote none."""
+    with tempfile.TemporaryDirectory(prefix="augbench-process-") as tmp:
+        request, output = Path(tmp) / "request.json", Path(tmp) / "output.json"
+        request.write_text(
+            json.dumps(
+                {"scope": args.scope, "workers": args.workers, "names": list(names), "index": index}
+            )
+        )
+        command = [
+            sys.executable, "-m", "augbench.engines.cpu_dataloader", *args.argv,
+            "--process-request", str(request), "--process-output", str(output),
+        ]  # fmt: skip
+        sys.stdout.flush()
+        sys.stderr.flush()
+        run = subprocess.run(command, capture_output=True, text=True)
+        if output.exists():
+            return json.loads(output.read_text())
+    from augbench.engines import skeleton
+
+    tail = (run.stderr or run.stdout).strip().splitlines()[-1:] or ["no output"]
+    return {
+        "error": f"process {index}'s fresh interpreter {skeleton.death_reason(run.returncode)} "
+        f"before writing its result: {tail[0]}"
+    }
+
+
+class _NoBar:
+    """A later process shows no progress bar (the job's own shows the process it waits for)."""
+
+    def set_postfix_str(self, text: str) -> None:
+        pass
+
+
+def run_process_request(
+    args: argparse.Namespace, measure: Callable[[argparse.Namespace, str, Any], dict[str, Any]]
+) -> int:
+    """In a later process: the request's setting, every requested row measured by ``measure``
+    (args, name, bar -> row, each in a fork of this interpreter), written to
+    ``--process-output``. Only the job's own process measures the baselines."""
+    request = json.loads(args.process_request.read_text())
+    setting = argparse.Namespace(
+        **{**vars(args), "scope": request["scope"], "workers": int(request["workers"])}
+    )
+    setting.baseline_runs = 0
+    rows = {name: process_fields(measure(setting, name, _NoBar())) for name in request["names"]}
+    args.process_output.write_text(json.dumps({"rows": rows}))
+    return 0
+
+
+def _median_or_none(values: Sequence[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def merged(first: dict[str, Any], later: Sequence[dict[str, Any]], name: str) -> dict[str, Any]:
+    """One row of a setting's processes: ``first`` the job's own process's row (every field),
+    ``later`` each later process's output (``later_process``). A row not ok in the first
+    process is returned as it is (no later process measures it)."""
+    if first.get("status") != "ok":
+        return first
+    per = [first] + [
+        (out.get("rows") or {}).get(name) or non_ok_row("error", out.get("error") or "no row")
+        for out in later
+    ]
+    ok = [r for r in per if r.get("status") == "ok" and r.get("throughputs")]
+    groups = [[float(v) for v in r["throughputs"]] for r in ok]
+    values = [statistics.median(g) for g in groups]
+    interval = decision.median_interval(values)
+    row = dict(first)
+    row.update(
+        summarize_throughputs(
+            [v for g in groups for v in g], [t for r in ok for t in r.get("times") or []], groups
+        )
+    )
+    median = interval.median
+    row.update(
+        median_throughput=median,
+        ci_low=interval.low,
+        ci_high=interval.high,
+        ci_level=interval.level,
+        ci_method=PROCESS_CI_METHOD,
+        relative_ci=max(interval.high - median, median - interval.low) / median,
+        throughputs_by_process=groups,
+        process_throughputs=values,
+        **interval.fields("process"),
+    )
+    steady = [s for r in ok if (s := _median_or_none(r.get("steady_throughputs") or []))]
+    row["process_steady_throughputs"] = steady
+    if steady:
+        stream = decision.median_interval(steady)
+        row.update(
+            steady_throughput=stream.median,
+            steady_ci_low=stream.low,
+            steady_ci_high=stream.high,
+            steady_ci_level=stream.level,
+            steady_ci_method=PROCESS_CI_METHOD,
+            steady_throughputs=[v for r in ok for v in r.get("steady_throughputs") or []],
+        )
+    faults = [r["minor_faults_per_image"] for r in ok if r.get("minor_faults_per_image")]
+    row["minor_faults_per_image_by_process"] = faults
+    row["minor_faults_per_image"] = _median_or_none(faults)
+    row["first_batch_s_by_process"] = [r.get("first_batch_s") for r in ok]
+    row["window_batches_by_process"] = [r.get("window_batches") for r in ok]
+    row["timed_rounds"] = sum(int(r.get("timed_rounds") or 0) for r in ok)
+    kept = {id(r) for r in ok}
+    failed = [
+        f"process {i + 1}: {r.get('status')} ({r.get('reason') or 'no reason recorded'})"
+        for i, r in enumerate(per)
+        if id(r) not in kept
+    ]
+    if failed:
+        row["processes_not_ok"] = "; ".join(failed)
+    return row
