@@ -245,7 +245,8 @@ def test_a_starvation_table_without_the_feed_columns_is_one_line(rows) -> None:
     assert rec.loc["fast", "fed_answer"].startswith("not in this starvation table")
     assert rec.loc["fast", "share_of_need"] == pytest.approx(2.0, rel=0.02)
     page = "\n".join(recommendation.markdown(rec.reset_index()))
-    assert page.count("Workers to feed: not in this starvation table") == 1
+    assert page.count("not in this starvation table") == 1
+    assert "Workers to feed, fast, close, rough, loaded, single: not in this starvation" in page
     assert "none" not in _tables(page).lower() and "nan" not in page.lower()
 
 
@@ -270,6 +271,7 @@ def test_the_page_reads_back_from_its_csv_and_from_older_tables(rec, page, tmp_p
     old = REPO / "docs/results/amd-epyc-2c/2026-11-26-default-run-5/recommendation.csv"
     text = "\n".join(recommendation.markdown(read_table(old)))
     assert "| imagenet_train |" in text and "nan" not in text.lower()
+    assert "none" not in text.lower() and text.count("`snakemake --until figures` rebuilds") == 1
     assert "nan" not in recommendation.short_text(pd.read_csv(old)).lower()
 
 

@@ -109,6 +109,8 @@ RANKED_SETTINGS: tuple[tuple[str, str], ...] = (
 )
 PREFERRED_ALLOCATOR = "glibc"
 ONLY_LIBRARY = "only library"
+# Results written before a table had workers_to_feed: the tables are rebuilt from the rows.
+OLD_TABLE = "(written before it had workers_to_feed: `snakemake --until figures` rebuilds it)"
 
 
 def _one_allocator(rows: pd.DataFrame) -> pd.DataFrame:
@@ -244,22 +246,20 @@ def _feed(
 ) -> dict[str, Any]:
     """The target model's answer for the winner's DataLoader series of the pipeline, from the
     starvation table's feed columns; their absence is said in ``fed_answer``."""
-    share = rate_of(best) / model.img_per_s if model else math.nan
-    out: dict[str, Any] = {"share_of_need": share}
     if model is None:
-        return out | {"fed_answer": "no target model configured (starvation.target)"}
+        return {"fed_answer": "no target model configured (starvation.target)"}
+    # The loader's supply: an end-to-end row's rate (a row on decoded images is not one).
+    share = rate_of(best) / model.img_per_s
+    out: dict[str, Any] = {"share_of_need": share}
     if best["regime"] != "cpu_dataloader" or best["scope"] != "decode":
-        return out | {
+        return {
             "fed_answer": "not measured: no end-to-end DataLoader rows of this pipeline "
             "(cpu_dataloader, decode scope)"
         }
     if starved is None or starved.empty:
         return out | {"fed_answer": "not measured: no starvation table for this pipeline"}
     if "workers_to_feed" not in starved.columns:
-        return out | {
-            "fed_answer": "not in this starvation table (written before it had workers_to_feed: "
-            "`snakemake --until figures` rebuilds it)"
-        }
+        return out | {"fed_answer": "not in this starvation table " + OLD_TABLE}
     series = starved[
         (starved["model"] == model.name)
         & (starved["pipeline"].astype(str) == key["pipeline"])
@@ -666,7 +666,8 @@ def _machine_section(part: pd.DataFrame, depth: str) -> list[str]:
     body = []
     for _, r in part.iterrows():
         row = [_pipeline_cell(r), *(_lib_cell(r, lib) for lib, _ in heads)]
-        row += [_text(r.get("verdict_text")) or _text(r.get("verdict")), _one_thread_cell(r)]
+        verdict = _text(r.get("verdict_text")) or _text(r.get("verdict")) or "–"
+        row += [verdict, _one_thread_cell(r)]
         if has_target:
             row += [_share_cell(r), _feed_cell(r)]
         body.append([*row, _cost_cell(r)])
@@ -687,9 +688,14 @@ def _machine_section(part: pd.DataFrame, depth: str) -> list[str]:
         basis = str(priced.iloc[0]["cost_basis"]).split(", ")[0]
         under.append(f"Cost: {basis}, the busy ones at the measured rate.")
     lines = [f"{depth} {machine}", "", *_table(head, body), "", " ".join(under), ""]
-    missing = part[part["fed_answer"].astype(str).str.startswith("not in this starvation")]
-    if has_target and len(missing):
-        lines += [f"Workers to feed: {missing.iloc[0]['fed_answer']}.", ""]
+    if has_target:  # why a row has no count, once per reason
+        counted = pd.to_numeric(part["workers_to_feed"], errors="coerce").notna()
+        why: dict[str, list[str]] = {}
+        for _, r in part[~counted].iterrows():
+            why.setdefault(_text(r.get("fed_answer")), []).append(str(r["pipeline"]))
+        for reason, names in why.items():
+            if reason:
+                lines += [f"Workers to feed, {', '.join(names)}: {reason}.", ""]
     return lines
 
 
@@ -705,6 +711,10 @@ def markdown(rec: pd.DataFrame, depth: int = 2) -> list[str]:
             "own: docs/pipelines.md), so there is nothing to recommend.",
             "",
         ]
+    if "verdict_text" not in rec.columns or "workers_to_feed" not in rec.columns:
+        # A table from before the verdicts and the feed columns: said once, not per row.
+        lines += [f"This table was {OLD_TABLE[1:-1]}, with the verdicts.", ""]
+        rec = rec.assign(fed_answer="", one_thread_margin=None)
     for column in COLUMNS:  # older tables: every column the words read, empty
         if column not in rec.columns:
             rec = rec.assign(**{column: None})
