@@ -340,3 +340,12 @@ def test_docs_answer_page_names_every_verdict_form() -> None:
     text = (Path(REPO) / "docs/answer.md").read_text()
     for form in ("faster than", "no clear winner", "not decided (", "only library", "under load"):
         assert form in text
+
+
+def test_the_summary_opens_on_the_answer(rec, rows) -> None:
+    from augbench.analysis import summary
+
+    answer = recommendation.markdown(rec.reset_index())
+    text = summary.markdown(rows.assign(under_load=False), answer=answer)
+    assert text.startswith("# Benchmark summary\n\n## The answer\n\n### m-2c\n")
+    assert text.index("## The rows") > text.index("**Bold**")
