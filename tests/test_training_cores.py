@@ -102,12 +102,12 @@ def test_the_table_counts_the_cores_a_cpu_step_keeps_and_not_a_sleeping_ones() -
 
 def test_a_pooled_row_keeps_one_value_per_run() -> None:
     """Each run of a training job is one process: the table lists each run's throughput and
-    data wait (the unit of augbench.decision's intervals)."""
+    data wait, the median of its blocks (the unit of augbench.decision's intervals)."""
     frame = pd.DataFrame(
         [
             *(
-                _row("cpu:100", images_per_second=v, data_wait_fraction=w, timestamp=f"t{i}",
-                     throughputs=json.dumps([v, v]), model_cpu_share=0.9 + 0.05 * i)
+                _row("cpu:100", timestamp=f"t{i}", throughputs=json.dumps([v - 1, v, v + 1]),
+                     data_wait_fractions=json.dumps([w, w]), model_cpu_share=0.9 + 0.05 * i)
                 for i, (v, w) in enumerate([(200.0, 0.30), (210.0, 0.32), (220.0, 0.35)])
             ),
             _supply(),

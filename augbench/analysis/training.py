@@ -54,6 +54,7 @@ from augbench.analysis.runs import (
     THROUGHPUT_POOL,
     WAIT_POOL,
     pooled_runs,
+    process_values,
     run_values,
 )
 from augbench.analysis.starvation import batch_mb, first_read_s, handover_s
@@ -141,9 +142,9 @@ COLUMNS: tuple[str, ...] = (
     "runs",
     "supply_runs",
 )
-# A training job's own values that a pooled row keeps one of per run (each run one process): the
-# loop's throughput and data wait over its whole window, and the step alone's CPU share.
-PER_RUN: tuple[str, ...] = ("images_per_second", "data_wait_fraction", "model_cpu_share")
+# A training job's own probes that a pooled row keeps one of per run (each run one process), as
+# pooled_runs keeps its per-job probes: the step alone's CPU share.
+PER_RUN: tuple[str, ...] = ("model_cpu_share",)
 # What makes training rows runs of one setting (pooled when several result files hold it).
 TRAINING_SETTING: tuple[str, ...] = (*SERIES, "feed", "workers", "batch_size", "allocator_setting")
 
@@ -429,9 +430,9 @@ def predicted_vs_measured(frame: pd.DataFrame) -> pd.DataFrame:
             "batch_waits": _value(row.get("batch_wait_ms"), "n"),
             "oversubscribed": oversubscribed(row),
             # One value per run (each a process of its own): the unit of a decided call
-            # (augbench.decision), the loop's throughput and data wait over its window.
-            "process_img_per_s": json.dumps(run_values(row, "images_per_second")) if ok else "",
-            "process_data_waits": json.dumps(run_values(row, "data_wait_fraction")) if ok else "",
+            # (augbench.decision), the median of the run's blocks of throughput and data wait.
+            "process_img_per_s": json.dumps(process_values(row)) if ok else "",
+            "process_data_waits": json.dumps(process_values(row, *WAIT_POOL[:2])) if ok else "",
             # How quiet the machine was (augbench.quietness; the loudest run of a pooled row).
             "under_load": row.get("under_load"),
             "other_load_cores": number(row.get("other_load_cores")),
