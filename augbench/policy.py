@@ -308,3 +308,8 @@ ANSWER_MIN_INTERVAL_LEVEL = 0.9
 # interval decides a margin, at an ACHIEVED coverage of at least this): the same fact as the answer
 # page's minimum above, under the name the decision rule uses.
 DECISION_LEVEL = ANSWER_MIN_INTERVAL_LEVEL
+# A/A calibration (docs/calibration.md): the same work under two names, each row pair decided at
+# DECISION_LEVEL; a kind of row passes with at least this many pairs at that level and at most this
+# share of them called "faster" or "slower" (false calls).
+CALIBRATION_MIN_PAIRS = 20
+CALIBRATION_MAX_FALSE_CALL_RATE = 0.10

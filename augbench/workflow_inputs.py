@@ -80,6 +80,12 @@ def env_marker(library: str) -> str:
     return f"results/envs/{adapters.base_of(library)}.json"
 
 
+def library_conda_env(wildcards: Any) -> str:
+    """A timed rule's conda env file (``--sdm conda``; Snakemake also records its content with
+    every job): the library's, a second name's its base library's (augbench.adapters)."""
+    return f"../../envs/{adapters.base_of(wildcards.library)}.yaml"
+
+
 def env_build_failure(library: str) -> dict[str, Any] | None:
     """The marker of ``library``'s env build where the last run could not build it, else None."""
     try:

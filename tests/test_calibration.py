@@ -19,7 +19,7 @@ from conftest import REPO
 from augbench import adapters, decision, gpu_recipes, provision, regimes, sweep
 from augbench.adapters.albumentationsx import AlbumentationsXAdapter
 from augbench.adapters.base import CPU_TRANSFORMS, GPU_BATCHES
-from augbench.analysis import calibration
+from augbench.analysis import calibration, runs
 from augbench.config import ConfigError, deep_merge, resolve
 from augbench.workflow_inputs import env_marker
 
@@ -134,13 +134,10 @@ def _row(library: str, transform: str, processes: list[float], **extra: object) 
     }
 
 
-def test_process_values_are_one_per_process() -> None:
+def test_process_values_are_the_pages_one_per_process() -> None:
+    assert calibration.process_values is runs.process_values
     row = _row("a", "T", [100.0, 110.0, 90.0])
     assert calibration.process_values(row) == pytest.approx([100.0, 110.0, 90.0])
-    pooled = {"throughputs_by_run": json.dumps([[1.0, 3.0], [5.0], [7.0, 9.0]])}
-    assert calibration.process_values(pooled) == [2.0, 5.0, 8.0]
-    assert calibration.process_values({"throughputs": "[1, 2, 3]"}) == [2.0]
-    assert calibration.process_values({"throughputs": "[]"}) == []
 
 
 def test_rows_pair_by_name_pair_and_false_calls_are_counted() -> None:

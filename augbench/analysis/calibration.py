@@ -4,7 +4,8 @@ The same work is measured under two names in separate jobs (a library and its se
 ``albumentationsx`` and ``albumentationsx~b``: the same adapter and env, augbench.adapters; config
 ``calibration.pairs``). Each row measured under both names is a **pair**, decided by
 augbench.decision exactly as the answer page decides a margin: the interval of the ratio of the
-two rows' medians over their process values, at ``decision.DECISION_LEVEL``. A "faster" or
+two rows' medians over their process values (augbench.analysis.runs.process_values, as the page
+reads them), at ``decision.DECISION_LEVEL``. A "faster" or
 "slower" verdict is a **false call**. A pair whose interval cannot reach the level (too few
 process values) makes no call and is counted apart.
 
@@ -19,7 +20,6 @@ table also counts the job pairs (``job_pairs``).
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -27,11 +27,13 @@ from typing import Any
 import pandas as pd
 
 from augbench import adapters, decision
-from augbench.analysis.cells import decoded, is_true, number
+from augbench.analysis.cells import is_true, number
+from augbench.analysis.runs import process_values
+from augbench.policy import CALIBRATION_MAX_FALSE_CALL_RATE, CALIBRATION_MIN_PAIRS
 
-# The issue's bar, in one place: pairs per kind of row, and false calls among them.
-MIN_PAIRS = 20
-MAX_FALSE_CALL_RATE = 0.10
+# The bar: pairs per kind of row, and false calls among them (augbench.policy).
+MIN_PAIRS = CALIBRATION_MIN_PAIRS
+MAX_FALSE_CALL_RATE = CALIBRATION_MAX_FALSE_CALL_RATE
 FALSE_CALLS = (decision.FASTER, decision.SLOWER)
 
 # Kind of row -> (table it is read from, which of its rows). "all": results/tables/all_results.csv;
@@ -99,32 +101,6 @@ def _text(value: Any) -> str:
 
 def _most(values: Iterable[float]) -> float:
     return max((v for v in values if not math.isnan(v)), default=math.nan)
-
-
-def _finite(values: Iterable[Any]) -> list[float]:
-    return [float(v) for v in values if isinstance(v, int | float) and math.isfinite(float(v))]
-
-
-def process_values(row: Mapping[str, Any]) -> list[float]:
-    """A row's throughput per process: the median of each process's values. Processes are the
-    runs a pooled row holds (``throughputs_by_run``), else the row's own processes where it
-    records how many (``pyperf_processes``: micro; ``processes``: the pipeline breakdown), each
-    with as many values, in order; else one process."""
-    by_run = decoded(row.get("throughputs_by_run"))
-    if isinstance(by_run, list) and len(by_run) > 1 and all(isinstance(g, list) for g in by_run):
-        groups = [_finite(g) for g in by_run]
-        if all(groups):
-            return [statistics.median(g) for g in groups]
-    cell = decoded(row.get("throughputs"))
-    values = _finite(cell) if isinstance(cell, list) else []
-    if not values:
-        return []
-    counts = [number(row.get(c)) for c in ("pyperf_processes", "processes")]
-    processes = next((int(c) for c in counts if c >= 1), 1)
-    if processes > 1 and len(values) % processes == 0:
-        size = len(values) // processes
-        return [statistics.median(values[i : i + size]) for i in range(0, len(values), size)]
-    return [statistics.median(values)]
 
 
 @dataclass(frozen=True)

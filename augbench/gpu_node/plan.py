@@ -22,9 +22,16 @@ Two modes:
   cores), in run order (every job's run k before any run k + 1, a supply before the training it
   predicts), so the tables pool each setting's runs as processes. No sync check, no GPU
   DataLoader: ``node`` measures those.
+- ``calibration``: the GPU DataLoader's A/A pairs (docs/calibration.md), equal work under two
+  names in separate jobs, each job in :data:`CALIBRATION_RUNS` runs so that a row's interval spans
+  that many processes: torchvision against its second name (``torchvision~b``: the same adapter
+  and env) on every recipe, and torchvision against Kornia on Identity in the decode scope (the
+  same torchvision.io decode in the workers, the same ToDtype + Normalize on the device). The
+  summary decides every pair as the answer decides a margin (augbench.decision) and counts the
+  false "faster"/"slower" calls.
 - ``dry``: the same steps as ``node`` with tiny sizes on a CPU: the GPU DataLoader's and the
   training GPU feed's device-side code on CPU tensors (the engines' test switches), ResNet-18 at
-  112 px.
+  112 px; and the calibration step on Identity.
 """
 
 from __future__ import annotations
@@ -53,6 +60,23 @@ CHECK_RUNS = 3
 # The training check's whole wall time: its 18 jobs took 227-270 s on H100 nodes (supply jobs
 # 13-25 s, training jobs 9-14 s; 2026-11-27), the installation, environment and dataset 20-25 s.
 CHECK_BUDGET_S = 420.0
+# The GPU DataLoader's A/A pairs: (name a, name b, the only recipe on which they do equal work;
+# None: every recipe). A pair of a library and its second name does the same work on all.
+CALIBRATION_PAIRS: tuple[tuple[str, str, str | None], ...] = (
+    ("torchvision", "torchvision~b", None),
+    ("torchvision", "kornia", "Identity"),
+)
+# Runs of each A/A job: three processes a side are the fewest whose ratio interval reaches the
+# decision level (90 %, augbench.decision). Their result files go below this folder, apart from
+# the workflow's (the summary's tables of the GPU regimes do not read them).
+CALIBRATION_RUNS = 3
+CALIBRATION_DIR = "results/calibration/"
+# The dry mode's A/A jobs measure Identity only: a check of the code path.
+CALIBRATION_DRY_RECIPES = "Identity"
+# The decode scope's recipes of the node's A/A jobs: Identity and five light transforms, each
+# recipe a process start (8-10 s with its CUDA context on the first H100 run, 2026-11-27): the
+# two torchvision names' jobs and Kornia's Identity job, three runs each, fit the budget.
+CALIBRATION_TRANSFORMS = ["HorizontalFlip", "Grayscale", "Brightness", "GaussianBlur", "Resize"]
 
 # Seconds per step. Node: sized from the first H100 run (Intel Xeon, 16 cores, 2026-11-27:
 # a GPU DataLoader job of 11 recipes took 52 s in memory scope and 84-107 s in decode scope,
@@ -87,6 +111,12 @@ STEP_BUDGETS_S: dict[str, dict[str, float]] = {
         "gpu_dataloader": 150,
         "pipeline": 90,
         "batch_shared": 90,
+        "calibration": 90,
+    },
+    "calibration": {
+        "environment": 20,
+        "dataset": 15,
+        "calibration": 480,
     },
 }
 
@@ -149,10 +179,24 @@ CONFIGS: dict[str, dict[str, Any]] = {
             "runs": CHECK_RUNS,
         },
     },
+    "calibration": {
+        "preset": "default",
+        "dataset": {"archive": None, "default_images": 300},
+        "libraries": ["torchvision", "torchvision~b", "kornia"],
+        "regimes": ["gpu_dataloader"],
+        "gpu": "required",
+        "pipelines": [],
+        "transforms": CALIBRATION_TRANSFORMS,
+        "gpu_dataloader": {
+            "shard_size": 11,
+            "scopes": ["decode"],
+            "torchvision_randomness": ["per-sample"],
+        },
+    },
     "dry": {
         "preset": "smoke",
         "dataset": {"archive": None, "default_images": 12},
-        "libraries": ["torchvision", "kornia"],
+        "libraries": ["torchvision", "torchvision~b", "kornia"],
         "regimes": ["gpu_dataloader", "cpu_dataloader", "training"],
         "gpu": "optional",
         "transforms": ["HorizontalFlip"],
@@ -206,14 +250,24 @@ ENGINE_STEPS: dict[str, tuple[tuple[str, ...], str | None]] = {
     "pipeline": (("pipeline_gpu_dataloader",), "per-sample"),
     "batch_shared": (("gpu_dataloader", "pipeline_gpu_dataloader"), "batch-shared"),
 }
+# The A/A step: the GPU DataLoader's decode-scope jobs of the pairs' names (calibration_jobs).
+CALIBRATION_STEP: dict[str, tuple[tuple[str, ...], str | None]] = {
+    "calibration": (("gpu_dataloader",), "per-sample")
+}
 # Each mode's engine steps (the training check: supply and training runs interleaved in one).
 MODE_STEPS: dict[str, dict[str, tuple[tuple[str, ...], str | None]]] = {
     "node": ENGINE_STEPS,
-    "dry": ENGINE_STEPS,
+    "dry": {**ENGINE_STEPS, **CALIBRATION_STEP},
     "training_check": {"supply_and_training": (("cpu_dataloader", "training"), None)},
+    "calibration": CALIBRATION_STEP,
 }
 # The whole run's wall time per mode.
-MODE_BUDGETS_S = {"node": TOTAL_BUDGET_S, "dry": TOTAL_BUDGET_S, "training_check": CHECK_BUDGET_S}
+MODE_BUDGETS_S = {
+    "node": TOTAL_BUDGET_S,
+    "dry": TOTAL_BUDGET_S,
+    "training_check": CHECK_BUDGET_S,
+    "calibration": TOTAL_BUDGET_S,
+}
 
 
 def gpu_priority(w: Mapping[str, str]) -> tuple[bool, bool, bool]:
@@ -246,6 +300,7 @@ SELECT: dict[str, dict[str, Callable[[Mapping[str, str]], bool]]] = {
         "cpu_dataloader": _training_library,
         "training": _training_library,
     },
+    "calibration": {},
 }
 
 
@@ -271,19 +326,20 @@ def mode_plan(mode: str, repo: Path) -> dict[str, Any]:
     engine_steps = MODE_STEPS[mode]
     rules = {rule for step_rules, _ in engine_steps.values() for rule in step_rules}
     jobs: dict[str, list[dict[str, Any]]] = {rule: [] for rule in rules}
+    # Every job of the rules, selected or not: the A/A step takes its own (calibration_jobs).
+    every: dict[str, list[dict[str, Any]]] = {rule: [] for rule in rules}
     for job in sweep.jobs():
         if job.rule not in jobs:
             continue
         wildcards = sweep.wildcards_of(job)
-        if job.rule in select and not select[job.rule](wildcards):
-            continue
+        selected = job.rule not in select or select[job.rule](wildcards)
         kind = job.kind
         policy = THREAD_POLICIES.get(kind.thread_policy)
         engine = ["-m", kind.engine, *flag_words(kind.args(sweep, kind, wildcards))]
         if mode == "dry":
             engine += DRY_FLAGS.get(job.rule, [])
         (output,) = job.outputs
-        jobs[job.rule].append(
+        (jobs[job.rule] if selected else every[job.rule]).append(
             {
                 "rule": job.rule,
                 "library": job.library,
@@ -304,6 +360,12 @@ def mode_plan(mode: str, repo: Path) -> dict[str, Any]:
             jobs[rule].sort(key=lambda j: int(j["wildcards"]["workers"]))
     steps: dict[str, list[dict[str, Any]]] = {}
     for step, (step_rules, randomness) in engine_steps.items():
+        if step in CALIBRATION_STEP:
+            recipes = CALIBRATION_DRY_RECIPES if mode == "dry" else None
+            steps[step] = calibration_jobs(
+                [*jobs["gpu_dataloader"], *every["gpu_dataloader"]], CALIBRATION_RUNS, recipes
+            )
+            continue
         candidates = [j for rule in step_rules for j in jobs[rule]]
         chosen = [j for j in candidates if randomness in (None, j["wildcards"].get("randomness"))]
         if step in AS_TIME_ALLOWS:  # shortest first: memory scope, then one recipe before 11
@@ -321,6 +383,43 @@ def mode_plan(mode: str, repo: Path) -> dict[str, Any]:
         "total_budget_s": MODE_BUDGETS_S[mode],
         "steps": steps,
     }
+
+
+def calibration_jobs(
+    jobs: list[dict[str, Any]], runs: int, recipes: str | None = None
+) -> list[dict[str, Any]]:
+    """The A/A step's jobs: the decode-scope, per-sample GPU DataLoader jobs of the pairs' names
+    (a name paired only on one recipe measures that one; ``recipes``: every name only these),
+    each in ``runs`` runs, every job's run k before any run k + 1, each run a result file of its
+    own below :data:`CALIBRATION_DIR`."""
+    names = {name for a, b, _ in CALIBRATION_PAIRS for name in (a, b)}
+    only = {b: recipe for _, b, recipe in CALIBRATION_PAIRS if recipe}
+    chosen = [
+        j
+        for j in jobs
+        if j["library"] in names
+        and j["wildcards"].get("scope") == "decode"
+        and j["wildcards"].get("randomness") == "per-sample"
+    ]
+    chosen.sort(key=lambda j: (j["library"] != CALIBRATION_PAIRS[0][0], j["library"]))
+    out = []
+    for run in range(1, runs + 1):
+        for job in chosen:
+            engine = list(job["engine"])
+            at = engine.index("--transforms") + 1
+            engine[at] = recipes or only.get(job["library"], engine[at])
+            stem = job["output"].removeprefix("results/").removesuffix(".json")
+            out.append(
+                {
+                    **job,
+                    "engine": engine,
+                    "output": f"{CALIBRATION_DIR}{stem}-run{run}.json",
+                    "wildcards": {**job["wildcards"], "run": f"-run{run}"},
+                    "label": f"A/A {job['label']} run {run}",
+                    "recipes": len(engine[at].split(",")),
+                }
+            )
+    return out
 
 
 def job_label(rule: str, w: Mapping[str, str]) -> str:

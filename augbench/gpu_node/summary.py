@@ -20,7 +20,10 @@ NON_OK_LISTED = 40
 FAMILIES = ("gpu_dataloader", "pipeline", "training")
 # Where a mode's OUT is committed: each training check in a folder of its own beside the node
 # run, not over its files (both write the supply's and the training's first-run result paths).
-COMMIT_TO = {"training_check": "docs/results/<machine>/<date>-training-check-<N>/"}
+COMMIT_TO = {
+    "training_check": "docs/results/<machine>/<date>-training-check-<N>/",
+    "calibration": "docs/results/<machine>/<date>-gpu-calibration-<N>/",
+}
 COMMIT_TO_DEFAULT = "docs/results/<machine>/<date>-node-run/"
 
 
@@ -118,6 +121,60 @@ def training_table(files: list[tuple[str, str, dict[str, Any]]]) -> list[dict[st
     return sorted(out, key=lambda e: (int(e["workers"] or 0), str(e["feed"]), e["run"]))
 
 
+def calibration_table(results: Path) -> dict[str, Any]:
+    """The A/A step's pairs (augbench.gpu_node.plan.CALIBRATION_PAIRS), each row measured under
+    both names decided as the answer decides a margin: the ratio interval over the runs' medians
+    (one value per run, each run a process). A "faster" or "slower" verdict is a false call."""
+    from augbench import decision
+    from augbench.gpu_node.plan import CALIBRATION_DIR, CALIBRATION_PAIRS
+    from augbench.policy import CALIBRATION_MAX_FALSE_CALL_RATE, CALIBRATION_MIN_PAIRS
+
+    folder = results / CALIBRATION_DIR.removeprefix("results/")
+    runs: dict[tuple[str, str, str], list[float]] = {}
+    for path in sorted(folder.rglob("*.json")) if folder.is_dir() else []:
+        doc = json.loads(path.read_text())
+        meta = doc.get("metadata") or {}
+        for name, row in (doc.get("results") or {}).items():
+            if row.get("status") == "ok" and row.get("median_throughput"):
+                key = (str(meta.get("library")), str(meta.get("scope")), name)
+                runs.setdefault(key, []).append(float(row["median_throughput"]))
+    pairs = []
+    for a, b, only in CALIBRATION_PAIRS:
+        for (library, scope, recipe), values_a in sorted(runs.items()):
+            values_b = runs.get((b, scope, recipe))
+            if library != a or (only and recipe != only) or not values_b:
+                continue
+            r = decision.ratio_interval(values_a, values_b)
+            pairs.append(
+                {"a": a, "b": b, "scope": scope, "recipe": recipe, "ratio": r.ratio,
+                 "low": r.low, "high": r.high, "level": r.level, "runs_a": r.n_a,
+                 "runs_b": r.n_b, "verdict": decision.verdict(r)}
+            )  # fmt: skip
+    at_level = [p for p in pairs if p["level"] >= decision.DECISION_LEVEL]
+    false_calls = sum(p["verdict"] in (decision.FASTER, decision.SLOWER) for p in at_level)
+    passes = len(
+        at_level
+    ) >= CALIBRATION_MIN_PAIRS and false_calls <= CALIBRATION_MAX_FALSE_CALL_RATE * len(at_level)
+    level = f"{decision.DECISION_LEVEL:.0%}"
+    if len(at_level) < CALIBRATION_MIN_PAIRS:
+        note = (
+            f"{len(at_level)} pairs at the {level} level ({len(pairs)} measured): fewer than "
+            f"{CALIBRATION_MIN_PAIRS}, not passing"
+        )
+    else:
+        note = f"{false_calls} false calls of {len(at_level)}: {'passes' if passes else 'fails'}"
+    return {
+        "regime": "gpu_dataloader",
+        "pairs": len(at_level),
+        "measured_pairs": len(pairs),
+        "false_calls": false_calls,
+        "level": decision.DECISION_LEVEL,
+        "passes": passes,
+        "note": note,
+        "rows": pairs,
+    }
+
+
 def non_ok_rows(files: list[tuple[str, str, dict[str, Any]]]) -> list[dict[str, Any]]:
     return [
         {"file": rel, "row": name, "status": row.get("status"), "reason": row.get("reason")}
@@ -155,6 +212,11 @@ def not_run(
         out.append(
             "sync_check, gpu_dataloader and pipeline steps: not part of the training check "
             "(the node mode runs them)"
+        )
+    elif mode == "calibration":
+        out.append(
+            "sync_check, supply, training, pipeline and batch-shared steps: not part of the A/A "
+            "calibration (the node mode runs them)"
         )
     else:
         out.append(
@@ -232,6 +294,7 @@ def summarize(
         "gpu_dataloader": gpu_table(files, "gpu_dataloader"),
         "pipeline": gpu_table(files, "pipeline"),
         "training": training_table(files),
+        "calibration": calibration_table(results),
         "sync_check": sync,
         "lock_differences": lock_differences(results),
         "not_run": not_run(
@@ -261,9 +324,11 @@ def markdown(doc: dict[str, Any]) -> str:
     env = doc["environment"]
     packages = env.get("packages") or {}
     cuda = env.get("cuda") or {}
-    title = {"dry": "dry run on the CPU", "training_check": "GPU node, training check"}.get(
-        doc["mode"], "GPU node"
-    )
+    title = {
+        "dry": "dry run on the CPU",
+        "training_check": "GPU node, training check",
+        "calibration": "GPU node, A/A calibration",
+    }.get(doc["mode"], "GPU node")
     device = "".join(
         f", {label}{cuda[key]}"
         for key, label in (("device_name", ""), ("driver_version", "driver "),
@@ -338,6 +403,22 @@ def markdown(doc: dict[str, Any]) -> str:
               _num(t.get("model_img_per_s")), _num(t.get("loader_img_per_s")),
               f"{_pct(t.get('data_wait_ci_low'))}-{_pct(t.get('data_wait_ci_high'))}"
               if t["status"] == "ok" else ""] for t in doc["training"]],
+        )  # fmt: skip
+    aa = doc.get("calibration") or {}
+    if aa.get("rows"):
+        lines += [
+            "",
+            "## A/A calibration: the same work under two names (docs/calibration.md)",
+            "",
+            f'{aa["note"]}; {aa["false_calls"]} false calls ("faster" or "slower") at the '
+            f"{aa['level']:.0%} level.",
+            "",
+        ]
+        lines += _table(
+            ["a", "b", "scope", "recipe", "a / b", "interval", "level", "runs", "verdict"],
+            [[p["a"], p["b"], p["scope"], p["recipe"], _num(p["ratio"], 3),
+              f"{_num(p['low'], 3)}-{_num(p['high'], 3)}", _pct(p["level"]),
+              f"{p['runs_a']} / {p['runs_b']}", p["verdict"]] for p in aa["rows"]],
         )  # fmt: skip
     sync = doc.get("sync_check")
     lines += ["", "## Synchronisation check", ""]

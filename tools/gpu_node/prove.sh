@@ -7,6 +7,8 @@
 #   bash BUNDLE/prove.sh --dry OUT                # anywhere: the same steps, tiny sizes, on the CPU
 #   bash BUNDLE/prove.sh --training-check OUT     # on the GPU node: the starvation answer checked
 #                                                 # out of sample, every job in 3 runs (7 minutes)
+#   bash BUNDLE/prove.sh --calibration OUT        # on the GPU node: the GPU DataLoader's A/A pairs
+#                                                 # (docs/calibration.md), every job in 3 runs
 #
 # Options: --bundle DIR (default: $AUGBENCH_GPU_NODE_BUNDLE, else this script's folder when it
 # holds a bundle, else a checkout's .augbench/gpu-node/bundle-cpXY), --python PATH (default:
@@ -25,7 +27,7 @@
 set -u -o pipefail
 
 usage() {
-    echo "usage: prove.sh [--dry | --training-check] [--bundle DIR] [--python PATH] [--machine LABEL] [--budget SECONDS] [--resume EARLIER_OUT] OUT" >&2
+    echo "usage: prove.sh [--dry | --training-check | --calibration] [--bundle DIR] [--python PATH] [--machine LABEL] [--budget SECONDS] [--resume EARLIER_OUT] OUT" >&2
     exit 2
 }
 fail() {
@@ -35,6 +37,7 @@ fail() {
 
 DRY=0
 CHECK=0
+CALIBRATION=0
 BUNDLE="${AUGBENCH_GPU_NODE_BUNDLE:-}"
 PY="${AUGBENCH_NODE_PYTHON:-python3}"
 MACHINE=""
@@ -45,19 +48,20 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --dry) DRY=1 ;;
         --training-check) CHECK=1 ;;
+        --calibration) CALIBRATION=1 ;;
         --bundle) [ $# -ge 2 ] || usage; BUNDLE="$2"; shift ;;
         --python) [ $# -ge 2 ] || usage; PY="$2"; shift ;;
         --machine) [ $# -ge 2 ] || usage; MACHINE="$2"; shift ;;
         --budget) [ $# -ge 2 ] || usage; BUDGET="$2"; shift ;;
         --resume) [ $# -ge 2 ] || usage; RESUME="$2"; shift ;;
-        -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) usage ;;
         *) [ -z "$OUT" ] || usage; OUT="$1" ;;
     esac
     shift
 done
 [ -n "$OUT" ] || usage
-[ "$DRY" = 1 ] && [ "$CHECK" = 1 ] && fail "--dry and --training-check: choose one"
+[ $((DRY + CHECK + CALIBRATION)) -gt 1 ] && fail "--dry, --training-check, --calibration: choose one"
 STARTED="$(date +%s.%N)"
 
 command -v "$PY" >/dev/null 2>&1 || fail "no interpreter $PY on this node (pass --python PATH)"
@@ -138,6 +142,7 @@ say() {
 MODE="node"
 [ "$DRY" = 1 ] && MODE="dry"
 [ "$CHECK" = 1 ] && MODE="training_check"
+[ "$CALIBRATION" = 1 ] && MODE="calibration"
 say "prove | bundle $BUNDLE (Python $BUNDLE_VERSION), interpreter $PY, mode $MODE, OUT $OUT"
 
 # 4. Offline install of the bundle's wheels into a temporary target (never the node's Python),

@@ -161,3 +161,7 @@ def print_recommendation():
 def report_left_behind():
     """One line naming the timed jobs this run left out of date, and why."""
     run_end.report_left_behind(workflow)
+
+
+# A timed rule's conda env file: a library's second name (A/A runs) uses its base library's.
+library_conda_env = wi.library_conda_env

@@ -29,7 +29,7 @@ if (
             shard=r"s\d+",
         priority: timed_priority("cpu_dataloader")
         conda:
-            "../../envs/{library}.yaml"
+            library_conda_env
         threads: timed_threads("cpu_dataloader")
         resources:
             **timed_resources("cpu_dataloader"),

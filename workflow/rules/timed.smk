@@ -24,7 +24,7 @@ for kind in TIMED_KINDS:
             **timed_constraints(kind.rule),
         priority: timed_priority(kind.rule)
         conda:
-            "../../envs/{library}.yaml"
+            library_conda_env
         threads: timed_threads(kind.rule)
         resources:
             **timed_resources(kind.rule),
