@@ -671,7 +671,11 @@ def dataloader_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -
     scope = params.get("scope") or ""
     setting = f"{scope}-w{params.get('workers')}" if scope else ""
     totals = {"expected": 0.0, "most": 0.0}
+    warmups = 0.0  # a later process's untimed warm-up epochs, one per row
     for transform in job.transforms:
+        cores = int(params.get("target_cores") or 0)
+        s_warm = _arm_seconds(model, transform, setting, "regime", job.megapixels, cores)
+        warmups += params["batch_size"] * max(1, int(params.get("workers") or 0)) * s_warm
         for label, runs in (("expected", expected_runs), ("most", most_runs)):
             seconds = 0.0
             for arm in DATALOADER_ARMS:
@@ -693,11 +697,13 @@ def dataloader_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -
     if model.setting_s:  # the process's fixed cost, shared by its settings, + this setting's
         own = model.setting_s.get(setting, _median(model.setting_s.values()))
         overhead = model.process_s / job.share + own + baseline
-        later = model.process_s + own  # a later process imports and prepares the setting again
+        start = model.process_s
     else:
         overhead = model.overhead_s / job.share + baseline
-        later = model.overhead_s
-    overhead += (processes - 1) * later
+        start = model.overhead_s
+    # A later process imports the library again and warms each row up; the setting's own fixed
+    # cost (the hand-over probe, the rows' preflights) is the first process's.
+    overhead += (processes - 1) * (start + warmups)
     return Estimate(overhead + totals["expected"], overhead + totals["most"])
 
 

@@ -205,13 +205,17 @@ def in_processes(
     for name in transforms:
         bar.set_postfix_str(f"{name}: process 1 of {total}")
         first[name] = skeleton.in_fresh_fork(lambda name=name: measure_row(name), f"{name} row")
-    ok = [name for name in transforms if first[name].get("status") == "ok"]
+    windows = {
+        name: int(row["window_batches"])
+        for name, row in first.items()
+        if row.get("status") == "ok" and row.get("window_batches")
+    }
     later = []
     for index in range(2, total + 1):
-        if not ok:
+        if not windows:
             break
         bar.set_postfix_str(f"process {index} of {total}: a fresh interpreter")
-        later.append(processes.later_process(args, ok, index))
+        later.append(processes.later_process(args, windows, index))
     return {name: processes.merged(first[name], later, name) for name in transforms}
 
 

@@ -50,16 +50,17 @@ def process_fields(row: dict[str, Any]) -> dict[str, Any]:
     return {k: row.get(k) for k in PROCESS_FIELDS if k in row}
 
 
-def later_process(args: argparse.Namespace, names: Sequence[str], index: int) -> dict[str, Any]:
+def later_process(args: argparse.Namespace, windows: dict[str, int], index: int) -> dict[str, Any]:
     """Process ``index`` (2, 3, ...) of the setting: this engine started again with the job's
-    arguments and ``--process-request`` (``run_process_request``), in the job's environment.
-    Its output: ``{"rows": {name: process_fields(row)}}``, or ``{"error": reason}`` where the
-    interpreter wrote none."""
+    arguments and ``--process-request`` (``run_process_request``), in the job's environment,
+    measuring the rows of ``windows`` (name -> the batches per timed epoch the first process
+    sized, so its preflight is not run again). Its output: ``{"rows": {name:
+    process_fields(row)}}``, or ``{"error": reason}`` where the interpreter wrote none."""
     with tempfile.TemporaryDirectory(prefix="augbench-process-") as tmp:
         request, output = Path(tmp) / "request.json", Path(tmp) / "output.json"
         request.write_text(
             json.dumps(
-                {"scope": args.scope, "workers": args.workers, "names": list(names), "index": index}
+                {"scope": args.scope, "workers": args.workers, "windows": windows, "index": index}
             )
         )
         command = [
@@ -98,7 +99,8 @@ def run_process_request(
         **{**vars(args), "scope": request["scope"], "workers": int(request["workers"])}
     )
     setting.baseline_runs = 0
-    rows = {name: process_fields(measure(setting, name, _NoBar())) for name in request["names"]}
+    setting.windows = request["windows"]
+    rows = {name: process_fields(measure(setting, name, _NoBar())) for name in setting.windows}
     args.process_output.write_text(json.dumps({"rows": rows}))
     return 0
 

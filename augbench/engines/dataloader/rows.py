@@ -80,13 +80,19 @@ def run_recipe(
     dataset = RecipeDataset(items, load, recipe, label=transform)
     if pipeline is not None:  # its limit is per step (augbench.pipelines.scaled_policy)
         policy = pipelines.scaled_policy(policy, pipeline)
-    try:
-        pre = preflight.per_sample(dataset, policy)
-    except Exception as exc:
-        return skeleton.stage_error_row("preflight", exc)
-    verdict = pre.pop("verdict")
-    if verdict is not None:
-        return non_ok_row("early_stopped", verdict, **pre)
+    # A later process of a --processes job (augbench.engines.dataloader.processes) is handed
+    # the window the first one sized: the preflight has passed there, and every process then
+    # times the same number of batches.
+    known = (getattr(args, "windows", None) or {}).get(transform)
+    pre: dict[str, Any] = {}
+    if known is None:
+        try:
+            pre = preflight.per_sample(dataset, policy)
+        except Exception as exc:
+            return skeleton.stage_error_row("preflight", exc)
+        verdict = pre.pop("verdict")
+        if verdict is not None:
+            return non_ok_row("early_stopped", verdict, **pre)
     bare = None
     if args.baseline_runs > 0:
         from augbench.engines.bare_loop import UserDataset
@@ -100,13 +106,17 @@ def run_recipe(
     memory = None
     if companions is not None:
         memory = RecipeDataset(companions.images, identity, recipe, label=transform)
-    window = window_batches(
-        args.window_seconds,
-        pre.get("preflight_throughput") or 0.0,
-        args.batch_size,
-        args.batches_per_run,
-        args.workers,
-        usable_cores(),
+    window = (
+        int(known)
+        if known is not None
+        else window_batches(
+            args.window_seconds,
+            pre.get("preflight_throughput") or 0.0,
+            args.batch_size,
+            args.batches_per_run,
+            args.workers,
+            usable_cores(),
+        )
     )
     try:
         measured = measure_loader(
