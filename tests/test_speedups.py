@@ -49,6 +49,7 @@ def test_speedup_is_against_the_fastest_other_ok_library() -> None:
     assert out.loc["c", "speedup"] == pytest.approx(0.5)
     # One process per row: the ratio has no interval that reaches the level.
     assert out.loc["a", "speedup_level"] == 0.0
+    assert math.isnan(out.loc["a", "speedup_low"]) and math.isnan(out.loc["a", "speedup_high"])
     assert out.loc["a", "versus_fastest_other"] == "not decided"
     assert out.loc["a", "processes"] == 1 and out.loc["a", "throughput_level"] == 0.0
     # Non-ok rows stay visible, with their reason and no speedup.

@@ -110,6 +110,8 @@ def speedup_interval(row: pd.Series, other: pd.Series) -> Interval:
     r = margin(row, other)
     if not (math.isfinite(r.low) and math.isfinite(r.high)):
         return Interval(r.ratio, None, None, None, "a side without a positive process value", 0)
+    if not r.level > 0:
+        return Interval(r.ratio, None, None, 0.0, "one process a side: no interval", 1)
     return Interval(
         r.ratio,
         r.low,
@@ -178,8 +180,9 @@ def compute(tidy: pd.DataFrame) -> pd.DataFrame:
                     fastest_other_library=best["library"],
                     fastest_other_throughput=mo,
                     speedup=m / mo,
-                    speedup_low=found["speedup_low"],
-                    speedup_high=found["speedup_high"],
+                    # one process a side: the ratio has no interval (not a zero-width one)
+                    speedup_low=found["speedup_low"] if found["speedup_level"] > 0 else math.nan,
+                    speedup_high=found["speedup_high"] if found["speedup_level"] > 0 else math.nan,
                     speedup_level=found["speedup_level"],
                     versus_fastest_other=found["verdict"],
                     is_fastest=m > mo,
