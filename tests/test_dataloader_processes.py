@@ -3,6 +3,7 @@ row's interval over them (augbench.decision), a failed process named, and sized 
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,27 @@ def test_the_engine_measures_every_row_in_fresh_processes(tmp_path: Path) -> Non
         assert len(row["process_throughputs"]) == 3 == row["processes"]
         assert row["ci_level"] == pytest.approx(0.75)  # three processes: [min, max] at 75 %
         assert len(row["minor_faults_per_image_by_process"]) == 3
+
+
+def test_the_default_preset_measures_each_ranked_row_in_five_processes() -> None:
+    import yaml
+
+    from augbench import sweep
+    from augbench.config import deep_merge, resolve
+
+    repo = Path(__file__).resolve().parents[1]
+    base = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    s = sweep.Sweep(resolve(deep_merge(base, {"preset": "default", "machine": "m"}), repo), "d")
+    flags = {}
+    for job in s.jobs():
+        if job.rule in ("pipeline_dataloader", "pipeline_breakdown"):
+            words = sweep.engine_command(s, job.kind, s.wildcards_of(job)).split()
+            flags[job.rule] = dict(itertools.pairwise(words))
+    loader, breakdown = flags["pipeline_dataloader"], flags["pipeline_breakdown"]
+    assert (loader["--processes"], loader["--window-seconds"], loader["--num-runs"]) == (
+        "5",
+        "0.5",
+        "1",
+    )
+    # One value per process, 5 values: 5 rounds, each a process of each kind of pass.
+    assert (breakdown["--values-per-process"], breakdown["--min-values"]) == ("1", "5")
