@@ -295,10 +295,18 @@ def _pace_rate(row: pd.Series, workers: int, need: float) -> float:
     return supply.batch_size / (step + supply.handover_busy_s)
 
 
-def _search(feeds: Any, start: int) -> int:
-    """The fewest workers from ``start`` up for which ``feeds(workers)`` holds (monotone)."""
+# Past this many workers an extrapolation says nothing: the search stops (a wait that cannot be
+# computed, such as a NaN from a broken row, would otherwise never be fed).
+MAX_WORKERS = 1 << 20
+
+
+def _search(feeds: Any, start: int) -> int | None:
+    """The fewest workers from ``start`` up for which ``feeds(workers)`` holds (monotone); None
+    where none up to MAX_WORKERS does."""
     high = start
     while not feeds(high):
+        if high > MAX_WORKERS:
+            return None
         high *= 2
     low = start
     while low < high:
@@ -372,6 +380,9 @@ def workers_to_feed(
         return verdict(min(waits), max(waits)) == "fed"
 
     count = _search(feeds, scaling.anchor_workers + 1)
+    if count is None:
+        out["scaling"] = f"{scaling.text}; no count up to {MAX_WORKERS:,} workers feeds it"
+        return out
     out.update(
         workers_to_feed=count,
         workers_to_feed_basis="extrapolated",
