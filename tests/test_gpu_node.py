@@ -462,7 +462,7 @@ def test_the_dry_mode_runs_every_step_and_leaves_a_small_out_folder(
     assert files == ["prove.log", "results.tar.gz", "summary.json", "summary.md"]
     # Progress: labelled lines with the elapsed time, per step.
     for step in ("install", "environment", "dataset", "sync_check", "gpu_dataloader", "pipeline",
-                 "training"):  # fmt: skip
+                 "training", "calibration"):  # fmt: skip
         assert f"s] {step} | " in proc.stdout, step
     with tarfile.open(out / "results.tar.gz") as tar:
         docs = {
@@ -491,7 +491,10 @@ def test_the_dry_mode_runs_every_step_and_leaves_a_small_out_folder(
     marker = docs["results/envs/kornia.json"]
     assert marker["manager"] == "system" and marker["python"] == str(torchvision_env)
     assert "results/data/" + key + "/manifest.json" in docs
-    assert [s["status"] for s in summary["steps"]] == ["ok"] * 8
+    assert [s["status"] for s in summary["steps"]] == ["ok"] * 9
+    # The A/A step: torchvision, its second name and Kornia on Identity, three runs each.
+    assert summary["calibration"]["measured_pairs"] == 2
+    assert "## A/A calibration" in (out / "summary.md").read_text()
     assert any(name.startswith(f"{raw}/cpu_dataloader/torchvision/") for name in docs)  # supply
     text = (out / "summary.md").read_text()
     assert "nvidia-dali-cuda120: not brought to the node" in text

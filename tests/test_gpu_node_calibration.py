@@ -48,12 +48,12 @@ def test_the_calibration_mode_runs_each_pairs_job_in_runs_within_its_budget(
     assert sum(mode["budgets_s"].values()) + 30 + reserve <= mode["total_budget_s"] <= 570
 
 
-def test_the_dry_mode_runs_the_calibration_step_on_identity_on_cpu_tensors(
+def test_the_dry_mode_runs_the_calibration_step_once_on_identity_on_cpu_tensors(
     full_plan: dict,
 ) -> None:
     dry = full_plan["modes"]["dry"]
     jobs = dry["steps"]["calibration"]
-    assert len(jobs) == 3 * plan.CALIBRATION_RUNS
+    assert len(jobs) == 3 * plan.CALIBRATION_DRY_RUNS
     for job in jobs:
         engine = job["engine"]
         assert engine[engine.index("--transforms") + 1] == plan.CALIBRATION_DRY_RECIPES
@@ -103,11 +103,14 @@ def test_the_summary_decides_each_pair_and_counts_false_calls(tmp_path: Path) ->
 
 @pytest.mark.envs
 def test_the_calibration_step_measures_both_names_in_runs_on_cpu_tensors(
-    tmp_path: Path, full_plan: dict, torchvision_env: Path
+    tmp_path: Path, torchvision_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The dry plan's A/A jobs of torchvision and its second name, run by the node's own step
     runner (augbench.gpu_node.prove) in the torchvision env, then the summary's pairs."""
-    jobs = [j for j in full_plan["modes"]["dry"]["steps"]["calibration"] if j["library"] in NAMES]
+    # The dry plan's A/A jobs in the node's runs: what the node's step runs, on Identity.
+    monkeypatch.setattr(plan, "CALIBRATION_DRY_RUNS", plan.CALIBRATION_RUNS)
+    steps = plan.mode_plan("dry", REPO)["steps"]
+    jobs = [j for j in steps["calibration"] if j["library"] in NAMES]
     (tmp_path / "data").mkdir()
     manifest = jpeg_manifest(tmp_path / "data", count=8)  # the dry plan reads 8
     work, out = tmp_path / "work", tmp_path / "out"

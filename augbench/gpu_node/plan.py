@@ -31,7 +31,7 @@ Two modes:
   false "faster"/"slower" calls.
 - ``dry``: the same steps as ``node`` with tiny sizes on a CPU: the GPU DataLoader's and the
   training GPU feed's device-side code on CPU tensors (the engines' test switches), ResNet-18 at
-  112 px; and the calibration step on Identity.
+  112 px; and the calibration step on Identity, one run.
 """
 
 from __future__ import annotations
@@ -71,8 +71,10 @@ CALIBRATION_PAIRS: tuple[tuple[str, str, str | None], ...] = (
 # the workflow's (the summary's tables of the GPU regimes do not read them).
 CALIBRATION_RUNS = 3
 CALIBRATION_DIR = "results/calibration/"
-# The dry mode's A/A jobs measure Identity only: a check of the code path.
+# The dry mode's A/A jobs measure Identity only, in one run: a check of the code path (each
+# recipe is a process start; the runs' decision is checked by the tests on CPU tensors).
 CALIBRATION_DRY_RECIPES = "Identity"
+CALIBRATION_DRY_RUNS = 1
 # The decode scope's recipes of the node's A/A jobs: Identity and five light transforms, each
 # recipe a process start (8-10 s with its CUDA context on the first H100 run, 2026-11-27): the
 # two torchvision names' jobs and Kornia's Identity job, three runs each, fit the budget.
@@ -361,9 +363,11 @@ def mode_plan(mode: str, repo: Path) -> dict[str, Any]:
     steps: dict[str, list[dict[str, Any]]] = {}
     for step, (step_rules, randomness) in engine_steps.items():
         if step in CALIBRATION_STEP:
-            recipes = CALIBRATION_DRY_RECIPES if mode == "dry" else None
+            dry = mode == "dry"
             steps[step] = calibration_jobs(
-                [*jobs["gpu_dataloader"], *every["gpu_dataloader"]], CALIBRATION_RUNS, recipes
+                [*jobs["gpu_dataloader"], *every["gpu_dataloader"]],
+                CALIBRATION_DRY_RUNS if dry else CALIBRATION_RUNS,
+                CALIBRATION_DRY_RECIPES if dry else None,
             )
             continue
         candidates = [j for rule in step_rules for j in jobs[rule]]
