@@ -247,8 +247,10 @@ def model_cpu_share(row: pd.Series) -> tuple[float, str]:
 
 
 def _model_rate(row: pd.Series) -> tuple[float, str]:
-    """The model's img/s for the prediction and where it comes from."""
-    sleep = _stand_in(row)
+    """The model's img/s for the prediction and where it comes from: a sleeping stand-in's
+    nominal rate; a step that computes (a model, the ``cpu:`` stand-in) measured alone, since
+    how long its work takes depends on the machine."""
+    sleep = SLEEP.match(_text(row.get("accelerator")))
     if sleep:
         batch = number(row.get("batch_size"))
         return batch * 1000.0 / float(sleep["ms"]), f"the stand-in's nominal rate ({sleep[0]})"
@@ -260,7 +262,7 @@ def _model_rate(row: pd.Series) -> tuple[float, str]:
 def _model_ends(row: pd.Series, model_rate: float) -> list[float]:
     """The model rates the prediction's interval spans: the rate, and the ends of its interval
     over the runs where the row pools several (a stand-in's nominal rate has none)."""
-    if _stand_in(row):
+    if SLEEP.match(_text(row.get("accelerator"))):
         return [model_rate]
     ends = (number(row.get("model_ci_low")), number(row.get("model_ci_high")))
     return [model_rate, *(r for r in ends if r > 0)]

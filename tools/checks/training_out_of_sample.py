@@ -96,9 +96,13 @@ def manifest_of(run: Path, dataset: str) -> Path:
     return found
 
 
-def run_supply(folder: Path, config: list[str], cores: int) -> None:
-    """One run of the supply command: the workflow's own cpu_dataloader jobs into ``folder``
-    (a finished round's folder is left as it is: Snakemake finds nothing to do)."""
+def run_supply(folder: Path, config: list[str], cores: int, keep: bool = False) -> None:
+    """One run of the supply command: the workflow's own cpu_dataloader jobs into ``folder``.
+    With ``keep`` (``--keep-existing``) a round whose supply rows exist is left as it is: a
+    changed preset or engine would otherwise measure it again, after the training rows that
+    came after it."""
+    if keep and list(folder.glob("results/raw/*/*/cpu_dataloader/*/decode-w*.json")):
+        return
     folder.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "snakemake", "--cores", str(cores), "-d", str(folder),
            "--config", *config]  # fmt: skip
@@ -192,7 +196,7 @@ def main() -> int:
 
     if alternate:
         args.supply = [args.out / f"supply-{k}" for k in range(1, args.repeats + 1)]
-        run_supply(args.supply[0], args.supply_config, args.cores)
+        run_supply(args.supply[0], args.supply_config, args.cores, args.keep_existing)
         supply = chosen_supply(args.supply[:1])  # the stand-ins are placed around round 1's
     else:
         supply = chosen_supply(args.supply)
@@ -239,7 +243,7 @@ def main() -> int:
         jobs, desc="training jobs", unit="job"
     ):
         if alternate and repeat > supplied:  # supply round k just before training round k
-            run_supply(args.supply[repeat - 1], args.supply_config, args.cores)
+            run_supply(args.supply[repeat - 1], args.supply_config, args.cores, args.keep_existing)
             supplied = repeat
         if not (args.keep_existing and output.exists()):
             manifest = manifest_of(args.supply[0], dataset)
