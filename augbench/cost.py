@@ -220,8 +220,9 @@ def micro_row_images(row: Mapping[str, Any], params: Mapping[str, Any]) -> float
 
 
 def dataloader_row_work(row: Mapping[str, Any], params: Mapping[str, Any]) -> float:
-    """Seconds of the epochs a DataLoader row timed, every arm (its rates' lists)."""
-    per_epoch = params["images_per_run"]
+    """Seconds of the epochs a DataLoader row timed, every arm (its rates' lists; a row measured
+    in several processes lists every process's epochs, each of its own ``images_per_run``)."""
+    per_epoch = row.get("images_per_run") or params["images_per_run"]
     rates = [r for name in DATALOADER_ARMS.values() for r in row.get(name) or [] if r]
     return sum(per_epoch / rate for rate in rates)
 
@@ -402,7 +403,12 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
                 first = next(iter(payload["results"].values()), {})
                 setting = setting_of({"scope": payload["metadata"].get("scope"), **first}, params)
                 if timing:
-                    timed_entry = (key, setting, work, timing["setting_seconds"],
+                    # Later processes (--processes): their time, windows included, is what
+                    # dataloader_estimate charges them, not the setting's fixed cost; ``work``
+                    # holds every process's windows, the first's about 1/processes of it.
+                    later = timing.get("later_processes_seconds") or 0.0
+                    first_work = work / max(1, int(params.get("processes") or 1))
+                    timed_entry = (key, setting, first_work + later, timing["setting_seconds"],
                                    timing["import_seconds"])  # fmt: skip
         except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
             continue  # not a result of this workflow's regimes

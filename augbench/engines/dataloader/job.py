@@ -121,8 +121,9 @@ def measure_setting(args: argparse.Namespace) -> int:
             return measure_one(args, adapter, items, load, policy, cores, record_dir, name, bar)
 
         measured: dict[str, dict[str, Any]] = {}
+        later_seconds = 0.0
         if args.processes > 1 and not over_cap and setup_error is None:
-            measured = in_processes(args, transforms, measure_row, bar)
+            measured, later_seconds = in_processes(args, transforms, measure_row, bar)
 
         def row_of(name: str) -> dict[str, Any]:
             if over_cap:
@@ -158,6 +159,9 @@ def measure_setting(args: argparse.Namespace) -> int:
             "job_timing": {
                 "import_seconds": import_seconds,
                 "setting_seconds": time.perf_counter() - started,
+                # Of which the later processes of a --processes job (their imports, warm-ups
+                # and windows), one after another.
+                "later_processes_seconds": later_seconds,
             },
         },
     )
@@ -196,10 +200,11 @@ def in_processes(
     transforms: list[str],
     measure_row: Callable[[str], dict[str, Any]],
     bar: Any,
-) -> dict[str, dict[str, Any]]:
+) -> tuple[dict[str, dict[str, Any]], float]:
     """Every row in ``args.processes`` processes (augbench.engines.dataloader.processes): this
     one's (each row in a fork of it), then each later one a fresh interpreter measuring the rows
-    that were ok here, one after another; one merged row per name."""
+    that were ok here, one after another: one merged row per name, and the seconds the later
+    processes took."""
     total = args.processes
     first: dict[str, dict[str, Any]] = {}
     for name in transforms:
@@ -211,12 +216,14 @@ def in_processes(
         if row.get("status") == "ok" and row.get("window_batches")
     }
     later = []
+    started = time.perf_counter()
     for index in range(2, total + 1):
         if not windows:
             break
         bar.set_postfix_str(f"process {index} of {total}: a fresh interpreter")
         later.append(processes.later_process(args, windows, index))
-    return {name: processes.merged(first[name], later, name) for name in transforms}
+    merged = {name: processes.merged(first[name], later, name) for name in transforms}
+    return merged, time.perf_counter() - started
 
 
 def later_process_main(args: argparse.Namespace) -> int:

@@ -153,7 +153,7 @@ def merged(first: dict[str, Any], later: Sequence[dict[str, Any]], name: str) ->
             steady_ci_method=PROCESS_CI_METHOD,
             steady_throughputs=[v for r in ok for v in r.get("steady_throughputs") or []],
         )
-    faults = [r["minor_faults_per_image"] for r in ok if r.get("minor_faults_per_image")]
+    faults = [f for r in ok if (f := r.get("minor_faults_per_image")) is not None]
     row["minor_faults_per_image_by_process"] = faults
     row["minor_faults_per_image"] = _median_or_none(faults)
     row["first_batch_s_by_process"] = [r.get("first_batch_s") for r in ok]
