@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from conftest import REPO
 from synthetic import row
 
@@ -27,6 +28,7 @@ def loader_row(pipeline: str, library: str, processes: list[float], **extra: obj
         workers=2,
         batch_size=32,
         transform=pipeline,
+        variant="pipeline",
         pipeline=pipeline,
         library=library,
         median_throughput=sorted(processes)[len(processes) // 2],
@@ -117,3 +119,33 @@ def test_a_folder_without_rows_is_one_line(tmp_path: Path) -> None:
     code, text, _ = run_tool(tmp_path / "empty", tmp_path / "missing", tmp_path / "out.csv")
     assert code == 2
     assert text.strip().count("\n") == 0 and "no tidy pipeline rows" in text
+
+
+def test_answer_tables_the_page_writes_are_read(tmp_path: Path) -> None:
+    """A folder with only the page's recommendation.csv: each library's interval from its
+    ``libraries`` column, the winner's margin and verdict."""
+    from augbench.analysis import recommendation
+    from augbench.analysis.groups import normalized
+
+    folders = []
+    for side, scale in (("a", 1.0), ("b", 1.05)):
+        rows = normalized(
+            pd.DataFrame(
+                [
+                    loader_row("train_heavy", "albumentationsx", [v * scale for v in FAST]),
+                    loader_row("train_heavy", "torchvision", [v * scale for v in SLOW]),
+                ]
+            )
+        )
+        pipelines = [{"name": "train_heavy", "yours": False}]
+        answer = recommendation.recommend(rows, None, pipelines, None, {})
+        (tmp_path / side).mkdir()
+        answer.to_csv(tmp_path / side / "recommendation.csv", index=False)
+        folders.append(tmp_path / side)
+    code, text, table = run_tool(*folders, tmp_path / "out.csv")
+    assert code == 0, text
+    rows = {r["library"]: r for r in table if r["kind"] == "row"}
+    assert float(rows["torchvision"]["a_level"]) == 0.9375
+    assert float(rows["torchvision"]["b_low"]) == pytest.approx(590.0 * 1.05)
+    margin = next(r for r in table if r["kind"] == "margin")
+    assert margin["a_verdict"] == margin["b_verdict"] == "faster"
