@@ -16,15 +16,22 @@ import re
 ANSWER_ID = "augbench-answer"
 # The table header's background: the screenshot test finds the table on the first screen by it.
 HEADER_RGB = (219, 231, 245)
+# The table's rules: the test finds the header's frame on screen by it (a table cut off at the
+# screen's edge has none there).
+BORDER_RGB = (156, 163, 175)
 
 _STYLE = f"""<meta charset="utf-8">
 <style>
-/* The report puts the workflow description in a narrow column: the answer needs the width. */
+/* The report centres its first screen and puts the workflow description in a narrow column:
+   the answer starts at the top left, takes the width the rule graph leaves, and scrolls sideways
+   where its table is wider still. */
+.justify-center:has(#{ANSWER_ID}) {{ justify-content: flex-start; align-items: flex-start; }}
+.py-2:has(#{ANSWER_ID}) {{ flex: 1 1 0; min-width: 0; }}
 .prose:has(#{ANSWER_ID}) {{ max-width: none; }}
-#{ANSWER_ID} {{ max-width: 90rem; margin-bottom: 1.5rem; }}
+#{ANSWER_ID} {{ max-width: 90rem; margin-bottom: 1.5rem; overflow-x: auto; }}
 #{ANSWER_ID} table {{ border-collapse: collapse; font-size: 0.8rem; margin: 0.5rem 0; }}
 #{ANSWER_ID} th, #{ANSWER_ID} td {{
-  border: 1px solid #9ca3af; padding: 0.25rem 0.5rem; text-align: left; vertical-align: top;
+  border: 1px solid rgb{BORDER_RGB}; padding: 0.25rem 0.5rem; text-align: left; vertical-align: top;
 }}
 #{ANSWER_ID} th {{ background: rgb{HEADER_RGB}; }}
 #{ANSWER_ID} p, #{ANSWER_ID} li {{ font-size: 0.8rem; }}

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from augbench.analysis.answer_html import ANSWER_ID, HEADER_RGB  # noqa: E402
+from augbench.analysis.answer_html import ANSWER_ID, BORDER_RGB, HEADER_RGB  # noqa: E402
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
 WINDOW = (1600, 1000)
@@ -136,14 +136,39 @@ def answer_tables(dom: str) -> list[list[list[str]]] | None:
     return parser.tables if parser.found else None
 
 
-def header_pixels(png: Path) -> int:
-    """How many pixels of the screenshot have the answer's table-header colour."""
+def _pixels(png: Path):
+    import numpy as np
     from PIL import Image
 
     with Image.open(png) as image:
-        rgb = image.convert("RGB")
-        colours = rgb.getcolors(maxcolors=rgb.width * rgb.height) or []
-    return sum(count for count, colour in colours if colour == HEADER_RGB)
+        return np.asarray(image.convert("RGB"))
+
+
+def header_pixels(png: Path) -> int:
+    """How many pixels of the screenshot have the answer's table-header colour."""
+    return int((_pixels(png) == HEADER_RGB).all(axis=-1).sum())
+
+
+def header_framed(png: Path) -> bool:
+    """Whether the answer's table header lies whole on the screen: the table's rule just left of,
+    above and right of the header's colour (a table pushed off the screen's edge, or under the
+    report's menu, has none there)."""
+    import numpy as np
+
+    pixels = _pixels(png)
+    rows, cols = np.nonzero((pixels == HEADER_RGB).all(axis=-1))
+    if not len(rows):
+        return False
+    top, left, right = rows.min(), cols.min(), cols.max()
+    middle = (top + rows.max()) // 2
+    if top == 0 or left == 0 or right + 1 >= pixels.shape[1]:
+        return False
+    edges = (
+        pixels[middle, left - 1],
+        pixels[top - 1, (left + right) // 2],
+        pixels[middle, right + 1],
+    )
+    return all(tuple(int(v) for v in edge) == BORDER_RGB for edge in edges)
 
 
 def pipelines_shown(tables: list[list[list[str]]]) -> list[str]:
@@ -170,6 +195,8 @@ def check(report: Path, png: Path, binary: str, window: tuple[int, int] = WINDOW
             f"{png}: the answer's table header is not on the first screen "
             f"({pixels} pixels of its colour, at least {MIN_HEADER_PIXELS} expected)"
         )
+    if not header_framed(png):
+        raise AnswerNotShown(f"{png}: the answer's table is cut off at the first screen's edge")
     return pipelines
 
 
