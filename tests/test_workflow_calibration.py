@@ -1,10 +1,13 @@
 """The calibration target through the real workflow at smoke size: AlbumentationsX and its second
 name measured in separate micro jobs (three pyperf processes per row, so that a pair's interval
-reaches the decision level), then results/tables/calibration.csv from the run's own tables."""
+reaches the decision level), then results/tables/calibration.csv from the run's own tables, and
+the tool that publishes it (tools/checks/calibration.py)."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -77,3 +80,19 @@ def test_the_calibration_target_without_pairs_says_how_to_run_it(tmp_path: Path)
     assert proc.returncode != 0
     lines = [line for line in proc.stderr.splitlines() if line.startswith("augbench:")]
     assert len(lines) == 1 and "--configfile config/calibration.yaml" in lines[0]
+
+
+def test_the_publishing_tool_copies_the_runs_table(calibration_run: Path, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    done = subprocess.run(
+        [sys.executable, str(REPO / "tools/checks/calibration.py"),
+         "--results", str(calibration_run / "results"), "--docs", str(docs)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    folder = docs / "smoke-test"
+    table = calibration_run / "results/tables/calibration.csv"
+    assert (folder / "calibration.csv").read_text() == table.read_text()
+    assert (folder / "calibration_pairs.csv").is_file()
+    readme = (folder / "calibration.md").read_text()
+    assert f"| micro | {len(TRANSFORMS)} | " in readme and "Commit:" in readme
+    assert "micro: does not pass" in done.stdout
