@@ -1,4 +1,9 @@
-"""Regression comparison of two result sets, row by row, within one machine unless asked."""
+"""Regression comparison of two result sets, row by row, within one machine unless asked.
+
+Besides the flag (the change of the medians against a threshold), each row pair carries the
+change's interval over both rows' process values and its verdict (augbench.decision): whether the
+new row is decidedly faster or slower than the base, at the level the processes achieve.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,9 @@ import math
 
 import pandas as pd
 
+from augbench import decision
 from augbench.analysis.groups import normalized
+from augbench.analysis.runs import process_values
 from augbench.analysis.tidy import GROUP_COLUMNS
 
 DEFAULT_THRESHOLD = 0.10
@@ -25,6 +32,12 @@ COMPARE_COLUMNS = (
     "intervals_overlap",
     "flag",
     "is_regression",
+    # new / base over both rows' process values (augbench.decision.ratio_interval) and its
+    # verdict: faster, slower, no clear winner, not decided (too few processes for the level).
+    "change_low",
+    "change_high",
+    "change_level",
+    "change_verdict",
 )
 
 
@@ -50,6 +63,9 @@ def _prepare(frame: pd.DataFrame, side: str, keys: list[str]) -> pd.DataFrame:
     out[f"{side}_status"] = data["status"]
     out[f"{side}_median"] = data["median_throughput"]
     out[f"{side}_std"] = data["std_throughput"]
+    out[f"{side}_processes"] = [
+        process_values(row) if row["status"] == "ok" else [] for _, row in data.iterrows()
+    ]
     return out
 
 
@@ -86,6 +102,7 @@ def compare(
             rec["machine"] = f"{row.get('base_machine')} -> {row.get('new_machine')}"
         change = math.nan
         overlap = math.nan
+        decided = _decided_change(row)
         if row["_merge"] == "left_only":
             flag = "only_in_base"
         elif row["_merge"] == "right_only":
@@ -116,10 +133,29 @@ def compare(
             intervals_overlap=overlap,
             flag=flag,
             is_regression=bool(flag == "regression" or lost),
+            **decided,
         )
         records.append(rec)
     out = pd.DataFrame.from_records(records, columns=list(COMPARE_COLUMNS))
     return out.sort_values([*keys]).reset_index(drop=True)
+
+
+def _decided_change(row: pd.Series) -> dict[str, object]:
+    """new / base with its interval and verdict where both rows measured positive rates."""
+    empty = {"change_low": math.nan, "change_high": math.nan, "change_level": math.nan}
+    if row["_merge"] != "both":
+        return {**empty, "change_verdict": ""}
+    new, base = row.get("new_processes"), row.get("base_processes")
+    values = [*(new or []), *(base or [])]
+    if not new or not base or any(v <= 0 for v in values):
+        return {**empty, "change_verdict": decision.NOT_DECIDED}
+    r = decision.ratio_interval(new, base)
+    return {
+        "change_low": r.low,
+        "change_high": r.high,
+        "change_level": r.level,
+        "change_verdict": decision.verdict(r),
+    }
 
 
 def changed(table: pd.DataFrame) -> pd.DataFrame:
