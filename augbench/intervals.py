@@ -22,6 +22,10 @@ env, and the analysis computes ratio intervals from the rows' own intervals, so 
   of the per-round ratios.
 
 Every interval records its ``level`` and ``method``: a reader can see what it covers.
+
+These intervals describe a row and set how long it is measured (augbench.stopping). What is
+ranked and what a margin calls are decided by augbench.decision over one value per process, at
+the level that achieves (docs/methodology.md, "Deciding").
 """
 
 from __future__ import annotations
