@@ -123,8 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--docs", type=Path, default=ROOT / "docs" / "results")
     p.add_argument("--command", default=COMMAND, help="the command that made the run")
     args = p.parse_args(argv)
-    checkout = args.results.resolve().parent
-    folder = publish(args.results, args.docs, args.command, commit(checkout))
+    # The code that measured is this checkout's (the run may have had its own --directory).
+    folder = publish(args.results, args.docs, args.command, commit(ROOT))
     table = pd.read_csv(folder / "calibration.csv")
     print(calibration.printed(table))
     print(f"calibration: copied to {folder}")
