@@ -120,10 +120,10 @@ def measure_setting(args: argparse.Namespace) -> int:
         def measure_row(name: str) -> dict[str, Any]:
             return measure_one(args, adapter, items, load, policy, cores, record_dir, name, bar)
 
-        measured: dict[str, dict[str, Any]] = {}
+        by_process: dict[str, dict[str, Any]] = {}  # rows merged over --processes
         later_seconds = 0.0
         if args.processes > 1 and not over_cap and setup_error is None:
-            measured, later_seconds = in_processes(args, transforms, measure_row, bar)
+            by_process, later_seconds = in_processes(args, transforms, measure_row, bar)
 
         def row_of(name: str) -> dict[str, Any]:
             if over_cap:
@@ -134,8 +134,8 @@ def measure_setting(args: argparse.Namespace) -> int:
                 )
             elif setup_error is not None:
                 row = non_ok_row(*setup_error)
-            elif name in measured:
-                row = measured[name]
+            elif name in by_process:
+                row = by_process[name]
             else:
                 row = skeleton.in_fresh_fork(lambda: measure_row(name), f"{name} row")
             row.update(recipe_row_fields(args, adapter, name))
