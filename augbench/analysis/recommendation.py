@@ -545,8 +545,8 @@ def sentence(r: dict[str, Any] | pd.Series, loaded: list[str], processes: tuple[
     if found in (decision.FASTER, decision.SLOWER):
         return f"not decided: {a} {_x(ratio)}x {b}{load}"
     n_a, n_b = processes
-    count = f"{n_a} processes" if n_a == n_b else f"{n_a} and {n_b} processes"
-    count = count.replace("1 processes", "1 process")
+    count = f"{n_a}" if n_a == n_b else f"{n_a} and {n_b}"
+    count += " process" if n_a == n_b == 1 else " processes"
     return (
         f"not decided ({count}, {_level_words(_num(r['margin_level']))} interval): "
         f"{a} {_x(ratio)}x {b}{load}"
@@ -642,7 +642,8 @@ def _table(head: list[str], body: list[list[str]]) -> list[str]:
 
 
 def _processes_words(part: pd.DataFrame) -> str:
-    counts = sorted({int(n) for n in pd.to_numeric(part["processes"], errors="coerce").dropna()})
+    both = pd.concat([part["processes"], part["runner_up_processes"]])
+    counts = sorted({int(n) for n in pd.to_numeric(both, errors="coerce").dropna()})
     if not counts:
         return ""
     span = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
@@ -750,8 +751,11 @@ def short_text(rec: pd.DataFrame) -> str:
         verdict = _text(r.get("verdict_text")) or _text(r.get("verdict"))
         feed = ""
         if _text(r.get("target")):
-            feed = f"; {_share_cell(r)} of {r['target']}'s need, workers to feed: " + (
-                _feed_cell(r) if _feed_cell(r) != "–" else _text(r.get("fed_answer"))
+            share = _share_cell(r)
+            feed = (
+                (f"; {share} of {r['target']}'s need" if share != "–" else "")
+                + "; workers to feed it: "
+                + (_feed_cell(r) if _feed_cell(r) != "–" else _text(r.get("fed_answer")))
             )
         cost = _num(r["usd_per_million_images"])
         lines.append(
