@@ -125,6 +125,11 @@ CHECKS = (
                 "a model that reads its batches pays their first read and the read batch's "
                 "hand-over (the read probe); a sleeping stand-in keeps the plain hand-over",
             ),
+            Model(
+                "cores",
+                "b292b20e452e929fdf54fee8bf85b97e7b93055b",
+                "a step on the CPU keeps its share of the cores from the loader's workers",
+            ),
         ),
         (
             ("one-run", "one run of the supply and of each training job"),
@@ -132,6 +137,10 @@ CHECKS = (
             ("alternating", "4-6 runs a side, supply and training alternating (side by side)"),
             ("workflow", "4 runs a side through the workflow's own `runs`"),
             ("gpu-node", "ResNet-50 on an H100 node, fed from the CPU"),
+            (
+                "cpu-step",
+                "the default run's supply rows, sleeping and CPU stand-ins near them, after it",
+            ),
         ),
     ),
     Check(
@@ -265,6 +274,9 @@ RUNS = (
     Run(_T, VM, "2026-11-27-training-check-workflow-2", "training-glibc-steady.csv",
         "2026-11-27", "b73977cc64d5c38b9c6d6535b90ddecfbf6761b9", "read-probe", "workflow",
         "glibc-steady"),
+    Run(_T, VM, "2026-11-29-training-check-cpu-step", "training.csv", "2026-11-29",
+        "a620069b8f7749c2d6b417f8fed14aeaabd95bc0", "cores", "cpu-step",
+        "under load: sleeping and CPU stand-ins, 2 workers"),
     *(
         Run("pipeline-rows", VM, f"2026-11-27-pipeline-rows-vs-fresh-loop-{n}",
             "pipeline_rows_vs_fresh_loop.tsv", "2026-11-27", commit, model, "", what)
