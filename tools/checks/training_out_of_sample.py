@@ -61,7 +61,7 @@ sys.path.insert(0, str(ROOT))
 
 import pandas as pd  # noqa: E402
 
-from augbench import allocator, catalog, regimes  # noqa: E402
+from augbench import allocator, catalog, pipelines, regimes  # noqa: E402
 from augbench.analysis import tidy  # noqa: E402
 from augbench.analysis import training as tables  # noqa: E402
 from augbench.analysis.cells import is_true  # noqa: E402
@@ -86,7 +86,27 @@ def supply_rows(runs: list[Path], setting: str) -> pd.DataFrame:
     # definition passed on).
     settings = ["", setting] if setting == allocator.DEFAULT_SETTING else [setting]
     rows = rows[rows["allocator_setting"].isin(settings)]
-    return rows[rows["transform"].isin(catalog.CANDIDATES)]
+    # Catalog recipes, and the shipped pipelines (their definitions are passed on).
+    return rows[rows["transform"].isin([*catalog.CANDIDATES, *shipped_pipelines()])]
+
+
+def shipped_pipelines() -> dict[str, str]:
+    """The shipped pipelines' definitions as the engine's ``--pipelines`` JSON, by name."""
+    import yaml
+
+    out = {}
+    for path in sorted((ROOT / pipelines.SHIPPED_DIR).glob("*.yaml")):
+        pipeline = pipelines.parse(yaml.safe_load(path.read_text()), source=str(path))
+        out[pipeline.name] = pipelines.to_json([pipeline])
+    return out
+
+
+def recipe_args(recipes: list[str]) -> list[str]:
+    """``--transforms`` for the engine, with ``--pipelines`` where a recipe is a pipeline."""
+    defined = shipped_pipelines()
+    used = [json.loads(defined[r])[0] for r in recipes if r in defined]
+    extra = ["--pipelines", json.dumps(used)] if used else []
+    return ["--transforms", ",".join(recipes), *extra]
 
 
 def manifest_of(run: Path, dataset: str) -> Path:
@@ -174,6 +194,7 @@ def main() -> int:
     p.add_argument(
         "--workers", default="", help="worker counts to train at (default: the supply's)"
     )
+    p.add_argument("--recipes", default="", help="recipes or pipelines (default: the supply's)")
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--blocks", type=int, default=5)
     p.add_argument("--envs", type=Path, default=ROOT / ".venvs")
@@ -192,6 +213,8 @@ def main() -> int:
         rows = supply_rows(runs, args.allocator)
         if args.workers:
             rows = rows[rows["workers"].isin([int(w) for w in args.workers.split(",")])]
+        if args.recipes:
+            rows = rows[rows["transform"].isin(args.recipes.split(","))]
         return rows[rows["library"].isin(args.libraries.split(","))] if args.libraries else rows
 
     if alternate:
@@ -228,11 +251,11 @@ def main() -> int:
                     ms = 1000.0 * batch / (rate / ratio)
                     name = f"r{ratio:g}" if kind == "sleep" else f"{kind}-r{ratio:g}"
                     output = where / f"w{int(workers)}-{recipe}-{name}.json"
-                    stand_in = ["--transforms", recipe, "--accelerator", f"{kind}:{ms:.2f}"]
+                    stand_in = [*recipe_args([recipe]), "--accelerator", f"{kind}:{ms:.2f}"]
                     jobs.append((repeat, library, dataset, output, [*common, *stand_in]))
             for model, size in models:
                 output = where / f"w{int(workers)}-{model}-{size}px.json"
-                real = ["--transforms", ",".join(recipes), "--accelerator", "model", "--model",
+                real = [*recipe_args(recipes), "--accelerator", "model", "--model",
                         model, "--cpu-input-size", size, "--device", "cpu"]  # fmt: skip
                 jobs.append((repeat, library, dataset, output, [*common, *real]))
     # Round by round: each setting's runs are spread over the whole check, not back to back.
