@@ -7,15 +7,17 @@ the spread between processes, and that spread is what moves a row from one run t
 
 - ``median_interval``: the distribution-free order-statistic interval of the median of ``n``
   independent process values, [x_(k), x_(n+1-k)], with the largest k whose exact coverage under
-  the binomial(n, 1/2) law reaches the level. With too few values for the level it is [min, max]
-  at its (lower) achieved coverage: n = 3: 75 %, 4: 87.5 %, 5: 93.75 %.
+  the binomial(n, 1/2) law reaches the level asked for (policy.INTERVAL_LEVEL, 0.95: above the
+  0.90 a call needs, so that equal work is called different well under 10 % of the time). With
+  too few values for that level it is [min, max] at its (lower) achieved coverage: n = 3: 75 %,
+  4: 87.5 %, 5: 93.75 %.
 - ``ratio_interval``: the ratio a/b of two libraries' process values. The point is the ratio of the
   medians; the interval is the exact distribution-free (Mann-Whitney) interval of the shift of
   log(a) against log(b): [D_(k), D_(N+1-k)] of the N = n_a * n_b pairwise differences
   log a_i - log b_j, with the largest k whose coverage under the exact null distribution of the
   Mann-Whitney U statistic (counted, not approximated) reaches the level; exponentiated.
 - ``verdict``: "faster" or "slower" when the ratio's interval excludes 1, "no clear winner" when
-  it holds 1, and "not decided" when its achieved level is below the level asked for.
+  it holds 1, and "not decided" when its achieved level is below policy.DECISION_LEVEL (0.90).
 
 Every interval carries its ACHIEVED coverage (``level``), never the nominal one. Pure standard
 library: it runs in the benchmarked libraries' environments and in the driver alike.
@@ -34,7 +36,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from augbench.policy import DECISION_LEVEL
+from augbench.policy import DECISION_LEVEL, INTERVAL_LEVEL
 
 FASTER = "faster"
 SLOWER = "slower"
@@ -107,7 +109,7 @@ def median_coverage(n: int, k: int) -> float:
     return max(0.0, 1.0 - 2.0 * tail)
 
 
-def median_rank(n: int, level: float = DECISION_LEVEL) -> tuple[int, float]:
+def median_rank(n: int, level: float = INTERVAL_LEVEL) -> tuple[int, float]:
     """The largest 1-based k whose interval [x_(k), x_(n+1-k)] reaches ``level``, and its
     coverage; k = 1 ([min, max]) with its lower coverage when none does."""
     best = (1, median_coverage(n, 1))
@@ -119,7 +121,7 @@ def median_rank(n: int, level: float = DECISION_LEVEL) -> tuple[int, float]:
     return best
 
 
-def median_interval(values: Iterable[float], level: float = DECISION_LEVEL) -> MedianInterval:
+def median_interval(values: Iterable[float], level: float = INTERVAL_LEVEL) -> MedianInterval:
     """The order-statistic interval of the median of independent process values (module doc)."""
     clean = sorted(_finite(values))
     n = len(clean)
@@ -161,7 +163,7 @@ def ratio_coverage(n_a: int, n_b: int, k: int) -> float:
     return max(0.0, 1.0 - 2.0 * tail)
 
 
-def ratio_rank(n_a: int, n_b: int, level: float = DECISION_LEVEL) -> tuple[int, float]:
+def ratio_rank(n_a: int, n_b: int, level: float = INTERVAL_LEVEL) -> tuple[int, float]:
     """The largest 1-based k whose interval [D_(k), D_(N+1-k)] reaches ``level``, and its
     coverage; k = 1 ([min, max] of the differences) with its lower coverage when none does."""
     total_pairs = n_a * n_b
@@ -190,7 +192,7 @@ def _positive(values: Iterable[float], side: str) -> list[float]:
 
 
 def ratio_interval(
-    a_values: Iterable[float], b_values: Iterable[float], level: float = DECISION_LEVEL
+    a_values: Iterable[float], b_values: Iterable[float], level: float = INTERVAL_LEVEL
 ) -> RatioInterval:
     """The ratio of medians a/b and the exact Mann-Whitney interval of the log-scale shift."""
     a = _positive(a_values, "a")

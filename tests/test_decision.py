@@ -66,20 +66,33 @@ def test_more_values_narrow_the_median_interval_to_the_largest_rank_reaching_the
     assert mi.level >= 0.9
 
 
-def test_five_by_five_ratio_interval_is_0_905_by_counting():
-    # U <= 4 happens in 1 + 1 + 2 + 3 + 5 = 12 of C(10, 5) = 252 orderings: 1 - 24/252
+def test_five_by_five_ratio_interval_by_counting():
+    # U <= 4 happens in 1 + 1 + 2 + 3 + 5 = 12 of C(10, 5) = 252 orderings: 1 - 24/252 at 0.90;
+    # U <= 2 in 1 + 1 + 2 = 4: 1 - 8/252 = 0.968, the interval built at the level asked for (0.95)
     counts = brute_force_counts(5, 5)
     assert sum(counts[:5]) == 12
+    assert sum(counts[:3]) == 4
     a = [10.0, 11.0, 12.0, 13.0, 14.0]
     b = [5.0, 5.5, 6.0, 6.5, 7.0]
-    r = ratio_interval(a, b)
-    assert r.level == pytest.approx(1 - 24 / 252) == pytest.approx(0.905, abs=5e-4)
-    assert (r.n_a, r.n_b) == (5, 5)
     diffs = sorted(math.log(x) - math.log(y) for x in a for y in b)
-    assert r.low == pytest.approx(math.exp(diffs[4]))
-    assert r.high == pytest.approx(math.exp(diffs[-5]))
+    at_90 = ratio_interval(a, b, 0.90)
+    assert at_90.level == pytest.approx(1 - 24 / 252) == pytest.approx(0.905, abs=5e-4)
+    assert at_90.low == pytest.approx(math.exp(diffs[4]))
+    assert at_90.high == pytest.approx(math.exp(diffs[-5]))
+    r = ratio_interval(a, b)
+    assert r.level == pytest.approx(1 - 8 / 252)
+    assert (r.n_a, r.n_b) == (5, 5)
+    assert r.low == pytest.approx(math.exp(diffs[2]))
+    assert r.high == pytest.approx(math.exp(diffs[-3]))
     assert r.ratio == pytest.approx(12.0 / 6.0)
     assert verdict(r) == FASTER
+
+
+def test_intervals_are_built_above_the_level_a_call_needs():
+    assert policy.INTERVAL_LEVEL > policy.DECISION_LEVEL
+    # 3 against 3 never reach the level asked for; [min, max] still reaches the one a call needs
+    assert decision.ratio_rank(3, 3) == (1, pytest.approx(0.9))
+    assert decision.ratio_rank(4, 4) == (1, pytest.approx(1 - 2 / 70))
 
 
 def test_three_by_three_is_the_fewest_that_decides():

@@ -12,7 +12,9 @@ scale (lognormal rates), and the between-process term comes from one of these mo
 - ``unequal-spread``: the first library sd 0.08, the second 0.24 (the ratio's interval assumes
   a shift of one shape; this model breaks that assumption on purpose).
 
-For n = 3..8 processes per library it reports, per model, at the decision level:
+For n = 3..8 processes per library it reports, per model, with intervals built at the level asked
+for (policy.INTERVAL_LEVEL) and calls decided from an achieved level of at least
+policy.DECISION_LEVEL:
 
 - ``median_level`` / ``median_coverage``: the exact level of augbench.decision.median_interval
   and how often the interval held the population median of a process's value;
@@ -25,8 +27,8 @@ For n = 3..8 processes per library it reports, per model, at the decision level:
 - ``decided_at_1_3x``: how often verdict() decided that 1.3x margin (and named the right winner);
 - ``aa_false_calls``: A/A, the same median twice (the first library's spread against the
   second's: the same library twice, except under ``unequal-spread``, where it is equal work in
-  two libraries): how often verdict() called one "faster" or "slower" (the decision level allows
-  at most 1 - level);
+  two libraries): how often verdict() called one "faster" or "slower" (an exact interval allows
+  at most 1 - its achieved level);
 - ``*_se``: the simulation's standard error of each rate.
 
     python tools/checks/coverage_simulation.py --simulations 10000 --bootstrap-simulations 400 \
@@ -152,10 +154,10 @@ def simulate(
         epoch_hits += pooled.low <= truth <= pooled.high
         r = decision.ratio_interval(a_values, [statistics.median(p) for p in b], level)
         ratio_hits += r.low <= TRUE_RATIO <= r.high
-        decided += decision.verdict(r, level) == decision.FASTER
+        decided += decision.verdict(r) == decision.FASTER
         # A/A: the same median, the second library's spread (the same work in two libraries)
         twin = [statistics.median(process_epochs(between_b, rng)) for _ in range(n)]
-        call = decision.verdict(decision.ratio_interval(a_values, twin, level), level)
+        call = decision.verdict(decision.ratio_interval(a_values, twin, level))
         false_calls += call in (decision.FASTER, decision.SLOWER)
         if i < bootstrap_simulations:
             boot = process_median_interval(a, resamples=1000)
@@ -193,7 +195,7 @@ def table(
     simulations: int,
     bootstrap_simulations: int = 0,
     seed: int = 0,
-    level: float = decision.DECISION_LEVEL,
+    level: float = decision.INTERVAL_LEVEL,
     models: tuple[str, ...] = tuple(MODELS),
     counts: tuple[int, ...] = PROCESS_COUNTS,
 ) -> list[dict[str, object]]:
@@ -314,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         help="also the two-stage bootstrap's coverage, on this many of the simulations (slow)",
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--level", type=float, default=decision.DECISION_LEVEL)
+    parser.add_argument("--level", type=float, default=decision.INTERVAL_LEVEL)
     parser.add_argument("--out", type=Path, help="folder for coverage.csv and README.md")
     args = parser.parse_args(argv)
     if args.simulations < 1:
