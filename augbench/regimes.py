@@ -89,6 +89,8 @@ ANALYSIS_RULES: tuple[str, ...] = (
     "pipeline_figure",
     "pipeline_allocator_figure",
     "recommendation",
+    "answer_html",
+    "calibration",
 )
 
 

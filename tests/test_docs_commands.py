@@ -360,7 +360,8 @@ def test_doc_command_plans_and_cheap_ones_run(
         # README, docs/pipelines.md: only the pipeline's jobs and its answer page, no
         # single-transform job
         pipeline_only = {"pipeline_breakdown", "pipeline_dataloader", "pipeline_tables"}
-        assert planned == (SETUP_RULES & planned) | pipeline_only | {"recommendation", "answer"}
+        answer = {"recommendation", "answer_html", "answer"}
+        assert planned == (SETUP_RULES & planned) | pipeline_only | answer
     # A command whose dry run plans no measurement and no env build (``snakemake cost``,
     # ``plots`` on the fixture results, ``--lint``) also runs as written, without ``-n``.
     typed = doc_runs[command.where].typed
