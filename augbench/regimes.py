@@ -387,6 +387,8 @@ def dataloader_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
         "batches-per-run": dl["batches_per_run"],
         "num-runs": dl["num_runs"],
         "baseline-runs": dl["baseline_runs"],
+        "processes": int(dl.get("processes", 1)),
+        "window-seconds": float(dl.get("window_s", 0.0)),
     }
 
 
@@ -703,7 +705,7 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     # Each row (and the baselines) runs in a fresh fork of the job process, which forks the
     # loaders' workers: all of them share the job process's pages. With several processes per
     # row, each later one is a fresh interpreter started while the job's process waits.
-    later = pipelines and pipeline_processes(runs) > 1
+    later = (pipeline_processes(runs) if pipelines else int(dl.get("processes", 1))) > 1
     return Footprint(
         w["library"], torch=True, forked=1 + workers * loaders, processes=1 + later,
         images=images if baselines > 0 or any(x["scope"] == "memory" for x in settings) else 0,
