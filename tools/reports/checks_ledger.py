@@ -213,6 +213,24 @@ CHECKS = (
         "can only quote 0 runs.",
     ),
     Check(
+        "default-runs",
+        "Two default runs back to back",
+        "A ranked row (pipeline x library) passes when the second run's median over the first's "
+        "is within 0.85-1.15 or each median lies in the other run's interval "
+        "(tools/checks/compare_default_runs.py: its `repeats` column). Every row of both runs "
+        "counts.",
+        models=(
+            Model(
+                "one-process", "", "each ranked row one process, two epochs of one batch per worker"
+            ),
+            Model(
+                "five-processes",
+                "d1b58c3f3cb690638e16fc606e14eb51aab2a766",
+                "each ranked row 5 fresh processes, each an epoch of about half a second",
+            ),
+        ),
+    ),
+    Check(
         "workers-to-feed",
         "The scaling behind workers_to_feed on a larger machine",
         "A row passes when its measured supply / the supply the scaling model predicts from "
@@ -340,6 +358,18 @@ RUNS = (
         "b73977cc64d5c38b9c6d6535b90ddecfbf6761b9", "host-gpu",
         what="64 ms stand-in, glibc-steady"),
     *(
+        Run("default-runs", VM, "2026-11-26-default-runs-compared", f"compare-{pair}.csv",
+            "2026-11-26", commit, "one-process", what=f"default runs {pair}")
+        for pair, commit in (
+            ("2-3", "365d5119a4dda891f3359c5012d6407c16dc776e"),
+            ("3-4", "2846abdfe20f1dca89e891adbc50315b008cd7a0"),
+            ("4-5", "cbc5e6d54d74d28aec638e711d8fc2388a45af94"),
+        )
+    ),
+    Run("default-runs", VM, "2026-11-29-default-runs-compared", "compare.csv", "2026-11-29",
+        "b5f77af5a36108c19520674dfc0deb5ef5bc8f0a", "five-processes",
+        what="default preset, 5 processes a row"),
+    *(
         Run("workers-to-feed", H100, "2026-11-29-workers-to-feed-check",
             f"workers_to_feed_{rule}.csv", "2026-11-29",
             "39d48659fb9af115ac47b9d5b2f86af75e2c31d4", series=key, what=what)
@@ -435,6 +465,12 @@ def memory_outcome(path: Path) -> tuple[int, int]:
     return passed, len(ratios)
 
 
+def repeat_outcome(path: Path) -> tuple[int, int]:
+    rows = pd.read_csv(path)
+    rows = rows[rows["kind"] == "row"]
+    return int(rows["repeats"].astype(str).eq("True").sum()), len(rows)
+
+
 def feed_outcome(path: Path) -> tuple[int, int]:
     return workers_to_feed_check.outcome(pd.read_csv(path))
 
@@ -446,6 +482,7 @@ OUTCOME = {
     "cost-validation": cost_outcome,
     "training-memory": memory_outcome,
     "workers-to-feed": feed_outcome,
+    "default-runs": repeat_outcome,
 }
 
 
