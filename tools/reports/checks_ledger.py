@@ -208,9 +208,11 @@ CHECKS = (
     ),
     Check(
         "calibration",
-        "Calibration",
-        "The calibration check has no committed run: it is listed so that a page quoting it "
-        "can only quote 0 runs.",
+        "A/A calibration: equal work under two names",
+        "An A/A pair (one row measured under two names of a library in separate jobs) passes "
+        "when the decision rule does not call either name faster or slower "
+        "(calibration_pairs.csv: `false_call`); every pair decided at policy.DECISION_LEVEL "
+        "counts, whatever its kind of row.",
     ),
     Check(
         "default-runs",
@@ -366,6 +368,9 @@ RUNS = (
             ("4-5", "cbc5e6d54d74d28aec638e711d8fc2388a45af94"),
         )
     ),
+    Run("calibration", VM, "", "calibration_pairs.csv", "2026-11-29",
+        "b5f77af5a36108c19520674dfc0deb5ef5bc8f0a",
+        what="micro, recipes, pipelines (DataLoader, one thread), training; 24 pairs each"),
     Run("default-runs", VM, "2026-11-29-default-runs-compared", "compare.csv", "2026-11-29",
         "b5f77af5a36108c19520674dfc0deb5ef5bc8f0a", "five-processes",
         what="default preset, 5 processes a row"),
@@ -465,6 +470,11 @@ def memory_outcome(path: Path) -> tuple[int, int]:
     return passed, len(ratios)
 
 
+def calibration_outcome(path: Path) -> tuple[int, int]:
+    pairs = pd.read_csv(path)
+    return int((~pairs["false_call"].astype(str).eq("True")).sum()), len(pairs)
+
+
 def repeat_outcome(path: Path) -> tuple[int, int]:
     rows = pd.read_csv(path)
     rows = rows[rows["kind"] == "row"]
@@ -483,6 +493,7 @@ OUTCOME = {
     "training-memory": memory_outcome,
     "workers-to-feed": feed_outcome,
     "default-runs": repeat_outcome,
+    "calibration": calibration_outcome,
 }
 
 
@@ -591,7 +602,11 @@ def render_md(results: dict[Run, tuple[int, int]]) -> str:
             "|---|---|---|---|---|---|---|---|",
         ]
         for run in runs:
-            link = f"[{run.folder}]({run.machine}/{run.folder}/README.md)"
+            link = (
+                f"[{run.folder}]({run.machine}/{run.folder}/README.md)"
+                if run.folder  # a machine's own table (calibration.csv) sits beside its runs
+                else f"[{run.machine}]({run.machine}/{Path(run.file).stem.split('_')[0]}.md)"
+            )
             lines.append(
                 f"| {run.date} | {run.machine} | {link} | `{run.file}` | {run.commit} | "
                 f"{run.model} | {run.what} | {figure(*results[run])} |"
