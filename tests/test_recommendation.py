@@ -353,7 +353,7 @@ def test_the_summary_opens_on_the_answer(rec, rows) -> None:
 
 def test_the_committed_default_runs_page_is_at_most_300_words() -> None:
     """The page a default run wrote, as committed with its run."""
-    page = (REPO / "docs/results/amd-epyc-2c/2026-11-29-default-run-decided-1/recommendation.md")
+    page = REPO / "docs/results/amd-epyc-2c/2026-11-29-default-run-decided-1/recommendation.md"
     text = page.read_text()
     assert words(text) <= 300, text
     assert "AlbumentationsX 2.5.1" in text and "workers to feed" in text

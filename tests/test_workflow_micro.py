@@ -253,7 +253,7 @@ def test_plan_is_printed_before_the_first_job(smoke_run: WorkflowRun) -> None:
     for kind in ("pipeline_breakdown", "pipeline_dataloader"):
         assert phases[kind] == 4, kind
     # aggregate, figures, speedup report, summary, lazy-output table, pipeline tables and figure,
-    # the answer page
-    assert phases["analysis"] == 8
+    # the answer page and its HTML
+    assert phases["analysis"] == 9
     eta = next(line for line in lines if "ETA ~" in line)
     assert "time model:" in eta

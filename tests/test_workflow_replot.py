@@ -24,7 +24,7 @@ pytestmark = pytest.mark.workflow
 MEASURING = {*regimes.KINDS, "build_env", "stage_dataset", "build_default_archive"}
 ANALYSIS = {
     "aggregate", "lazy_outputs_table", "pipeline_tables", "pipeline_figure", "recommendation",
-    "draw_figures", "speedup_report", "summary", "figures", "all",
+    "answer_html", "draw_figures", "speedup_report", "summary", "figures", "all",
 }  # fmt: skip
 NO_RESULTS = "no results yet under results/raw/smoke-test"
 
