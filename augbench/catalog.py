@@ -419,7 +419,8 @@ def eligibility_libraries() -> tuple[str, ...]:
     """The libraries whose direct implementations count towards eligibility: those that transform
     images on the CPU (DALI's operators are a regime of their own), each counted once: a fork or
     drop-in build of another library (its declaration's ``sibling``) is not an implementation of
-    its own, so adding one never changes the transform set."""
+    its own, so adding one never changes the transform set; nor is a second name of a library
+    (``<library>~<tag>``, the A/A calibration's), which is that library again."""
     # Imported here: the adapters read the catalog only through this module's public functions.
     from augbench import adapters
     from augbench.adapters.base import CPU_TRANSFORMS
@@ -427,7 +428,7 @@ def eligibility_libraries() -> tuple[str, ...]:
     return tuple(
         name
         for name in adapters.with_capability(CPU_TRANSFORMS)
-        if not adapters.declared(name).sibling
+        if not adapters.declared(name).sibling and not adapters.is_alias(name)
     )
 
 

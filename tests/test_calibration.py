@@ -238,3 +238,15 @@ def test_the_publishing_tool_copies_the_table_with_its_readme(tmp_path: Path) ->
     )  # fmt: skip
     assert missing.returncode != 0 and "calibration" in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_a_second_name_is_not_another_implementation_of_a_transform() -> None:
+    from augbench import adapters, catalog
+
+    before = catalog.eligibility_libraries()
+    adapters.register_aliases(["albumentationsx~zz"])
+    try:
+        assert "albumentationsx~zz" in adapters.names()
+        assert catalog.eligibility_libraries() == before
+    finally:
+        adapters.unregister("albumentationsx~zz")
