@@ -62,9 +62,7 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import resource  # noqa: E402
 import statistics  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
-import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable, Sequence  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
@@ -781,23 +779,13 @@ def round_in_fresh_interpreter(
     process's history"). Its output: ``{"layout": address_layout(),
     "pipelines": {name: {"measured": [[kind, process result], ...]} or {"error": reason}}}``, or
     ``{"error": reason}`` where the interpreter wrote none."""
-    with tempfile.TemporaryDirectory(prefix="augbench-round-") as tmp:
-        request_file, output = Path(tmp) / "request.json", Path(tmp) / "output.json"
-        request_file.write_text(json.dumps(request))
-        command = [
-            sys.executable, "-m", "augbench.engines.pipeline_breakdown", *args.argv,
-            "--round-request", str(request_file), "--round-output", str(output),
-        ]  # fmt: skip
-        sys.stdout.flush()
-        sys.stderr.flush()
-        run = subprocess.run(command, capture_output=True, text=True)
-        if output.exists():
-            return json.loads(output.read_text())
-    tail = (run.stderr or run.stdout).strip().splitlines()[-1:] or ["no output"]
-    return {
-        "error": f"the round's fresh interpreter {skeleton.death_reason(run.returncode)} "
-        f"before writing its result: {tail[0]}"
-    }
+    return skeleton.in_fresh_interpreter(
+        "augbench.engines.pipeline_breakdown",
+        args.argv,
+        request,
+        ("--round-request", "--round-output"),
+        "the round",
+    )
 
 
 def run_round_request(args: argparse.Namespace) -> int:

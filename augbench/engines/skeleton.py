@@ -40,6 +40,7 @@ import argparse
 import json
 import multiprocessing
 import signal
+import subprocess
 import sys
 import tempfile
 import traceback
@@ -258,6 +259,31 @@ def measure_row(measure: Callable[..., Row], kwargs: dict[str, Any]) -> Row:
 def _child(measure: Callable[..., Row], kwargs: dict[str, Any], out: str) -> None:
     row = measure_row(measure, kwargs)
     Path(out).write_text(json.dumps(row, default=str))
+
+
+def in_fresh_interpreter(
+    module: str, argv: list[str], request: Any, flags: tuple[str, str], what: str
+) -> dict[str, Any]:
+    """Run engine ``module`` again in a fresh interpreter with the job's ``argv`` and ``request``
+    (JSON), passed as ``flags`` = (request flag, output flag); its JSON output, or
+    ``{"error": reason}`` naming ``what`` where the interpreter wrote none."""
+    with tempfile.TemporaryDirectory(prefix="augbench-fresh-") as tmp:
+        request_file, output = Path(tmp) / "request.json", Path(tmp) / "output.json"
+        request_file.write_text(json.dumps(request))
+        command = [
+            sys.executable, "-m", module, *argv,
+            flags[0], str(request_file), flags[1], str(output),
+        ]  # fmt: skip
+        sys.stdout.flush()
+        sys.stderr.flush()
+        run = subprocess.run(command, capture_output=True, text=True)
+        if output.exists():
+            return json.loads(output.read_text())
+    tail = (run.stderr or run.stdout).strip().splitlines()[-1:] or ["no output"]
+    return {
+        "error": f"{what}'s fresh interpreter {death_reason(run.returncode)} "
+        f"before writing its result: {tail[0]}"
+    }
 
 
 def death_reason(exitcode: int | None) -> str:

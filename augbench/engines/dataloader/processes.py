@@ -20,11 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
-import sys
-import tempfile
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from augbench import decision
@@ -56,29 +52,15 @@ def later_process(args: argparse.Namespace, windows: dict[str, int], index: int)
     measuring the rows of ``windows`` (name -> the batches per timed epoch the first process
     sized, so its preflight is not run again). Its output: ``{"rows": {name:
     process_fields(row)}}``, or ``{"error": reason}`` where the interpreter wrote none."""
-    with tempfile.TemporaryDirectory(prefix="augbench-process-") as tmp:
-        request, output = Path(tmp) / "request.json", Path(tmp) / "output.json"
-        request.write_text(
-            json.dumps(
-                {"scope": args.scope, "workers": args.workers, "windows": windows, "index": index}
-            )
-        )
-        command = [
-            sys.executable, "-m", "augbench.engines.cpu_dataloader", *args.argv,
-            "--process-request", str(request), "--process-output", str(output),
-        ]  # fmt: skip
-        sys.stdout.flush()
-        sys.stderr.flush()
-        run = subprocess.run(command, capture_output=True, text=True)
-        if output.exists():
-            return json.loads(output.read_text())
     from augbench.engines import skeleton
 
-    tail = (run.stderr or run.stdout).strip().splitlines()[-1:] or ["no output"]
-    return {
-        "error": f"process {index}'s fresh interpreter {skeleton.death_reason(run.returncode)} "
-        f"before writing its result: {tail[0]}"
-    }
+    return skeleton.in_fresh_interpreter(
+        "augbench.engines.cpu_dataloader",
+        args.argv,
+        {"scope": args.scope, "workers": args.workers, "windows": windows, "index": index},
+        ("--process-request", "--process-output"),
+        f"process {index}",
+    )
 
 
 class _NoBar:
