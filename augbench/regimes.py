@@ -498,8 +498,9 @@ def lazy_outputs_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]
 
 
 def breakdown_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
-    """One breakdown job per library runs every pipeline (staged dataset only)."""
-    if not s.pipelines or dataset != s.dataset:
+    """One breakdown job per library runs every pipeline (staged dataset only), unless
+    ``pipeline_runs.breakdown`` is off."""
+    if not s.pipelines or dataset != s.dataset or not s.config["pipeline_runs"]["breakdown"]:
         return []
     return [s.job(kind, lib, dataset, {}, s.pipeline_names) for lib in s.libraries_of(kind.regime)]
 

@@ -323,6 +323,19 @@ def gcs_emulator_at(log_path: Path) -> Iterator[str]:
         log.close()
 
 
+@pytest.fixture(autouse=True)
+def _registered_libraries_restored() -> Iterator[None]:
+    """Each test starts with the libraries the session started with: loading a config that names
+    a second name of a library (``torchvision~b``) registers it for the rest of that process
+    (augbench.config), and a later test on the same worker must not see it."""
+    from augbench import adapters
+
+    before = dict(adapters._ADDED)
+    yield
+    adapters._ADDED.clear()
+    adapters._ADDED.update(before)
+
+
 @pytest.fixture
 def gcs_emulator(tmp_path: Path) -> Iterator[str]:
     """A real GCS-compatible server on loopback, stopped when the test ends."""

@@ -97,11 +97,25 @@ def test_the_default_preset_measures_each_ranked_row_in_five_processes() -> None
         if job.rule in ("pipeline_dataloader", "pipeline_breakdown"):
             words = sweep.engine_command(s, job.kind, s.wildcards_of(job)).split()
             flags[job.rule] = dict(itertools.pairwise(words))
-    loader, breakdown = flags["pipeline_dataloader"], flags["pipeline_breakdown"]
+    loader = flags["pipeline_dataloader"]
     assert (loader["--processes"], loader["--window-seconds"], loader["--num-runs"]) == (
         "5",
         "0.5",
         "1",
     )
-    # One value per process, 5 values: 5 rounds, each a process of each kind of pass.
+    # The one-thread breakdown is left out (the 5-minute budget); turned on, it runs one value
+    # per process, 5 values: 5 rounds, each a process of each kind of pass.
+    assert "pipeline_breakdown" not in flags
+    assert not any(job.rule == "cpu_dataloader" for job in s.jobs())  # pipelines only
+    on = resolve(
+        deep_merge(
+            base, {"preset": "default", "machine": "m", "pipeline_runs": {"breakdown": True}}
+        ),
+        repo,
+    )
+    s = sweep.Sweep(on, "d")
+    job = next(j for j in s.jobs() if j.rule == "pipeline_breakdown")
+    breakdown = dict(
+        itertools.pairwise(sweep.engine_command(s, job.kind, s.wildcards_of(job)).split())
+    )
     assert (breakdown["--values-per-process"], breakdown["--min-values"]) == ("1", "5")

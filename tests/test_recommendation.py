@@ -157,6 +157,15 @@ def test_one_table_per_machine_a_column_per_library_with_its_version(page) -> No
     assert page.count("Setting: DataLoader, read + decode + pipeline, 2 workers, batch 32") == 1
 
 
+def test_a_run_without_the_breakdown_has_no_one_thread_column(rec) -> None:
+    bare = rec.reset_index().assign(one_thread_margin=None)
+    page = "\n".join(recommendation.markdown(bare, depth=1))
+    head = _header(page)
+    assert "one thread" not in head and head[4] == "verdict"
+    assert all(len(_table_row(page, p)) == len(head) for p in ("fast", "close"))
+    assert "One thread:" not in page
+
+
 def test_a_decided_margin_is_a_sentence_and_the_winner_is_bold(rec, page) -> None:
     fast = rec.loc["fast"]
     assert fast["library"] == "albumentationsx" and fast["img_per_s"] == pytest.approx(600.0)

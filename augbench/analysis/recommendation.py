@@ -650,6 +650,10 @@ def _processes_words(part: pd.DataFrame) -> str:
     return f" of {span} process" + ("" if counts == [1] else "es")
 
 
+def _has_one_thread(rec: pd.DataFrame) -> bool:
+    return bool(pd.to_numeric(rec["one_thread_margin"], errors="coerce").notna().any())
+
+
 def _machine_section(part: pd.DataFrame, depth: str) -> list[str]:
     first = part.iloc[0]
     cores = _num(first["usable_cores"])
@@ -657,7 +661,9 @@ def _machine_section(part: pd.DataFrame, depth: str) -> list[str]:
     datasets = part["dataset"].astype(str).unique()
     heads = _library_order(part)
     has_target = bool(_text(first.get("target")))
-    head = ["pipeline", *(h for _, h in heads), "verdict", "one thread"]
+    # A run without the one-thread breakdown (pipeline_runs.breakdown: false) has no such column.
+    one_thread = _has_one_thread(part)
+    head = ["pipeline", *(h for _, h in heads), "verdict", *(["one thread"] if one_thread else [])]
     if has_target:
         head += [
             f"share of {first['target']}'s {_rate(first['target_img_per_s'])} img/s",
@@ -668,7 +674,7 @@ def _machine_section(part: pd.DataFrame, depth: str) -> list[str]:
     for _, r in part.iterrows():
         row = [_pipeline_cell(r), *(_lib_cell(r, lib) for lib, _ in heads)]
         verdict = _text(r.get("verdict_text")) or _text(r.get("verdict")) or "–"
-        row += [verdict, _one_thread_cell(r)]
+        row += [verdict, *([_one_thread_cell(r)] if one_thread else [])]
         if has_target:
             row += [_share_cell(r), _feed_cell(r)]
         body.append([*row, _cost_cell(r)])
@@ -728,8 +734,8 @@ def markdown(rec: pd.DataFrame, depth: int = 2) -> list[str]:
         "**Bold**: a decided winner, the interval of the two fastest libraries' ratio "
         f"excluding 1 at an achieved level of at least {DECISION_LEVEL * 100:.0f} %, no row "
         "under load. "
-        "One thread: the same two libraries on decoded images. "
-        "Every column: results/tables/recommendation.csv; how to read it: docs/answer.md.",
+        + ("One thread: the same two libraries on decoded images. " if _has_one_thread(rec) else "")
+        + "Every column: results/tables/recommendation.csv; how to read it: docs/answer.md.",
         "",
     ]
     return lines
