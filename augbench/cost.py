@@ -148,6 +148,13 @@ class KindModel:
     # training: the step's seconds per image, per "<accelerator>|<model>|<device>" (a real
     # model's; device cpu or cuda).
     step_s: dict[str, float] = field(default_factory=dict)
+    # DataLoader kinds with sized epochs (--window-seconds): "<transform>|<setting>" -> images per
+    # timed epoch the rows used. The engine sizes them from each row's preflight
+    # (augbench.stopping.window_batches), which the plan does not know before the run.
+    epoch_images: dict[str, float] = field(default_factory=dict)
+    # DataLoader kinds with fresh processes (--processes): a later process's seconds beyond its
+    # timed epochs (its interpreter, imports, items, and each row's loader start and warm-up).
+    later_process_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -157,7 +164,8 @@ class KindModel:
             "per_megapixel_s": self.per_megapixel_s, "process_s": self.process_s,
             "setting_s": self.setting_s, "share_observed": self.share_observed,
             "slope": self.slope, "overhead_per_mp_s": self.overhead_per_mp_s,
-            "cores": self.cores, "step_s": self.step_s,
+            "cores": self.cores, "step_s": self.step_s, "epoch_images": self.epoch_images,
+            "later_process_s": self.later_process_s,
         }  # fmt: skip
 
     @classmethod
@@ -176,6 +184,8 @@ class KindModel:
             overhead_per_mp_s=float(entry.get("overhead_per_mp_s", 0.0)),
             cores=int(entry.get("cores", 0)),
             step_s=dict(entry.get("step_s", {})),
+            epoch_images=dict(entry.get("epoch_images", {})),
+            later_process_s=float(entry.get("later_process_s", 0.0)),
         )  # fmt: skip
 
     def seconds_per_image(self, transform: str, megapixels: float = 0.0) -> float:
@@ -315,6 +325,8 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
     overheads: dict[Key, list[tuple[float, float]]] = defaultdict(list)  # (MP held, s)
     shares: dict[tuple[str, str], list[float]] = defaultdict(list)
     run_shares: dict[tuple[str, str], list[float]] = defaultdict(list)
+    epochs: dict[Key, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    laters: dict[Key, list[float]] = defaultdict(list)
     observed: set[Key] = set()
     stopped: dict[Key, dict[str, list[tuple[float, float]]]] = defaultdict(
         lambda: defaultdict(list)
@@ -366,7 +378,12 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
                                 1.0 / statistics.median(rates)
                             )
                     rounds = row.get("timed_rounds") or len(row.get("throughputs") or [])
-                    run_shares[key].append(rounds / max(params["num_runs"], 1))
+                    # Each fresh process (--processes) times up to num_runs rounds of its own.
+                    per_process = rounds / max(1, int(row.get("processes") or 1))
+                    run_shares[key].append(per_process / max(params["num_runs"], 1))
+                    if row.get("window_batches") and params.get("window_seconds"):
+                        batch = row.get("batch_size") or params["batch_size"]
+                        epochs[key][f"{transform}|{setting}"].append(row["window_batches"] * batch)
                     if params["num_runs"] > params.get("min_runs", DATALOADER_MIN_RUNS):
                         observed.add(key)
                     transport = [r for r in row.get("transport_throughputs") or [] if r]
@@ -407,7 +424,10 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
                     # dataloader_estimate charges them, not the setting's fixed cost; ``work``
                     # holds every process's windows, the first's about 1/processes of it.
                     later = timing.get("later_processes_seconds") or 0.0
-                    first_work = work / max(1, int(params.get("processes") or 1))
+                    count = max(1, int(params.get("processes") or 1))
+                    first_work = work / count
+                    if later and count > 1:
+                        laters[key].append((later - (work - first_work)) / (count - 1))
                     timed_entry = (key, setting, first_work + later, timing["setting_seconds"],
                                    timing["import_seconds"])  # fmt: skip
         except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
@@ -475,6 +495,8 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
             share_observed=key in observed,
             cores=min(cores[key]) if cores[key] else 0,
             step_s={name: statistics.median(v) for name, v in steps[key].items()},
+            epoch_images={name: statistics.median(v) for name, v in epochs[key].items()},
+            later_process_s=max(statistics.median(laters[key]), 0.0) if laters[key] else 0.0,
         )
     _learn_fixed_kinds(run_dir, models)
     return models
@@ -693,8 +715,10 @@ def dataloader_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -
                         model, transform, setting, arm, job.megapixels,
                         int(params.get("target_cores") or 0),
                     )  # fmt: skip
-                    # A sized epoch (--window-seconds) lasts at least that long.
-                    epoch_s = max(per_epoch * s_img, window_s)
+                    # A sized epoch (--window-seconds) lasts at least that long, and as long
+                    # as the images the measured rows' epochs held where the model has them.
+                    sized = model.epoch_images.get(f"{transform}|{setting}") if window_s else None
+                    epoch_s = max(per_epoch * s_img, window_s, (sized or 0.0) * s_img)
                     # The regime's epochs run in every process, the baselines in the first.
                     seconds += epochs * epoch_s * (processes if arm == "regime" else 1)
             totals[label] += seconds
@@ -709,7 +733,7 @@ def dataloader_estimate(model: KindModel, job: Job, params: Mapping[str, Any]) -
         start = model.overhead_s
     # A later process imports the library again and warms each row up; the setting's own fixed
     # cost (the hand-over probe, the rows' preflights) is the first process's.
-    overhead += (processes - 1) * (start + warmups)
+    overhead += (processes - 1) * (model.later_process_s or start + warmups)
     return Estimate(overhead + totals["expected"], overhead + totals["most"])
 
 

@@ -534,3 +534,30 @@ def test_a_training_job_is_priced_from_its_passes_at_the_planned_accelerator(
     loop = predict(Supply(200.0, 2, 10), 1e9).images_per_second
     assert loop == pytest.approx(200.0)
     assert on_gpu[real].expected == pytest.approx(4.0 + 6 * 10 / 200.0 + 45 * 10 / loop)
+
+
+def test_a_row_in_fresh_processes_is_learned_per_process_and_priced_back(tmp_path: Path) -> None:
+    """A pipeline DataLoader job whose rows run in 3 fresh processes (--processes), each one
+    sized epoch (--window-seconds) of 4 batches of 8 at 64 img/s (0.5 s): the first process
+    imports in 2 s and its setting costs 1 s more; each later process 3 s beyond its epoch; the
+    job 0.5 s beyond its settings. Learned per process, the model prices the job back."""
+    params = {"images_per_run": 32, "batch_size": 8, "batches_per_run": 2, "num_runs": 1,
+              "baseline_runs": 0, "processes": 3, "window_seconds": 0.5, "workers": "2",
+              "scope": "decode"}  # fmt: skip
+    row = {"status": "ok", "median_throughput": 64.0, "throughputs": [64.0] * 3,
+           "timed_rounds": 3, "processes": 3, "window_batches": 4, "images_per_run": 32,
+           "batch_size": 8, "scope": "decode", "workers": 2}  # fmt: skip
+    timing = {"import_seconds": 2.0, "setting_seconds": 10.5, "later_processes_seconds": 7.0}
+    raw = tmp_path / f"results/pipelines/raw/laptop/{DS}/cpu_dataloader/pillow/decode-w2.json"
+    raw.parent.mkdir(parents=True)
+    meta = {"benchmark_params": params, "job_timing": timing, "scope": "decode"}
+    raw.write_text(json.dumps({"metadata": meta, "results": {"p": row}}))
+    _bench(tmp_path, f"laptop/{DS}/pipelines/cpu_dataloader/pillow/decode-w2", 11.0)
+    model = cost.learn(tmp_path)[("pipeline_dataloader", "pillow")]
+    assert model.run_share == pytest.approx(1.0)  # 3 rounds in 3 processes: each its one
+    assert model.epoch_images == {"p|decode-w2": 32}
+    assert model.later_process_s == pytest.approx(3.0)
+    assert model.setting_s == {"decode-w2": pytest.approx(1.0)}
+    job = _job("pipeline_dataloader", "pillow", ("p",), params)
+    found, _ = cost.estimate_jobs([job], {("pipeline_dataloader", "pillow"): model}, CONFIG)
+    assert found[job].expected == pytest.approx(11.0)
