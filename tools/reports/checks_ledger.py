@@ -141,6 +141,11 @@ CHECKS = (
                 "cpu-step",
                 "the default run's supply rows, sleeping and CPU stand-ins near them, after it",
             ),
+            (
+                "default-pipeline",
+                "a default run's ranked pipeline rows (5 processes each) as the supply, sleeping "
+                "and CPU stand-ins near them, 3 runs a side alternating",
+            ),
         ),
     ),
     Check(
@@ -297,6 +302,9 @@ RUNS = (
     Run(_T, VM, "2026-11-29-training-check-cpu-step", "training.csv", "2026-11-29",
         "a620069b8f7749c2d6b417f8fed14aeaabd95bc0", "cores", "cpu-step",
         "under load: sleeping and CPU stand-ins, 2 workers"),
+    Run(_T, VM, "2026-11-29-training-check-default-pipeline", "training.csv", "2026-11-29",
+        "9a7a94c2d3abfbd5e1965c7aa8408f0feed3119c", "cores", "default-pipeline",
+        "quiet: imagenet_train, sleeping and CPU stand-ins, 2 workers"),
     *(
         Run("pipeline-rows", VM, f"2026-11-27-pipeline-rows-vs-fresh-loop-{n}",
             "pipeline_rows_vs_fresh_loop.tsv", "2026-11-27", commit, model, "", what)
@@ -374,6 +382,9 @@ RUNS = (
     Run("default-runs", VM, "2026-11-29-default-runs-compared", "compare.csv", "2026-11-29",
         "b5f77af5a36108c19520674dfc0deb5ef5bc8f0a", "five-processes",
         what="default preset, 5 processes a row"),
+    Run("default-runs", VM, "2026-11-29-default-runs-pipelines-only-compared", "compare.csv",
+        "2026-11-29", "9a7a94c2d3abfbd5e1965c7aa8408f0feed3119c", "five-processes",
+        what="default preset, pipelines' DataLoader rows only, 5 processes a row"),
     *(
         Run("workers-to-feed", H100, "2026-11-29-workers-to-feed-check",
             f"workers_to_feed_{rule}.csv", "2026-11-29",
