@@ -58,7 +58,7 @@ def build_whole(
     sample: the user's own Compose where the pipeline is written in the library's format.
     ``units`` (from :func:`build_units`) share their step objects with it, so one seed drives
     both; the user's own Compose is built from their file apart from its step objects, and
-    each is seeded on its own (``pipeline_breakdown.reseed``)."""
+    each is seeded on its own (``breakdown_passes.reseed``)."""
     if runs_native(adapter, pipeline):
         from augbench.adapters.base import Composed
 

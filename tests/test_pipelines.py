@@ -18,7 +18,7 @@ from augbench.adapters.base import Chain, Composed
 from augbench.analysis import pipelines as pipeline_tables
 from augbench.analysis import tidy
 from augbench.config import ConfigError, resolve
-from augbench.engines import pipeline_breakdown
+from augbench.engines import breakdown_passes, pipeline_breakdown
 from augbench.pipeline_sources import configured
 from augbench.stopping import StoppingRule
 
@@ -179,7 +179,7 @@ def test_breakdown_shows_a_sleep_steps_share() -> None:
     images = [np.full((64, 64, 3), 7, dtype=np.uint8)]
     units = _numpy_units([30.0, 90.0])
     whole = Composed(Chain([fn for _, fn in units]), "chain", lambda obj, x: obj(x))
-    result = pipeline_breakdown.measure(
+    result = breakdown_passes.measure(
         units, whole, images, layout.materialize, StoppingRule(6, 6, block=2), warmups=1
     )
     assert len(result.whole_seconds) == len(result.step_seconds) == len(result.bare_seconds) == 6
@@ -215,7 +215,7 @@ def test_each_whole_process_records_its_own_faults() -> None:
         return x + buffer[0]
 
     whole = Composed(fresh_buffer, "fresh buffer", lambda obj, x: obj(x))
-    result = pipeline_breakdown.measure(
+    result = breakdown_passes.measure(
         [("FreshBuffer", fresh_buffer)],
         whole,
         images,
@@ -285,7 +285,7 @@ def test_the_harness_check_can_fail() -> None:
         time.sleep(0.025)  # harness work 5x the pipeline's
         return out
 
-    result = pipeline_breakdown.measure(
+    result = breakdown_passes.measure(
         [("Sleep", sleep)], whole, images, slow_materialize, StoppingRule(8, 8, block=2), warmups=0
     )
     harness = result.harness()
@@ -323,7 +323,7 @@ def test_steps_run_on_previous_outputs_and_materialize() -> None:
 
     units = [("Crop", lambda x: x[:8, :8]), ("Record", record)]
     images = [np.zeros((16, 16, 3), dtype=np.uint8)]
-    pipeline_breakdown.steps_pass(units, images, layout.materialize)
+    breakdown_passes.steps_pass(units, images, layout.materialize)
     # The crop's view was copied before the next step saw it: dense 8x8x3.
     assert seen == [(24, 3, 1)]
 
@@ -612,9 +612,9 @@ def test_a_decoder_s_dtype_conversion_is_timed_as_the_pipeline_s_first_step() ->
 
 def test_each_breakdown_process_lays_its_inputs_out_apart() -> None:
     images = [np.arange(12, dtype=np.uint8).reshape(2, 2, 3)]
-    copied, pad = pipeline_breakdown.own_layout(images, seed=3)
+    copied, pad = breakdown_passes.own_layout(images, seed=3)
     assert copied[0] is not images[0] and np.array_equal(copied[0], images[0])
-    _, pad_again = pipeline_breakdown.own_layout(images, seed=3)
+    _, pad_again = breakdown_passes.own_layout(images, seed=3)
     assert [len(p) for p in pad] == [len(p) for p in pad_again]  # seeded: reproducible
 
 
@@ -634,7 +634,7 @@ def test_the_kinds_of_a_round_draw_alike_and_rounds_draw_anew() -> None:
         units = [("Draw", step)]
         whole = Composed(Chain([step]), "chain", lambda obj, x: obj(x))
         images = [np.zeros((2, 2, 3), dtype=np.uint8)] * 2
-        measured = pipeline_breakdown.one_process(
+        measured = breakdown_passes.one_process(
             kind, units, whole, images, lambda out, src: out, 2, 1, 1, 0, None, round_index
         )
         assert len(measured["seconds"]) == 2
@@ -645,5 +645,5 @@ def test_the_kinds_of_a_round_draw_alike_and_rounds_draw_anew() -> None:
         assert first == draws("whole", round_index) == draws("bare", round_index)
         assert first[2:] != first[:2]  # the warm-up's draws are not the first value's
     assert draws("whole", 0)[2:] != draws("whole", 1)[2:]
-    warmup, seeds = pipeline_breakdown.round_seeds(2, 2)
+    warmup, seeds = breakdown_passes.round_seeds(2, 2)
     assert seeds == [4, 5] and warmup not in seeds

@@ -15,7 +15,7 @@ none of the harness's code in the loop:
   the library's decoder, ``out = call(compose, image)``: only the construction is shared.
 
 Same work on both sides: fresh interpreter j makes the random draws of the row's round j
-(``pipeline_breakdown.round_seeds``: its warm-up's seed, then one seed per timed value, the row's
+(``breakdown_passes.round_seeds``: its warm-up's seed, then one seed per timed value, the row's
 values per process), so a pipeline with random erasing or noise costs the same draws in both.
 It prints, per row, the row's ms per image with its interval, the fresh loop's (median over every
 value, interval by a bootstrap over the interpreters), and their ratio with its interval; the
@@ -117,7 +117,8 @@ request = json.loads(sys.stdin.read())
 adapter = adapters.get(request["library"])
 adapter.import_library()
 MICRO_THREADS.apply_runtime()
-from augbench.engines.pipeline_breakdown import reseed, with_input_conversion
+from augbench.engines.breakdown_passes import reseed
+from augbench.engines.pipeline_breakdown import with_input_conversion
 pipeline = pipelines.Pipeline.from_dict(request["pipeline"])
 units = pipeline_builders.build_units(adapter, pipeline)
 whole = pipeline_builders.build_whole(adapter, pipeline, units)
@@ -332,7 +333,7 @@ def main() -> int:
 
     # Imported here: the engine module sets the micro thread policy's variables on import,
     # which the interpreters this starts set for themselves anyway.
-    from augbench.engines.pipeline_breakdown import round_seeds
+    from augbench.engines.breakdown_passes import round_seeds
 
     head = (
         "malloc_env\tmachine\tlibrary\tpipeline\timages\tjobs\trow_processes\t"

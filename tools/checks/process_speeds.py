@@ -135,7 +135,7 @@ def main() -> int:
         return 0
     from tqdm import tqdm
 
-    from augbench.engines.pipeline_breakdown import round_seeds
+    from augbench.engines.breakdown_passes import round_seeds
 
     if not (args.library and args.pipeline and args.manifest):
         p.error("--library, --pipeline and --manifest are needed (or --summarize FILES)")

@@ -37,7 +37,7 @@ def main() -> int:
     p.add_argument("--values", type=int, default=3)
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
-    from augbench.engines.pipeline_breakdown import round_seeds
+    from augbench.engines.breakdown_passes import round_seeds
 
     wanted = {tuple(item.split(":", 1)) for item in args.pipelines.split(",") if item}
     lines = [
