@@ -330,10 +330,10 @@ def _registered_libraries_restored() -> Iterator[None]:
     (augbench.config), and a later test on the same worker must not see it."""
     from augbench import adapters
 
-    before = dict(adapters._ADDED)
+    before = set(adapters.names())
     yield
-    adapters._ADDED.clear()
-    adapters._ADDED.update(before)
+    for name in set(adapters.names()) - before:
+        adapters.unregister(name)
 
 
 @pytest.fixture

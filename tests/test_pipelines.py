@@ -179,9 +179,9 @@ def test_breakdown_shows_a_sleep_steps_share() -> None:
     images = [np.full((64, 64, 3), 7, dtype=np.uint8)]
     units = _numpy_units([30.0, 90.0])
     whole = Composed(Chain([fn for _, fn in units]), "chain", lambda obj, x: obj(x))
-    result = breakdown_passes.measure(
+    result = breakdown_passes.Measurement(
         units, whole, images, layout.materialize, StoppingRule(6, 6, block=2), warmups=1
-    )
+    ).until_met()
     assert len(result.whole_seconds) == len(result.step_seconds) == len(result.bare_seconds) == 6
     # Each kind in 3 fresh processes of 2 values, in the order S W B, S B W, S W B.
     assert [len(g) for g in result.whole_groups] == [2, 2, 2]
@@ -215,14 +215,14 @@ def test_each_whole_process_records_its_own_faults() -> None:
         return x + buffer[0]
 
     whole = Composed(fresh_buffer, "fresh buffer", lambda obj, x: obj(x))
-    result = breakdown_passes.measure(
+    result = breakdown_passes.Measurement(
         [("FreshBuffer", fresh_buffer)],
         whole,
         images,
         layout.materialize,
         StoppingRule(4, 4, block=2),
         warmups=1,
-    )
+    ).until_met()
     by_process = result.faults_per_image_by_process()
     assert len(by_process) == len(result.whole_groups) == 2
     # Transparent huge pages can map 2 MiB per fault: at least that many, at most the pages
@@ -285,9 +285,9 @@ def test_the_harness_check_can_fail() -> None:
         time.sleep(0.025)  # harness work 5x the pipeline's
         return out
 
-    result = breakdown_passes.measure(
+    result = breakdown_passes.Measurement(
         [("Sleep", sleep)], whole, images, slow_materialize, StoppingRule(8, 8, block=2), warmups=0
-    )
+    ).until_met()
     harness = result.harness()
     assert len(result.whole_groups) == len(result.bare_groups) == 4
     assert harness.estimate > 2.0 and harness.low > 1.05, harness

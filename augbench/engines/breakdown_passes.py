@@ -1,7 +1,7 @@
 """The pipeline breakdown's passes and rounds (augbench.engines.pipeline_breakdown, whose
 docstring has the design): what one fresh process of each kind of pass times (``one_process``:
 steps, whole, bare), the seeds and memory layout it runs with, a pipeline's rounds of such
-processes until its stopping rule is met (``Measurement``, ``measure``), and what they measured
+processes until its stopping rule is met (``Measurement``), and what they measured
 (``Breakdown``). Imported by the breakdown job after its thread policy is applied."""
 
 from __future__ import annotations
@@ -356,22 +356,8 @@ class Measurement:
         """One round forked from this process; True once the rule is met."""
         return self.record(self.run_round(self.rounds, len(self.result.order)))
 
-
-def measure(
-    units: Sequence[Unit],
-    whole: Any,
-    inputs: Sequence[Any],
-    materialize: Materialize,
-    rule: StoppingRule,
-    warmups: int = 1,
-    passes: int = 1,
-    values_per_process: int = BREAKDOWN_VALUES_PER_PROCESS,
-    build: Callable[[], tuple[list[Unit], Any]] | None = None,
-) -> Breakdown:
-    """One pipeline's ``Measurement``, its rounds run until the rule is met."""
-    run = Measurement(
-        units, whole, inputs, materialize, rule, warmups, passes, values_per_process, build
-    )
-    while not run.step():
-        pass
-    return run.result
+    def until_met(self) -> Breakdown:
+        """Rounds forked from this process until the rule is met; what they measured."""
+        while not self.step():
+            pass
+        return self.result
