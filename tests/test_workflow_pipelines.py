@@ -132,17 +132,11 @@ def test_missing_steps_and_targets_are_named(smoke_run: WorkflowRun) -> None:
             seg = whole.loc[(regime, library, "highres_segmentation")]
             seg = seg.iloc[0] if isinstance(seg, pd.DataFrame) else seg
             assert seg["status"] == "ok", (regime, library, seg["reason"])
-    # A pipeline a library maps runs there: measured, or (Kornia's CPU path on a loaded 2-core
-    # machine runs train_light near the smoke preset's 0.2 s/item) stopped by the slow-transform
-    # policy after a preflight that ran it, with the threshold named.
+    # A pipeline a library maps runs there.
     light = rows[(rows["pipeline"] == "train_light") & rows["step"].isna()]
     light = light[light["regime"].isin(["micro", "cpu_dataloader"])]
     light = light[light["library"] != "pillow"]
-    stopped = light[light["status"] == "early_stopped"]
-    assert set(light["status"]) <= {"ok", "early_stopped"}, light[["library", "regime", "reason"]]
-    assert (light["status"] == "ok").any()
-    assert stopped["reason"].str.contains("slow-transform threshold").all(), stopped["reason"]
-    assert (stopped["preflight_throughput"] > 0).all(), stopped[["library", "regime"]]
+    assert set(light["status"]) == {"ok"}, light[["library", "regime", "reason"]]
     imagenet = rows[(rows["pipeline"] == "imagenet_train") & rows["step"].isna()]
     imagenet = imagenet[imagenet["regime"].isin(["micro", "cpu_dataloader"])]
     imagenet = imagenet[imagenet["library"] != "kornia"]
