@@ -22,7 +22,8 @@ IMAGENET_STD: tuple[float, float, float] = (0.229, 0.224, 0.225)
 # The crop every non-crop recipe starts with: it gives every sample the same 224x224 shape.
 BASE_CROP = "RandomCrop224"
 # The side of every recipe's samples: the base crop's, and every crop transform's output size
-# (the memory model sizes a DataLoader's batches with it: augbench.regimes.dataloader_memory).
+# (the memory model sizes a DataLoader's batches with it:
+# augbench.regimes.cpu_dataloader.dataloader_memory).
 OUTPUT_SIZE = 224
 TAIL: tuple[str, ...] = ("Normalize", "ToTensor")
 

@@ -1,7 +1,7 @@
 """Sweeps on a SLURM cluster: ``snakemake --workflow-profile profiles/slurm`` (docs/slurm.md).
 
 Each timed job goes to the partition of its placement (config ``slurm.regimes``, keyed like
-``cloud.regimes`` by the placements of augbench/regimes.py) and asks the scheduler for what the
+``cloud.regimes`` by the placements of augbench/regimes/) and asks the scheduler for what the
 workflow knows it needs: its threads as cores, its predicted memory (augbench.memory), a GPU
 where its kind needs one and the partition has them, a time limit from the cost model's maximum
 for its rule, and the node to itself (``--exclusive``: no other job shares the cores it is

@@ -1,6 +1,6 @@
 """The jobs a configuration plans, as pure functions of the resolved config (no Snakemake).
 
-:class:`Sweep` is the configuration seen through the regime declarations (augbench/regimes.py):
+:class:`Sweep` is the configuration seen through the regime declarations (augbench/regimes/):
 shards of transforms, DataLoader settings, GPU settings, pipelines. ``Sweep.jobs()`` lists every
 timed job with its wildcards, result files and transforms; the workflow's rules request exactly
 these files (workflow/rules/common.smk), the cost estimate prices exactly these jobs, and the
@@ -665,7 +665,7 @@ class Sweep:
 
     def num_images_for(self, kind: JobKind) -> int:
         """Images one job of ``kind`` reads (its --num-images): the kind's own key where set,
-        capping num_images where the key is a cap (augbench/regimes.py ``images_key``)."""
+        capping num_images where the key is a cap (augbench/regimes/ ``images_key``)."""
         top = int(self.config["num_images"])
         own = self.config_value(kind.images_key)
         if own is None:

@@ -14,8 +14,9 @@ import snakemake_runner
 import yaml
 from conftest import OFFLINE_ENV, REPO
 
-from augbench import cost, regimes
+from augbench import cost, policy, regimes
 from augbench.policy import DATALOADER_MIN_RUNS
+from augbench.regimes import cpu_dataloader
 
 DS = "ds-0123456789ab"
 POLICY = {"preflight_items": 10, "max_seconds_per_item": 0.05, "preflight_max_seconds": 60.0,
@@ -411,8 +412,8 @@ def test_a_worker_count_is_priced_for_the_cores_it_will_run_on() -> None:
     16 workers on a 16-core machine transform 15.5 at once; on the 2-core machine no more than 2
     workers do; 0 workers are as measured; 2 workers on 16 cores, 2 at once."""
     model = _loader_model(cores=2)
-    arm = cost._arm_seconds
-    at = cost.MAIN_PROCESS_CORES
+    arm = cpu_dataloader.arm_seconds
+    at = policy.MAIN_PROCESS_CORES
     assert arm(model, "HorizontalFlip", "memory-w16", "regime", 0.0, 16) == pytest.approx(
         0.01 * (2 - at) / (16 - at)
     )
@@ -433,9 +434,9 @@ def test_a_recipe_the_run_did_not_measure_takes_the_librarys_median_at_that_sett
     """Not the regime's per-image median over every setting (which would price 16 workers like
     0): the measured recipes' rates at the setting, scaled the same way."""
     model = _loader_model(cores=2)
-    arm = cost._arm_seconds
+    arm = cpu_dataloader.arm_seconds
     at_16 = arm(model, "Elastic", "memory-w16", "regime", 0.0, 16)
-    scale = (2 - cost.MAIN_PROCESS_CORES) / (16 - cost.MAIN_PROCESS_CORES)
+    scale = (2 - policy.MAIN_PROCESS_CORES) / (16 - policy.MAIN_PROCESS_CORES)
     assert at_16 == pytest.approx(((0.01 + 0.03) / 2) * scale)
     # Megapixels scale it from the library's measured size.
     assert arm(model, "Elastic", "memory-w16", "regime", 0.4, 16) == pytest.approx(2 * at_16)

@@ -1,6 +1,7 @@
 """The package's modules import each other without a circle: no module reaches itself through its
 imports, counting the ones inside functions and those only for type checking (a circle hidden in
-a function is still two modules that each need the other)."""
+a function is still two modules that each need the other); no module is longer than a maintainer
+reads whole; each regime family is one module."""
 
 from __future__ import annotations
 
@@ -88,3 +89,30 @@ def test_the_package_has_no_import_circle() -> None:
 def test_a_circle_hidden_in_a_function_is_found() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert circles(graph) == [["a", "b", "c"]]
+
+
+# A module a maintainer reads whole; the rules' shared glue stays glue.
+MODULE_MAX_LINES = 800
+COMMON_SMK_MAX_LINES = 300
+
+
+def test_no_module_is_over_its_size_limit() -> None:
+    over = {
+        str(path.relative_to(REPO)): lines
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if (lines := len(path.read_text().splitlines())) > MODULE_MAX_LINES
+    }
+    assert over == {}, f"modules over {MODULE_MAX_LINES} lines: {over}"
+    common = REPO / "workflow" / "rules" / "common.smk"
+    assert len(common.read_text().splitlines()) <= COMMON_SMK_MAX_LINES
+
+
+def test_each_regime_family_is_one_module_holding_its_declaration_and_pricing() -> None:
+    from augbench import regimes
+
+    for regime in regimes.ALL:
+        homes = {kind.jobs.__module__ for kind in regime.kinds}
+        homes |= {type(kind.pricing).__module__ for kind in regime.kinds}
+        homes |= {kind.memory.__module__ for kind in regime.kinds} - {"augbench.regimes.records"}
+        homes -= {"augbench.regimes.pricing"}  # the shared wall-time pricing
+        assert len(homes) == 1 and homes.pop().startswith("augbench.regimes."), regime.name

@@ -1,6 +1,6 @@
 """The memory model of planned jobs (augbench/memory.py) and what feeds it: the pixel budget shared
 by the micro engine and the plan, the prediction formula, the image sizes known before staging,
-the footprints the regime declarations give (augbench/regimes.py) and the plan's refusal of a job
+the footprints the regime declarations give (augbench/regimes/) and the plan's refusal of a job
 that cannot fit its machine (augbench/sweep.py). No Snakemake, no benchmarked library."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The regime declarations (augbench/regimes.py) and the job lists they give (augbench/sweep.py),
+"""The regime declarations (augbench/regimes/) and the job lists they give (augbench/sweep.py),
 without Snakemake: which jobs each preset plans, their flags, and that a regime added by a
 declaration alone reaches the plan and the cost estimate. One test asks Snakemake which rules
 the workflow defines, so that no timed rule exists outside the declarations."""
@@ -15,6 +15,7 @@ import yaml
 from augbench import command_line, cost, memory, plan, regimes, sweep
 from augbench.adapters.base import CPU_TRANSFORMS
 from augbench.config import deep_merge, resolve
+from augbench.regimes.gpu import Stream
 
 REPO = Path(__file__).resolve().parents[1]
 EVERYTHING = {
@@ -132,7 +133,7 @@ DUMMY = regimes.Regime(
             rule="dummy", regime="dummy", role="results",
             result="results/raw/{machine}/{dataset}/dummy/{library}/{shard}.json",
             log="{machine}/{dataset}/dummy/{library}/{shard}", placement="micro",
-            engine="augbench.engines.dummy", cost="stream", jobs=_dummy_jobs,
+            engine="augbench.engines.dummy", pricing=Stream(), jobs=_dummy_jobs,
             args=lambda s, kind, w: {"library": w["library"], "shard": w["shard"]},
             threads=lambda s, w: 1, config_block="dali",
             memory=lambda s, kind, w: memory.Footprint(w["library"]),

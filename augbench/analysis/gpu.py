@@ -32,7 +32,7 @@ from augbench import adapters, regimes
 from augbench.analysis.speedups import speedup_interval
 from augbench.gpu_recipes import IDENTITY
 
-# The regimes declared as GPU regimes (augbench/regimes.py).
+# The regimes declared as GPU regimes (augbench/regimes/).
 GPU_REGIMES: tuple[str, ...] = regimes.gpu_regimes()
 # The CPU library every GPU row is divided by (the tables' and the cpu_vs_gpu figure's baseline):
 # the one whose declaration says so.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Check the training jobs' memory as planned for the machine that ran them (augbench.memory,
-regimes.training_memory with ``Sweep.host_gpu`` from this machine's NVIDIA driver, as the
+regimes.training.training_memory with ``Sweep.host_gpu`` from this machine's NVIDIA driver, as the
 workflow plans a local run) against their Snakemake benchmarks (``max_pss``: DataLoader workers
 share their parent's pages, counted once in a PSS sum).
 

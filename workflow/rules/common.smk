@@ -1,6 +1,6 @@
 # Configuration and input functions shared by every rule file. What the sweep plans (which jobs,
 # their wildcards, result files and engine flags) comes from augbench.sweep, which reads the
-# regime declarations in augbench/regimes.py; augbench.workflow_inputs connects them to the
+# regime declarations in augbench/regimes/; augbench.workflow_inputs connects them to the
 # rules, and this file hands its functions to them.
 import os
 import sys
@@ -109,7 +109,7 @@ MODULE_PIPELINE_LIBRARY = wi.MODULE_PIPELINE_LIBRARY
 MODULE_PIPELINES = INPUTS.module_pipelines
 resolve_pipeline_env = INPUTS.resolve_pipeline_env
 
-# timed rules: one pattern for every job kind of augbench/regimes.py
+# timed rules: one pattern for every job kind of augbench/regimes/
 TIMED_SHELL = wi.TIMED_SHELL
 timed_result = wi.timed_result
 timed_log = wi.timed_log

@@ -1,6 +1,6 @@
 # User pipelines (augbench/pipelines.py, docs/pipelines.md): the per-step breakdown (micro
 # regime, one thread), each pipeline as the recipe of the DataLoader, GPU DataLoader and DALI
-# regimes, and their tables and figure. Jobs, flags and placement: augbench/regimes.py (the
+# regimes, and their tables and figure. Jobs, flags and placement: augbench/regimes/ (the
 # kinds of role "pipelines").
 
 

@@ -194,7 +194,7 @@ def _per_regime(kind: str) -> list[Family]:
 
 
 # Every family the workflow knows, in the order figures are listed: the one registration (the
-# per-regime ones come from the regime declarations, augbench/regimes.py).
+# per-regime ones come from the regime declarations, augbench/regimes/).
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (

@@ -28,7 +28,7 @@ from augbench.analysis.figures.style import (
 )
 from augbench.analysis.groups import library_order, normalized
 
-# The regimes declared as GPU regimes (augbench/regimes.py).
+# The regimes declared as GPU regimes (augbench/regimes/).
 GPU_REGIMES = regimes.gpu_regimes()
 CPU_REGIME = "cpu_dataloader"
 # The CPU library the GPU rows are divided by: the GPU tables' (augbench.analysis.gpu).

@@ -1,0 +1,69 @@
+"""The path scheme of the timed jobs' files: where raw results lie, and how the allocator and the
+run dimensions show in a result's or a log's name. Every other module builds and parses these
+paths through here (a job kind's own pattern: :class:`augbench.regimes.records.JobKind`)."""
+
+from __future__ import annotations
+
+import re
+
+RAW = "results/raw/{machine}/{dataset}"
+PIPELINE_RAW = "results/pipelines/raw/{machine}/{dataset}"
+LAZY_RAW = "results/analysis/lazy_outputs/{machine}/{dataset}"
+
+# The allocator setting (config ``allocators``, augbench.allocator) is a dimension of every timed
+# job: its result and log paths carry it after the library, ``<library>+<setting>``, empty for
+# glibc as shipped (so glibc's paths are the ones a run without the dimension writes).
+ALLOCATOR_SEPARATOR = "+"
+ALLOCATOR_WILDCARD = "{allocator}"
+ALLOCATOR_PATTERN = r"(|\+[a-z][a-z-]*)"  # no "?": a storage query is parsed as a URL
+# Roles whose jobs run once per allocator setting (a diagnostic checks outputs, not time).
+ALLOCATOR_ROLES = ("results", "pipelines")
+# Runs of one job (a kind's ``runs_key``): run 1 writes the paths a run without the dimension
+# writes; run k > 1 adds ``-run<k>`` to its result file's and its log's names.
+RUN_WILDCARD = "{run}"
+RUN_PREFIX = "-run"
+RUN_PATTERN = r"(|-run[0-9]+)"
+
+
+# -- the allocator dimension (config allocators; augbench.allocator) --------------------------
+def allocator_suffix(setting: str) -> str:
+    """The ``{allocator}`` wildcard of a setting: empty for glibc as shipped."""
+    from augbench.allocator import DEFAULT_SETTING
+
+    return "" if setting == DEFAULT_SETTING else f"{ALLOCATOR_SEPARATOR}{setting}"
+
+
+def allocator_setting(suffix: str) -> str:
+    """The setting of an ``{allocator}`` wildcard (:func:`allocator_suffix` reversed)."""
+    from augbench.allocator import DEFAULT_SETTING
+
+    return suffix.removeprefix(ALLOCATOR_SEPARATOR) or DEFAULT_SETTING
+
+
+def split_allocator(name: str) -> tuple[str, str]:
+    """``albumentationsx+mimalloc`` -> (``albumentationsx``, ``mimalloc``): a path component
+    of a library's results, and the allocator setting it was measured under."""
+    library, separator, setting = name.partition(ALLOCATOR_SEPARATOR)
+    return library, allocator_setting(separator + setting)
+
+
+# -- the run dimension (a kind's runs_key) -------------------------------------------------------
+def run_suffix(run: int) -> str:
+    """The ``{run}`` wildcard of run ``run`` (1, 2, ...): empty for the first."""
+    if run < 1:
+        raise ValueError(f"runs count from 1, got {run}")
+    return "" if run == 1 else f"{RUN_PREFIX}{run}"
+
+
+def run_number(suffix: str) -> int:
+    """The run of a ``{run}`` wildcard (:func:`run_suffix` reversed)."""
+    return int(suffix.removeprefix(RUN_PREFIX)) if suffix else 1
+
+
+def without_run(path: str) -> tuple[str, int]:
+    """A result or log path of some run -> (the first run's path, the run): what the runs of one
+    job share (augbench.analysis.runs pools their rows)."""
+    found = re.search(rf"{re.escape(RUN_PREFIX)}([0-9]+)(\.json|\.tsv|\.log)?$", path)
+    if found is None:
+        return path, 1
+    return path[: found.start()] + (found.group(2) or ""), int(found.group(1))
