@@ -373,11 +373,8 @@ class Sweep:
             "all": "results/tables/all_results.csv",
             "coverage": "results/tables/coverage.csv",
         }
-        names = [r.name for r in self.configured_in_config_order()]
-        tables |= {f"speedups_{r}": f"results/tables/speedups_{r}.csv" for r in names}
-        tables |= {f"throughputs_{r}": f"results/tables/throughputs_{r}.csv" for r in names}
         for regime in self.configured_in_config_order():
-            tables |= regime.tables
+            tables |= regime.table_outputs()
         if len(self.allocators) > 1:  # time under each setting / glibc's (docs/allocator.md)
             tables["allocator_effect"] = ALLOCATOR_TABLES["results"]
         tables |= {

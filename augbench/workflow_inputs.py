@@ -513,20 +513,21 @@ class WorkflowInputs:
     def _table_outputs(self) -> dict[str, str]:
         """aggregate's tables (Sweep.table_outputs, named the same way) for table_regimes."""
         tables = dict(self.sweep.table_outputs())
-        own = {
-            r.name: {
-                f"speedups_{r.name}": f"results/tables/speedups_{r.name}.csv",
-                f"throughputs_{r.name}": f"results/tables/throughputs_{r.name}.csv",
-                **r.tables,
-            }
-            for r in regimes.ALL
-        }
+        own = {r.name: r.table_outputs() for r in regimes.ALL}
         for name in own:
             for key in own[name]:
                 tables.pop(key, None)
         for name in self.table_regimes:
             tables |= own[name]
         return tables
+
+    def table_arguments(self) -> dict[str, list[Any]]:
+        """What each regime table of table_regimes takes beyond the rows (Table.arguments)."""
+        return {
+            name: table.arguments(self.config)
+            for regime in self.table_regimes
+            for name, table in regimes.BY_NAME[regime].tables.items()
+        }
 
     def has_results(self, role: str) -> bool:
         """Whether the tables of ``role`` have anything to read: files on disk, or (but under

@@ -27,6 +27,7 @@ from augbench.regimes.records import (
     JobKind,
     Planner,
     Regime,
+    Table,
     Wildcards,
     job_kind,
     value_bytes,
@@ -453,7 +454,14 @@ CPU_DATALOADER = Regime(
         ),
     ),
     tables={
-        "worker_scaling_cpu_dataloader": "results/tables/worker_scaling_cpu_dataloader.csv",
-        "starvation_cpu_dataloader": "results/tables/starvation_cpu_dataloader.csv",
+        "worker_scaling_cpu_dataloader": Table(
+            "results/tables/worker_scaling_cpu_dataloader.csv",
+            "augbench.analysis.dataloader:worker_scaling",
+        ),
+        "starvation_cpu_dataloader": Table(
+            "results/tables/starvation_cpu_dataloader.csv",
+            "augbench.analysis.dataloader:starvation",
+            ("cpu_dataloader.required_throughput",),
+        ),
     },
 )  # fmt: skip

@@ -17,6 +17,7 @@ from augbench.regimes.records import (
     JobKind,
     Planner,
     Regime,
+    Table,
     Wildcards,
     job_kind,
     workers_threads,
@@ -28,9 +29,14 @@ if TYPE_CHECKING:
 SCOPES = "memory|decode"
 WORKERS = r"\d+"
 RANDOMNESS = "per-sample|batch-shared"
+# Written once, whichever of the two regimes are configured.
 GPU_TABLES = {
-    "gpu_vs_cpu_ratio": "results/tables/gpu_vs_cpu_ratio.csv",
-    "gpu_memory": "results/tables/gpu_throughput_memory.csv",
+    "gpu_vs_cpu_ratio": Table(
+        "results/tables/gpu_vs_cpu_ratio.csv", "augbench.analysis.gpu:gpu_vs_cpu_ratio"
+    ),
+    "gpu_memory": Table(
+        "results/tables/gpu_throughput_memory.csv", "augbench.analysis.gpu:throughput_vs_memory"
+    ),
 }
 
 

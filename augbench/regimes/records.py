@@ -32,6 +32,7 @@ How to add a regime: docs/architecture.md.
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -170,6 +171,32 @@ class JobKind:
 
 
 @dataclass(frozen=True)
+class Table:
+    """A table a regime adds to ``aggregate``'s: its file, the function that computes it from the
+    tidy rows (``module:function``, imported where the table is written: the analysis needs
+    pandas, the planning does not) and the config keys (dotted) whose values it takes after the
+    rows."""
+
+    path: str
+    builder: str
+    config_keys: tuple[str, ...] = ()
+
+    def arguments(self, config: Mapping[str, Any]) -> list[Any]:
+        """The builder's arguments after the rows: the values of its config keys."""
+        values = []
+        for key in self.config_keys:
+            value: Any = config
+            for part in key.split("."):
+                value = value[part]
+            values.append(value)
+        return values
+
+    def build(self, frame: Any, *arguments: Any) -> Any:
+        module, _, name = self.builder.partition(":")
+        return getattr(importlib.import_module(module), name)(frame, *arguments)
+
+
+@dataclass(frozen=True)
 class Regime:
     """A family of rows that are compared with each other, and the job kinds that measure it.
     It measures every library whose declaration has its capability (``needs``, one of
@@ -180,8 +207,8 @@ class Regime:
     kinds: tuple[JobKind, ...]
     gpu: bool = False
     # Tables beyond speedups_<regime> and throughputs_<regime> that `aggregate` writes when the
-    # regime is configured: output name -> path.
-    tables: Mapping[str, str] = field(default_factory=dict)
+    # regime is configured: output name -> table.
+    tables: Mapping[str, Table] = field(default_factory=dict)
     # Figure families drawn once per regime (figure file <family>_<regime>).
     figures: tuple[str, ...] = ("throughput", "stability")
 
@@ -189,6 +216,15 @@ class Regime:
     def libraries(self) -> tuple[str, ...]:
         """The libraries it measures: those declaring its capability (augbench.adapters)."""
         return adapters.with_capability(self.needs)
+
+    def table_outputs(self) -> dict[str, str]:
+        """``aggregate``'s tables of the regime, output name -> path: its speedups and
+        throughputs, and its own."""
+        return {
+            f"speedups_{self.name}": f"results/tables/speedups_{self.name}.csv",
+            f"throughputs_{self.name}": f"results/tables/throughputs_{self.name}.csv",
+            **{name: table.path for name, table in self.tables.items()},
+        }
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from augbench.regimes.records import (
     JobKind,
     Planner,
     Regime,
+    Table,
     Wildcards,
     job_kind,
     workers_threads,
@@ -238,6 +239,10 @@ TRAINING = Regime(
             caps_workers="always", runs_key="training.runs",
         ),
     ),
-    tables={"training": "results/tables/training.csv"},
+    tables={
+        "training": Table(
+            "results/tables/training.csv", "augbench.analysis.training:predicted_vs_measured"
+        )
+    },
     figures=("throughput",),
 )  # fmt: skip

@@ -24,6 +24,7 @@ rule aggregate:
     params:
         analysis_code=ANALYSIS_CODE,
         regimes=TABLE_REGIMES,
+        table_arguments=INPUTS.table_arguments(),
         present=present_files("results"),
         present_state=on_disk.state(present_files("results")),
         throughput_targets=config["cpu_dataloader"]["required_throughput"],

@@ -6,17 +6,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
-from augbench import starvation_model
-from augbench.analysis import (
-    allocator_effect,
-    dataloader,
-    gpu,
-    resolution,
-    speedups,
-    starvation,
-    tidy,
-    training,
-)
+from augbench import regimes, starvation_model
+from augbench.analysis import allocator_effect, resolution, speedups, starvation, tidy
 from augbench.logs import redirect_to_log
 from augbench.results import write_table_atomic
 
@@ -30,20 +21,12 @@ with redirect_to_log(snakemake.log[0]):  # noqa: F821
         part = frame[frame["regime"] == regime]
         write_table_atomic(speedups.compute(part), sm.output[f"speedups_{regime}"])
         write_table_atomic(speedups.throughput_table(part), sm.output[f"throughputs_{regime}"])
-    if "cpu_dataloader" in sm.params.regimes:
-        write_table_atomic(
-            dataloader.worker_scaling(frame), sm.output.worker_scaling_cpu_dataloader
-        )
-        write_table_atomic(
-            dataloader.starvation(frame, sm.params.throughput_targets),
-            sm.output.starvation_cpu_dataloader,
-        )
-    if "training" in sm.params.regimes:
-        write_table_atomic(training.predicted_vs_measured(frame), sm.output.training)
+    # The regimes' own tables (Regime.tables); one two regimes share is written once.
+    own = {n: t for r in sm.params.regimes for n, t in regimes.BY_NAME[r].tables.items()}
+    for name, table in own.items():
+        arguments = sm.params.table_arguments[name]
+        write_table_atomic(table.build(frame, *arguments), sm.output[name])
     write_table_atomic(speedups.coverage(frame), sm.output.coverage)
-    if hasattr(sm.output, "gpu_vs_cpu_ratio"):  # present when a GPU regime is configured
-        write_table_atomic(gpu.gpu_vs_cpu_ratio(frame), sm.output.gpu_vs_cpu_ratio)
-        write_table_atomic(gpu.throughput_vs_memory(frame), sm.output.gpu_memory)
     if hasattr(sm.output, "allocator_effect"):  # present with more than one allocator setting
         write_table_atomic(allocator_effect.table(frame), sm.output.allocator_effect)
     write_table_atomic(resolution.scaling_table(frame), sm.output.resolution_scaling)
