@@ -192,6 +192,12 @@ CHECKS = (
                 "d9dd7376d25412c27b891c6ec454ba8fb3ef6cd0",
                 "reference timings refitted on 2026-11-27, training priced from its passes",
             ),
+            Model(
+                "reference-2026-11-29",
+                "2c41eacbaec1f609d5914be9a5afa4da0c0883b0",
+                "a row in fresh processes learned per process; the pipelines' DataLoader jobs "
+                "refitted from two default runs",
+            ),
         ),
     ),
     Check(
@@ -350,6 +356,9 @@ RUNS = (
         "cost-validation-glibc-steady.tsv", "2026-11-27",
         "b73977cc64d5c38b9c6d6535b90ddecfbf6761b9", "reference-2026-11-27",
         what="training check, glibc-steady"),
+    Run("cost-validation", VM, "2026-11-29-cost-validation-paper-lite-under-load",
+        "cost_validation.tsv", "2026-11-29", "05c8bc1cb42e0487d0918c459e4a775a1bee1efc",
+        "reference-2026-11-29", what="paper-lite preset, under load (90 of 108 rows)"),
     Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
         "training_memory.tsv", "2026-11-25", "287abb80889acebe1531fc213bf13bc0ff372ea8",
         "gpu-context", what="ResNet-18 on the CPU"),
