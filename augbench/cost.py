@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from augbench import adapters, matrix, regimes
+from augbench import adapters, matrix, paths, regimes
 from augbench.regimes import Job
 from augbench.regimes.gpu import stream_images
 from augbench.regimes.pricing import (
@@ -94,7 +94,7 @@ def _result_files(run_dir: Path) -> list[tuple[Path, Path, str]]:
     the kinds' declared result and log patterns (a job_per: library job's one benchmark file
     is named after the job)."""
     out = []
-    for root in ("results/raw", "results/pipelines/raw"):
+    for root in (paths.RAW_ROOT, paths.PIPELINE_RAW_ROOT):
         for path in sorted((run_dir / root).glob("**/*.json")):
             found = regimes.kind_of_result(str(path.relative_to(run_dir)))
             if found is None:
@@ -109,7 +109,7 @@ def run_dataset_images(run_dir: Path) -> int | None:
     """Images of a finished run's dataset (the median over its manifests: the resolution
     sweep's datasets hold the same images resized), what dataset setup jobs scale from."""
     counts = []
-    for manifest in run_dir.glob("results/data/*/manifest.json"):
+    for manifest in run_dir.glob(paths.DATASET_MANIFEST.format(dataset="*")):
         try:
             counts.append(int(json.loads(manifest.read_text())["file_count"]))
         except (OSError, ValueError, KeyError):

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from augbench import policy
+from augbench import paths, policy
 
 MB = 2**20
 # Per library, measured by tools/checks/import_rss.py in processes of their own (the file names
@@ -193,7 +193,7 @@ def plan_sizes(
     config: Mapping[str, Any],
     base_key: str,
     derived: Mapping[str, Any],
-    data_dir: Path = Path("results/data"),
+    data_dir: Path = Path(paths.DATA),
 ) -> dict[str, ImageSizes]:
     """{dataset key: its image sizes} for the staged dataset and each derived one (``derived``:
     key -> ResizeSpec, augbench.resize). A derived dataset's sizes are its base's, resized."""

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from augbench import catalog
+from augbench import catalog, paths
 
 TARGETS: tuple[str, ...] = ("mask", "bboxes", "keypoints")
 # Which targets each library's adapter passes through its own API is ``Adapter.driven_targets``
@@ -295,7 +295,7 @@ def parse(data: Any, *, source: str = "inline", allow_diagnostic: bool = False) 
 
 # Where the workflow writes a ``module:attr`` pipeline resolved in the torchvision env
 # (rule resolve_pipeline); engines read it (:func:`from_json`).
-RESOLVED = "results/pipelines/resolved/{name}.json"
+RESOLVED = paths.RESOLVED_PIPELINE
 
 
 # The pipelines the workflow ships; every other configured pipeline is the user's own.

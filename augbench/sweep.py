@@ -17,23 +17,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from augbench import allocator, catalog, gpu_recipes, matrix, memory, profile, regimes
+from augbench import allocator, catalog, gpu_recipes, matrix, memory, paths, profile, regimes
 from augbench.policy import DATALOADER_THREADS, MICRO_THREADS, SlowTransformPolicy
 from augbench.regimes import Job, JobKind, Regime
 from augbench.results import usable_cores
 
 THREAD_POLICIES = {"micro": MICRO_THREADS, "dataloader": DATALOADER_THREADS}
-LAZY_TABLES = {
-    "csv": "results/analysis/lazy_outputs.csv",
-    "markdown": "results/analysis/lazy_outputs.md",
-}
-PIPELINE_FIGURE = "results/analysis/pipeline_breakdown.png"
-PIPELINE_ALLOCATOR_FIGURE = "results/analysis/allocator_effect_pipelines.png"
-# With more than one allocator setting: each setting's time / glibc's, per row of the same work.
-ALLOCATOR_TABLES = {
-    "results": "results/tables/allocator_effect.csv",
-    "pipelines": "results/tables/allocator_effect_pipelines.csv",
-}
 
 
 class PlanError(ValueError):
@@ -369,17 +358,14 @@ class Sweep:
 
     # -- tables and figures ---------------------------------------------------------------------
     def table_outputs(self) -> dict[str, str]:
-        tables = {
-            "all": "results/tables/all_results.csv",
-            "coverage": "results/tables/coverage.csv",
-        }
+        tables = {"all": paths.table("all_results"), "coverage": paths.table("coverage")}
         for regime in self.configured_in_config_order():
             tables |= regime.table_outputs()
         if len(self.allocators) > 1:  # time under each setting / glibc's (docs/allocator.md)
-            tables["allocator_effect"] = ALLOCATOR_TABLES["results"]
+            tables["allocator_effect"] = paths.ALLOCATOR_TABLES["results"]
         tables |= {
-            "resolution_scaling": "results/tables/resolution_scaling.csv",
-            "starvation": "results/tables/starvation.csv",
+            "resolution_scaling": paths.table("resolution_scaling"),
+            "starvation": paths.table("starvation"),
         }
         return tables
 
@@ -388,17 +374,17 @@ class Sweep:
         if not self.pipeline_names:
             return {}
         return {
-            "results": "results/tables/pipeline_results.csv",
-            "breakdown": "results/tables/pipeline_breakdown.csv",
+            "results": paths.table("pipeline_results"),
+            "breakdown": paths.table("pipeline_breakdown"),
             # "Will my GPU starve?" for the pipelines (augbench.analysis.starvation).
-            "starvation": "results/tables/starvation_pipelines.csv",
+            "starvation": paths.table("starvation_pipelines"),
             **(
-                {"allocator_effect": ALLOCATOR_TABLES["pipelines"]}
+                {"allocator_effect": paths.ALLOCATOR_TABLES["pipelines"]}
                 if len(self.allocators) > 1
                 else {}
             ),
             **{
-                f"speedups_{name}": f"results/tables/speedups_pipeline_{name}.csv"
+                f"speedups_{name}": paths.table(f"speedups_pipeline_{name}")
                 for name in self.pipeline_names
             },
         }
@@ -411,11 +397,11 @@ class Sweep:
         return [
             *self.outputs("results"),
             *self.table_outputs().values(),
-            *(LAZY_TABLES.values() if self.lazy_enabled else []),
+            *(paths.LAZY_TABLES.values() if self.lazy_enabled else []),
             *pipelines,
-            *([PIPELINE_FIGURE] if self.pipeline_names else []),
+            *([paths.PIPELINE_FIGURE] if self.pipeline_names else []),
             *(
-                [PIPELINE_ALLOCATOR_FIGURE]
+                [paths.PIPELINE_ALLOCATOR_FIGURE]
                 if self.pipeline_names and len(self.allocators) > 1
                 else []
             ),
@@ -541,7 +527,7 @@ class Sweep:
             flags = {"num_images": count, "input_megapixels": base.mean_pixels(count) / 1e6}
             out.append(Job("resize_dataset", params_json=json.dumps(flags),
                                 megapixels=self.mean_pixels(key, count) / 1e6,
-                                output=f"results/data/archives/{key}.tar"))  # fmt: skip
+                                output=paths.DATASET_ARCHIVE.format(dataset=key)))  # fmt: skip
         return out
 
     # -- memory (augbench.memory) ---------------------------------------------------------------
@@ -705,7 +691,7 @@ def dataset_facts(
     config: Mapping[str, Any],
     dataset: str,
     derived: Mapping[str, Any],
-    data_dir: Path = Path("results/data"),
+    data_dir: Path = Path(paths.DATA),
 ) -> tuple[dict[str, memory.ImageSizes], dict[str, int]]:
     """What the plan knows of the datasets before staging: image sizes per key (for memory) and
     the resolution of each derived key (``derived``: key -> (identity, ResizeSpec))."""

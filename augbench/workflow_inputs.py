@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from augbench import adapters, command_line, cuda_env, regimes, slurm, sweep
+from augbench import adapters, command_line, cuda_env, paths, regimes, slurm, sweep
 from augbench import pipelines as user_pipelines
 from augbench.analysis import on_disk
 from augbench.logs import exit_on_user_error, exit_with
@@ -27,8 +27,6 @@ from augbench.resize import configured_datasets
 # Paths of this machine reach the timed jobs through the environment (common.smk sets them).
 ROOT_VAR, PYTHON_VAR = "AUGBENCH_ROOT", "AUGBENCH_PYTHON"
 
-# The manifest a benchmark job reads: the staged dataset's or a derived one's (wildcard dataset).
-DATASET_MANIFEST = "results/data/{dataset}/manifest.json"
 
 # The shell of every timed rule: thread policy, the launcher (augbench.provision: the node's venv
 # and staged dataset; it appends --manifest and --env-marker), the engine and its flags
@@ -40,13 +38,6 @@ TIMED_SHELL = (
     " -- {params.engine} {params.output_flag} {output:q} 2>&1 | tee {log:q}"
 )
 
-# The answer page (augbench.analysis.recommendation).
-RECOMMENDATION = {
-    "table": "results/tables/recommendation.csv",
-    "page": "results/analysis/recommendation.md",
-    # The page as HTML, the first screen of `snakemake --report` (workflow/rules/report.smk).
-    "html": "results/analysis/recommendation.html",
-}
 
 # The library whose env imports pipelines given as package.module:attribute (a torchvision v2
 # Compose; augbench/pipeline_sources/torchvision_module.py).
@@ -77,7 +68,7 @@ def key_pattern(keys: Iterable[str]) -> str:
 
 def env_marker(library: str) -> str:
     """The marker of the env ``library`` measures in: a second name's is its base library's."""
-    return f"results/envs/{adapters.base_of(library)}.json"
+    return paths.ENV_RECORD.format(library=adapters.base_of(library))
 
 
 def library_conda_env(wildcards: Any) -> str:
@@ -213,7 +204,7 @@ class WorkflowInputs:
         self.dataset_id = dataset_id
         self.dataset = dataset_id.key
         self.derived = derived
-        self.manifest = f"results/data/{self.dataset}/manifest.json"
+        self.manifest = paths.DATASET_MANIFEST.format(dataset=self.dataset)
         with exit_on_user_error():
             self.sweep = sweep.Sweep(
                 self.config,
@@ -301,10 +292,12 @@ class WorkflowInputs:
     def dataset_archive(self, wildcards: Any) -> Any:
         derived = getattr(wildcards, "dataset", self.dataset)
         if derived in self.derived:
-            return f"results/data/archives/{derived}.tar"
+            return paths.DATASET_ARCHIVE.format(dataset=derived)
         archive = self.config["dataset"].get("archive")
         if not archive:
-            return f"results/data/archives/default-{self.config['dataset']['default_images']}.tar"
+            return paths.DATASET_ARCHIVE.format(
+                dataset=f"default-{self.config['dataset']['default_images']}"
+            )
         if archive.startswith("gs://"):
             return self.storage_of(archive)
         return archive
@@ -380,12 +373,12 @@ class WorkflowInputs:
         """resolve_pipeline's env marker: ancient() where the pipeline is resolved already, else
         plain, so that the resolution runs in the same run as the env build it waits on."""
         marker = env_marker(MODULE_PIPELINE_LIBRARY)
-        done = Path(f"results/pipelines/resolved/{wildcards.pipeline}.json").exists()
+        done = Path(paths.RESOLVED_PIPELINE.format(pipeline=wildcards.pipeline)).exists()
         return self.ancient(marker) if done else marker
 
     def resolved_pipeline_inputs(self, wildcards: Any) -> dict[str, str]:
         return {
-            f"resolved_{name}": f"results/pipelines/resolved/{name}.json"
+            f"resolved_{name}": paths.RESOLVED_PIPELINE.format(pipeline=name)
             for name in self.module_pipelines
         }
 
@@ -564,11 +557,11 @@ class WorkflowInputs:
         user pipelines' rows, for this workflow's own sweep."""
         if wildcards.root != "results":
             return {}
-        extra = {"lazy": sweep.LAZY_TABLES["csv"]} if self.has_results("diagnostic") else {}
-        extra["starvation"] = "results/tables/starvation.csv"
-        extra["recommendation"] = RECOMMENDATION["table"]
+        extra = {"lazy": paths.LAZY_TABLES["csv"]} if self.has_results("diagnostic") else {}
+        extra["starvation"] = paths.table("starvation")
+        extra["recommendation"] = paths.RECOMMENDATION["table"]
         if self.sweep.pipeline_names and self.has_results("pipelines"):
-            extra["pipelines"] = "results/tables/pipeline_results.csv"
+            extra["pipelines"] = paths.table("pipeline_results")
         return extra
 
     def after_timed_jobs(self, wildcards: Any = None) -> Any:
@@ -590,16 +583,16 @@ class WorkflowInputs:
         files on disk."""
         pipelines = []
         if self.sweep.pipeline_names and self.has_results("pipelines"):
-            pipelines = [*self.sweep.pipeline_tables().values(), sweep.PIPELINE_FIGURE]
+            pipelines = [*self.sweep.pipeline_tables().values(), paths.PIPELINE_FIGURE]
             if len(self.sweep.allocators) > 1:
-                pipelines.append(sweep.PIPELINE_ALLOCATOR_FIGURE)
-        lazy = list(sweep.LAZY_TABLES.values()) if self.has_results("diagnostic") else []
+                pipelines.append(paths.PIPELINE_ALLOCATOR_FIGURE)
+        lazy = list(paths.LAZY_TABLES.values()) if self.has_results("diagnostic") else []
         return [
             *self.tables.values(),
             *lazy,
             *pipelines,
             *figure_targets(),
-            *RECOMMENDATION.values(),
+            *paths.RECOMMENDATION.values(),
         ]
 
     def final_targets(self) -> list[str]:
@@ -609,7 +602,7 @@ class WorkflowInputs:
             *self.sweep.targets(),
             *self.tables.values(),
             *figure_targets(),
-            *RECOMMENDATION.values(),
+            *paths.RECOMMENDATION.values(),
         ]
 
     def recommendation_inputs(self, wildcards: Any = None) -> dict[str, str]:

@@ -12,7 +12,7 @@ import pytest
 import snakemake_runner
 import yaml
 
-from augbench import command_line, cost, memory, plan, regimes, sweep
+from augbench import command_line, cost, memory, paths, plan, regimes, sweep
 from augbench.adapters.base import CPU_TRANSFORMS
 from augbench.config import deep_merge, resolve
 from augbench.regimes.gpu import Stream
@@ -222,8 +222,8 @@ def test_each_allocator_setting_is_its_own_jobs_and_files() -> None:
     assert "allocator_effect" in two.pipeline_tables()
     assert "allocator_effect" not in one.table_outputs()
     assert "allocator_effect" not in one.pipeline_tables()
-    assert sweep.PIPELINE_ALLOCATOR_FIGURE in two.targets()
-    assert sweep.PIPELINE_ALLOCATOR_FIGURE not in one.targets()
+    assert paths.PIPELINE_ALLOCATOR_FIGURE in two.targets()
+    assert paths.PIPELINE_ALLOCATOR_FIGURE not in one.targets()
     # The cost model prices every setting's jobs, each with its own benchmark file.
     priced = [j for j in two.cost_jobs() if j.rule == "micro"]
     assert len(priced) == 2 * len([j for j in one.cost_jobs() if j.rule == "micro"])

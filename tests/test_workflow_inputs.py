@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from augbench import command_line, regimes
+from augbench import command_line, paths, regimes
 from augbench import workflow_inputs as wi
 from augbench.config import deep_merge, resolve
 
@@ -64,7 +64,7 @@ def test_the_tables_read_other_datasets_results_as_plain_inputs(
     assert run.present_files("results") == []
     assert "micro" in run.table_regimes
     assert set(run.tables.values()) <= set(run.final_targets())
-    assert {"results/figures", *wi.RECOMMENDATION.values()} <= set(run.final_targets())
+    assert {"results/figures", *paths.RECOMMENDATION.values()} <= set(run.final_targets())
 
 
 def test_a_measured_job_waits_on_ancient_env_markers_a_missing_one_on_plain(

@@ -20,13 +20,15 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
+from augbench import paths
+
 # Where each role's result files sit: (folder, pattern below <folder>/<machine>/).
 # results/raw/<machine>/<dataset>/<regime>/<library>/<file>.json and the pipelines' alike;
 # results/analysis/lazy_outputs/<machine>/<dataset>/<library>.json.
 LAYOUT = {
-    "results": ("results/raw", "*/*/*/*.json"),
-    "pipelines": ("results/pipelines/raw", "*/*/*/*.json"),
-    "diagnostic": ("results/analysis/lazy_outputs", "*/*.json"),
+    "results": (paths.RAW_ROOT, "*/*/*/*.json"),
+    "pipelines": (paths.PIPELINE_RAW_ROOT, "*/*/*/*.json"),
+    "diagnostic": (paths.LAZY_ROOT, "*/*.json"),
 }
 
 

@@ -45,7 +45,7 @@ def from_config(cfg: dict[str, Any], basedir: Path) -> list[Pipeline]:
             path = entry_path(entry, basedir)
             if not path.exists() and torchvision_module.is_module_ref(entry):
                 pipeline = torchvision_module.placeholder(entry, source=entry)
-                resolved = RESOLVED.format(name=pipeline.name)
+                resolved = RESOLVED.format(pipeline=pipeline.name)
                 out.append(replace(pipeline, native={**pipeline.native, "resolved": resolved}))
                 continue
             # Rows record the path as configured: the same on every machine and checkout.

@@ -3,7 +3,7 @@
 - :mod:`augbench.regimes.records`: the records a regime declares (:class:`Regime`, its job kinds
   :class:`JobKind`, a planned :class:`Job`, what planning reads: :class:`Planner`) and the
   registry of regimes;
-- :mod:`augbench.regimes.paths`: the path scheme of the timed jobs' files;
+- :mod:`augbench.paths`: the path scheme of the timed jobs' files;
 - :mod:`augbench.regimes.pricing`: what the cost model's pricing of every kind shares;
 - one module per regime family, each holding its declaration, how its jobs are planned, what
   they hold in memory, how they are priced and the tables it adds: :mod:`.micro`,
@@ -16,11 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from augbench.regimes import records
-from augbench.regimes.cpu_dataloader import CPU_DATALOADER
-from augbench.regimes.gpu import DALI, GPU_DATALOADER
-from augbench.regimes.micro import MICRO
-from augbench.regimes.paths import (
+from augbench.paths import (
     ALLOCATOR_PATTERN,
     ALLOCATOR_ROLES,
     allocator_setting,
@@ -30,6 +26,10 @@ from augbench.regimes.paths import (
     split_allocator,
     without_run,
 )
+from augbench.regimes import records
+from augbench.regimes.cpu_dataloader import CPU_DATALOADER
+from augbench.regimes.gpu import DALI, GPU_DATALOADER
+from augbench.regimes.micro import MICRO
 from augbench.regimes.records import (
     ANALYSIS_RULES,
     BY_NAME,

@@ -10,8 +10,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from augbench.adapters.base import CPU_TRANSFORMS
+from augbench.paths import PIPELINE_RAW, RAW
 from augbench.policy import DATALOADER_MIN_RUNS, MAIN_PROCESS_CORES
-from augbench.regimes.paths import PIPELINE_RAW, RAW
 from augbench.regimes.pricing import (
     Estimate,
     JobTiming,

@@ -10,7 +10,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from augbench.adapters.base import DALI_PIPELINE, GPU_BATCHES
-from augbench.regimes.paths import PIPELINE_RAW, RAW
+from augbench.paths import PIPELINE_RAW, RAW
 from augbench.regimes.pricing import MEDIAN_THROUGHPUT, Estimate, KindModel, PricedJob, Pricing
 from augbench.regimes.records import (
     Job,

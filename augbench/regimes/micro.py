@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from augbench import adapters, policy
 from augbench.adapters.base import CPU_TRANSFORMS
+from augbench.paths import LAZY_RAW, PIPELINE_RAW, RAW
 from augbench.policy import BREAKDOWN_VALUES_PER_PROCESS
-from augbench.regimes.paths import LAZY_RAW, PIPELINE_RAW, RAW
 from augbench.regimes.pricing import (
     MEDIAN_THROUGHPUT,
     Estimate,

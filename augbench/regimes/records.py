@@ -11,7 +11,7 @@ declares
   ``aggregate`` (tables, figures, speedups), ``pipelines`` rows to ``pipeline_tables``,
   ``diagnostic`` rows to their own table (the lazy-output check);
 - ``result`` and ``log``: the patterns of its result file and of its log/benchmark files
-  (wildcards ``machine``, ``dataset``, ``library`` and the kind's own; augbench.regimes.paths);
+  (wildcards ``machine``, ``dataset``, ``library`` and the kind's own; augbench.paths);
 - ``placement``: its machine class, a key of config ``cloud.regimes``;
 - ``engine``, ``thread_policy``: the module run in the library's env, and the thread policy the
   launcher sets before Python starts (augbench.policy);
@@ -20,7 +20,7 @@ declares
 - ``images_key`` (and ``images_cap``): the config key that sets how many images a job reads, so
   its ``--num-images`` and the dataset check before staging come from one place;
 - ``runs_key``: the config key that sets how many times each of its jobs runs, each run a job
-  and a process of its own (its paths carry the run: augbench.regimes.paths.run_suffix); the
+  and a process of its own (its paths carry the run: augbench.paths.run_suffix); the
   tables pool a setting's runs into one row (augbench.analysis.runs). Empty: one run;
 - ``jobs``, ``args``, ``threads``, ``memory``: how its jobs are enumerated from a configuration,
   the engine's flags of one job, its threads and what it holds in memory
@@ -39,8 +39,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from augbench import adapters
-from augbench.regimes.paths import (
+from augbench import adapters, paths
+from augbench.paths import (
     ALLOCATOR_PATTERN,
     ALLOCATOR_WILDCARD,
     RUN_PATTERN,
@@ -221,8 +221,8 @@ class Regime:
         """``aggregate``'s tables of the regime, output name -> path: its speedups and
         throughputs, and its own."""
         return {
-            f"speedups_{self.name}": f"results/tables/speedups_{self.name}.csv",
-            f"throughputs_{self.name}": f"results/tables/throughputs_{self.name}.csv",
+            f"speedups_{self.name}": paths.table(f"speedups_{self.name}"),
+            f"throughputs_{self.name}": paths.table(f"throughputs_{self.name}"),
             **{name: table.path for name, table in self.tables.items()},
         }
 
@@ -380,7 +380,7 @@ def kind_of_result(path: str) -> tuple[JobKind, dict[str, str]] | None:
 def benchmark_glob(kind: JobKind) -> tuple[str, str]:
     """Where the benchmark files of a kind lie below benchmarks/ (a glob over every machine and
     dataset) and whether the library is the file's stem or its folder (either may carry an
-    allocator suffix: augbench.regimes.paths.split_allocator)."""
+    allocator suffix: augbench.paths.split_allocator)."""
     pattern = re.sub(r"(\{\w+\})+", "*", kind.log)
     return f"{pattern}.tsv", "stem" if kind.log.endswith(ALLOCATOR_WILDCARD) else "folder"
 

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from augbench import adapters, policy
 from augbench.adapters.base import DALI_PIPELINE, TRAINING_FEED
+from augbench.paths import RAW
 from augbench.regimes.cpu_dataloader import arm_seconds
-from augbench.regimes.paths import RAW
 from augbench.regimes.pricing import (
     MEDIAN_THROUGHPUT,
     Estimate,

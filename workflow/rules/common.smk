@@ -17,6 +17,7 @@ from augbench import (
     adapters,
     command_line,
     matrix,
+    paths,
     regimes,
     run_end,
     slurm,
@@ -96,7 +97,7 @@ wildcard_constraints:
 
 
 # -- input, params, threads and resources functions of the rules (augbench.workflow_inputs) ------
-DATASET_MANIFEST = wi.DATASET_MANIFEST
+DATASET_MANIFEST = paths.DATASET_MANIFEST
 dataset_archive = INPUTS.dataset_archive
 cost_profile = INPUTS.cost_profile
 
@@ -124,7 +125,7 @@ REGIME_OF_RULE = wi.REGIME_OF_RULE
 TIMED_KINDS = INPUTS.timed_kinds
 
 # what the sweep produces: the tables' inputs, planned and on disk (augbench.analysis.on_disk)
-LAZY_TABLES = sweep.LAZY_TABLES
+LAZY_TABLES = paths.LAZY_TABLES
 PIPELINE_NAMES = SWEEP.pipeline_names
 present_files = INPUTS.present_files
 aggregate_inputs = INPUTS.aggregate_inputs
@@ -135,7 +136,7 @@ TABLES = INPUTS.tables
 after_timed_jobs = INPUTS.after_timed_jobs
 
 # figures, report, the answer page and the cost estimate
-RECOMMENDATION = wi.RECOMMENDATION
+RECOMMENDATION = paths.RECOMMENDATION
 summary_extra_inputs = INPUTS.summary_extra_inputs
 plot_products = INPUTS.plot_products
 final_targets = INPUTS.final_targets

@@ -5,7 +5,7 @@ from augbench.logs import exit_with
 
 rule build_default_archive:
     output:
-        archive="results/data/archives/default-{n}.tar",
+        archive=paths.DATASET_ARCHIVE.format(dataset="default-{n}"),
     log:
         "logs/data/build_default_archive-{n}.log",
     benchmark:
@@ -48,7 +48,7 @@ rule stage_dataset:
         archive=dataset_archive,
     output:
         manifest=MANIFEST,
-        images=directory(f"results/data/{DATASET}/images"),
+        images=directory(paths.DATASET_IMAGES.format(dataset=DATASET)),
     log:
         f"logs/data/stage_dataset-{DATASET}.log",
     benchmark:
@@ -79,11 +79,11 @@ if DERIVED:
     rule resize_dataset:
         input:
             manifest=MANIFEST,
-            images=f"results/data/{DATASET}/images",
+            images=paths.DATASET_IMAGES.format(dataset=DATASET),
         output:
-            archive="results/data/archives/{dataset}.tar",
-            manifest="results/data/{dataset}/manifest.json",
-            images=directory("results/data/{dataset}/images"),
+            archive=paths.DATASET_ARCHIVE,
+            manifest=paths.DATASET_MANIFEST,
+            images=directory(paths.DATASET_IMAGES),
         log:
             "logs/data/resize_dataset-{dataset}.log",
         benchmark:

@@ -7,7 +7,7 @@
 
 rule build_env:
     output:
-        marker="results/envs/{library}.json",
+        marker=paths.ENV_RECORD,
     log:
         "logs/envs/{library}.log",
     benchmark:

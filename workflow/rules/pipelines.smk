@@ -12,7 +12,7 @@ rule resolve_pipeline:
     input:
         env=resolve_pipeline_env,
     output:
-        resolved="results/pipelines/resolved/{pipeline}.json",
+        resolved=paths.RESOLVED_PIPELINE,
     log:
         "logs/pipelines/resolve/{pipeline}.log",
     benchmark:
@@ -60,10 +60,10 @@ rule pipeline_tables:
 
 rule pipeline_figure:
     input:
-        table="results/tables/pipeline_breakdown.csv",
+        table=paths.table("pipeline_breakdown"),
     output:
         png=report(
-            sweep.PIPELINE_FIGURE,
+            paths.PIPELINE_FIGURE,
             caption="../report/pipeline_breakdown.rst",
             category="Figures",
             labels={"figure": "pipeline_breakdown", "results": "results"},
@@ -86,10 +86,10 @@ rule pipeline_figure:
 # With more than one allocator setting: each pipeline's time under a setting / glibc's.
 rule pipeline_allocator_figure:
     input:
-        results="results/tables/pipeline_results.csv",
+        results=paths.table("pipeline_results"),
     output:
         png=report(
-            sweep.PIPELINE_ALLOCATOR_FIGURE,
+            paths.PIPELINE_ALLOCATOR_FIGURE,
             caption="../report/allocator_effect_pipelines.rst",
             category="Figures",
             labels={"figure": "allocator_effect_pipelines", "results": "results"},

@@ -1,14 +1,61 @@
-"""The path scheme of the timed jobs' files: where raw results lie, and how the allocator and the
-run dimensions show in a result's or a log's name. Every other module builds and parses these
-paths through here (a job kind's own pattern: :class:`augbench.regimes.records.JobKind`)."""
+"""The path scheme of what a run writes, declared once: the rules (workflow/rules/*.smk), the sweep,
+the workflow's inputs, the cost model and the analysis build and parse paths through here.
+
+- the staged data: archives, manifests and images per dataset key;
+- raw results per role (``results``, ``pipelines``, ``diagnostic``), each timed job kind's own
+  pattern below its root (:class:`augbench.regimes.records.JobKind`), with the allocator and the
+  run dimensions in a result's or a log's name;
+- the tables, the analysis pages and figures the downstream rules write.
+"""
 
 from __future__ import annotations
 
 import re
 
-RAW = "results/raw/{machine}/{dataset}"
-PIPELINE_RAW = "results/pipelines/raw/{machine}/{dataset}"
-LAZY_RAW = "results/analysis/lazy_outputs/{machine}/{dataset}"
+# -- staged data (rules stage_dataset, resize_dataset, build_default_archive) -------------------
+DATA = "results/data"
+DATASET_MANIFEST = DATA + "/{dataset}/manifest.json"
+DATASET_IMAGES = DATA + "/{dataset}/images"
+DATASET_ARCHIVE = DATA + "/archives/{dataset}.tar"
+# A library's env record (rule build_env).
+ENV_RECORD = "results/envs/{library}.json"
+# A ``module:attr`` pipeline resolved in the torchvision env (rule resolve_pipeline).
+RESOLVED_PIPELINE = "results/pipelines/resolved/{pipeline}.json"
+
+# -- raw results, per role ------------------------------------------------------------------------
+RAW_ROOT = "results/raw"
+PIPELINE_RAW_ROOT = "results/pipelines/raw"
+LAZY_ROOT = "results/analysis/lazy_outputs"
+ROLE_ROOTS = {"results": RAW_ROOT, "pipelines": PIPELINE_RAW_ROOT, "diagnostic": LAZY_ROOT}
+RAW = RAW_ROOT + "/{machine}/{dataset}"
+PIPELINE_RAW = PIPELINE_RAW_ROOT + "/{machine}/{dataset}"
+LAZY_RAW = LAZY_ROOT + "/{machine}/{dataset}"
+
+# -- tables, pages and figures -----------------------------------------------------------------
+TABLES = "results/tables"
+ANALYSIS = "results/analysis"
+
+
+def table(name: str) -> str:
+    """``results/tables/<name>.csv``."""
+    return f"{TABLES}/{name}.csv"
+
+
+LAZY_TABLES = {"csv": f"{ANALYSIS}/lazy_outputs.csv", "markdown": f"{ANALYSIS}/lazy_outputs.md"}
+PIPELINE_FIGURE = f"{ANALYSIS}/pipeline_breakdown.png"
+PIPELINE_ALLOCATOR_FIGURE = f"{ANALYSIS}/allocator_effect_pipelines.png"
+# With more than one allocator setting: each setting's time / glibc's, per row of the same work.
+ALLOCATOR_TABLES = {
+    "results": table("allocator_effect"),
+    "pipelines": table("allocator_effect_pipelines"),
+}
+# The answer page (augbench.analysis.recommendation); as HTML, the first screen of
+# `snakemake --report` (workflow/rules/report.smk).
+RECOMMENDATION = {
+    "table": table("recommendation"),
+    "page": f"{ANALYSIS}/recommendation.md",
+    "html": f"{ANALYSIS}/recommendation.html",
+}
 
 # The allocator setting (config ``allocators``, augbench.allocator) is a dimension of every timed
 # job: its result and log paths carry it after the library, ``<library>+<setting>``, empty for
