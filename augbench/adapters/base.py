@@ -53,6 +53,12 @@ DALI_PIPELINE = "dali_pipeline"  # its own pipelines of decode and operators (da
 TRAINING_FEED = "training_feed"  # a loader that feeds the training regime's step
 CAPABILITIES = (CPU_TRANSFORMS, GPU_BATCHES, DALI_PIPELINE, TRAINING_FEED)
 
+# What the engines import beside a library, in every library's env (envs/common.in): every
+# engine's progress bar (distribution -> module), and the micro regime's timer, which no other
+# regime's engine imports.
+ENGINE_PACKAGES: dict[str, str] = {"tqdm": "tqdm"}
+MICRO_TIMER = "pyperf"
+
 # How a library's env is locked (Adapter.lock_mode).
 LOCK_JOINT, LOCK_SHARED, LOCK_ALONE = "joint", "shared", "alone"
 LOCK_MODES = (LOCK_JOINT, LOCK_SHARED, LOCK_ALONE)
@@ -117,6 +123,16 @@ class Adapter:
     # there. A library with its own pipeline loader (DALI: threads) may lack it.
     env_has_torch: bool = True
     distribution: str = ""  # PyPI distribution whose version identifies the library
+    # On an offline GPU node (augbench.gpu_node: its own Python with torch preinstalled, no
+    # network): what the library's GPU path imports there beyond torch and ENGINE_PACKAGES,
+    # distribution (as its lock spells it) -> module. The node kit runs the GPU regimes of every
+    # library with gpu_batches whose distributions the node has or its bundle brings.
+    node_packages: ClassVar[dict[str, str]] = {}
+    # Why those distributions cannot travel in the node's bundle; empty: their wheels install
+    # beside the node's own torch, so the bundle brings those the node lacks, pinned by the
+    # library's lock (envs/<name>.txt). A library that cannot travel runs on a node only where
+    # the node has its distributions already.
+    node_unfit: str = ""
     # Distributions whose versions are recorded with every result row.
     recorded_distributions: tuple[str, ...] = ("numpy", "torch", "pillow", "pyperf")
     native_format: str = ""

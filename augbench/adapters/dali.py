@@ -164,6 +164,11 @@ class DaliAdapter(Adapter):
     lock_mode = LOCK_ALONE  # its own CUDA stack
     env_has_torch = False
     distribution = "nvidia-dali-cuda120"
+    node_packages: ClassVar[dict[str, str]] = {"nvidia-dali-cuda120": "nvidia.dali"}
+    node_unfit = (
+        "about 1.1 GB with its CUDA 12 libraries: far over the bundle limit, so the dali regime "
+        "(and DALI-fed training) cannot run on the node"
+    )
     recorded_distributions = (
         "numpy",
         "nvidia-nvimgcodec-cu12",

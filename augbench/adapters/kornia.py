@@ -47,6 +47,8 @@ class KorniaAdapter(Adapter):
     gpu_randomness = ("per-sample",)  # its augmentations sample per image by design
     distribution = "kornia"
     recorded_distributions = ("kornia-rs", "torch", "torchvision", "numpy", "pyperf")
+    # Pure-Python Kornia and kornia-rs's wheel need no particular torch: they travel to a GPU node.
+    node_packages: ClassVar[dict[str, str]] = {"kornia": "kornia", "kornia-rs": "kornia_rs"}
     value_bytes = 4  # float32
     working_value_bytes = 4
     native_format = (

@@ -56,6 +56,11 @@ class TorchvisionAdapter(Adapter):
     gpu_randomness = ("per-sample", "batch-shared")
     distribution = "torchvision"
     recorded_distributions = ("torch", "numpy", "pillow", "pyperf")
+    node_packages: ClassVar[dict[str, str]] = {"torchvision": "torchvision"}
+    node_unfit = (
+        "each torchvision wheel is built against one torch release: a node runs its own "
+        "torchvision, beside its own torch"
+    )
     # uint8 tensors, but colour and blur transforms compute in float32 (the memory model).
     working_value_bytes = 4
     native_format = "torch.Tensor 3xHxW uint8 (RGB), channels-last memory (strides (1, W*3, 3))"

@@ -4,11 +4,14 @@ The node (docs/gpu_regimes.md, "On an offline GPU node") has a system Python wit
 torchvision and no network; what the GPU regimes need beyond that travels in one folder:
 
 - ``wheels/``: manylinux x86_64 wheels for the node's interpreter (``--python-version``), one
-  ``pip download --only-binary=:all: --no-deps`` per pinned requirement: Kornia and kornia-rs (the
-  Kornia GPU path), tqdm (every engine's progress bar), each pinned by ``envs/kornia.txt``; pip
-  itself (the node's interpreter may have none; prove.sh runs it from its wheel). Neither
-  pyperf nor AlbumentationsX is brought: the GPU regimes' torchvision and Kornia paths import
-  neither (pyperf times the micro regime only), and DALI's wheel (about 1.1 GB) cannot be;
+  ``pip download --only-binary=:all: --no-deps`` per pinned requirement: what the node's
+  libraries' GPU paths and the engines import that the node lacks, each pinned by its library's
+  lock (augbench.gpu_node.libraries reads both from the library declarations: for the shipped
+  libraries Kornia and kornia-rs, the Kornia GPU path, and tqdm, every engine's progress bar,
+  pinned by ``envs/kornia.txt``); pip itself (the node's interpreter may have none; prove.sh runs
+  it from its wheel). What is not brought, and why, goes into the manifest: a library whose
+  wheels cannot travel (DALI's, about 1.1 GB), the CPU reference (AlbumentationsX) and pyperf,
+  which the GPU regimes' engines do not import;
 - ``augbench-project.tar.gz``: this checkout's working tree (the ``augbench`` package, ``config/``,
   the ``envs/`` locks the node's env markers are compared with, ``tools/gpu_node``);
 - ``dataset-sources/``: the photographs the embedded default dataset is cut from (scikit-image's
@@ -40,6 +43,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from augbench.gpu_node import libraries as node_libraries
+from augbench.gpu_node.libraries import normalized
+
 LIMIT_MIB = 60.0
 # Room kept under the limit for the two manifests written last (bundle.json, SHA256SUMS: a few KB).
 MANIFESTS_ALLOWANCE = 64 * 1024
@@ -47,23 +53,9 @@ PIP_VERSION = "26.3"
 # Platform tags pip may pick wheels for: the node's glibc is at least 2.28 (its torch wheels are
 # manylinux_2_28), and older manylinux tags are accepted by pip below these.
 PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_28_x86_64")
-# What the GPU regimes' engines import beyond what the node has, and the lock each is pinned by.
-NODE_LACKS: tuple[tuple[str, str], ...] = (
-    ("kornia", "envs/kornia.txt"),
-    ("kornia-rs", "envs/kornia.txt"),
-    ("tqdm", "envs/kornia.txt"),
-)
-# What the node is expected to have (the prover reports what it finds).
-NODE_PROVIDES = (
-    "torch", "torchvision", "numpy", "pillow", "opencv-python-headless", "pandas", "matplotlib",
-    "pyyaml", "psutil", "scipy", "timm",
-)  # fmt: skip
-NOT_BROUGHT = {
-    "nvidia-dali-cuda120": "about 1.1 GB with its CUDA 12 libraries: far over the bundle limit, "
-    "so the dali regime (and DALI-fed training) cannot run on the node",
-    "albumentationsx": "not imported by the GPU regimes' torchvision and Kornia paths",
-    "pyperf": "times the micro regime only, which is not part of the GPU proof",
-}
+# What the node is expected to have (augbench.gpu_node.libraries, where the libraries it runs and
+# the packages the bundle brings are read from the library declarations).
+NODE_PROVIDES = node_libraries.NODE_PROVIDES
 # The working tree's paths the node needs.
 PROJECT_PATHS = ("augbench", "config", "envs", "tools/gpu_node", "pyproject.toml")
 PROJECT_ARCHIVE = "augbench-project.tar.gz"
@@ -86,11 +78,6 @@ class Requirement:
         return f"{self.name}=={self.version}"
 
 
-def normalized(name: str) -> str:
-    """PEP 503 name: what wheel file names and locks are compared by."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def python_tag(version: str) -> str:
     """``3.12`` -> ``cp312``."""
     found = re.fullmatch(r"3\.(\d+)", version.strip())
@@ -100,11 +87,17 @@ def python_tag(version: str) -> str:
 
 
 def requirements(repo: Path, also: list[str]) -> list[Requirement]:
-    """The pinned requirements the bundle brings: NODE_LACKS from their locks, pip, ``also``."""
+    """The pinned requirements the bundle brings: what the node's libraries and the engines
+    import that the node lacks (augbench.gpu_node.libraries.requirements), each from its lock;
+    pip; ``also``."""
     from augbench.provision import lock_pins
 
+    try:
+        needed = node_libraries.requirements()
+    except ValueError as exc:  # no library can run on the node
+        raise BundleError(str(exc)) from exc
     out = []
-    for name, lock in NODE_LACKS:
+    for name, lock in needed:
         pins = lock_pins(repo / lock)
         if normalized(name) not in pins:
             raise BundleError(f"{lock} pins no {name}: re-lock it (tools/maintenance/lock_envs.py)")
@@ -375,7 +368,7 @@ def write_bundle(
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "built_from": git_state(repo),
         "node_provides": list(NODE_PROVIDES),
-        "not_brought": NOT_BROUGHT,
+        "not_brought": node_libraries.not_brought(),
         "wheels": [f for f in files if f["path"].startswith("wheels/")],
         "files": [f for f in files if not f["path"].startswith("wheels/")],
     }

@@ -1,6 +1,11 @@
 """What the node's interpreter has: the GPU regimes' packages (versions, where each imports
 from: the node's own site-packages or the bundle's target), the CUDA verdict of
-augbench.cuda_env, the CPU and the workflow's machine label. Written as JSON to ``--output``."""
+augbench.cuda_env, the CPU and the workflow's machine label. Written as JSON to ``--output``.
+
+Which packages it reports and which modules must import come from the plan (``--plan``: the
+bundle's plan.json, whose ``node`` was read from the library declarations where the bundle was
+built, augbench.gpu_node.libraries.facts), so that the probe itself needs the standard library
+only and can name a missing numpy; without ``--plan``, from this checkout's declarations."""
 
 from __future__ import annotations
 
@@ -13,18 +18,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-# Distributions reported (None where not installed): the node's, the bundle's, and those the
-# node is known to lack (so the summary can say so).
-DISTRIBUTIONS = (
-    "torch", "torchvision", "kornia", "kornia_rs", "tqdm", "numpy", "pillow",
-    "opencv-python-headless", "pyyaml", "psutil", "pyperf", "albumentationsx",
-    "nvidia-dali-cuda120",
-)  # fmt: skip
-# Modules the GPU regimes import: each must import here.
-MODULES = ("torch", "torchvision", "kornia", "kornia_rs", "tqdm", "numpy", "PIL")
 
-
-def probe() -> dict[str, Any]:
+def probe(distributions: list[str], modules: list[str]) -> dict[str, Any]:
+    """Reports every one of ``distributions`` (None where not installed: the node's, the
+    bundle's, and those the node is known to lack, so the summary can say so) and tries every
+    one of ``modules`` (what the GPU regimes import: each must import here)."""
     from augbench import cuda_env
     from augbench.results import cpu_model
 
@@ -34,12 +32,12 @@ def probe() -> dict[str, Any]:
         "packages": {},
         "imports": {},
     }
-    for dist in DISTRIBUTIONS:
+    for dist in distributions:
         try:
             out["packages"][dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
             out["packages"][dist] = None
-    for module in MODULES:
+    for module in modules:
         try:
             found = importlib.import_module(module)
             out["imports"][module] = {"ok": True, "from": str(Path(found.__file__).parent)}
@@ -61,8 +59,16 @@ def probe() -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--output", type=Path, required=True)
+    p.add_argument("--plan", type=Path, default=None, help="the bundle's plan.json")
     args = p.parse_args(argv)
-    args.output.write_text(json.dumps(probe(), indent=1) + "\n")
+    if args.plan is not None:
+        node = json.loads(args.plan.read_text())["node"]
+    else:
+        from augbench.gpu_node.libraries import facts
+
+        node = facts()
+    found = probe(node["distributions"], node["modules"])
+    args.output.write_text(json.dumps(found, indent=1) + "\n")
     return 0
 
 

@@ -6,6 +6,13 @@ workflow's rule for it would pass. They are computed where the bundle is built a
 it as ``plan.json``: the node has neither Snakemake nor jsonschema, and runs these command
 lines as they are, with its own machine label in place of :data:`MACHINE`.
 
+The libraries come from their declarations (augbench.gpu_node.libraries): the GPU DataLoader
+measures every library with ``gpu_batches`` whose packages the node has or the bundle brings
+(of the shipped ones torchvision and Kornia), the supply and the training regime the first of
+them that feeds training and transforms on the CPU (torchvision), and the A/A pairs compare the
+first with its second name and with each of the others on Identity. A library registered with
+``gpu_batches`` joins every mode below without a change here.
+
 Two modes:
 
 - ``node``: a GPU node of the H100 class with 16 cores; the whole run, installation included,
@@ -13,9 +20,10 @@ Two modes:
   cpu_dataloader rows the training rows' predictions need (the recipe's decode scope at the
   same workers and batch), then the training regime (ResNet-50, AMP, channels_last, random
   weights) for one recipe at 4, 8 and 16 workers with both feeds. Then the GPU DataLoader on
-  the default transforms (torchvision and Kornia, both scopes, per-sample randomness) and one
-  shipped pipeline through the same engine; last, as time allows, torchvision's batch-shared
-  mode. A run cut short is completed by a second one (``prove.sh --resume``).
+  the default transforms (every node library, both scopes, per-sample randomness) and one
+  shipped pipeline through the same engine; last, as time allows, the batch-shared mode of the
+  libraries that have one (torchvision). A run cut short is completed by a second one
+  (``prove.sh --resume``).
 - ``training_check``: the starvation answer checked out of sample on the node, with each job in
   :data:`CHECK_RUNS` runs: the supply (the recipe's cpu_dataloader rows) and ResNet-50 training
   fed from the CPU at 4, 8 and 12 workers (12 workers and the training process still fit 16
@@ -24,19 +32,20 @@ Two modes:
   DataLoader: ``node`` measures those.
 - ``calibration``: the GPU DataLoader's A/A pairs (docs/calibration.md), equal work under two
   names in separate jobs, each job in :data:`CALIBRATION_RUNS` runs so that a row's interval spans
-  that many processes: torchvision against its second name (``torchvision~b``: the same adapter
-  and env) on every recipe, and torchvision against Kornia on Identity in the decode scope (the
-  same torchvision.io decode in the workers, the same ToDtype + Normalize on the device). The
-  summary decides every pair as the answer decides a margin (augbench.decision) and counts the
-  false "faster"/"slower" calls.
+  that many processes: the first node library against its second name (``torchvision~b``: the
+  same adapter and env) on every recipe, and against each other node library (Kornia) on
+  Identity in the decode scope (the same torchvision.io decode in the workers, a float
+  conversion and Normalize on the device). The summary decides every pair as the answer decides
+  a margin (augbench.decision) and counts the false "faster"/"slower" calls.
 - ``dry``: the same steps as ``node`` with tiny sizes on a CPU: the GPU DataLoader's and the
   training GPU feed's device-side code on CPU tensors (the engines' test switches), ResNet-18 at
-  112 px; and the calibration step on Identity, one run.
+  112 px: the pipeline with the first node library in the memory scope, the GPU DataLoader with
+  each other one in the decode scope; and the calibration step on Identity, one run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,11 +56,10 @@ MACHINE = "gpu-node-machine-label"
 # minute to spare.
 TOTAL_BUDGET_S = 570.0
 FINISH_RESERVE_S = 12.0
-# The one shipped pipeline the node runs: every step of it maps on both GPU libraries
+# The one shipped pipeline the node runs: every step of it maps on torchvision and Kornia
 # (imagenet_train needs an antialiased crop Kornia lacks; highres_segmentation a PadIfNeeded
 # torchvision lacks).
 PIPELINE = "config/pipelines/train_medium.yaml"
-TRAINING_LIBRARY = "torchvision"
 # Steps that take what the others left, up to the overall deadline (their budget is a ceiling,
 # not a share of TOTAL_BUDGET_S); what they leave out, a resumed run measures.
 AS_TIME_ALLOWS = ("batch_shared",)
@@ -60,15 +68,10 @@ CHECK_RUNS = 3
 # The training check's whole wall time: its 18 jobs took 227-270 s on H100 nodes (supply jobs
 # 13-25 s, training jobs 9-14 s; 2026-11-27), the installation, environment and dataset 20-25 s.
 CHECK_BUDGET_S = 420.0
-# The GPU DataLoader's A/A pairs: (name a, name b, the only recipe on which they do equal work;
-# None: every recipe). A pair of a library and its second name does the same work on all.
-CALIBRATION_PAIRS: tuple[tuple[str, str, str | None], ...] = (
-    ("torchvision", "torchvision~b", None),
-    ("torchvision", "kornia", "Identity"),
-)
-# Runs of each A/A job: three processes a side are the fewest whose ratio interval reaches the
-# decision level (90 %, augbench.decision). Their result files go below this folder, apart from
-# the workflow's (the summary's tables of the GPU regimes do not read them).
+# The GPU DataLoader's A/A pairs are augbench.gpu_node.libraries.calibration_pairs. Runs of each
+# A/A job: three processes a side are the fewest whose ratio interval reaches the decision level
+# (90 %, augbench.decision). Their result files go below this folder, apart from the workflow's
+# (the summary's tables of the GPU regimes do not read them).
 CALIBRATION_RUNS = 3
 CALIBRATION_DIR = "results/calibration/"
 # The dry mode's A/A jobs measure Identity only, in one run: a check of the code path (each
@@ -77,7 +80,8 @@ CALIBRATION_DRY_RECIPES = "Identity"
 CALIBRATION_DRY_RUNS = 1
 # The decode scope's recipes of the node's A/A jobs: Identity and five light transforms, each
 # recipe a process start (8-10 s with its CUDA context on the first H100 run, 2026-11-27): the
-# two torchvision names' jobs and Kornia's Identity job, three runs each, fit the budget.
+# reference's two names' jobs and the Identity job of each other library, three runs each (for
+# torchvision and Kornia: three jobs), fit the budget.
 CALIBRATION_TRANSFORMS = ["HorizontalFlip", "Grayscale", "Brightness", "GaussianBlur", "Resize"]
 
 # Seconds per step. Node: sized from the first H100 run (Intel Xeon, 16 cores, 2026-11-27:
@@ -149,12 +153,30 @@ NODE_TRAINING: dict[str, Any] = {
 # The training check's worker counts: 12 workers and the training process still fit 16 cores.
 CHECK_WORKERS = [4, 8, 12]
 
-# The configuration each mode plans from (merged over its preset by augbench.config.resolve).
-CONFIGS: dict[str, dict[str, Any]] = {
-    "node": {
+# The modes, in plan.json's order.
+MODES = ("node", "training_check", "calibration", "dry")
+
+
+def mode_config(mode: str) -> dict[str, Any]:
+    """The configuration a mode plans from (merged over its preset by augbench.config.resolve),
+    its libraries read from their declarations (augbench.gpu_node.libraries)."""
+    from augbench.gpu_node import libraries as node_libraries
+
+    gpu = list(node_libraries.libraries())
+    paired = [node_libraries.reference(), node_libraries.second_name(), *gpu[1:]]
+    return {
+        "node": _node_config(gpu),
+        "training_check": _check_config(node_libraries.training_library()),
+        "calibration": _calibration_config(paired),
+        "dry": _dry_config(paired),
+    }[mode]
+
+
+def _node_config(libraries: list[str]) -> dict[str, Any]:
+    return {
         "preset": "default",
         "dataset": {"archive": None, "default_images": 300},
-        "libraries": ["torchvision", "kornia"],
+        "libraries": libraries,
         "regimes": ["gpu_dataloader", "cpu_dataloader", "training"],
         # A GPU job where CUDA is not usable fails instead of writing skipped rows.
         "gpu": "required",
@@ -163,11 +185,14 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "gpu_dataloader": {"shard_size": 11},
         "cpu_dataloader": NODE_SUPPLY,
         "training": NODE_TRAINING,
-    },
-    "training_check": {
+    }
+
+
+def _check_config(library: str) -> dict[str, Any]:
+    return {
         "preset": "default",
         "dataset": {"archive": None, "default_images": 300},
-        "libraries": ["torchvision"],
+        "libraries": [library],
         "regimes": ["cpu_dataloader", "training"],
         "gpu": "required",
         # The node run's supply and training, at workers that leave the training process a core,
@@ -180,11 +205,14 @@ CONFIGS: dict[str, dict[str, Any]] = {
             "model_steps": 30,  # the step alone on a GPU: 10 steps spread 28-38 ms per process
             "runs": CHECK_RUNS,
         },
-    },
-    "calibration": {
+    }
+
+
+def _calibration_config(libraries: list[str]) -> dict[str, Any]:
+    return {
         "preset": "default",
         "dataset": {"archive": None, "default_images": 300},
-        "libraries": ["torchvision", "torchvision~b", "kornia"],
+        "libraries": libraries,
         "regimes": ["gpu_dataloader"],
         "gpu": "required",
         "pipelines": [],
@@ -194,11 +222,14 @@ CONFIGS: dict[str, dict[str, Any]] = {
             "scopes": ["decode"],
             "torchvision_randomness": ["per-sample"],
         },
-    },
-    "dry": {
+    }
+
+
+def _dry_config(libraries: list[str]) -> dict[str, Any]:
+    return {
         "preset": "smoke",
         "dataset": {"archive": None, "default_images": 12},
-        "libraries": ["torchvision", "torchvision~b", "kornia"],
+        "libraries": libraries,
         "regimes": ["gpu_dataloader", "cpu_dataloader", "training"],
         "gpu": "optional",
         "transforms": ["HorizontalFlip"],
@@ -234,8 +265,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
             "model_steps": 2,
             "blocks": 2,
         },
-    },
-}
+    }
+
 
 # Flags the dry mode adds: the engines' switches that run the GPU code path on CPU tensors.
 DRY_FLAGS: dict[str, list[str]] = {
@@ -272,38 +303,45 @@ MODE_BUDGETS_S = {
 }
 
 
-def gpu_priority(w: Mapping[str, str]) -> tuple[bool, bool, bool]:
+def gpu_priority(w: Mapping[str, str], order: Sequence[str]) -> tuple[bool, bool, int]:
     """Node order of GPU DataLoader jobs: per-sample randomness (the like-for-like comparison
-    with Kornia) before batch-shared, memory scope before decode, torchvision before Kornia."""
-    return (
-        w["randomness"] == "batch-shared",
-        w["scope"] == "decode",
-        w["library"] != "torchvision",
-    )
+    of the libraries) before batch-shared, memory scope before decode, then the libraries in
+    ``order`` (the node's, augbench.gpu_node.libraries: torchvision before Kornia); a name not
+    in it (a second name) after them."""
+    library = w["library"]
+    rank = order.index(library) if library in order else len(order)
+    return (w["randomness"] == "batch-shared", w["scope"] == "decode", rank)
 
 
-def _dry_pick(pairs: set[tuple[str, str]]) -> Callable[[Mapping[str, str]], bool]:
+def _pick(pairs: set[tuple[str, str]]) -> Callable[[Mapping[str, str]], bool]:
     return lambda w: (w["library"], w["scope"]) in pairs
 
 
-# Jobs each mode runs of each rule (None: all), in the order given by gpu_priority.
-def _training_library(w: Mapping[str, str]) -> bool:
-    return w["library"] == TRAINING_LIBRARY
+def select(mode: str) -> dict[str, Callable[[Mapping[str, str]], bool]]:
+    """The jobs a mode runs of each rule (a rule not named: all), in the order given by
+    gpu_priority: the supply and the training of the training library only; in the dry mode
+    every library and both scopes in as few jobs as that takes, each recipe a process start: the
+    pipeline with the first library in the memory scope, the GPU DataLoader with each other one
+    in the decode scope (the first one there too where it is the only one)."""
+    from augbench.gpu_node import libraries as node_libraries
 
+    first, *others = node_libraries.libraries()
+    training = node_libraries.training_library()
 
-SELECT: dict[str, dict[str, Callable[[Mapping[str, str]], bool]]] = {
-    "node": {"cpu_dataloader": _training_library, "training": _training_library},
-    "training_check": {"cpu_dataloader": _training_library, "training": _training_library},
-    "dry": {
-        # Both libraries and both scopes in two jobs, each recipe a process start: Kornia's
-        # decode scope with its recipes, torchvision's memory scope with the pipeline.
-        "gpu_dataloader": _dry_pick({("kornia", "decode")}),
-        "pipeline_gpu_dataloader": _dry_pick({("torchvision", "memory")}),
-        "cpu_dataloader": _training_library,
-        "training": _training_library,
-    },
-    "calibration": {},
-}
+    def trains(w: Mapping[str, str]) -> bool:
+        return w["library"] == training
+
+    runs_training = {"cpu_dataloader": trains, "training": trains}
+    return {
+        "node": runs_training,
+        "training_check": runs_training,
+        "dry": {
+            "gpu_dataloader": _pick({(lib, "decode") for lib in others or [first]}),
+            "pipeline_gpu_dataloader": _pick({(first, "memory")}),
+            **runs_training,
+        },
+        "calibration": {},
+    }[mode]
 
 
 def dataset_facts(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -318,13 +356,16 @@ def dataset_facts(config: Mapping[str, Any]) -> dict[str, Any]:
 def mode_plan(mode: str, repo: Path) -> dict[str, Any]:
     """One mode's steps: budgets, the dataset, and per engine step its jobs in run order."""
     from augbench.config import resolve
+    from augbench.gpu_node import libraries as node_libraries
     from augbench.regimes import run_number
     from augbench.sweep import THREAD_POLICIES, Sweep, flag_words
 
-    config = resolve({**CONFIGS[mode], "machine": MACHINE, "envs": {}}, repo)
+    planned = mode_config(mode)
+    config = resolve({**planned, "machine": MACHINE, "envs": {}}, repo)
     data = dataset_facts(config)
     sweep = Sweep(config, data["key"])
-    select = SELECT[mode]
+    chosen_by = select(mode)
+    order = node_libraries.libraries()
     engine_steps = MODE_STEPS[mode]
     rules = {rule for step_rules, _ in engine_steps.values() for rule in step_rules}
     jobs: dict[str, list[dict[str, Any]]] = {rule: [] for rule in rules}
@@ -334,7 +375,7 @@ def mode_plan(mode: str, repo: Path) -> dict[str, Any]:
         if job.rule not in jobs:
             continue
         wildcards = sweep.wildcards_of(job)
-        selected = job.rule not in select or select[job.rule](wildcards)
+        selected = job.rule not in chosen_by or chosen_by[job.rule](wildcards)
         kind = job.kind
         policy = THREAD_POLICIES.get(kind.thread_policy)
         engine = ["-m", kind.engine, *flag_words(kind.args(sweep, kind, wildcards))]
@@ -356,7 +397,9 @@ def mode_plan(mode: str, repo: Path) -> dict[str, Any]:
         )
     for rule in ("gpu_dataloader", "pipeline_gpu_dataloader"):
         if rule in jobs:
-            jobs[rule].sort(key=lambda j: gpu_priority({**j["wildcards"], "library": j["library"]}))
+            jobs[rule].sort(
+                key=lambda j: gpu_priority({**j["wildcards"], "library": j["library"]}, order)
+            )
     for rule in ("cpu_dataloader", "training"):
         if rule in jobs:
             jobs[rule].sort(key=lambda j: int(j["wildcards"]["workers"]))
@@ -368,6 +411,7 @@ def mode_plan(mode: str, repo: Path) -> dict[str, Any]:
                 [*jobs["gpu_dataloader"], *every["gpu_dataloader"]],
                 CALIBRATION_DRY_RUNS if dry else CALIBRATION_RUNS,
                 CALIBRATION_DRY_RECIPES if dry else None,
+                node_libraries.calibration_pairs(),
             )
             continue
         candidates = [j for rule in step_rules for j in jobs[rule]]
@@ -381,7 +425,7 @@ def mode_plan(mode: str, repo: Path) -> dict[str, Any]:
     return {
         "mode": mode,
         "preset": config["preset"],
-        "config": CONFIGS[mode],
+        "config": planned,
         "dataset": data,
         "budgets_s": STEP_BUDGETS_S[mode],
         "total_budget_s": MODE_BUDGETS_S[mode],
@@ -390,14 +434,17 @@ def mode_plan(mode: str, repo: Path) -> dict[str, Any]:
 
 
 def calibration_jobs(
-    jobs: list[dict[str, Any]], runs: int, recipes: str | None = None
+    jobs: list[dict[str, Any]],
+    runs: int,
+    recipes: str | None,
+    pairs: Sequence[tuple[str, str, str | None]],
 ) -> list[dict[str, Any]]:
-    """The A/A step's jobs: the decode-scope, per-sample GPU DataLoader jobs of the pairs' names
-    (a name paired only on one recipe measures that one; ``recipes``: every name only these),
-    each in ``runs`` runs, every job's run k before any run k + 1, each run a result file of its
-    own below :data:`CALIBRATION_DIR`."""
-    names = {name for a, b, _ in CALIBRATION_PAIRS for name in (a, b)}
-    only = {b: recipe for _, b, recipe in CALIBRATION_PAIRS if recipe}
+    """The A/A step's jobs: the decode-scope, per-sample GPU DataLoader jobs of the ``pairs``'
+    names (augbench.gpu_node.libraries.calibration_pairs; a name paired only on one recipe
+    measures that one; ``recipes``: every name only these), each in ``runs`` runs, every job's
+    run k before any run k + 1, each run a result file of its own below :data:`CALIBRATION_DIR`."""
+    names = {name for a, b, _ in pairs for name in (a, b)}
+    only = {b: recipe for _, b, recipe in pairs if recipe}
     chosen = [
         j
         for j in jobs
@@ -405,7 +452,7 @@ def calibration_jobs(
         and j["wildcards"].get("scope") == "decode"
         and j["wildcards"].get("randomness") == "per-sample"
     ]
-    chosen.sort(key=lambda j: (j["library"] != CALIBRATION_PAIRS[0][0], j["library"]))
+    chosen.sort(key=lambda j: (j["library"] != pairs[0][0], j["library"]))
     out = []
     for run in range(1, runs + 1):
         for job in chosen:
@@ -441,11 +488,15 @@ def job_label(rule: str, w: Mapping[str, str]) -> str:
 
 
 def build_plan(repo: Path) -> dict[str, Any]:
-    """Every mode's plan (plan.json of a bundle)."""
+    """Every mode's plan (plan.json of a bundle), and what the node's own code reads of the
+    library declarations (``node``: augbench.gpu_node.libraries.facts)."""
+    from augbench.gpu_node import libraries as node_libraries
+
     return {
         "machine_placeholder": MACHINE,
         "total_budget_s": TOTAL_BUDGET_S,
         "finish_reserve_s": FINISH_RESERVE_S,
         "as_time_allows": list(AS_TIME_ALLOWS),
-        "modes": {mode: mode_plan(mode, repo) for mode in CONFIGS},
+        "node": node_libraries.facts(),
+        "modes": {mode: mode_plan(mode, repo) for mode in MODES},
     }

@@ -4,8 +4,8 @@ Steps, in order, each a subprocess with its own time budget (augbench.gpu_node.p
 its whole process group when the budget is spent; a failing step is recorded and the next one
 runs:
 
-1. ``environment``: what this interpreter has (torch, torchvision, the bundle's packages, the
-   CUDA device and driver) and the machine label;
+1. ``environment``: what this interpreter has (torch, the plan's libraries and the bundle's
+   packages, the CUDA device and driver) and the machine label;
 2. ``dataset``: the workflow's default dataset, built and staged here (augbench.gpu_node.
    node_dataset), under the key the plan's result paths use;
 3. ``sync_check``: the GPU timer's synchronisation check and its negative control
@@ -103,6 +103,9 @@ class Context:
     # A resumed run: the earlier run's summary, and the result files of its ok jobs.
     earlier: dict[str, Any] | None = None
     earlier_outputs: set[str] = field(default_factory=set)
+    # What the plan read of the library declarations where it was built (plan.json's ``node``:
+    # augbench.gpu_node.libraries.facts); empty: this checkout's declarations.
+    node: dict[str, Any] = field(default_factory=dict)
 
     @property
     def results(self) -> Path:
@@ -210,6 +213,8 @@ def slug(text: str) -> str:
 def environment_step(ctx: Context, record: StepRecord, machine: str | None) -> None:
     probe = ctx.work / "environment.json"
     cmd = [*python(), "-m", "augbench.gpu_node.environment", "--output", str(probe)]
+    if (ctx.bundle / "plan.json").is_file():  # what to report: the plan's libraries and packages
+        cmd += ["--plan", str(ctx.bundle / "plan.json")]
     done = run_process(ctx, cmd, step_seconds(ctx, record), echo=None)
     record.seconds = done.seconds
     found: dict[str, Any] = json.loads(probe.read_text()) if probe.is_file() else {}
@@ -230,10 +235,13 @@ def environment_step(ctx: Context, record: StepRecord, machine: str | None) -> N
             label = f"{label}-{slug(cuda['device_name'])}"
         ctx.machine = f"{label}-dry" if ctx.mode == "dry" else label
     packages = found.get("packages", {})
+    versions = "".join(
+        f", {lib['name']} {packages.get(lib['distribution'])}"
+        for lib in ctx.node.get("libraries", [])
+    )
     ctx.progress.say(
         f"environment | {record.status}: Python {found.get('python_version')}, torch "
-        f"{packages.get('torch')}, torchvision {packages.get('torchvision')}, kornia "
-        f"{packages.get('kornia')}; CUDA {cuda.get('verdict')}"
+        f"{packages.get('torch')}{versions}; CUDA {cuda.get('verdict')}"
         f"{' (' + str(cuda.get('device_name')) + ')' if cuda.get('device_name') else ''}; "
         f"machine {ctx.machine}"
     )
@@ -432,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--work", type=Path, required=True)
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--started", type=float, required=True, help="prove.sh's start (epoch s)")
-    p.add_argument("--mode", choices=list(node_plan.CONFIGS), required=True)
+    p.add_argument("--mode", choices=list(node_plan.MODES), required=True)
     p.add_argument("--machine", default=None, help="machine label (default: derived here)")
     p.add_argument("--budget", type=float, default=None, help="whole run, s (default: plan's)")
     p.add_argument("--resume", type=Path, default=None, help="an earlier run's OUT to complete")
@@ -445,6 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     total_budget = args.budget or plan.get("total_budget_s", full_plan["total_budget_s"])
     deadline = args.started + total_budget - full_plan["finish_reserve_s"]
     ctx = Context(args.bundle, args.work, args.out, args.mode, plan, progress, deadline)
+    ctx.node = full_plan.get("node") or {}
     if args.resume is not None:
         take_earlier(ctx, args.resume)
         progress.say(
@@ -490,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
             mode=args.mode, machine=ctx.machine, elapsed_s=elapsed,
             budget_s=total_budget, steps=[asdict(r) for r in records.values()],
             results=ctx.results, environment=ctx.environment, bundle=bundle_doc, plan=plan,
-            earlier=ctx.earlier,
+            earlier=ctx.earlier, node=ctx.node or None,
         )  # fmt: skip
         (args.out / "summary.json").write_text(json.dumps(doc, indent=1) + "\n")
         (args.out / "summary.md").write_text(summary.markdown(doc))

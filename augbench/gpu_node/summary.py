@@ -4,7 +4,9 @@
 format), the env markers and the sync check into one JSON document (``summary.json``);
 :func:`markdown` renders it (``summary.md``). The node's interpreter runs this: the standard
 library, and augbench.regimes for the run of a result path (it needs numpy, which the node
-has).
+has). Which libraries it names, the A/A pairs and the packages it compares with the locks first
+come from the plan (``node``: what augbench.gpu_node.libraries read of the library declarations
+where the bundle was built), else from this checkout's declarations.
 """
 
 from __future__ import annotations
@@ -13,8 +15,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-# Locked packages whose installed version the summary names first.
-KEY_PACKAGES = ("torch", "torchvision", "kornia", "kornia-rs", "numpy", "pillow", "tqdm")
 NON_OK_LISTED = 40
 # The engines' result families in the order the node runs them.
 FAMILIES = ("gpu_dataloader", "pipeline", "training")
@@ -25,6 +25,13 @@ COMMIT_TO = {
     "calibration": "docs/results/<machine>/<date>-gpu-calibration-<N>/",
 }
 COMMIT_TO_DEFAULT = "docs/results/<machine>/<date>-node-run/"
+
+
+def _node() -> dict[str, Any]:
+    """This checkout's reading of the library declarations (what a plan carries as ``node``)."""
+    from augbench.gpu_node.libraries import facts
+
+    return facts()
 
 
 def result_files(results: Path) -> list[tuple[str, str, dict[str, Any]]]:
@@ -63,12 +70,17 @@ def cell(row: dict[str, Any]) -> str:
     return str(row.get("status"))
 
 
-def gpu_table(files: list[tuple[str, str, dict[str, Any]]], family: str) -> dict[str, Any]:
+def gpu_table(
+    files: list[tuple[str, str, dict[str, Any]]], family: str, order: list[str] | None = None
+) -> dict[str, Any]:
     """Median img/s per recipe (rows) and library / scope / randomness (columns, in the plan's
-    order: augbench.gpu_node.plan.gpu_priority)."""
+    order: augbench.gpu_node.plan.gpu_priority over the node's libraries, ``order``)."""
     from augbench.gpu_node.plan import gpu_priority
 
-    columns: dict[str, tuple[bool, bool, bool]] = {}
+    if order is None:
+        order = [lib["name"] for lib in _node()["libraries"]]
+
+    columns: dict[str, tuple[bool, bool, int]] = {}
     rows: dict[str, dict[str, str]] = {}
     peak = 0.0
     for fam, _, doc in files:
@@ -82,7 +94,7 @@ def gpu_table(files: list[tuple[str, str, dict[str, Any]]], family: str) -> dict
                 "randomness": str(row.get("randomness", meta.get("variant"))),
             }
             column = f"{w['library']} {w['scope']} {w['randomness']}"
-            columns[column] = gpu_priority(w)
+            columns[column] = gpu_priority(w, order)
             rows.setdefault(name, {})[column] = cell(row)
             peak = max(peak, float(row.get("gpu_peak_allocated_mb") or 0.0))
     ordered = sorted(columns, key=lambda c: columns[c])
@@ -121,13 +133,19 @@ def training_table(files: list[tuple[str, str, dict[str, Any]]]) -> list[dict[st
     return sorted(out, key=lambda e: (int(e["workers"] or 0), str(e["feed"]), e["run"]))
 
 
-def calibration_table(results: Path) -> dict[str, Any]:
-    """The A/A step's pairs (augbench.gpu_node.plan.CALIBRATION_PAIRS), each row measured under
-    both names decided as the answer decides a margin: the ratio interval over the runs' medians
-    (one value per run, each run a process). A "faster" or "slower" verdict is a false call."""
+def calibration_table(
+    results: Path, pairs: list[list[Any]] | list[tuple[str, str, str | None]] | None = None
+) -> dict[str, Any]:
+    """The A/A step's ``pairs`` (the plan's: augbench.gpu_node.libraries.calibration_pairs), each
+    row measured under both names decided as the answer decides a margin: the ratio interval
+    over the runs' medians (one value per run, each run a process). A "faster" or "slower"
+    verdict is a false call."""
     from augbench import decision
-    from augbench.gpu_node.plan import CALIBRATION_DIR, CALIBRATION_PAIRS
+    from augbench.gpu_node.plan import CALIBRATION_DIR
     from augbench.policy import CALIBRATION_MAX_FALSE_CALL_RATE, CALIBRATION_MIN_PAIRS
+
+    if pairs is None:
+        pairs = _node()["calibration_pairs"]
 
     folder = results / CALIBRATION_DIR.removeprefix("results/")
     runs: dict[tuple[str, str, str], list[float]] = {}
@@ -138,19 +156,19 @@ def calibration_table(results: Path) -> dict[str, Any]:
             if row.get("status") == "ok" and row.get("median_throughput"):
                 key = (str(meta.get("library")), str(meta.get("scope")), name)
                 runs.setdefault(key, []).append(float(row["median_throughput"]))
-    pairs = []
-    for a, b, only in CALIBRATION_PAIRS:
+    decided = []
+    for a, b, only in pairs:
         for (library, scope, recipe), values_a in sorted(runs.items()):
             values_b = runs.get((b, scope, recipe))
             if library != a or (only and recipe != only) or not values_b:
                 continue
             r = decision.ratio_interval(values_a, values_b)
-            pairs.append(
+            decided.append(
                 {"a": a, "b": b, "scope": scope, "recipe": recipe, "ratio": r.ratio,
                  "low": r.low, "high": r.high, "level": r.level, "runs_a": r.n_a,
                  "runs_b": r.n_b, "verdict": decision.verdict(r)}
             )  # fmt: skip
-    at_level = [p for p in pairs if p["level"] >= decision.DECISION_LEVEL]
+    at_level = [p for p in decided if p["level"] >= decision.DECISION_LEVEL]
     false_calls = sum(p["verdict"] in (decision.FASTER, decision.SLOWER) for p in at_level)
     passes = len(
         at_level
@@ -158,7 +176,7 @@ def calibration_table(results: Path) -> dict[str, Any]:
     level = f"{decision.DECISION_LEVEL:.0%}"
     if len(at_level) < CALIBRATION_MIN_PAIRS:
         note = (
-            f"{len(at_level)} pairs at the {level} level ({len(pairs)} measured): fewer than "
+            f"{len(at_level)} pairs at the {level} level ({len(decided)} measured): fewer than "
             f"{CALIBRATION_MIN_PAIRS}, not passing"
         )
     else:
@@ -166,12 +184,12 @@ def calibration_table(results: Path) -> dict[str, Any]:
     return {
         "regime": "gpu_dataloader",
         "pairs": len(at_level),
-        "measured_pairs": len(pairs),
+        "measured_pairs": len(decided),
         "false_calls": false_calls,
         "level": decision.DECISION_LEVEL,
         "passes": passes,
         "note": note,
-        "rows": pairs,
+        "rows": decided,
     }
 
 
@@ -184,8 +202,12 @@ def non_ok_rows(files: list[tuple[str, str, dict[str, Any]]]) -> list[dict[str, 
     ]
 
 
-def lock_differences(results: Path) -> dict[str, dict[str, Any]]:
-    """Per library env marker: installed versions that differ from its lock (key packages)."""
+def lock_differences(
+    results: Path, key_packages: list[str] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Per library env marker: installed versions that differ from its lock (``key_packages``:
+    the plan's, what the GPU engines import: augbench.gpu_node.libraries)."""
+    key = set(_node()["key_packages"] if key_packages is None else key_packages)
     out = {}
     for marker in sorted((results / "envs").glob("*.json")):
         doc = json.loads(marker.read_text())
@@ -193,8 +215,8 @@ def lock_differences(results: Path) -> dict[str, dict[str, Any]]:
         out[marker.stem] = {
             "manager": doc.get("manager"),
             "lock": Path(str(doc.get("lock"))).name,
-            "differs": {k: v for k, v in differs.items() if k in KEY_PACKAGES},
-            "other_differences": len([k for k in differs if k not in KEY_PACKAGES]),
+            "differs": {k: v for k, v in differs.items() if k in key},
+            "other_differences": len([k for k in differs if k not in key]),
         }
     return out
 
@@ -205,7 +227,9 @@ def not_run(
     bundle: dict[str, Any],
     sync: dict[str, Any] | None,
     cuda: bool,
+    node: dict[str, Any] | None = None,
 ) -> list[str]:
+    node = node or _node()
     out = [f"{name}: not brought to the node: {why}" for name, why in
            (bundle.get("not_brought") or {}).items()]  # fmt: skip
     if mode == "training_check":
@@ -220,8 +244,9 @@ def not_run(
         )
     else:
         out.append(
-            "micro and cpu_dataloader regimes: not part of this proof (pyperf and "
-            "AlbumentationsX, the CPU reference of the GPU/CPU ratio, are not on the node)"
+            f"micro and cpu_dataloader regimes: not part of this proof ({node['micro_timer']} "
+            f"and {node['cpu_reference']}, the CPU reference of the GPU/CPU ratio, are not on "
+            "the node)"
         )
     for step in steps:
         for job in step["jobs"]:
@@ -256,7 +281,12 @@ def summarize(
     bundle: dict[str, Any],
     plan: dict[str, Any],
     earlier: dict[str, Any] | None = None,
+    node: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """The summary document; ``node``: the plan's reading of the library declarations (None:
+    this checkout's)."""
+    node = node or _node()
+    order = [lib["name"] for lib in node["libraries"]]
     files = result_files(results)
     sync_path = results / "checks" / "sync_check.json"
     sync = json.loads(sync_path.read_text()) if sync_path.is_file() else None
@@ -272,6 +302,11 @@ def summarize(
             "built_from": bundle.get("built_from"),
             "wheels": [w["path"].removeprefix("wheels/") for w in bundle.get("wheels", [])],
         },
+        # The libraries the node runs, as tables name them, and the distribution of each.
+        "libraries": [
+            {"name": lib["name"], "title": lib["title"], "distribution": lib["distribution"]}
+            for lib in node["libraries"]
+        ],
         "environment": {
             "python_version": environment.get("python_version"),
             "packages": environment.get("packages"),
@@ -291,14 +326,19 @@ def summarize(
         },
         "rows": counts(files),
         "result_files": [rel for _, rel, _ in files],
-        "gpu_dataloader": gpu_table(files, "gpu_dataloader"),
-        "pipeline": gpu_table(files, "pipeline"),
+        "gpu_dataloader": gpu_table(files, "gpu_dataloader", order),
+        "pipeline": gpu_table(files, "pipeline", order),
         "training": training_table(files),
-        "calibration": calibration_table(results),
+        "calibration": calibration_table(results, node["calibration_pairs"]),
         "sync_check": sync,
-        "lock_differences": lock_differences(results),
+        "lock_differences": lock_differences(results, node["key_packages"]),
         "not_run": not_run(
-            mode, steps, bundle, sync, (environment.get("cuda_env") or {}).get("verdict") == "ok"
+            mode,
+            steps,
+            bundle,
+            sync,
+            (environment.get("cuda_env") or {}).get("verdict") == "ok",
+            node,
         ),
         "non_ok_rows": non_ok_rows(files),
     }
@@ -337,14 +377,16 @@ def markdown(doc: dict[str, Any]) -> str:
     )  # fmt: skip
     built = doc["bundle"]
     commit = (built["built_from"] or {}).get("git_commit")
+    versions = "".join(
+        f", {lib['title']} {packages.get(lib['distribution'])}" for lib in doc.get("libraries", [])
+    )
     lines = [
         f"# GPU regimes on `{doc['machine']}` ({title})",
         "",
         f"Wall time {doc['elapsed_s']:.0f} s of the {doc['budget_s']:.0f} s budget (prove.sh "
         f"start to the archive). Python {env.get('python_version')}, torch "
-        f"{packages.get('torch')}, torchvision {packages.get('torchvision')}, Kornia "
-        f"{packages.get('kornia')}; {env.get('cpu_model')}, {env.get('usable_cores')} usable "
-        f"cores; CUDA: {cuda.get('verdict')}{device}. Dataset "
+        f"{packages.get('torch')}{versions}; {env.get('cpu_model')}, "
+        f"{env.get('usable_cores')} usable cores; CUDA: {cuda.get('verdict')}{device}. Dataset "
         f"`{(doc.get('dataset') or {}).get('key')}` (the workflow's default, built on the "
         f"node). Bundle for Python {built['python_version']}, built {built['built_at']} from "
         f"{commit}.",
