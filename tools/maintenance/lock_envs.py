@@ -2,6 +2,7 @@
 
     uv run python tools/maintenance/lock_envs.py
     uv run python tools/maintenance/lock_envs.py --only dali   # one library, nothing else moves
+    uv run python tools/maintenance/lock_envs.py --only dali --envs-dir /tmp/envs  # on a copy
 
 1. The envs/<library>.in of every library whose declaration locks it jointly (Adapter.lock_mode)
    are resolved together into envs/constraints.txt, so packages shared by several environments
