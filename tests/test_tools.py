@@ -202,18 +202,20 @@ def test_training_memory_reads_each_training_jobs_benchmark(tmp_path: Path) -> N
 
 @pytest.mark.workflow
 def test_cost_validation_compares_a_prediction_with_the_runs_benchmarks(tmp_path: Path) -> None:
-    """A tiny configuration predicted from the shipped reference timings (no finished run to
-    learn from), measured by benchmark files written here: each job as predicted (memory at 2/3
-    of the plan) except the micro jobs, twice as slow. Every rule with 3 jobs or more is within
-    its targets but micro, which misses, and the check exits 1."""
+    """A tiny configuration predicted (``snakemake cost``, the check's own step 1) from the
+    shipped reference timings, no finished run to learn from, and the prediction saved; measured
+    by benchmark files written here: each job as predicted (memory at 2/3 of the plan) except
+    the micro jobs, twice as slow. The check, given the saved prediction: every rule with 3 jobs
+    or more is within its targets but micro, which misses, and it exits 1."""
     cost_validation = load_tool("checks/cost_validation.py")
-    config = [
-        "preset=smoke",
-        "machine=m",
-        "libraries=[pillow,kornia,torchvision]",
-        "regimes=[micro]",
-    ]
+    config = ["preset=smoke", "machine=m", "libraries=[pillow,kornia,torchvision]",
+              "regimes=[micro]"]  # fmt: skip
     predicted = cost_validation.predict(tmp_path / "no-run", config, REPO / ".venvs")
+    prediction = tmp_path / "jobs.tsv"
+    with prediction.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, list(predicted[0]), delimiter="\t")
+        writer.writeheader()
+        writer.writerows(predicted)
     measured = tmp_path / "measured"
     jobs: dict[str, dict[str, float]] = {}  # a job writing several result files: one benchmark
     setup: dict[str, int] = {}
@@ -233,9 +235,8 @@ def test_cost_validation_compares_a_prediction_with_the_runs_benchmarks(tmp_path
     assert micro_jobs >= cost_validation.MIN_JOBS
     output = tmp_path / "cost_validation.tsv"
     done = run_tool(
-        "checks/cost_validation.py", "--predict-from", str(tmp_path / "no-run"),
-        "--measured", str(measured), "--output", str(output), "--config", *config,
-        check=False,
+        "checks/cost_validation.py", "--prediction", str(prediction),
+        "--measured", str(measured), "--output", str(output), check=False,
     )  # fmt: skip
     assert done.returncode == 1, done.stderr[-3000:]
     with output.open() as fh:
@@ -313,33 +314,37 @@ def test_hd_archive_writes_1280x720_frames_the_workflow_takes(tmp_path: Path) ->
 
 
 @pytest.mark.workflow
-def test_plan_snapshot_is_stable_and_names_what_changed(tmp_path: Path) -> None:
-    """The smoke preset's local plan, saved, then compared on the same code with a saved copy
-    that lacks one job and has a micro job's flag changed: both differences are named, and the
-    new snapshot equals the first."""
-    first, second = tmp_path / "before.json", tmp_path / "again.json"
-    part = ("--presets", "smoke", "--local-only")
-    done = run_tool("checks/plan_snapshot.py", *part, "--save", str(first))
-    snapshot = json.loads(first.read_text())
+def test_plan_snapshot_saves_the_plan_and_names_what_changed(tmp_path: Path) -> None:
+    """The smoke preset's local plan, compared with a saved snapshot holding one made-up job
+    and saved: the made-up job is named as only before, every planned job as only after, and
+    the status is 1; the saved plan, compared with itself less a job and with a flag changed,
+    names both (the comparison the script prints)."""
+    plan_snapshot = load_tool("checks/plan_snapshot.py")
+    saved, before = tmp_path / "after.json", tmp_path / "before.json"
+    made_up = {"rule": "made_up", "output": "nowhere.json", "engine": ["--x 1"]}
+    before.write_text(json.dumps({"smoke": [made_up]}))
+    done = run_tool("checks/plan_snapshot.py", "--presets", "smoke", "--local-only",
+                    "--compare", str(before), "--save", str(saved), check=False)  # fmt: skip
+    assert done.returncode == 1, done.stderr[-3000:]
+    snapshot = json.loads(saved.read_text())
     assert list(snapshot) == ["smoke"]
     jobs = snapshot["smoke"]
-    (counts,) = done.stdout.splitlines()
-    assert counts.startswith(f"smoke: {len(jobs)} jobs (")
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"smoke: {len(jobs)} jobs (")
+    assert "smoke: job only before: ('made_up', 'nowhere.json')" in lines
+    assert sum(line.startswith("smoke: job only after: ") for line in lines) == len(jobs)
     micro = [j for j in jobs if j["rule"] == "micro"]
-    assert micro and all("--library" in " ".join(j["engine"]) for j in micro)
-    assert {f"--library {lib}" for lib in ("pillow", "kornia")} <= {
-        flag for j in micro for flag in j["engine"]
-    }
-    gone = jobs.pop(next(i for i, j in enumerate(jobs) if j["rule"] != "micro"))
-    micro[0]["engine"] = [*micro[0]["engine"], "--made-up 1"]
-    tampered = tmp_path / "tampered.json"
-    tampered.write_text(json.dumps(snapshot))
-    compared = run_tool("checks/plan_snapshot.py", *part, "--compare", str(tampered),
-                        "--save", str(second), check=False)  # fmt: skip
-    assert compared.returncode == 1
-    assert f"smoke: job only after: ('{gone['rule']}', {gone.get('output')!r})" in compared.stdout
-    assert "flags removed ['--made-up 1'] added []" in compared.stdout
-    assert second.read_text() == first.read_text()
+    flags = {flag for j in micro for flag in j["engine"]}
+    assert {f"--library {lib}" for lib in ("pillow", "kornia", "torchvision")} <= flags
+    changed = json.loads(saved.read_text())["smoke"]
+    gone = changed.pop(next(i for i, j in enumerate(changed) if j["rule"] != "micro"))
+    edited = next(j for j in changed if j["rule"] == "micro")
+    edited["engine"] = [*edited["engine"], "--made-up 1"]
+    differences = plan_snapshot.compare({"smoke": changed}, snapshot)
+    assert f"smoke: job only after: ('{gone['rule']}', {gone.get('output')!r})" in differences
+    assert any("flags removed ['--made-up 1'] added []" in d for d in differences)
+    assert len(differences) == 2
+    assert plan_snapshot.compare(snapshot, snapshot) == []
 
 
 @pytest.mark.envs
