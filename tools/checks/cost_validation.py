@@ -2,11 +2,14 @@
 
     uv run python tools/checks/cost_validation.py --predict-from SMOKE_RUN --measured LITE_RUN \
         --output OUT.tsv [--configfile FILE] [--config preset=paper-lite ...]
+    uv run python tools/checks/cost_validation.py --prediction jobs.tsv --measured LITE_RUN \
+        --output OUT.tsv
 
 1. Predicts the measured run's configuration with rule ``cost`` (``snakemake cost`` in a scratch
    directory, ``cloud.estimate_from`` = SMOKE_RUN): results/cost/jobs.tsv lists every planned job
    with its predicted local seconds (expected and at most) and memory (augbench.cost,
-   augbench.memory).
+   augbench.memory). ``--prediction`` reads such a jobs.tsv made already instead (one
+   prediction held against several runs).
 2. Reads the measured run's Snakemake benchmark files (``s``, ``max_rss``, ``max_pss``) of the
    same jobs.
 3. Writes one row per rule: jobs, predicted and measured seconds (sums over the rule's jobs) and
@@ -170,20 +173,31 @@ def summarize(rule: str, members: list[dict[str, float]]) -> dict[str, object]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--predict-from", type=Path, required=True, help="the finished smoke run")
+    p.add_argument("--predict-from", type=Path, help="the finished run the prediction learns from")
+    p.add_argument(
+        "--prediction", type=Path,
+        help="a prediction made already (results/cost/jobs.tsv of `snakemake cost` with this "
+        "configuration), instead of --predict-from",
+    )  # fmt: skip
     p.add_argument("--measured", type=Path, required=True, help="the finished run to check")
     p.add_argument("--output", type=Path, default=ROOT / "results" / "cost_validation.tsv")
     p.add_argument("--envs-dir", type=Path, default=ROOT / ".venvs")
     p.add_argument("--configfile", type=Path, help="the measured run's config file, if any")
     p.add_argument("--config", nargs="*", default=None, help="key=value pairs (after the file)")
     args = p.parse_args()
+    if (args.predict_from is None) == (args.prediction is None):
+        p.error("give --predict-from (a finished run) or --prediction (a jobs.tsv)")
     config = args.config if args.config is not None else ([] if args.configfile else DEFAULT_CONFIG)
-    predicted = predict(
-        args.predict_from.resolve(),
-        config,
-        args.envs_dir.resolve(),
-        args.configfile.resolve() if args.configfile else None,
-    )
+    if args.prediction is not None:
+        with args.prediction.open(newline="") as fh:
+            predicted = list(csv.DictReader(fh, delimiter="\t"))
+    else:
+        predicted = predict(
+            args.predict_from.resolve(),
+            config,
+            args.envs_dir.resolve(),
+            args.configfile.resolve() if args.configfile else None,
+        )
     rows = compare(predicted, args.measured.resolve())
     args.output.parent.mkdir(parents=True, exist_ok=True)
     with args.output.open("w", newline="") as fh:

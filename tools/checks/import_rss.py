@@ -16,7 +16,7 @@ docs/results/amd-epyc-2c/2026-11-26-cost-validation-paper-lite/):
   its SGD optimizer and running training steps on a batch, as the training engine does on the CPU
   (ResNet-18 at 112 px, ResNet-50 at 224 px).
 
-    uv run python tools/checks/import_rss.py [--envs-dir .venvs] [--repeats 3]
+    uv run python tools/checks/import_rss.py [--envs-dir .venvs] [--repeats 3] [--output FILE]
 
 Writes the per-library numbers (``--libraries``: only those, the others kept) and prints the
 others as the policy's literals, with the machine and date, to paste into augbench/policy.py
@@ -155,6 +155,10 @@ def main() -> int:
         choices=adapters.names(),
         help="measure these (a new library); the working copies of the others are kept",
     )
+    p.add_argument(
+        "--output", type=Path, default=LIBRARY_MEMORY_FILE,
+        help="the JSON file to update (default: the one the memory model reads)",
+    )  # fmt: skip
     p.add_argument("--working-copies-only", action="store_true",
                    help="fit and write the working copies, nothing else")  # fmt: skip
     args = p.parse_args()
@@ -187,7 +191,8 @@ def print_process_constants(args: argparse.Namespace) -> None:
 def write_measured(key: str, found: dict[str, Any], args: argparse.Namespace) -> None:
     """Put ``found`` (per library) under ``key`` of augbench/library_memory.json, keeping what
     the file holds for the libraries not measured now, in the libraries' order."""
-    doc = json.loads(LIBRARY_MEMORY_FILE.read_text()) if LIBRARY_MEMORY_FILE.exists() else {}
+    target: Path = args.output
+    doc = json.loads(target.read_text()) if target.exists() else {}
     merged = {**{k: v for k, v in doc.get(key, {}).items() if k not in found}, **found}
     doc[key] = {lib: merged[lib] for lib in adapters.names() if lib in merged}
     doc.update(
@@ -196,8 +201,8 @@ def write_measured(key: str, found: dict[str, Any], args: argparse.Namespace) ->
     )  # fmt: skip
     if key == "working_copies":
         doc.update(image_px=args.working_px, repeats=args.repeats)
-    LIBRARY_MEMORY_FILE.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    print(f"# wrote {key} of {LIBRARY_MEMORY_FILE.relative_to(ROOT)}")
+    target.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    print(f"# wrote {key} of {target}")
 
 
 def fit_working_copies(args: argparse.Namespace) -> None:

@@ -8,6 +8,8 @@ command-line flags (as a set: order and a flag given twice with the same value d
     python tools/checks/plan_snapshot.py --save /tmp/before.json      # on the old code
     python tools/checks/plan_snapshot.py --compare /tmp/before.json   # on the new code
 
+``--presets smoke --local-only`` snapshots a part of it (the same part on both sides).
+
 Prints the job count per rule and configuration; with --compare, every difference, and exits 1
 when there is one.
 """
@@ -92,10 +94,12 @@ def jobs(text: str) -> list[dict[str, object]]:
     return out
 
 
-def snapshot() -> dict[str, list[dict[str, object]]]:
+def snapshot(
+    presets: tuple[str, ...] = PRESETS, clouds: tuple[bool, ...] = (False, True)
+) -> dict[str, list[dict[str, object]]]:
     found = {}
-    for cloud in (False, True):
-        for preset in PRESETS:
+    for cloud in clouds:
+        for preset in presets:
             with tempfile.TemporaryDirectory(prefix="plan-snapshot-") as tmp:
                 scratch = Path(tmp)
                 # The workflow is run from a scratch directory (--snakefile), so no result of
@@ -154,8 +158,13 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--save", type=Path)
     p.add_argument("--compare", type=Path)
+    p.add_argument(
+        "--presets", nargs="+", choices=PRESETS, default=list(PRESETS),
+        help="snapshot these presets only (a quicker look; compare like with like)",
+    )  # fmt: skip
+    p.add_argument("--local-only", action="store_true", help="leave out the googlebatch plans")
     args = p.parse_args()
-    found = snapshot()
+    found = snapshot(tuple(args.presets), (False,) if args.local_only else (False, True))
     print(counts(found))
     if args.save:
         args.save.write_text(json.dumps(found, indent=1, sort_keys=True))

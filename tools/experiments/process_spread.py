@@ -57,8 +57,8 @@ def main() -> int:
             seeds = [round_seeds(0, args.values)]
             medians = []
             for _ in range(args.processes):  # one at a time, so each is timed alone
-                (values,) = fresh_loop(python, probe, request, seeds)
-                medians.append(1000.0 * statistics.median(values))
+                (loop,) = fresh_loop(python, probe, request, seeds)
+                medians.append(1000.0 * statistics.median(loop["seconds_per_image"]))
             low, high = min(medians), max(medians)
             lines.append(
                 f"{meta.get('machine', '')}\t{library}\t{key}\t{len(request['files'])}\t"

@@ -2,6 +2,7 @@
 
     uv run python tools/maintenance/lock_envs.py
     uv run python tools/maintenance/lock_envs.py --only dali   # one library, nothing else moves
+    uv run python tools/maintenance/lock_envs.py --only dali --envs-dir /tmp/envs  # on a copy
 
 1. The envs/<library>.in of every library whose declaration locks it jointly (Adapter.lock_mode)
    are resolved together into envs/constraints.txt, so packages shared by several environments
@@ -69,11 +70,11 @@ def compile_lock(
             raise SystemExit(f"{output}: holds {', '.join(sorted(both))}, which {library} replaces")
 
 
-def constraints_for(library: str, shared: Path) -> Path | None:
+def constraints_for(library: str, shared: Path, envs: Path = ENVS) -> Path | None:
     """The constraints ``library``'s lock is compiled under (its declaration's lock_mode)."""
     mode = adapters.declared(library).lock_mode if library in adapters.names() else LOCK_JOINT
     if mode == LOCK_JOINT:
-        return ENVS / "constraints.txt"
+        return envs / "constraints.txt"
     return shared if mode == LOCK_SHARED else None
 
 
@@ -92,56 +93,61 @@ def conda_mirror(library: str, lock: Path) -> str:
     )
 
 
-def relock_one(library: str) -> None:
+def relock_one(library: str, envs: Path = ENVS) -> None:
     """Re-lock one library after its .in changed (or lock a new one), its current lock as
     constraints: packages already pinned keep their versions (no registry drift), only what the
     .in adds is resolved."""
-    lock = ENVS / f"{library}.txt"
+    lock = envs / f"{library}.txt"
     with tempfile.TemporaryDirectory() as tmp:
         previous = Path(tmp) / "previous.txt"
         previous.write_text(lock.read_text() if lock.exists() else "")  # a new library: none
         shared = Path(tmp) / "shared.txt"
-        compile_lock([ENVS / "common.in"], shared, ENVS / "constraints.txt")
-        sources = [previous, *filter(None, [constraints_for(library, shared)])]
+        compile_lock([envs / "common.in"], shared, envs / "constraints.txt")
+        sources = [previous, *filter(None, [constraints_for(library, shared, envs)])]
         combined = Path(tmp) / "constraints.txt"
         combined.write_text("".join(c.read_text() for c in sources))
-        compile_lock([ENVS / f"{library}.in"], lock, combined, library)
+        compile_lock([envs / f"{library}.in"], lock, combined, library)
     # The temporary constraints file is no provenance worth keeping in the lock's comments.
     text = re.sub(r"-c [^,\s]+(, )?", "", lock.read_text())
     lock.write_text(re.sub(r",[ \t]*$", "", text, flags=re.M))
-    (ENVS / f"{library}.yaml").write_text(conda_mirror(library, lock))
-    print(f"locked {lock.relative_to(ROOT)} (previous pins kept)")
+    (envs / f"{library}.yaml").write_text(conda_mirror(library, lock))
+    print(f"locked {lock} (previous pins kept)")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", help="re-lock this one library, keeping its current pins")
+    parser.add_argument(
+        "--envs-dir", type=Path, default=ENVS,
+        help="the folder of the .in files and locks (default: envs/; a copy to try a change)",
+    )  # fmt: skip
     args = parser.parse_args()
+    envs = args.envs_dir.resolve()
     if args.only:
-        relock_one(args.only)
+        relock_one(args.only, envs)
         return 0
-    libraries = sorted(p.stem for p in ENVS.glob("*.in") if p.stem != "common")
+    libraries = sorted(p.stem for p in envs.glob("*.in") if p.stem != "common")
     joint = [lib for lib in libraries if lib in JOINT]
-    constraints = ENVS / "constraints.txt"
-    compile_lock([ENVS / f"{lib}.in" for lib in joint], constraints)
+    constraints = envs / "constraints.txt"
+    compile_lock([envs / f"{lib}.in" for lib in joint], constraints)
     with tempfile.TemporaryDirectory() as tmp:
         # The joint versions of what every env installs: the shared libraries' constraints.
         shared = Path(tmp) / "shared.txt"
-        compile_lock([ENVS / "common.in"], shared, constraints)
+        compile_lock([envs / "common.in"], shared, constraints)
         for lib in libraries:
-            lock = ENVS / f"{lib}.txt"
-            compile_lock([ENVS / f"{lib}.in"], lock, constraints_for(lib, shared), lib)
-            (ENVS / f"{lib}.yaml").write_text(conda_mirror(lib, lock))
-            print(f"locked {lock.relative_to(ROOT)}")
+            lock = envs / f"{lib}.txt"
+            compile_lock([envs / f"{lib}.in"], lock, constraints_for(lib, shared, envs), lib)
+            (envs / f"{lib}.yaml").write_text(conda_mirror(lib, lock))
+            print(f"locked {lock}")
     # The driver's own conda mirror, from uv.lock.
     exported = subprocess.run(
         [uv(), "export", "--frozen", "--no-dev", "--no-hashes", "--no-header",
          "--no-annotate", "--no-emit-project"],
         check=True, capture_output=True, text=True, cwd=ROOT,
     ).stdout  # fmt: skip
-    driver_lock = ENVS / "driver.txt"
+    driver_lock = envs / "driver.txt"
     driver_lock.write_text(exported)
-    (ENVS / "driver.yaml").write_text(conda_mirror("driver", driver_lock))
+    (envs / "driver.yaml").write_text(conda_mirror("driver", driver_lock))
     return 0
 
 

@@ -1,6 +1,6 @@
 """Write docs/transforms.md from the catalog and the adapters (run after changing either).
 
-uv run python tools/maintenance/render_transforms_doc.py
+uv run python tools/maintenance/render_transforms_doc.py [--output PATH]
 """
 
 import argparse
@@ -13,8 +13,11 @@ sys.path.insert(0, str(ROOT))
 from augbench.transforms_doc import DOC_PATH, render  # noqa: E402
 
 if __name__ == "__main__":
-    argparse.ArgumentParser(description=__doc__).parse_args()
-    target = ROOT / DOC_PATH
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument(
+        "--output", type=Path, default=ROOT / DOC_PATH, help="where to write (default: the page)"
+    )
+    target = p.parse_args().output
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(render())
     print(f"wrote {target}")
