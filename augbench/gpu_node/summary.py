@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from augbench.result_format import MEDIAN_THROUGHPUT
+
 # Locked packages whose installed version the summary names first.
 KEY_PACKAGES = ("torch", "torchvision", "kornia", "kornia-rs", "numpy", "pillow", "tqdm")
 NON_OK_LISTED = 40
@@ -59,7 +61,7 @@ def counts(files: list[tuple[str, str, dict[str, Any]]]) -> dict[str, dict[str, 
 
 def cell(row: dict[str, Any]) -> str:
     if row.get("status") == "ok":
-        return f"{row['median_throughput']:.0f}"
+        return f"{row[MEDIAN_THROUGHPUT]:.0f}"
     return str(row.get("status"))
 
 
@@ -135,9 +137,9 @@ def calibration_table(results: Path) -> dict[str, Any]:
         doc = json.loads(path.read_text())
         meta = doc.get("metadata") or {}
         for name, row in (doc.get("results") or {}).items():
-            if row.get("status") == "ok" and row.get("median_throughput"):
+            if row.get("status") == "ok" and row.get(MEDIAN_THROUGHPUT):
                 key = (str(meta.get("library")), str(meta.get("scope")), name)
-                runs.setdefault(key, []).append(float(row["median_throughput"]))
+                runs.setdefault(key, []).append(float(row[MEDIAN_THROUGHPUT]))
     pairs = []
     for a, b, only in CALIBRATION_PAIRS:
         for (library, scope, recipe), values_a in sorted(runs.items()):
