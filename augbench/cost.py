@@ -36,13 +36,13 @@ from augbench import adapters, matrix, paths, regimes
 from augbench.regimes import Job
 from augbench.regimes.gpu import stream_images
 from augbench.regimes.pricing import (
-    MEDIAN_THROUGHPUT,
     Estimate,
     JobTiming,
     KindModel,
     Learned,
     median_of,
 )
+from augbench.result_format import MEDIAN_THROUGHPUT
 
 # Rule names come from the declarations (augbench/regimes/): a new job kind is priced, or
 # reported as unpriced, without any change here.

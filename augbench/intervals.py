@@ -38,6 +38,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from augbench.result_format import MEDIAN_THROUGHPUT
+
 LEVEL = 0.95
 # The fewest processes whose spread a bootstrap over processes can say anything about; with fewer,
 # the interval is over values (and says so).
@@ -215,7 +217,7 @@ def paired_ratio_interval(ratios: Sequence[float], level: float = LEVEL) -> Inte
     )
 
 
-def from_fields(row: dict[str, Any], estimate_key: str = "median_throughput") -> Interval:
+def from_fields(row: dict[str, Any], estimate_key: str = MEDIAN_THROUGHPUT) -> Interval:
     """A row's interval back from its fields (``ci_low``, ``ci_high``, ``ci_level``)."""
 
     def num(key: str) -> float | None:

@@ -3,7 +3,7 @@ declarations (augbench.adapters); which a regime measures follows from their cap
 
 from __future__ import annotations
 
-from augbench import adapters
+from augbench import adapters, result_format
 
 # Input memory layouts of the micro regime (docs/methodology.md). `native` (what the library's
 # own decoder returns) is every library's default; `contiguous` (a row-major copy) is a variant
@@ -18,9 +18,8 @@ def layouts_for(library: str, configured: list[str]) -> list[str]:
     return [lay for lay in configured if lay == "native" or variants]
 
 
-# env_failed: the library's env could not be built on the machine (augbench.provision), so the
-# job ran nothing; its rows name why.
-STATUSES: tuple[str, ...] = ("ok", "early_stopped", "unsupported", "skipped", "error", "env_failed")
+# Row statuses, as the result format declares them (augbench.result_format).
+STATUSES: tuple[str, ...] = result_format.STATUSES
 
 
 # How the cpu_dataloader regime's (scope, workers) settings map to jobs (config

@@ -356,7 +356,7 @@ def write_env_failure(
     ``env_failed`` with the build's reason, so the tables show what was lost and why while the
     other libraries' jobs run on. Returns the files written."""
     from augbench.media import dataset_metadata
-    from augbench.results import non_ok_row, result_file, system_info, write_json_atomic
+    from augbench.results import non_ok_row, system_info, write_result_file
 
     outputs = _flag_values(engine_args, "--outputs") or _flag_values(engine_args, "--output")
     settings = (_flag_values(engine_args, "--settings") or [""])[0].split(",")
@@ -382,7 +382,7 @@ def write_env_failure(
             "benchmark_params": {"workers": int(workers)} if workers.isdigit() else {},
             "env_failure": reason,
         }
-        write_json_atomic(Path(output), result_file(metadata, rows))
+        write_result_file(Path(output), metadata, rows)
         written.append(Path(output))
     return written
 

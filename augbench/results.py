@@ -1,9 +1,10 @@
 """Result files: one JSON per benchmark job, in the common augmentation-benchmark format.
 
-``{"metadata": {...}, "results": {"<transform or recipe>": {row}}}``. Rows always carry a
-``status`` (ok | early_stopped | unsupported | skipped | error) and a ``reason`` when not ok, so
-nothing is silently dropped. Files are written atomically: a killed job leaves no file that looks
-complete.
+``{"metadata": {...}, "results": {"<transform or recipe>": {row}}}``, declared in
+augbench.result_format (field names, schema, version). Rows always carry a ``status`` (ok |
+early_stopped | unsupported | skipped | error | env_failed) and a ``reason`` when not ok, so nothing
+is silently dropped. Files are checked against the schema's requirements before they are written
+(:func:`write_result_file`) and written atomically: a killed job leaves no file that looks complete.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from augbench import result_format
 from augbench.intervals import median_interval, process_median_interval
 from augbench.policy import CV_UNSTABLE_THRESHOLD, RELATIVE_CI_TARGET
-
-SCHEMA_VERSION = 1
+from augbench.result_format import MEDIAN_THROUGHPUT, SCHEMA_VERSION
 
 
 def cpu_model() -> str:
@@ -84,7 +85,7 @@ def summarize_throughputs(
     interval = process_median_interval(groups) if groups else median_interval(throughputs)
     return {
         "throughputs": throughputs,
-        "median_throughput": statistics.median(throughputs),
+        MEDIAN_THROUGHPUT: statistics.median(throughputs),
         **interval.fields(),
         "mean_throughput": mean,
         "std_throughput": std,
@@ -138,7 +139,7 @@ def status_line(label: str, name: str, row: dict[str, Any]) -> str:
     """The one-line summary a job prints per row: status, median img/s when ok, reason if any."""
     return (
         f"{label} | {name}: {row['status']}"
-        + (f" {row['median_throughput']:.1f} img/s" if row["status"] == "ok" else "")
+        + (f" {row[MEDIAN_THROUGHPUT]:.1f} img/s" if row["status"] == "ok" else "")
         + (f" ({row['reason']})" if row.get("reason") else "")
     )
 
@@ -188,5 +189,20 @@ def _json_default(obj: Any) -> Any:
 
 
 def result_file(metadata: dict[str, Any], results: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    metadata = {"schema_version": SCHEMA_VERSION, **metadata}
-    return {"metadata": metadata, "results": results}
+    """The payload of a result file: the metadata stamped with the schema's version."""
+    metadata = {result_format.SCHEMA_VERSION_FIELD: SCHEMA_VERSION, **metadata}
+    return {result_format.METADATA: metadata, result_format.RESULTS: results}
+
+
+def write_result_file(
+    path: Path, metadata: dict[str, Any], results: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """A result file, checked against what the schema requires (augbench.result_format.check:
+    pure Python, so it runs in every library env) and only then written atomically; a payload
+    that fails raises ResultFormatError naming the file and the field, and no file is written.
+    Returns the payload."""
+    payload = result_file(metadata, results)
+    # What a reader will load (numpy scalars, tuples and paths as JSON has them), checked.
+    result_format.check(json.loads(json.dumps(payload, default=_json_default)), path)
+    write_json_atomic(path, payload)
+    return payload

@@ -17,7 +17,16 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from augbench import adapters, command_line, cuda_env, paths, regimes, slurm, sweep
+from augbench import (
+    adapters,
+    command_line,
+    cuda_env,
+    paths,
+    regimes,
+    result_format,
+    slurm,
+    sweep,
+)
 from augbench import pipelines as user_pipelines
 from augbench.analysis import on_disk
 from augbench.logs import exit_on_user_error, exit_with
@@ -51,12 +60,17 @@ def package_fingerprint(basedir: Path) -> str:
     """A hash of the augbench package's source. Snakemake reruns a rule when its script file
     changes, not when the modules the script imports do: the rules that turn results into
     tables, figures and summaries take this as a parameter, so new analysis code redraws them
-    (timed rules do not take it: new code never re-measures)."""
+    (timed rules do not take it: new code never re-measures). The result schema the tables
+    validate raw files against (augbench.result_format) counts as their code."""
     digest = hashlib.sha256()
     package = basedir / "augbench"
     for path in sorted(package.rglob("*.py")):
         digest.update(str(path.relative_to(package)).encode())
         digest.update(path.read_bytes())
+    schema = basedir / result_format.SCHEMA_FILE
+    if schema.is_file():
+        digest.update(str(result_format.SCHEMA_FILE).encode())
+        digest.update(schema.read_bytes())
     return digest.hexdigest()[:16]
 
 

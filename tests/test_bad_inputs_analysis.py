@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 from conftest import run_snakemake
 
+from augbench import result_format
 from augbench.analysis import figures
 from augbench.results import non_ok_row, ok_row
 
@@ -128,6 +129,12 @@ def _bad_json(folder: Path) -> None:
     _micro(folder)
     (folder / "m1/broken.json").write_text('{"metadata": {"machine": "m1"}, "results": {')
     (folder / "m1/bad_rows.json").write_text(json.dumps({"results": {"HorizontalFlip": 3}}))
+    # A file of this workflow's schema version whose row has no status: it breaks the schema.
+    no_status = _result(folder / "m1", "no_status", library="kornia")
+    payload = json.loads(no_status.read_text())
+    payload["metadata"]["schema_version"] = result_format.SCHEMA_VERSION
+    del payload["results"]["GaussianBlur"]["status"]
+    no_status.write_text(json.dumps(payload))
     (folder / "envs/pillow.json").parent.mkdir()
     (folder / "envs/pillow.json").write_text(json.dumps({"lock_sha256": "0" * 64}))
 
@@ -137,9 +144,15 @@ def _bad_json_check(run: Run) -> None:
     assert set(table["library"]) == {"albumentationsx", "pillow"} and len(table) == 4
     assert "throughput_micro" in run.figures()
     lines = [line for line in run.output.splitlines() if "broken.json" in line]
-    assert len(lines) == 1, lines  # one line names both unreadable files and why
-    assert "skipped 2 unreadable result file(s), read 2" in lines[0]
+    assert len(lines) == 1, lines  # one line names the three unreadable files and why
+    assert "skipped 3 unreadable result file(s), read 2" in lines[0]
     assert "not readable JSON" in lines[0] and "bad_rows.json" in lines[0]
+    # A file that breaks the result schema: named with the first field at fault.
+    assert "bad_rows.json: not a valid result file (metadata: missing)" in lines[0]
+    assert (
+        "no_status.json: not a valid result file (results.GaussianBlur.status: missing)"
+        in (lines[0])
+    )
     assert "bad_json/envs/pillow.json" not in run.output  # not a result file: in the log only
     log = (run.source.parents[1] / "logs/plots/bad_json/collect.log").read_text()
     assert "envs/pillow.json" in log

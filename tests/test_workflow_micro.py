@@ -21,7 +21,7 @@ from conftest import (
     smoke_settings,
 )
 
-from augbench import matrix, regimes
+from augbench import matrix, regimes, result_format
 
 pytestmark = pytest.mark.workflow
 
@@ -99,6 +99,24 @@ def test_result_files_follow_the_schema(smoke_run: WorkflowRun) -> None:
                 assert row["preflight_items"] == 10
             else:
                 assert row["reason"], (path, name)
+
+
+def test_every_raw_result_file_validates_against_the_schema(smoke_run: WorkflowRun) -> None:
+    """Every raw JSON the run wrote (all regimes, the pipelines' jobs) is a result file of the
+    current schema version, read as written (workflow/schemas/result.schema.yaml)."""
+    results = smoke_run.workdir / "results"
+    raw = sorted(
+        path for folder in ("raw", "pipelines/raw") for path in (results / folder).rglob("*.json")
+    )
+    assert raw
+    regimes_seen = set()
+    for path in raw:
+        written = json.loads(path.read_text())
+        result_format.validate(written, path)
+        assert written["metadata"]["schema_version"] == result_format.SCHEMA_VERSION, path
+        assert result_format.read(path) == written, path  # nothing to convert
+        regimes_seen.add(written["metadata"].get("regime"))
+    assert "micro" in regimes_seen and len(regimes_seen) > 1, regimes_seen
 
 
 def test_every_timed_job_records_quietness(smoke_run: WorkflowRun) -> None:

@@ -47,6 +47,7 @@ from augbench.analysis.groups import library_order, regime_order
 from augbench.analysis.tidy import DEFAULT_ALLOCATOR, variant_without_allocator
 from augbench.intervals import Interval, ratio_interval
 from augbench.policy import ALLOCATOR_EFFECT_MAX_CI, ALLOCATOR_NULL_QUANTILE, MIN_NULL_PAIRS
+from augbench.result_format import MEDIAN_THROUGHPUT
 
 # What makes two rows the same work (besides the allocator setting).
 KEY_COLUMNS: tuple[str, ...] = (
@@ -149,7 +150,7 @@ def _cell(row: pd.Series, col: str) -> Any:
 def _ms(row: pd.Series | None) -> float:
     if row is None or row.get("status") != "ok":
         return math.nan
-    throughput = number(row.get("median_throughput"))
+    throughput = number(row.get(MEDIAN_THROUGHPUT))
     return 1000.0 / throughput if throughput > 0 else math.nan
 
 

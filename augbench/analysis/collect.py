@@ -1,12 +1,13 @@
 """Read whatever results exist: result files and folders of them, from this workflow, a partial
-sweep, a folder pulled from a bucket, or JSONs in the common format written by other tools.
+sweep, a folder pulled from a bucket, or JSONs in the common format written by other tools
+(augbench.result_format reads them: the schema, its versions).
 
 Named files must be result files. Inside folders, JSON files that are not result files (env
 markers, dataset manifests) are skipped and listed, because a pulled ``results/`` folder holds
 them next to the raw results; a file that cannot be read (broken or truncated JSON, a result file
-whose rows cannot be read) is skipped too, counted and named (``Collected.unreadable``), and the
-other files are still read. Sources without any result file raise ``NoResultFiles`` saying what
-they hold.
+that breaks the result schema, one whose rows cannot be read) is skipped too, counted and named
+with its first field at fault (``Collected.unreadable``), and the other files are still read.
+Sources without any result file raise ``NoResultFiles`` saying what they hold.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 import pandas as pd
 
 from augbench.analysis import tidy
+from augbench.result_format import RESULTS, ResultFormatError
 
 
 class NoResultFiles(ValueError):
@@ -40,15 +43,19 @@ def _one_line(text: object) -> str:
 
 
 def _check(path: Path) -> tuple[str, str]:
-    """("ok" | "not_result" | "unreadable", why) for one JSON file."""
+    """("ok" | "not_result" | "unreadable", why) for one JSON file: a file with a 'results'
+    object is a result file, and unreadable where it breaks the result schema
+    (augbench.result_format: the first field at fault) or its rows cannot be read."""
     try:
         payload = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         return "unreadable", f"not readable JSON ({_one_line(exc)})"
-    if not isinstance(payload, dict) or not isinstance(payload.get("results"), dict):
-        return "not_result", "no 'results' object"
+    if not isinstance(payload, dict) or not isinstance(payload.get(RESULTS), dict):
+        return "not_result", f"no {RESULTS!r} object"
     try:
         tidy.rows_from_file(path)
+    except ResultFormatError as exc:
+        return "unreadable", f"not a valid result file ({_one_line(exc).removeprefix(f'{path}: ')})"
     except Exception as exc:  # any failure to read its rows: skip the file and name it
         return "unreadable", f"result rows not readable ({type(exc).__name__}: {_one_line(exc)})"
     return "ok", ""
@@ -113,8 +120,12 @@ def describe(entries: list[tuple[Path, str]], limit: int = 3) -> str:
     return text
 
 
-def collect(sources: list[str | Path]) -> Collected:
+def collect(sources: list[str | Path], warn: TextIO | None = None) -> Collected:
+    """Every readable result file under ``sources`` in one tidy frame; with ``warn``, one line
+    there per unreadable file skipped (its path and why: the first field at fault)."""
     files, skipped, unreadable = source_files(sources)
+    for path, why in unreadable if warn is not None else []:
+        print(f"augbench: skipped unreadable result file {path}: {why}", file=warn)
     return Collected(tidy.load(files), files, skipped, unreadable)
 
 

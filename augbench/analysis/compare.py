@@ -15,6 +15,7 @@ from augbench import decision
 from augbench.analysis.groups import normalized
 from augbench.analysis.runs import process_values
 from augbench.analysis.tidy import GROUP_COLUMNS
+from augbench.result_format import MEDIAN_THROUGHPUT
 
 DEFAULT_THRESHOLD = 0.10
 
@@ -61,7 +62,7 @@ def _prepare(frame: pd.DataFrame, side: str, keys: list[str]) -> pd.DataFrame:
     out = data[keys].copy()
     out[f"{side}_machine"] = data["machine"]
     out[f"{side}_status"] = data["status"]
-    out[f"{side}_median"] = data["median_throughput"]
+    out[f"{side}_median"] = data[MEDIAN_THROUGHPUT]
     out[f"{side}_std"] = data["std_throughput"]
     out[f"{side}_processes"] = [
         process_values(row) if row["status"] == "ok" else [] for _, row in data.iterrows()

@@ -18,6 +18,7 @@ from augbench.policy import (
     DECODE_COMPOSITION_GOAL,
     TRANSPORT_BOUND_FRACTION,
 )
+from augbench.result_format import MEDIAN_THROUGHPUT
 
 # One recipe of one library in one comparable setting; ``workers`` varies inside it.
 SERIES_COLUMNS: tuple[str, ...] = (
@@ -37,7 +38,7 @@ SCALING_COLUMNS: tuple[str, ...] = (
     "workers",
     "status",
     "reason",
-    "median_throughput",
+    MEDIAN_THROUGHPUT,
     "throughput_w0",
     "throughput_w1",
     "speedup_vs_w0",
@@ -133,7 +134,7 @@ def add_baselines(tidy: pd.DataFrame, regime: str = "cpu_dataloader") -> pd.Data
         return frame
     mine = (frame["regime"] == regime).to_numpy()
     ok = mine & (frame["status"] == "ok").to_numpy()
-    median = _num(frame, "median_throughput")
+    median = _num(frame, MEDIAN_THROUGHPUT)
     ratio = _num(frame, "regime_vs_bare")
     transport = _num(frame, "transport_throughput")
     fraction = (median / transport).where(ok & (transport > 0))
@@ -148,7 +149,7 @@ def add_baselines(tidy: pd.DataFrame, regime: str = "cpu_dataloader") -> pd.Data
     keys = [k for k in _PAIR_KEYS if k in frame.columns]
     memory = frame[ok & (frame["scope"] == "memory").to_numpy()]
     lookup = {
-        tuple(row[k] for k in keys): (float(row["median_throughput"]), row.get("source_file"))
+        tuple(row[k] for k in keys): (float(row[MEDIAN_THROUGHPUT]), row.get("source_file"))
         for _, row in memory.iterrows()
     }
     floor = _num(frame, "decode_floor_throughput")
@@ -275,7 +276,7 @@ def parallel_efficiency(throughput: float, workers: int, throughput_w1: float) -
 
 def _ok_throughput(group: pd.DataFrame, workers: int) -> float:
     match = group[(group["workers"] == workers) & (group["status"] == "ok")]
-    return float(match["median_throughput"].iloc[0]) if len(match) else math.nan
+    return float(match[MEDIAN_THROUGHPUT].iloc[0]) if len(match) else math.nan
 
 
 def _recipe(row: pd.Series) -> str:
@@ -294,14 +295,13 @@ def worker_scaling(tidy: pd.DataFrame, regime: str = "cpu_dataloader") -> pd.Dat
         for _, row in group.sort_values("workers").iterrows():
             workers = int(row["workers"])
             ok = row["status"] == "ok"
-            thr = float(row["median_throughput"]) if ok else math.nan
+            thr = float(row[MEDIAN_THROUGHPUT]) if ok else math.nan
             record = dict(zip(SERIES_COLUMNS, key, strict=True))
             record.update(
                 recipe=_recipe(row),
                 workers=workers,
                 status=row["status"],
                 reason="" if ok else row["reason"],
-                median_throughput=thr,
                 throughput_w0=thr0,
                 throughput_w1=thr1,
                 speedup_vs_w0=thr / thr0 if thr0 > 0 else math.nan,
@@ -317,6 +317,7 @@ def worker_scaling(tidy: pd.DataFrame, regime: str = "cpu_dataloader") -> pd.Dat
                 regime_vs_bare=_float(row["regime_vs_bare"]) if ok else math.nan,
                 below_bare_loop=row["below_bare_loop"],
             )
+            record[MEDIAN_THROUGHPUT] = thr
             records.append(record)
     return pd.DataFrame.from_records(records, columns=list(SCALING_COLUMNS))
 
@@ -350,11 +351,11 @@ def starvation(
             raise ValueError(f"required throughput of {target.get('name')!r} must be > 0")
         for key, group in part.groupby(list(SERIES_COLUMNS), dropna=False, sort=True):
             ok = group[group["status"] == "ok"]
-            fed = ok[ok["median_throughput"] >= required]
+            fed = ok[ok[MEDIAN_THROUGHPUT] >= required]
             min_workers = int(fed["workers"].min()) if len(fed) else None
             for _, row in group.sort_values("workers").iterrows():
                 is_ok = row["status"] == "ok"
-                thr = float(row["median_throughput"]) if is_ok else math.nan
+                thr = float(row[MEDIAN_THROUGHPUT]) if is_ok else math.nan
                 ratio = thr / required if is_ok else math.nan
                 keeps_up = bool(ratio >= 1.0) if is_ok else None
                 if keeps_up is None:

@@ -10,6 +10,7 @@ import pandas as pd
 from augbench.analysis.groups import group_label, normalized, runs, several_datasets
 from augbench.analysis.tidy import GROUP_COLUMNS
 from augbench.policy import CV_UNSTABLE_THRESHOLD
+from augbench.result_format import MEDIAN_THROUGHPUT
 
 DIAGNOSTIC_COLUMNS = (
     "machine",
@@ -17,7 +18,7 @@ DIAGNOSTIC_COLUMNS = (
     "group",
     "library",
     "transform",
-    "median_throughput",
+    MEDIAN_THROUGHPUT,
     "cv_throughput",
     "runs",
     "cv_high",
@@ -99,7 +100,7 @@ def diagnose(frame: pd.DataFrame, threshold: float = CV_UNSTABLE_THRESHOLD) -> p
                 "group": _label(row, show_dataset),
                 "library": row["library"],
                 "transform": row["transform"],
-                "median_throughput": row["median_throughput"],
+                MEDIAN_THROUGHPUT: row[MEDIAN_THROUGHPUT],
                 "cv_throughput": cv,
                 "runs": len(values),
                 "cv_high": cv_high,
@@ -134,9 +135,9 @@ def slow_rows(frame: pd.DataFrame, slowest: int = 5) -> pd.DataFrame:
                 "reason": row.get("reason") or "",
             }
         )
-    ok = data[(data["status"] == "ok") & data["median_throughput"].notna()]
+    ok = data[(data["status"] == "ok") & data[MEDIAN_THROUGHPUT].notna()]
     for _, part in ok.groupby(["machine", "regime"], sort=True):
-        for _, row in part.nsmallest(slowest, "median_throughput").iterrows():
+        for _, row in part.nsmallest(slowest, MEDIAN_THROUGHPUT).iterrows():
             records.append(
                 {
                     "kind": "slowest_ok",
@@ -145,7 +146,7 @@ def slow_rows(frame: pd.DataFrame, slowest: int = 5) -> pd.DataFrame:
                     "group": _label(row, show_dataset),
                     "library": row["library"],
                     "transform": row["transform"],
-                    "throughput": row["median_throughput"],
+                    "throughput": row[MEDIAN_THROUGHPUT],
                     "reason": "",
                 }
             )

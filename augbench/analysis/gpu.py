@@ -31,6 +31,7 @@ import pandas as pd
 from augbench import adapters, regimes
 from augbench.analysis.speedups import speedup_interval
 from augbench.gpu_recipes import IDENTITY
+from augbench.result_format import MEDIAN_THROUGHPUT
 
 # The regimes declared as GPU regimes (augbench/regimes/).
 GPU_REGIMES: tuple[str, ...] = regimes.gpu_regimes()
@@ -62,7 +63,7 @@ RATIO_COLUMNS: tuple[str, ...] = (
     "device",
     "status",
     "reason",
-    "median_throughput",
+    MEDIAN_THROUGHPUT,
     "std_throughput",
     "comparison",
     "cpu_reference",
@@ -79,7 +80,7 @@ MEMORY_COLUMNS: tuple[str, ...] = (
     "device",
     "status",
     "reason",
-    "median_throughput",
+    MEDIAN_THROUGHPUT,
     "std_throughput",
     "gpu_peak_allocated_mb",
     "gpu_peak_reserved_mb",
@@ -113,14 +114,14 @@ def _references(tidy: pd.DataFrame) -> dict[tuple, dict[str, pd.Series]]:
         (tidy["library"] == CPU_REFERENCE_LIBRARY)
         & (tidy["status"] == "ok")
         & (tidy["regime"] == "cpu_dataloader")
-        & pd.to_numeric(tidy["median_throughput"], errors="coerce").notna()
+        & pd.to_numeric(tidy[MEDIAN_THROUGHPUT], errors="coerce").notna()
     ]
     refs: dict[tuple, dict[str, pd.Series]] = {}
     if cpu.empty:
         return refs
     cpu = cpu.assign(_actual=_actual(cpu), _dataset=_dataset(cpu))
     keys = ["machine", "_dataset", "transform", "scope", "_actual"]
-    best = pd.to_numeric(cpu["median_throughput"]).groupby([cpu[k] for k in keys]).idxmax()
+    best = pd.to_numeric(cpu[MEDIAN_THROUGHPUT]).groupby([cpu[k] for k in keys]).idxmax()
     for (machine, dataset, transform, scope, actual), index in sorted(best.items()):
         refs.setdefault((machine, dataset, transform, scope), {})[actual] = cpu.loc[index]
     return refs
@@ -161,7 +162,7 @@ def gpu_vs_cpu_ratio(tidy: pd.DataFrame, keep: tuple[str, ...] = ()) -> pd.DataF
             dataset=row["_dataset"],
             comparison=comparison,
             reason=row["reason"] if not ok else "",
-            median_throughput=row["median_throughput"] if ok else math.nan,
+            median_throughput=row[MEDIAN_THROUGHPUT] if ok else math.nan,
             std_throughput=row["std_throughput"] if ok else math.nan,
             cpu_reference="",
             cpu_reference_throughput=math.nan,
@@ -184,7 +185,7 @@ def gpu_vs_cpu_ratio(tidy: pd.DataFrame, keep: tuple[str, ...] = ()) -> pd.DataF
                 record.update(
                     cpu_machine_actual=cpu_actual,
                     cpu_reference=_describe(ref),
-                    cpu_reference_throughput=float(ref["median_throughput"]),
+                    cpu_reference_throughput=float(ref[MEDIAN_THROUGHPUT]),
                     cpu_reference_std=_std(ref["std_throughput"]),
                 )
             if row["transform"] == IDENTITY:
@@ -197,7 +198,7 @@ def gpu_vs_cpu_ratio(tidy: pd.DataFrame, keep: tuple[str, ...] = ()) -> pd.DataF
                     f"with scope {scope} under this machine label and dataset"
                 )
             else:
-                m, mo = float(row["median_throughput"]), record["cpu_reference_throughput"]
+                m, mo = float(row[MEDIAN_THROUGHPUT]), record["cpu_reference_throughput"]
                 interval = speedup_interval(row, ref)
                 record.update(
                     ratio=m / mo,
@@ -222,7 +223,7 @@ def throughput_vs_memory(tidy: pd.DataFrame) -> pd.DataFrame:
     for col in MEMORY_COLUMNS:
         if col not in gpu_rows.columns:
             gpu_rows[col] = None
-    gpu_rows.loc[gpu_rows["status"] != "ok", ["median_throughput", "std_throughput"]] = math.nan
+    gpu_rows.loc[gpu_rows["status"] != "ok", [MEDIAN_THROUGHPUT, "std_throughput"]] = math.nan
     frame = gpu_rows[list(MEMORY_COLUMNS)]
     return frame.sort_values(["machine", "regime", "library", "variant", "transform"]).reset_index(
         drop=True

@@ -19,6 +19,7 @@ from augbench import adapters
 from augbench.analysis.tidy import GROUP_COLUMNS
 from augbench.matrix import STATUSES
 from augbench.regimes import NAMES as REGIME_NAMES
+from augbench.result_format import MEDIAN_THROUGHPUT
 
 
 def library_order(libraries: list[str] | set[str] | pd.Series) -> list[str]:
@@ -141,8 +142,8 @@ def winners(group_rows: pd.DataFrame) -> pd.DataFrame:
     """
     records = []
     for transform, rows in group_rows.groupby("transform", sort=True):
-        ok = rows[(rows["status"] == "ok") & rows["median_throughput"].notna()]
-        ok = ok.sort_values("median_throughput", ascending=False)
+        ok = rows[(rows["status"] == "ok") & rows[MEDIAN_THROUGHPUT].notna()]
+        ok = ok.sort_values(MEDIAN_THROUGHPUT, ascending=False)
         record: dict[str, object] = {
             "transform": transform,
             "contenders": len(ok),
@@ -156,12 +157,12 @@ def winners(group_rows: pd.DataFrame) -> pd.DataFrame:
             first, second = ok.iloc[0], ok.iloc[1]
             record.update(
                 runner_up=second["library"],
-                runner_up_throughput=float(second["median_throughput"]),
-                gap=float(first["median_throughput"]) / float(second["median_throughput"]),
+                runner_up_throughput=float(second[MEDIAN_THROUGHPUT]),
+                gap=float(first[MEDIAN_THROUGHPUT]) / float(second[MEDIAN_THROUGHPUT]),
             )
-            if first["median_throughput"] > second["median_throughput"]:
+            if first[MEDIAN_THROUGHPUT] > second[MEDIAN_THROUGHPUT]:
                 record.update(
-                    winner=first["library"], winner_throughput=float(first["median_throughput"])
+                    winner=first["library"], winner_throughput=float(first[MEDIAN_THROUGHPUT])
                 )
         records.append(record)
     return pd.DataFrame.from_records(
@@ -184,7 +185,7 @@ def library_medians(group_rows: pd.DataFrame) -> pd.DataFrame:
     records = []
     for lib in library_order(group_rows["library"]):
         rows = group_rows[group_rows["library"] == lib]
-        ok = rows[rows["status"] == "ok"]["median_throughput"].dropna()
+        ok = rows[rows["status"] == "ok"][MEDIAN_THROUGHPUT].dropna()
         records.append(
             {
                 "library": lib,
@@ -220,7 +221,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
         keep_default_na=True,
     )
     for col in (
-        "median_throughput",
+        MEDIAN_THROUGHPUT,
         "mean_throughput",
         "std_throughput",
         "cv_throughput",

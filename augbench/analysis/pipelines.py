@@ -33,6 +33,7 @@ from augbench.analysis.tidy import (
 )
 from augbench.pipelines import STEP_VARIANT, VARIANT
 from augbench.policy import COMPOSITION_EFFECT_NOTE, PIPELINE_HARNESS_TOLERANCE
+from augbench.result_format import MEDIAN_THROUGHPUT
 
 BREAKDOWN_COLUMNS: tuple[str, ...] = (
     "machine",
@@ -101,7 +102,7 @@ def breakdown(frame: pd.DataFrame) -> pd.DataFrame:
         if row["status"] != "ok":
             records.append({**base, "step_index": math.nan, "step": row.get("unsupported_step")})
             continue
-        median = number(row["median_throughput"])
+        median = number(row[MEDIAN_THROUGHPUT])
         harness = number(row.get("harness_vs_bare"))
         mine = steps[
             (steps["machine"] == row["machine"])
@@ -302,7 +303,7 @@ def summary_lines(frame: pd.DataFrame) -> list[str]:
     for _, row in whole.sort_values(["machine", "pipeline", "library", "_setting"]).iterrows():
         ratio = number(row.get("harness_vs_bare"))
         ok = harness_within(row)
-        harness_ms = 1000.0 / number(row["median_throughput"])
+        harness_ms = 1000.0 / number(row[MEDIAN_THROUGHPUT])
         effect = number(row.get("composition_effect"))
         lines.append(
             f"| {row['machine']} | {row['library']} | {_named(row)} | {harness_ms:.3f} | "

@@ -37,6 +37,7 @@ from augbench.analysis.cells import is_true, number
 from augbench.analysis.speedups import margin
 from augbench.analysis.starvation import FEED_COLUMNS
 from augbench.policy import DECISION_LEVEL, MAIN_PROCESS_CORES
+from augbench.result_format import MEDIAN_THROUGHPUT
 from augbench.starvation_model import Model
 
 COLUMNS: tuple[str, ...] = (
@@ -134,7 +135,7 @@ def _setting_label(regime: str, row: pd.Series) -> str:
 def rate_of(row: pd.Series) -> float:
     """The row's median over its processes (``throughput_median``), else its median."""
     median = number(row.get("throughput_median"))
-    return median if math.isfinite(median) else number(row.get("median_throughput"))
+    return median if math.isfinite(median) else number(row.get(MEDIAN_THROUGHPUT))
 
 
 def row_interval(row: pd.Series) -> dict[str, float]:
@@ -298,7 +299,7 @@ def _ranked_rows(part: pd.DataFrame) -> tuple[str, pd.DataFrame, pd.DataFrame]:
     has an ok row."""
     for regime, scope in RANKED_SETTINGS:
         rows = part[(part["regime"] == regime) & (part["scope"] == scope)]
-        ok = rows[(rows["status"] == "ok") & (pd.to_numeric(rows["median_throughput"]) > 0)]
+        ok = rows[(rows["status"] == "ok") & (pd.to_numeric(rows[MEDIAN_THROUGHPUT]) > 0)]
         if ok.empty:
             continue
         if regime == "cpu_dataloader":

@@ -19,6 +19,7 @@ import pandas as pd
 
 from augbench.analysis.groups import normalized
 from augbench.policy import RESOLUTION_SLOPE_TOLERANCE
+from augbench.result_format import MEDIAN_THROUGHPUT
 
 SERIES_COLUMNS: tuple[str, ...] = (
     "machine",
@@ -103,11 +104,11 @@ def scaling_table(
     records: list[dict[str, Any]] = []
     for key, rows in data.groupby(list(SERIES_COLUMNS), sort=True, dropna=False):
         rows = rows.sort_values("_res")
-        ok = rows[(rows["status"] == "ok") & (rows["median_throughput"] > 0) & (rows["_mp"] > 0)]
+        ok = rows[(rows["status"] == "ok") & (rows[MEDIAN_THROUGHPUT] > 0) & (rows["_mp"] > 0)]
         not_ok = rows[~rows.index.isin(ok.index)]
         res = [int(r) for r in ok["_res"]]
         mp = [float(v) for v in ok["_mp"]]
-        thr = [float(v) for v in ok["median_throughput"]]
+        thr = [float(v) for v in ok[MEDIAN_THROUGHPUT]]
         rci = [float(v) for v in ok["_rci"]]
         intervals, faster = [], []
         for i in range(len(res) - 1):

@@ -33,9 +33,10 @@ import pandas as pd
 from augbench import decision, regimes
 from augbench.analysis.cells import decoded, is_true, number
 from augbench.analysis.faults import MOST_FAULTS, row_faults
+from augbench.result_format import MEDIAN_THROUGHPUT
 
 # (values, estimate, prefix of its interval) of what pools across runs.
-THROUGHPUT_POOL = ("throughputs", "median_throughput", "")
+THROUGHPUT_POOL = ("throughputs", MEDIAN_THROUGHPUT, "")
 STEADY_POOL = ("steady_throughputs", "steady_throughput", "steady_")
 WAIT_POOL = ("data_wait_fractions", "data_wait_median", "data_wait_")
 POOLS: tuple[tuple[str, str, str], ...] = (THROUGHPUT_POOL, STEADY_POOL, WAIT_POOL)

@@ -17,6 +17,7 @@ from augbench.analysis.groups import iter_groups
 from augbench.analysis.speedups import row_interval, versus
 from augbench.intervals import Interval, median_interval, ratio_interval
 from augbench.policy import ANSWER_MIN_INTERVAL_LEVEL
+from augbench.result_format import MEDIAN_THROUGHPUT
 
 COLUMNS = (
     "group", "library", "sibling", "transform", "library_throughput", "sibling_throughput",
@@ -62,8 +63,8 @@ def compare(frame: pd.DataFrame) -> pd.DataFrame:
                         "library": library,
                         "sibling": sibling,
                         "transform": transform,
-                        "library_throughput": float(row["median_throughput"]),
-                        "sibling_throughput": float(other["median_throughput"]),
+                        "library_throughput": float(row[MEDIAN_THROUGHPUT]),
+                        "sibling_throughput": float(other[MEDIAN_THROUGHPUT]),
                         "ratio": interval.estimate,
                         "ratio_low": math.nan if interval.low is None else interval.low,
                         "ratio_high": math.nan if interval.high is None else interval.high,

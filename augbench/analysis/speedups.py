@@ -18,6 +18,7 @@ from augbench.analysis.cells import decoded, number
 from augbench.analysis.runs import process_values
 from augbench.analysis.tidy import GROUP_COLUMNS
 from augbench.intervals import Interval, median_interval
+from augbench.result_format import MEDIAN_THROUGHPUT
 
 SPEEDUP_COLUMNS: tuple[str, ...] = (
     *GROUP_COLUMNS,
@@ -25,7 +26,7 @@ SPEEDUP_COLUMNS: tuple[str, ...] = (
     "library",
     "status",
     "reason",
-    "median_throughput",
+    MEDIAN_THROUGHPUT,
     "std_throughput",
     "fastest_other_library",
     "fastest_other_throughput",
@@ -63,7 +64,7 @@ def row_interval(row: pd.Series) -> Interval:
     """A row's median with the interval of the median: its own (``ci_low``, ``ci_high``), else
     the order-statistic interval of its recorded throughputs (files from other tools)."""
     low, high = number(row.get("ci_low")), number(row.get("ci_high"))
-    median = number(row.get("median_throughput"))
+    median = number(row.get(MEDIAN_THROUGHPUT))
     if not (math.isnan(low) or math.isnan(high)):
         level = number(row.get("ci_level"))
         return Interval(median, low, high, None if math.isnan(level) else level, "", 0)
@@ -156,7 +157,7 @@ def compute(tidy: pd.DataFrame) -> pd.DataFrame:
                 library=row["library"],
                 status=row["status"],
                 reason=row["reason"] if row["status"] != "ok" else "",
-                median_throughput=row["median_throughput"] if row["status"] == "ok" else math.nan,
+                median_throughput=row[MEDIAN_THROUGHPUT] if row["status"] == "ok" else math.nan,
                 std_throughput=row["std_throughput"] if row["status"] == "ok" else math.nan,
                 fastest_other_library="",
                 fastest_other_throughput=math.nan,
@@ -173,8 +174,8 @@ def compute(tidy: pd.DataFrame) -> pd.DataFrame:
                 record.update(own.fields("throughput"))
             others = ok[ok["library"] != row["library"]]
             if row["status"] == "ok" and len(others):
-                best = others.loc[others["median_throughput"].idxmax()]
-                m, mo = float(row["median_throughput"]), float(best["median_throughput"])
+                best = others.loc[others[MEDIAN_THROUGHPUT].idxmax()]
+                m, mo = float(row[MEDIAN_THROUGHPUT]), float(best[MEDIAN_THROUGHPUT])
                 found = margin_fields(row, best, "speedup")
                 record.update(
                     fastest_other_library=best["library"],
@@ -202,7 +203,7 @@ def throughput_table(tidy: pd.DataFrame) -> pd.DataFrame:
     index = [*GROUP_COLUMNS, "transform"]
     all_keys = tidy[index].drop_duplicates()
     wide = ok.pivot_table(
-        index=index, columns="library", values="median_throughput", aggfunc="first", dropna=False
+        index=index, columns="library", values=MEDIAN_THROUGHPUT, aggfunc="first", dropna=False
     ).reset_index()
     wide.columns.name = None
     wide = all_keys.merge(wide, on=index, how="left")

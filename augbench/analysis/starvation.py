@@ -31,6 +31,7 @@ import pandas as pd
 
 from augbench.analysis.cells import decoded, number
 from augbench.policy import FED_WAIT
+from augbench.result_format import MEDIAN_THROUGHPUT
 from augbench.starvation_model import (
     FED_DEFINITION,
     Model,
@@ -332,9 +333,9 @@ def workers_to_feed(
     swept = ok[ok["workers"] >= 0].sort_values("workers")
     if swept.empty:
         return out
-    rates = {int(r["workers"]): float(r["median_throughput"]) for _, r in swept.iterrows()}
+    rates = {int(r["workers"]): float(r[MEDIAN_THROUGHPUT]) for _, r in swept.iterrows()}
     top = swept.iloc[-1]
-    out["share_of_need"] = float(top["median_throughput"]) / model.img_per_s
+    out["share_of_need"] = float(top[MEDIAN_THROUGHPUT]) / model.img_per_s
     out["share_of_need_workers"] = int(top["workers"])
     by_workers = {int(r["workers"]): r for _, r in swept.iterrows()}
     if fewest is not None:
@@ -370,7 +371,7 @@ def workers_to_feed(
         )
         return out
     # The anchor row's interval, scaled with its rate.
-    base = float(anchor["median_throughput"])
+    base = float(anchor[MEDIAN_THROUGHPUT])
     low, high = number(anchor.get("ci_low")), number(anchor.get("ci_high"))
 
     def feeds(w: int) -> bool:
@@ -406,13 +407,11 @@ def table(
     for model in models:
         for key, group in part.groupby(keys, sort=True, dropna=False):
             group = group.sort_values("workers")
-            ok = group[(group["status"] == "ok") & (group["median_throughput"] > 0)]
+            ok = group[(group["status"] == "ok") & (group[MEDIAN_THROUGHPUT] > 0)]
             verdicts: dict[int, str] = {}
             predicted: dict[Any, tuple[Prediction, float, float]] = {}
             for index, row in ok.iterrows():
-                predicted[index] = _predictions(
-                    row, float(row["median_throughput"]), model.img_per_s
-                )
+                predicted[index] = _predictions(row, float(row[MEDIAN_THROUGHPUT]), model.img_per_s)
                 _, wait_low, wait_high = predicted[index]
                 verdicts[int(row["workers"])] = verdict(wait_low, wait_high)
             swept = bool((group["workers"] >= 0).any())
@@ -428,7 +427,7 @@ def table(
             not_ok = group[~group.index.isin(ok.index)]
             for index, row in group.iterrows():
                 is_ok = index in predicted
-                rate = float(row["median_throughput"]) if is_ok else math.nan
+                rate = float(row[MEDIAN_THROUGHPUT]) if is_ok else math.nan
                 middle, wait_low, wait_high = (
                     predicted[index] if is_ok else (None, math.nan, math.nan)
                 )

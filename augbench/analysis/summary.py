@@ -26,6 +26,7 @@ from augbench.policy import (
     UNDER_LOAD_OTHER_CORES_FRACTION,
     UNDER_LOAD_STEAL_FRACTION,
 )
+from augbench.result_format import MEDIAN_THROUGHPUT
 
 
 def _fmt(value: float, digits: int = 0) -> str:
@@ -170,7 +171,7 @@ def markdown(
         "Unstable rows",
         flagged,
         ["median img/s", "why"],
-        lambda r: [_fmt(r["median_throughput"]), r["detail"]],
+        lambda r: [_fmt(r[MEDIAN_THROUGHPUT]), r["detail"]],
         "None: every ok row is within the variance and warm-up limits.",
     )
     lines += under_load_section(frame)
@@ -297,7 +298,7 @@ def precision_section(frame: pd.DataFrame) -> list[str]:
             [
                 [
                     str(r["machine"]), str(r["regime"]), str(r.get("scope", "")),
-                    str(r["library"]), str(r["transform"]), _fmt(r["median_throughput"]),
+                    str(r["library"]), str(r["transform"]), _fmt(r[MEDIAN_THROUGHPUT]),
                     f"{r['relative_ci']:.1%}", f"{r['relative_ci_target']:.0%}",
                     _fmt(pd.to_numeric(r.get("num_successful_runs"), errors="coerce")),
                 ]

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from augbench import adapters, quietness, regimes
+from augbench import adapters, quietness, regimes, result_format
 from augbench.allocator import DEFAULT_SETTING, setting_of
 from augbench.allocator import label as allocator_label
 from augbench.analysis.dataloader import add_baselines
 from augbench.analysis.runs import pool_job_runs
-from augbench.matrix import STATUSES
+from augbench.result_format import MEDIAN_THROUGHPUT, METADATA, RESULTS, STATUS
 
 # Columns every tidy table has, in this order; extra keys found in rows are appended after them.
 COLUMNS: tuple[str, ...] = (
@@ -28,7 +29,7 @@ COLUMNS: tuple[str, ...] = (
     "transform",
     "status",
     "reason",
-    "median_throughput",
+    MEDIAN_THROUGHPUT,
     "mean_throughput",
     "std_throughput",
     "cv_throughput",
@@ -173,28 +174,6 @@ def _machine_label(meta: dict[str, Any]) -> str:
     return "external-" + re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-").lower()
 
 
-def _status(row: dict[str, Any]) -> str:
-    """The row's status, with the flags keeping their meaning: other tools write
-    ``status: "ok"`` next to ``early_stopped: true`` (a preflight, not a measurement) or
-    ``supported: false``; such rows never compete as ok. An explicit non-ok status stays."""
-    status = row.get("status")
-    if status in STATUSES and status != "ok":
-        return str(status)
-    if row.get("supported") is False:
-        return "unsupported"
-    if _truthy(row.get("early_stopped")):
-        return "early_stopped"
-    if status == "ok":
-        return "ok"
-    if row.get("error"):
-        return "error"
-    return "ok" if row.get("median_throughput") else "error"
-
-
-def _truthy(value: Any) -> bool:
-    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
-
-
 def _dataset_columns(dataset: dict[str, Any]) -> dict[str, Any]:
     """Dataset identity of a file: our key (name + short content hash) and the full sha256, or
     what another tool recorded (its name or folder, file count, bytes)."""
@@ -303,10 +282,11 @@ def _slow_threshold(meta: dict[str, Any], params: dict[str, Any]) -> float | Non
 
 
 def rows_from_file(path: Path) -> list[dict[str, Any]]:
-    payload = json.loads(Path(path).read_text())
-    if not isinstance(payload, dict) or "results" not in payload:
-        raise ValueError(f"{path}: not a result file (no 'results' key)")
-    meta = payload.get("metadata") or {}
+    """The tidy records of one raw result file, read through augbench.result_format (validated
+    against the schema, an older version converted: every row has its status, and a reason
+    when not ok); ResultFormatError names the file and the first field at fault."""
+    payload = result_format.read(path)
+    meta = payload[METADATA]
     info = meta.get("system_info") or {}
     params = meta.get("benchmark_params") or {}
     dataset = meta.get("dataset") or {}
@@ -348,7 +328,7 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
         **_quietness(meta),
     }
     out = []
-    for name, row in payload["results"].items():
+    for name, row in payload[RESULTS].items():
         record = dict(base)
         for key, value in row.items():
             if isinstance(value, dict | list):
@@ -356,13 +336,13 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
             record[key] = value
         # A pipeline's rows (whole or one step of it) all name the pipeline as their transform.
         record["transform"] = row.get("pipeline") or name
-        record["status"] = _status(row)
+        record["status"] = row[STATUS]
         if row.get("slow_threshold_sec_per_item") is not None:
             record["slow_threshold_sec_per_item"] = float(row["slow_threshold_sec_per_item"])
         if record["status"] == "early_stopped":
             # What the run measured before stopping is a preflight, drawn and listed as such.
             if pd.isna(pd.to_numeric(record.get("preflight_throughput"), errors="coerce")):
-                record["preflight_throughput"] = row.get("median_throughput")
+                record["preflight_throughput"] = row.get(MEDIAN_THROUGHPUT)
             threshold = record["slow_threshold_sec_per_item"]
             record["reason"] = (
                 record.get("reason")
@@ -383,6 +363,11 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+def _why(exc: result_format.ResultFormatError, path: Path) -> str:
+    """The error's line without the file's name, which it starts with."""
+    return str(exc).removeprefix(f"{path}: ")
+
+
 def find_result_files(roots: list[Path]) -> list[Path]:
     files: list[Path] = []
     for root in roots:
@@ -395,33 +380,52 @@ def find_result_files(roots: list[Path]) -> list[Path]:
 
 
 def load_results(paths: list[Path]) -> pd.DataFrame:
-    """:func:`load` for a rule: a result file that cannot be read is the user's to fix (one line,
-    augbench.logs.UserError: no traceback), any other failure stays a bug with its traceback."""
+    """:func:`load` for a rule: a result file that cannot be read (not JSON, or not what the
+    result schema says) is left out and named in one line, on the terminal and in the rule's log,
+    and the other files are read; where none can be read, that is the user's to fix (one line,
+    augbench.logs.UserError: no traceback). Any other failure stays a bug with its traceback."""
     from augbench.logs import UserError
 
-    try:
-        return load(paths)
-    except ValueError as exc:
-        if not str(exc).startswith("cannot read result file"):
-            raise
-        raise UserError(f"{exc}; remove or replace that file and run snakemake again") from None
+    unreadable: list[tuple[Path, str]] = []
+    frame = load(paths, unreadable=unreadable)
+    for path, why in unreadable:
+        line = f"augbench: skipped unreadable result file {path}: {why}"
+        print(line, file=sys.stderr, flush=True)
+        if sys.stderr is not sys.__stderr__ and sys.__stderr__ is not None:
+            # A rule's log (augbench.logs.redirect_to_log): on the terminal as well.
+            print(line, file=sys.__stderr__, flush=True)
+    if unreadable and frame.empty:
+        raise UserError(
+            f"no readable result file: {len(unreadable)} unreadable; remove or replace them and "
+            "run snakemake again"
+        )
+    return frame
 
 
-def load(paths: list[Path]) -> pd.DataFrame:
-    """A tidy frame from result files or folders of them; unreadable files raise with the path."""
+def load(paths: list[Path], unreadable: list[tuple[Path, str]] | None = None) -> pd.DataFrame:
+    """A tidy frame from result files or folders of them. A file that cannot be read raises
+    naming it, or, given ``unreadable``, is left out and listed there as (path, one line why)."""
     rows: list[dict[str, Any]] = []
     for path in find_result_files(paths):
         try:
             rows.extend(rows_from_file(path))
-        except (json.JSONDecodeError, ValueError) as exc:
-            raise ValueError(f"cannot read result file {path}: {exc}") from exc
+        except result_format.ResultFormatError as exc:
+            if unreadable is None:
+                raise ValueError(f"cannot read result file {exc}") from exc
+            unreadable.append((path, _why(exc, path)))
+        except ValueError as exc:
+            if unreadable is None:
+                raise ValueError(f"cannot read result file {path}: {exc}") from exc
+            unreadable.append((path, " ".join(str(exc).split())))
+    if not rows and unreadable:
+        return pd.DataFrame(columns=list(COLUMNS))
     frame = pd.DataFrame(rows)
     for col in COLUMNS:
         if col not in frame.columns:
             frame[col] = None
     extra = [c for c in frame.columns if c not in COLUMNS]
     frame = frame[list(COLUMNS) + extra]
-    for col in ("median_throughput", "mean_throughput", "std_throughput", "cv_throughput"):
+    for col in (MEDIAN_THROUGHPUT, "mean_throughput", "std_throughput", "cv_throughput"):
         frame[col] = pd.to_numeric(frame[col], errors="coerce")
     frame["workers"] = frame["workers"].fillna(-1).astype(int) if len(frame) else frame["workers"]
     frame["batch_size"] = (

@@ -59,6 +59,7 @@ from augbench.analysis.runs import (
 )
 from augbench.analysis.starvation import batch_mb, first_read_s, handover_s
 from augbench.policy import FED_WAIT, TRAINING_PREDICTION_TOLERANCE, TRAINING_WAIT_TOLERANCE
+from augbench.result_format import MEDIAN_THROUGHPUT
 from augbench.starvation_model import FED_DEFINITION, Supply, fewest_fed, predict, verdict
 
 SERIES: tuple[str, ...] = ("machine", "dataset", "variant", "library", "transform")
@@ -186,7 +187,7 @@ def supply_rate(supply: pd.Series) -> tuple[float, float, float, bool]:
     else its epochs' rate."""
     stream = number(supply.get("steady_throughput")) > 0
     prefix = "steady_" if stream else ""
-    rate = number(supply.get("steady_throughput" if stream else "median_throughput"))
+    rate = number(supply.get("steady_throughput" if stream else MEDIAN_THROUGHPUT))
     low, high = number(supply.get(f"{prefix}ci_low")), number(supply.get(f"{prefix}ci_high"))
     return rate, low, high, stream
 
@@ -320,7 +321,7 @@ def _prediction(supply: pd.Series, row: pd.Series, model_rate: float) -> dict[st
         "supply_ci_low": low,
         "supply_ci_high": high,
         "supply_basis": SUPPLY_BASIS["stream" if stream else "epochs"],
-        "supply_epoch_img_per_s": number(supply.get("median_throughput")),
+        "supply_epoch_img_per_s": number(supply.get(MEDIAN_THROUGHPUT)),
         # The supply's loader page-faulted beyond its transfer (augbench.analysis.faults) in its
         # most-faulting run (pooled_supply): its rate then depends on its process's allocator
         # history, which another process does not share (docs/training.md).
@@ -415,7 +416,7 @@ def predicted_vs_measured(frame: pd.DataFrame) -> pd.DataFrame:
             "batch_size": row.get("batch_size"),
             "status": row["status"],
             "reason": row.get("reason") if not ok else "",
-            "images_per_second": number(row.get("median_throughput")),
+            "images_per_second": number(row.get(MEDIAN_THROUGHPUT)),
             "ci_low": number(row.get("ci_low")),
             "ci_high": number(row.get("ci_high")),
             "data_wait": number(row.get("data_wait_median")),

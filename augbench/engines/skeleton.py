@@ -54,7 +54,7 @@ from augbench.engines import cli
 from augbench.engines.common import job_metadata
 from augbench.engines.streaming import StreamPlan, StreamResult
 from augbench.policy import SlowTransformPolicy, ThreadPolicy
-from augbench.results import non_ok_row, ok_row, result_file, status_line, write_json_atomic
+from augbench.results import non_ok_row, ok_row, status_line, write_json_atomic, write_result_file
 
 Row = dict[str, Any]
 CUDA_ERROR_MARKERS = ("CUDA error", "cudaError", "device-side assert", "illegal memory access")
@@ -434,8 +434,10 @@ def write_result(
     started = started or quietness.claim_engine_start()
     if started is not None:
         metadata = {**metadata, "quietness": quietness.finish(started)}
-    payload = result_file(metadata, rows) if versioned else {"metadata": metadata, "results": rows}
-    write_json_atomic(output, payload)
+    if versioned:  # checked against the result schema's requirements before it is written
+        write_result_file(output, metadata, rows)
+    else:
+        write_json_atomic(output, {"metadata": metadata, "results": rows})
     return 0
 
 

@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from augbench.result_format import MEDIAN_THROUGHPUT
+
 NON_OK_LISTED = 40
 # The engines' result families in the order the node runs them.
 FAMILIES = ("gpu_dataloader", "pipeline", "training")
@@ -66,7 +68,7 @@ def counts(files: list[tuple[str, str, dict[str, Any]]]) -> dict[str, dict[str, 
 
 def cell(row: dict[str, Any]) -> str:
     if row.get("status") == "ok":
-        return f"{row['median_throughput']:.0f}"
+        return f"{row[MEDIAN_THROUGHPUT]:.0f}"
     return str(row.get("status"))
 
 
@@ -153,9 +155,9 @@ def calibration_table(
         doc = json.loads(path.read_text())
         meta = doc.get("metadata") or {}
         for name, row in (doc.get("results") or {}).items():
-            if row.get("status") == "ok" and row.get("median_throughput"):
+            if row.get("status") == "ok" and row.get(MEDIAN_THROUGHPUT):
                 key = (str(meta.get("library")), str(meta.get("scope")), name)
-                runs.setdefault(key, []).append(float(row["median_throughput"]))
+                runs.setdefault(key, []).append(float(row[MEDIAN_THROUGHPUT]))
     decided = []
     for a, b, only in pairs:
         for (library, scope, recipe), values_a in sorted(runs.items()):

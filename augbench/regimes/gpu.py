@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from augbench.adapters.base import DALI_PIPELINE, GPU_BATCHES
 from augbench.paths import PIPELINE_RAW, RAW
-from augbench.regimes.pricing import MEDIAN_THROUGHPUT, Estimate, KindModel, PricedJob, Pricing
+from augbench.regimes.pricing import Estimate, KindModel, PricedJob, Pricing
 from augbench.regimes.records import (
     Job,
     JobKind,
@@ -22,6 +22,7 @@ from augbench.regimes.records import (
     job_kind,
     workers_threads,
 )
+from augbench.result_format import MEDIAN_THROUGHPUT
 
 if TYPE_CHECKING:
     from augbench.memory import Footprint

@@ -14,7 +14,6 @@ from augbench.adapters.base import CPU_TRANSFORMS
 from augbench.paths import LAZY_RAW, PIPELINE_RAW, RAW
 from augbench.policy import BREAKDOWN_VALUES_PER_PROCESS
 from augbench.regimes.pricing import (
-    MEDIAN_THROUGHPUT,
     Estimate,
     Key,
     KindModel,
@@ -36,6 +35,7 @@ from augbench.regimes.records import (
     one_thread,
     value_bytes,
 )
+from augbench.result_format import MEDIAN_THROUGHPUT
 from augbench.stopping import (
     BREAKDOWN_KINDS,
     breakdown_passes,

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 Key = tuple[str, str]  # (kind, library)
-MEDIAN_THROUGHPUT = "median_throughput"
 
 
 @dataclass

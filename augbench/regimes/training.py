@@ -14,7 +14,6 @@ from augbench.adapters.base import DALI_PIPELINE, TRAINING_FEED
 from augbench.paths import RAW
 from augbench.regimes.cpu_dataloader import arm_seconds
 from augbench.regimes.pricing import (
-    MEDIAN_THROUGHPUT,
     Estimate,
     Key,
     KindModel,
@@ -33,6 +32,7 @@ from augbench.regimes.records import (
     job_kind,
     workers_threads,
 )
+from augbench.result_format import MEDIAN_THROUGHPUT
 from augbench.stopping import model_alone_counts, training_counts
 
 if TYPE_CHECKING:

@@ -50,7 +50,7 @@ from statistics import median
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from augbench import allocator  # noqa: E402
+from augbench import allocator, result_format  # noqa: E402
 from augbench.intervals import (  # noqa: E402
     BOOTSTRAP_RESAMPLES,
     LEVEL,
@@ -58,6 +58,7 @@ from augbench.intervals import (  # noqa: E402
     process_median_interval,
     ratio_interval,
 )
+from augbench.result_format import MEDIAN_THROUGHPUT  # noqa: E402
 
 ALBUMENTATIONS_PROBE = r"""
 import json, random, resource, sys, time
@@ -251,7 +252,7 @@ def row_interval_ms(row: dict) -> Interval:
     """The row's median ms per image with its interval (from its throughput interval)."""
     low, high = row.get("ci_low"), row.get("ci_high")
     return Interval(
-        1000.0 / float(row["median_throughput"]),
+        1000.0 / float(row[MEDIAN_THROUGHPUT]),
         1000.0 / float(high) if high else None,
         1000.0 / float(low) if low else None,
         row.get("ci_level"),
@@ -345,7 +346,7 @@ def main() -> int:
     failed = False
     templates = []
     for path in result_files(args.results):
-        payload = json.loads(path.read_text())
+        payload = result_format.read(path)  # validated: one line naming the file and field
         setting = payload["metadata"].get("allocator_setting") or allocator.DEFAULT_SETTING
         if setting == allocator.DEFAULT_SETTING:  # the rows glibc as shipped publishes
             templates.append((path, payload))

@@ -40,6 +40,7 @@ import pandas as pd  # noqa: E402
 
 from augbench.analysis.starvation import scaling_model  # noqa: E402
 from augbench.policy import TRAINING_PREDICTION_TOLERANCE  # noqa: E402
+from augbench.result_format import MEDIAN_THROUGHPUT  # noqa: E402
 
 TOLERANCE = TRAINING_PREDICTION_TOLERANCE
 NODE = "intel-xeon-16c-nvidia-h100-80gb-hbm3"
@@ -71,12 +72,12 @@ def node_rows(results: Path) -> pd.DataFrame:
             & (frame["scope"] == "decode")
             & (frame["status"] == "ok")
             & (pd.to_numeric(frame["workers"], errors="coerce") >= 1)
-            & (pd.to_numeric(frame["median_throughput"], errors="coerce") > 0)
+            & (pd.to_numeric(frame[MEDIAN_THROUGHPUT], errors="coerce") > 0)
         ]
-        frame = frame[[*SERIES, "workers", "median_throughput"]].copy()
+        frame = frame[[*SERIES, "workers", MEDIAN_THROUGHPUT]].copy()
         frames.append(frame.assign(run=path.parents[1].name))
     if not frames:
-        return pd.DataFrame(columns=["run", *SERIES, "workers", "median_throughput"])
+        return pd.DataFrame(columns=["run", *SERIES, "workers", MEDIAN_THROUGHPUT])
     rows = pd.concat(frames, ignore_index=True)
     rows["workers"] = rows["workers"].astype(int)
     return rows
@@ -87,13 +88,13 @@ def compare(rows: pd.DataFrame, rule: str) -> pd.DataFrame:
     fitted = RULES[rule]
     records = []
     for (run, *key), group in rows.groupby(["run", *SERIES], sort=True, dropna=False):
-        rates = group.groupby("workers")["median_throughput"].median().sort_index()
+        rates = group.groupby("workers")[MEDIAN_THROUGHPUT].median().sort_index()
         if len(rates) <= fitted:
             continue
         inputs = rates.iloc[:fitted]
         scaling = scaling_model(inputs.to_dict())
         for _, row in group[group["workers"] > inputs.index.max()].iterrows():
-            measured = float(row["median_throughput"])
+            measured = float(row[MEDIAN_THROUGHPUT])
             predicted = scaling.rate(int(row["workers"]))
             ratio = measured / predicted
             records.append(

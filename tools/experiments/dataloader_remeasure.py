@@ -17,7 +17,6 @@ library's own env (RUN_DIR/.venvs or --envs), with the workflow's thread policy.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -28,6 +27,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from augbench import result_format
 from augbench.analysis.dataloader import baseline_exceptions
 from augbench.policy import DATALOADER_THREADS
 
@@ -44,7 +44,7 @@ def _result_file(run: Path, machine: str, dataset: str, library: str, setting: s
 
 def remeasure(run: Path, envs: Path, original: Path, rounds: int, out: Path) -> dict:
     """The flagged setting again, with ``rounds`` timed and baseline epochs; its result file."""
-    meta = json.loads(original.read_text())["metadata"]
+    meta = result_format.read(original)["metadata"]
     params = meta["benchmark_params"]
     manifest = run / "results/data" / meta["dataset"]["key"] / "manifest.json"
     cmd = [
@@ -59,7 +59,7 @@ def remeasure(run: Path, envs: Path, original: Path, rounds: int, out: Path) -> 
     ]  # fmt: skip
     env = {**os.environ, **DATALOADER_THREADS.environment(), "PYTHONPATH": str(REPO)}
     subprocess.run(cmd, check=True, env=env, stderr=subprocess.DEVNULL)
-    return json.loads(out.read_text())["results"]
+    return result_format.read(out)["results"]
 
 
 def _pairs(values: object) -> str:
@@ -93,7 +93,7 @@ def main() -> int:
             if key not in done:
                 out = Path(tmp) / f"{key[0]}-{setting}.json"
                 done[key] = remeasure(args.run, envs, original, args.rounds, out)
-            before = json.loads(original.read_text())["results"][row["transform"]]
+            before = result_format.read(original)["results"][row["transform"]]
             after = done[key][row["transform"]]
             field = "regime_vs_bare" if row["check"] == "regime_vs_bare" else "decode_composition"
             ratio = field if field == "regime_vs_bare" else "decode_composition_ratio"

@@ -15,7 +15,6 @@ harness or allocator setting is involved.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -37,6 +36,7 @@ def main() -> int:
     p.add_argument("--values", type=int, default=3)
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
+    from augbench import result_format
     from augbench.engines.breakdown_passes import round_seeds
 
     wanted = {tuple(item.split(":", 1)) for item in args.pipelines.split(",") if item}
@@ -44,7 +44,7 @@ def main() -> int:
         "machine\tlibrary\tpipeline\timages\tprocesses\tprocess_medians_ms\tmin\tmax\tmax_over_min"
     ]
     for path in result_files(args.results):
-        payload = json.loads(path.read_text())
+        payload = result_format.read(path)  # validated: one line naming the file and field
         meta = payload["metadata"]
         library = meta.get("library", "")
         definitions = {d["name"]: d for d in meta["benchmark_params"].get("pipelines", [])}

@@ -26,7 +26,7 @@ def load(path: str):
         if not Path(path).is_file():
             raise FileNotFoundError(f"result source {path!r} does not exist")
         return read_table(path)
-    return collect.collect([path]).frame
+    return collect.collect([path], warn=sys.stderr).frame
 
 
 def markdown(rows) -> str:

@@ -31,6 +31,7 @@ from augbench.analysis.dataloader import (
     add_baselines,
     cheapest_decode_rows,
 )
+from augbench.result_format import MEDIAN_THROUGHPUT
 
 REGIME = "cpu_dataloader"
 
@@ -106,7 +107,7 @@ def row_table(ok: pd.DataFrame) -> str:
                 str(row["scope"]),
                 str(int(row["workers"])),
                 str(row.get("recipe") or row["transform"]),
-                _rate(row["median_throughput"]),
+                _rate(row[MEDIAN_THROUGHPUT]),
                 _ci(row.get("relative_ci")),
                 _rate(row.get("bare_loop_throughput")),
                 _ratio(

@@ -9,6 +9,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 from augbench.analysis import speedups
 from augbench.analysis.groups import iter_groups, read_table
 from augbench.logs import redirect_to_log
+from augbench.result_format import MEDIAN_THROUGHPUT
 
 STYLE = """<style>
 body { font-family: sans-serif; font-size: 13px; margin: 1em; }
@@ -36,7 +37,7 @@ with redirect_to_log(snakemake.log[0]):  # noqa: F821
                 "transform",
                 "library",
                 "status",
-                "median_throughput",
+                MEDIAN_THROUGHPUT,
                 "std_throughput",
                 "fastest_other_library",
                 "speedup",

@@ -30,7 +30,7 @@ def load(paths: list[str]):
     tables = [read_table(p) for p in paths if p.endswith(".csv")]
     others = [p for p in paths if not p.endswith(".csv")]
     if others:
-        tables.append(collect.collect(others).frame)
+        tables.append(collect.collect(others, warn=sys.stderr).frame)
     return pd.concat(tables, ignore_index=True) if len(tables) > 1 else tables[0]
 
 

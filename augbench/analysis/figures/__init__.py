@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from augbench import regimes
+from augbench.result_format import MEDIAN_THROUGHPUT
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -143,7 +144,7 @@ def _resolution_absent(frame: pd.DataFrame, data: pd.DataFrame, ok: pd.DataFrame
     from augbench.analysis.resolution import swept_rows
 
     data = swept_rows(frame)
-    ok = data[(data["status"] == "ok") & (data["median_throughput"] > 0) & (data["_mp"] > 0)]
+    ok = data[(data["status"] == "ok") & (data[MEDIAN_THROUGHPUT] > 0) & (data["_mp"] > 0)]
     if ok.empty:
         return "no ok rows of a resolution sweep (config resolutions)"
     if ok["_res"].nunique() < 2:

@@ -12,6 +12,7 @@ from augbench.analysis.figures.style import (
     library_color,
 )
 from augbench.analysis.groups import iter_groups
+from augbench.result_format import MEDIAN_THROUGHPUT
 
 TITLE = "Throughput versus peak memory"
 
@@ -44,14 +45,14 @@ def draw(frame: pd.DataFrame) -> Drawn:
             panels.append((group, ok, col))
     if not panels:
         return empty_figure(TITLE, "no ok rows with peak memory in these results", f"{TITLE}.")
-    all_y = pd.concat([ok["median_throughput"] for _, ok, _ in panels])
+    all_y = pd.concat([ok[MEDIAN_THROUGHPUT] for _, ok, _ in panels])
     grid = LibraryPanelGrid(len(panels), panel_width=3.6, throughputs=all_y)
     for ax, (group, ok, col) in zip(grid.axes, panels, strict=True):
         mem = pd.to_numeric(ok[col], errors="coerce")
         for lib, rows in ok.groupby("library"):
             ax.plot(
                 mem[rows.index],
-                rows["median_throughput"],
+                rows[MEDIAN_THROUGHPUT],
                 "o",
                 color=library_color(lib),
                 ms=5,

@@ -14,6 +14,7 @@ from augbench.analysis.figures.style import Drawn, caption, empty_figure, librar
 from augbench.analysis.groups import library_order
 from augbench.analysis.resolution import SERIES_COLUMNS, scaling_table, swept_rows
 from augbench.policy import RESOLUTION_SLOPE_TOLERANCE
+from augbench.result_format import MEDIAN_THROUGHPUT
 
 TITLE = "Throughput versus resolution"
 PANEL_KEYS = ("machine", "base_dataset", "regime", "scope", "workers", "batch_size", "variant")
@@ -21,7 +22,7 @@ PANEL_KEYS = ("machine", "base_dataset", "regime", "scope", "workers", "batch_si
 
 def draw(frame: pd.DataFrame) -> Drawn:
     data = swept_rows(frame)
-    ok = data[(data["status"] == "ok") & (data["median_throughput"] > 0) & (data["_mp"] > 0)]
+    ok = data[(data["status"] == "ok") & (data[MEDIAN_THROUGHPUT] > 0) & (data["_mp"] > 0)]
     if ok.empty:
         return empty_figure(
             TITLE,
@@ -48,7 +49,7 @@ def draw(frame: pd.DataFrame) -> Drawn:
         for transform, rows in mine.groupby("transform", sort=True):
             rows = rows.sort_values("_res")
             x = rows["_res"].to_numpy(dtype=float)
-            thr = rows["median_throughput"].to_numpy(dtype=float)
+            thr = rows[MEDIAN_THROUGHPUT].to_numpy(dtype=float)
             mps = thr * rows["_mp"].to_numpy(dtype=float)
             style = {"color": color[str(transform)], "marker": "o", "ms": 3.5, "lw": 1.2}
             top.plot(x, thr, label=str(transform), **style)

@@ -13,6 +13,7 @@ from augbench.analysis.figures.style import (
 )
 from augbench.analysis.groups import library_order, normalized
 from augbench.policy import BARE_LOOP_MIN_RATIO, TRANSPORT_BOUND_FRACTION
+from augbench.result_format import MEDIAN_THROUGHPUT
 
 TITLE = "Throughput versus DataLoader workers"
 PANEL_KEYS = ("machine", "regime", "scope", "batch_size", "variant")
@@ -25,7 +26,7 @@ def scaling_table(frame: pd.DataFrame) -> pd.DataFrame:
         *PANEL_KEYS,
         "library",
         "workers",
-        "median_throughput",
+        MEDIAN_THROUGHPUT,
         "transforms",
         "transport_throughput",
         "transport_bound",
@@ -48,7 +49,7 @@ def scaling_table(frame: pd.DataFrame) -> pd.DataFrame:
                 {
                     **dict(zip([*PANEL_KEYS, "library"], key, strict=True)),
                     "workers": workers,
-                    "median_throughput": float(at["median_throughput"].median()),
+                    MEDIAN_THROUGHPUT: float(at[MEDIAN_THROUGHPUT].median()),
                     "transforms": len(fixed),
                     # The loader alone (the recipe's tail, no augmentation) at this count.
                     "transport_throughput": float(at["_transport"].median()),
@@ -86,7 +87,7 @@ def draw(frame: pd.DataFrame) -> Drawn:
             f"{TITLE}.",
         )
     panels = list(table.groupby(list(PANEL_KEYS), sort=True))
-    grid = LibraryPanelGrid(len(panels), panel_width=3.8, throughputs=table["median_throughput"])
+    grid = LibraryPanelGrid(len(panels), panel_width=3.8, throughputs=table[MEDIAN_THROUGHPUT])
     data = _with_baselines(normalized(frame))
     for ax, (key, rows) in zip(grid.axes, panels, strict=True):
         k = dict(zip(PANEL_KEYS, key, strict=True))
@@ -100,18 +101,18 @@ def draw(frame: pd.DataFrame) -> Drawn:
             for _, t_rows in per_transform[per_transform["library"] == lib].groupby("transform"):
                 t_rows = t_rows.sort_values("workers")
                 ax.plot(
-                    t_rows["workers"], t_rows["median_throughput"], color=color, lw=0.6, alpha=0.25
+                    t_rows["workers"], t_rows[MEDIAN_THROUGHPUT], color=color, lw=0.6, alpha=0.25
                 )
                 # A transport-bound point measures the loader more than the library: hollow.
                 bound = t_rows[t_rows["_bound"]]
                 ax.scatter(
-                    bound["workers"], bound["median_throughput"], s=22, facecolors="none",
+                    bound["workers"], bound[MEDIAN_THROUGHPUT], s=22, facecolors="none",
                     edgecolors=color, linewidths=0.9, zorder=3,
                 )  # fmt: skip
                 # Slower than the bare user loop by more than policy allows: crossed out.
                 below = t_rows[t_rows["_below_bare"]]
                 ax.scatter(
-                    below["workers"], below["median_throughput"], s=26, marker="x",
+                    below["workers"], below[MEDIAN_THROUGHPUT], s=26, marker="x",
                     color="black", linewidths=0.9, zorder=4,
                 )  # fmt: skip
             if mine["transport_throughput"].notna().any():
@@ -121,7 +122,7 @@ def draw(frame: pd.DataFrame) -> Drawn:
                 )  # fmt: skip
             ax.plot(
                 mine["workers"],
-                mine["median_throughput"],
+                mine[MEDIAN_THROUGHPUT],
                 "o-",
                 color=color,
                 lw=2,

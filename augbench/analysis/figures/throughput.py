@@ -21,6 +21,7 @@ from augbench.analysis.figures.style import (
     use_log_scale,
 )
 from augbench.analysis.groups import iter_groups, library_order
+from augbench.result_format import MEDIAN_THROUGHPUT
 
 
 def title(regime: str) -> str:
@@ -29,7 +30,7 @@ def title(regime: str) -> str:
 
 def _sorted_transforms(rows: pd.DataFrame) -> list[str]:
     ok = rows[rows["status"] == "ok"]
-    best = ok.groupby("transform")["median_throughput"].max()
+    best = ok.groupby("transform")[MEDIAN_THROUGHPUT].max()
     others = sorted(set(rows["transform"]) - set(best.index))
     # Fastest at the top; transforms with no ok row at all go to the bottom.
     return [*best.sort_values(ascending=False).index.tolist(), *others]
@@ -44,7 +45,7 @@ def draw(frame: pd.DataFrame, regime: str) -> Drawn:
     rows_all = pd.concat([g.rows for g in groups])
     values = pd.concat(
         [
-            rows_all.loc[rows_all["status"] == "ok", "median_throughput"],
+            rows_all.loc[rows_all["status"] == "ok", MEDIAN_THROUGHPUT],
             pd.to_numeric(
                 rows_all.loc[rows_all["status"] == "early_stopped", "preflight_throughput"],
                 errors="coerce",
@@ -64,8 +65,8 @@ def draw(frame: pd.DataFrame, regime: str) -> Drawn:
         for _, row in group.rows.iterrows():
             y = ypos[row["transform"]] + offsets[row["library"]]
             color = library_color(row["library"])
-            if row["status"] == "ok" and not math.isnan(row["median_throughput"]):
-                ax.plot(row["median_throughput"], y, "o", color=color, ms=6)
+            if row["status"] == "ok" and not math.isnan(row[MEDIAN_THROUGHPUT]):
+                ax.plot(row[MEDIAN_THROUGHPUT], y, "o", color=color, ms=6)
             elif row["status"] == "early_stopped" and not pd.isna(row["preflight_throughput"]):
                 ax.plot(float(row["preflight_throughput"]), y, "o", mfc="none", mec=color, ms=6)
                 missing.setdefault(row["transform"], []).append(f"{row['library']}: early-stop")

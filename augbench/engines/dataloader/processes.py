@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from augbench import decision
+from augbench.result_format import MEDIAN_THROUGHPUT
 from augbench.results import non_ok_row, summarize_throughputs
 
 # What a later process returns of each row: the values the merged row pools.
@@ -112,8 +113,8 @@ def merged(first: dict[str, Any], later: Sequence[dict[str, Any]], name: str) ->
         )
     )
     median = interval.median
+    row[MEDIAN_THROUGHPUT] = median
     row.update(
-        median_throughput=median,
         ci_low=interval.low,
         ci_high=interval.high,
         ci_level=interval.level,
