@@ -78,13 +78,14 @@ def jobs(text: str) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     current: dict[str, object] | None = None
     for line in text.splitlines():
-        if m := re.match(r"^(?:local)?rule (\w+):$", line):
+        # A job of a group (the googlebatch profile's) is printed indented inside its group.
+        if m := re.match(r"^\s*(?:local)?rule (\w+):$", line):
             current = {"rule": m.group(1)}
             out.append(current)
             continue
         if current is None:
             continue
-        if m := re.match(r"^    (output|threads|resources|wildcards): (.*)$", line):
+        if m := re.match(r"^\s+(output|threads|resources|wildcards): (.*)$", line):
             key, value = m.groups()
             if key == "resources":  # tmpdir differs between machines
                 value = ", ".join(v for v in value.split(", ") if not v.startswith("tmpdir="))
