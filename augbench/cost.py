@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from augbench import adapters, matrix, paths, regimes
+from augbench import adapters, matrix, paths, regimes, result_format
 from augbench.regimes import Job
 from augbench.regimes.gpu import stream_images
 from augbench.regimes.pricing import (
@@ -135,7 +135,7 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
         library = path.parts[-2]
         key = (kind, library)
         try:
-            payload = json.loads(path.read_text())
+            payload = result_format.read(path)
             params = payload["metadata"]["benchmark_params"]
             dataset = payload["metadata"].get("dataset") or {}
             megapixels = float(dataset.get("mean_megapixels") or 0)
@@ -159,7 +159,9 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
             extra, timing = pricing.learn_file(learned, key, payload, params, work)
             work += extra
         except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
-            continue  # not a result of this workflow's regimes
+            # Not a result of this workflow's regimes, or not a valid result file
+            # (result_format.ResultFormatError, a ValueError): it teaches nothing.
+            continue
         if params.get("settings_in_job"):  # a job_per: library job: one benchmark file for all
             run = regimes.run_suffix(regimes.without_run(path.name)[1])
             bench = bench.with_name(f"{matrix.dataloader_library_job(params['shard'])}{run}.tsv")
