@@ -531,7 +531,7 @@ class WorkflowInputs:
     def table_arguments(self) -> dict[str, list[Any]]:
         """What each regime table of table_regimes takes beyond the rows (Table.arguments)."""
         return {
-            name: table.arguments(self.config)
+            name: [self.sweep.config_value(key) for key in table.config_keys]
             for regime in self.table_regimes
             for name, table in regimes.BY_NAME[regime].tables.items()
         }

@@ -12,13 +12,13 @@ import math
 import os
 import statistics
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 from conftest import REPO, jpeg_manifest, library_env
+from test_tools import run_tool
 
 from augbench import pipelines
 
@@ -28,17 +28,6 @@ pytestmark = pytest.mark.envs
 # as a file and as the engine's --pipelines JSON.
 PIPELINE_YAML = "name: flip_blur\nsteps:\n  - HorizontalFlip\n  - GaussianBlur\n"
 PIPELINES_JSON = pipelines.to_json([pipelines.parse(yaml.safe_load(PIPELINE_YAML), source="t")])
-
-
-def run_tool(script: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """``python tools/<script> args`` from the repository root, with the driver's Python."""
-    done = subprocess.run(
-        [sys.executable, str(REPO / "tools" / script), *args],
-        cwd=REPO, capture_output=True, text=True, check=False, timeout=300,
-    )  # fmt: skip
-    if check and done.returncode != 0:
-        raise AssertionError(f"{script} failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    return done
 
 
 def engine(python: Path, module: str, *args: str) -> None:

@@ -23,6 +23,8 @@ from augbench.regimes.pricing import (
     median_of,
 )
 from augbench.regimes.records import (
+    SCOPES,
+    WORKERS,
     Job,
     JobKind,
     Planner,
@@ -39,8 +41,6 @@ if TYPE_CHECKING:
     from augbench.memory import Footprint
 
 NAME = "cpu_dataloader"
-SCOPES = "memory|decode"
-WORKERS = r"\d+"
 
 
 # -- planning --------------------------------------------------------------------------------

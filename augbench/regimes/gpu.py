@@ -13,6 +13,9 @@ from augbench.adapters.base import DALI_PIPELINE, GPU_BATCHES
 from augbench.paths import PIPELINE_RAW, RAW
 from augbench.regimes.pricing import Estimate, KindModel, PricedJob, Pricing
 from augbench.regimes.records import (
+    RANDOMNESS,
+    SCOPES,
+    WORKERS,
     Job,
     JobKind,
     Planner,
@@ -27,9 +30,6 @@ from augbench.result_format import MEDIAN_THROUGHPUT
 if TYPE_CHECKING:
     from augbench.memory import Footprint
 
-SCOPES = "memory|decode"
-WORKERS = r"\d+"
-RANDOMNESS = "per-sample|batch-shared"
 # Written once, whichever of the two regimes are configured.
 GPU_TABLES = {
     "gpu_vs_cpu_ratio": Table(

@@ -55,6 +55,11 @@ Wildcards = Mapping[str, str]
 
 ROLES = ("results", "pipelines", "diagnostic")
 
+# Wildcard constraints the kinds' own wildcards share (JobKind.constraints).
+SCOPES = "memory|decode"
+WORKERS = r"\d+"
+RANDOMNESS = "per-sample|batch-shared"
+
 # Jobs that prepare (environments, the dataset) and jobs that summarize (tables, figures, report):
 # neither times anything; the plan and the cost model list them by these names.
 SETUP_RULES: tuple[str, ...] = (
@@ -180,16 +185,6 @@ class Table:
     path: str
     builder: str
     config_keys: tuple[str, ...] = ()
-
-    def arguments(self, config: Mapping[str, Any]) -> list[Any]:
-        """The builder's arguments after the rows: the values of its config keys."""
-        values = []
-        for key in self.config_keys:
-            value: Any = config
-            for part in key.split("."):
-                value = value[part]
-            values.append(value)
-        return values
 
     def build(self, frame: Any, *arguments: Any) -> Any:
         module, _, name = self.builder.partition(":")

@@ -23,6 +23,7 @@ from augbench.regimes.pricing import (
     median_of,
 )
 from augbench.regimes.records import (
+    WORKERS,
     Job,
     JobKind,
     Planner,
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from augbench.memory import Footprint
 
 NAME = "training"
-WORKERS = r"\d+"
 
 
 # -- planning --------------------------------------------------------------------------------
