@@ -108,7 +108,8 @@ class Decoder:
                 return _native(library)
             return _LOADERS[self.name]()
         except (ImportError, OSError, RuntimeError) as exc:
-            raise Unavailable(f"{self.name}: {one_line(exc)}") from exc
+            # The first sentence: a loader's advice (downloads, other releases) is not a reason.
+            raise Unavailable(f"{self.name}: {one_line(exc).split('. ')[0]}") from exc
 
     def version(self) -> str | None:
         """The installed version of its package (None: native, or not installed)."""
@@ -134,7 +135,7 @@ DECODERS: tuple[Decoder, ...] = (
     Decoder("simplejpeg", "simplejpeg.decode_jpeg(data, colorspace='RGB')", HWC_NUMPY,
             module="simplejpeg", distribution="simplejpeg", pin="1.9.0"),
     Decoder("turbojpeg", "turbojpeg.TurboJPEG().decode(data, pixel_format=TJPF_RGB)", HWC_NUMPY,
-            module="turbojpeg", distribution="PyTurboJPEG", pin="2.6.1",
+            module="turbojpeg", distribution="PyTurboJPEG", pin="1.8.3",
             system_library="turbojpeg", system_package="libturbojpeg0"),
 )  # fmt: skip
 BY_NAME: dict[str, Decoder] = {d.name: d for d in DECODERS}
