@@ -58,9 +58,9 @@ def _image_size(row: pd.Series) -> str:
 
 
 def table(tidy: pd.DataFrame) -> pd.DataFrame:
-    """One row per decoders-table row of ``tidy`` (regime ``decoders``), in the declared
-    decoders' order within each machine, dataset and env; empty (with its columns) where no
-    decoder was measured."""
+    """One row per decoders-table row of ``tidy`` (regime ``decoders``): per machine and env,
+    the image sizes from the smallest, each in the declared decoders' order; empty (with its
+    columns) where no decoder was measured."""
     part = tidy[tidy["regime"] == decoders.REGIME] if "regime" in tidy else tidy.iloc[0:0]
     records = []
     for _, row in part.iterrows():
@@ -98,5 +98,5 @@ def table(tidy: pd.DataFrame) -> pd.DataFrame:
         return out
     rank = {name: i for i, name in enumerate(decoders.NAMES)}
     out["_rank"] = out["decoder"].map(lambda name: rank.get(name, len(rank)))
-    keys = ["machine", "dataset", "library_env", "allocator_setting", "_rank"]
+    keys = ["machine", "library_env", "allocator_setting", "megapixels", "dataset", "_rank"]
     return out.sort_values(keys, kind="stable").drop(columns="_rank").reset_index(drop=True)
