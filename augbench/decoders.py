@@ -192,9 +192,12 @@ def touch(output: Any, layout: str) -> int:
     if layout == PIL_IMAGE:
         width, height = output.size
         return int(output.getpixel((width - 1, height - 1))[0])
+    # By index, never through a reshape: that copies an output that is not row-major (decode_jpeg's
+    # channels-last 3xHxW tensor), a copy no decoder makes.
+    last = output[(-1,) * output.ndim]
     if layout in (CHW_TENSOR, BCHW_FLOAT):
-        return int(output.reshape(-1)[-1].item() * (255 if layout == BCHW_FLOAT else 1))
-    return int(output.reshape(-1)[-1])
+        return int(last.item() * (255 if layout == BCHW_FLOAT else 1))
+    return int(last)
 
 
 def to_hwc(output: Any, layout: str) -> Any:

@@ -108,6 +108,17 @@ def test_pil_decodes_to_hwc_uint8_and_the_output_is_touched(jpeg: Path) -> None:
     assert decoder.version() == Image.__version__
 
 
+class _NoReshape(np.ndarray):
+    def reshape(self, *args: object, **kwargs: object) -> np.ndarray:
+        raise AssertionError("touch reshaped (a copy of an output that is not row-major)")
+
+
+def test_touch_reads_the_last_value_by_index_without_copying() -> None:
+    image = np.arange(2 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3)
+    strided = image.view(_NoReshape)[:, ::-1]  # not row-major: a reshape would copy it
+    assert decoders.touch(strided, decoders.HWC_NUMPY) == int(image[-1, 0, -1])
+
+
 @pytest.mark.parametrize("content", [b"not a jpeg at all", "truncated"])
 def test_a_corrupt_jpeg_fails_with_the_decoders_own_error_in_one_line(
     jpeg: Path, content: bytes | str
