@@ -48,9 +48,12 @@ NATIVE = "native"
 # The rows of the decoders table: their regime label (never ranked with a regime's rows) and scope.
 REGIME = "decoders"
 SCOPE = "decode_only"
-# Timed values per decoder: the stopping rule's bounds (augbench.stopping).
+# Timed values per decoder: the stopping rule's bounds (augbench.stopping). Each value is a whole
+# number of passes over the job's images, at most MAX_IMAGES of the regime's (a value of 64
+# images of 4 MP lasts about 3 s on one core; a decoder's rate needs no more distinct files).
 MIN_VALUES = 5
 MAX_VALUES = 15
+MAX_IMAGES = 64
 # The library env the decoders table runs in where it is configured: it has numpy, OpenCV,
 # Pillow and torchvision, and its lock adds simplejpeg and PyTurboJPEG (envs/albumentationsx.in).
 # Elsewhere the first configured library's env: the decoders it lacks are `skipped` rows.

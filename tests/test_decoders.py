@@ -165,6 +165,8 @@ def test_the_table_job_runs_only_where_a_decoder_besides_native_is_configured() 
     wildcards = {"machine": "m", "dataset": "d", "library": "x"}
     flags = kind.args(sweep.Sweep(chosen, "d-0123456789ab"), kind, wildcards)
     assert flags["decoders"] == ["native", "simplejpeg"] and flags["num-images"] == 12
+    many = config(cpu_dataloader={"decoders": ["pil"], "num_images": 1000})
+    assert kind.args(sweep.Sweep(many, "d"), kind, wildcards)["num-images"] == decoders.MAX_IMAGES
 
 
 def test_without_its_env_library_the_job_runs_in_the_first_configured_one() -> None:

@@ -165,7 +165,7 @@ def decoders_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     return {
         "library": w["library"],
         "decoders": list(s.config["cpu_dataloader"].get("decoders") or [decoders.NATIVE]),
-        "num-images": s.num_images_for(kind),
+        "num-images": min(s.num_images_for(kind), decoders.MAX_IMAGES),
         "machine": w["machine"],
         "min-values": decoders.MIN_VALUES,
         "max-values": decoders.MAX_VALUES,
@@ -248,7 +248,7 @@ def decoders_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     holds one file's bytes and its decoded image at a time (the largest of the job's images)."""
     from augbench.memory import Footprint
 
-    images = min(s.num_images_for(kind), s.dataset_images(w["dataset"]))
+    images = min(s.num_images_for(kind), decoders.MAX_IMAGES, s.dataset_images(w["dataset"]))
     largest = max(s.sizes[w["dataset"]].first(images) or [0])
     return Footprint(
         w["library"], torch=True, forked=1, images=1, pixels=largest, copies=2,
