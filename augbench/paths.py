@@ -41,6 +41,8 @@ def table(name: str) -> str:
     return f"{TABLES}/{name}.csv"
 
 
+# Decode-only rows of the JPEG decoders (augbench.decoders; the cpu_dataloader regime's table).
+DECODERS_TABLE = table("decoders")
 LAZY_TABLES = {"csv": f"{ANALYSIS}/lazy_outputs.csv", "markdown": f"{ANALYSIS}/lazy_outputs.md"}
 PIPELINE_FIGURE = f"{ANALYSIS}/pipeline_breakdown.png"
 PIPELINE_ALLOCATOR_FIGURE = f"{ANALYSIS}/allocator_effect_pipelines.png"

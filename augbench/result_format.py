@@ -127,6 +127,7 @@ ROW_TYPES: dict[str, tuple[str, ...]] = {
     "variant": ("string", "null"),
     "scope": ("string", "null"),
     "pipeline": ("string", "null"),
+    "decoder": ("string", "null"),
 }
 NUMBER_LISTS: tuple[str, ...] = (THROUGHPUTS, TIMES)  # arrays of numbers
 

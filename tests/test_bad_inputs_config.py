@@ -45,6 +45,11 @@ TABLE = [
     # -- plans cleanly: nested --config values arrive as strings and are coerced ------------------
     Case("nested-integer", ("micro={values: 3}",), planned=("--values 3 ",)),
     Case("nested-integer-list", ("cpu_dataloader={workers: [0, 2]}",)),
+    Case(
+        "decoders-list",
+        ("cpu_dataloader={decoders: [native, simplejpeg]}",),
+        planned=("--decoders native,simplejpeg ",),
+    ),
     Case("top-level-boolean", ("disable_slow_skip=true",), planned=('"enabled": false',)),
     Case("integer-list", ("resolutions=[224]",), planned=("resize_dataset",)),
     Case("nested-null-and-number", ("cpu_dataloader={num_images: null, batch_timeout_s: 2.5}",)),
@@ -109,6 +114,15 @@ TABLE = [
         "unknown-regime",
         ("regimes=[mikro]",),
         ("config error at regimes[0]: 'mikro' is not one of ['micro',", "did you mean 'micro'?"),
+    ),
+    Case(
+        "unknown-decoder",
+        ("cpu_dataloader={decoders: [native, turbojepg]}",),
+        (
+            "config error at cpu_dataloader.decoders[1]: 'turbojepg' is not one of ['native', "
+            "'pil', 'opencv', 'torchvision', 'simplejpeg', 'turbojpeg']; did you mean "
+            "'turbojpeg'?",
+        ),
     ),
     Case(
         "regime-without-a-configured-library",

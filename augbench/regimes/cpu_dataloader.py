@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from augbench import decoders
 from augbench.adapters.base import CPU_TRANSFORMS
-from augbench.paths import PIPELINE_RAW, RAW
+from augbench.paths import DECODERS_TABLE, PIPELINE_RAW, RAW
 from augbench.policy import DATALOADER_MIN_RUNS, MAIN_PROCESS_CORES
 from augbench.regimes.pricing import (
     Estimate,
@@ -20,6 +21,7 @@ from augbench.regimes.pricing import (
     Learned,
     PricedJob,
     Pricing,
+    WallTime,
     median_of,
 )
 from augbench.regimes.records import (
@@ -32,6 +34,7 @@ from augbench.regimes.records import (
     Table,
     Wildcards,
     job_kind,
+    one_thread,
     value_bytes,
     workers_threads,
 )
@@ -146,6 +149,30 @@ def pipeline_dataloader_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[st
     }
 
 
+def decoders_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
+    """The decoders table's job (augbench.engines.decoders): one, in one library's env
+    (augbench.decoders.ENV_LIBRARY where configured, else the first configured library), where
+    ``cpu_dataloader.decoders`` names a decoder besides ``native``; none otherwise."""
+    configured = list(s.config["cpu_dataloader"].get("decoders") or [decoders.NATIVE])
+    libraries = s.libraries_of(kind.regime)
+    if not decoders.non_native(configured) or not libraries:
+        return []
+    host = decoders.ENV_LIBRARY if decoders.ENV_LIBRARY in libraries else libraries[0]
+    return [s.job(kind, host, dataset, {}, configured)]
+
+
+def decoders_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
+    return {
+        "library": w["library"],
+        "decoders": list(s.config["cpu_dataloader"].get("decoders") or [decoders.NATIVE]),
+        "num-images": min(s.num_images_for(kind), decoders.MAX_IMAGES),
+        "machine": w["machine"],
+        "min-values": decoders.MIN_VALUES,
+        "max-values": decoders.MAX_VALUES,
+        "warmups": 1,
+    }
+
+
 # -- memory (augbench.memory) ----------------------------------------------------------------
 def output_pixels(steps: list[Any], pixels: float) -> float:
     """Pixels of a pipeline's output image (its steps: augbench.pipelines.Step): the last size a
@@ -213,6 +240,19 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
         images=images if baselines > 0 or any(x["scope"] == "memory" for x in settings) else 0,
         pixels=pixels, value_bytes=value_bytes(w["library"]),
         batches_mb=in_flight * per_image / 2**20,
+    )  # fmt: skip
+
+
+def decoders_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
+    """The decoders job imports the library with torch and every decoder; a child forked from it
+    holds one file's bytes and its decoded image at a time (the largest of the job's images)."""
+    from augbench.memory import Footprint
+
+    images = min(s.num_images_for(kind), decoders.MAX_IMAGES, s.dataset_images(w["dataset"]))
+    largest = max(s.sizes[w["dataset"]].first(images) or [0])
+    return Footprint(
+        w["library"], torch=True, forked=1, images=1, pixels=largest, copies=2,
+        value_bytes=value_bytes(w["library"]),
     )  # fmt: skip
 
 
@@ -452,6 +492,15 @@ CPU_DATALOADER = Regime(
             memory_fix="lower cpu_dataloader.num_images or pipeline_runs.dataloader_workers",
             caps_workers="cpu_dataloader.cap_workers_at_cores", runs_key="cpu_dataloader.runs",
         ),
+        _kind(
+            "decoders", "results",
+            f"{RAW}/cpu_dataloader/{{library}}/decoders.json",
+            "{machine}/{dataset}/cpu_dataloader/{library}/decoders",
+            placement="micro", engine="augbench.engines.decoders", pricing=WallTime(),
+            jobs=decoders_jobs, args=decoders_args, threads=one_thread, thread_policy="micro",
+            memory=decoders_memory, config_block="cpu_dataloader",
+            images_key="cpu_dataloader.num_images", memory_fix="lower cpu_dataloader.num_images",
+        ),
     ),
     tables={
         "worker_scaling_cpu_dataloader": Table(
@@ -463,5 +512,6 @@ CPU_DATALOADER = Regime(
             "augbench.analysis.dataloader:starvation",
             ("cpu_dataloader.required_throughput",),
         ),
+        "decoders": Table(DECODERS_TABLE, "augbench.analysis.decoders:table"),
     },
 )  # fmt: skip

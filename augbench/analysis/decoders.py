@@ -1,0 +1,102 @@
+"""The decoders table (results/tables/decoders.csv): each JPEG decoder's decode-only rate, one
+thread, per machine, dataset (image size) and the library env it ran in (augbench.decoders,
+augbench.engines.decoders). Every row is kept whatever its status, its numbers blank where it is
+not ``ok``, so a decoder this env could not run says why."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from augbench import decoders
+from augbench.result_format import MEDIAN_THROUGHPUT
+
+COLUMNS: tuple[str, ...] = (
+    "machine",
+    "dataset",
+    "image_size",
+    "megapixels",
+    "decoder",
+    "library_env",
+    "img_s_per_core",
+    "ci_low",
+    "ci_high",
+    "ci_level",
+    "n",
+    "megapixels_per_s",
+    "status",
+    "reason",
+    "decoder_call",
+    "decoder_version",
+    "output_layout",
+    "allocator_setting",
+    "under_load",
+    "source_file",
+)
+
+
+def _number(value: Any) -> float:
+    number = pd.to_numeric(value, errors="coerce")
+    return float(number) if pd.notna(number) else math.nan
+
+
+def _text(value: Any) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
+def _count(value: Any) -> int:
+    number = _number(value)
+    return 0 if math.isnan(number) else int(number)
+
+
+def _image_size(row: pd.Series) -> str:
+    """'as staged' or '<px> px shorter side' (a derived dataset of the resolution sweep)."""
+    resolution = _number(row.get("resolution"))
+    return "as staged" if math.isnan(resolution) else f"{int(resolution)} px shorter side"
+
+
+def table(tidy: pd.DataFrame) -> pd.DataFrame:
+    """One row per decoders-table row of ``tidy`` (regime ``decoders``): per machine and env,
+    the image sizes from the smallest, each in the declared decoders' order; empty (with its
+    columns) where no decoder was measured."""
+    part = tidy[tidy["regime"] == decoders.REGIME] if "regime" in tidy else tidy.iloc[0:0]
+    records = []
+    for _, row in part.iterrows():
+        ok = row["status"] == "ok"
+        threads = _number(row.get("threads"))
+        threads = 1.0 if math.isnan(threads) or threads < 1 else threads
+        rate = _number(row[MEDIAN_THROUGHPUT]) / threads if ok else math.nan
+        megapixels = _number(row.get("megapixels"))
+        records.append(
+            {
+                "machine": row["machine"],
+                "dataset": row["dataset"],
+                "image_size": _image_size(row),
+                "megapixels": megapixels,
+                "decoder": _text(row.get("decoder")) or row["transform"],
+                "library_env": row["library"],
+                "img_s_per_core": rate,
+                "ci_low": _number(row.get("ci_low")) / threads if ok else math.nan,
+                "ci_high": _number(row.get("ci_high")) / threads if ok else math.nan,
+                "ci_level": _number(row.get("ci_level")) if ok else math.nan,
+                "n": _count(row.get("num_successful_runs")) if ok else 0,
+                "megapixels_per_s": rate * megapixels if ok else math.nan,
+                "status": row["status"],
+                "reason": _text(row.get("reason")),
+                "decoder_call": _text(row.get("decoder_call")),
+                "decoder_version": _text(row.get("decoder_version")),
+                "output_layout": _text(row.get("output_layout")),
+                "allocator_setting": _text(row.get("allocator_setting")),
+                "under_load": row.get("under_load"),
+                "source_file": _text(row.get("source_file")),
+            }
+        )
+    out = pd.DataFrame(records, columns=list(COLUMNS))
+    if out.empty:
+        return out
+    rank = {name: i for i, name in enumerate(decoders.NAMES)}
+    out["_rank"] = out["decoder"].map(lambda name: rank.get(name, len(rank)))
+    keys = ["machine", "library_env", "allocator_setting", "megapixels", "dataset", "_rank"]
+    return out.sort_values(keys, kind="stable").drop(columns="_rank").reset_index(drop=True)

@@ -1,0 +1,96 @@
+"""The decoders table's engine (augbench/engines/decoders.py) in library envs on a tiny staged
+dataset: in the env that carries every decoder (augbench.decoders.ENV_LIBRARY) each decoder whose
+system library is here is measured and the others are `skipped` rows saying what to install; in
+an env without the decoders' packages those are `skipped` rows naming the package, and a corrupt
+JPEG is an `error` row with the decoder's own message in one line. Each decoder's output converted
+to each library's native input has exactly that library's form."""
+
+from __future__ import annotations
+
+import ctypes.util
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import REPO, jpeg_manifest, run_engine
+
+from augbench import decoders
+
+pytestmark = pytest.mark.envs
+
+ALL = ",".join(decoders.NAMES)
+
+
+def test_every_decoder_here_is_measured_and_the_others_say_why(
+    albumentationsx_env: Path, tmp_path: Path
+) -> None:
+    manifest = jpeg_manifest(tmp_path, count=4)
+    payload = run_engine(
+        albumentationsx_env, "decoders", "--library", "albumentationsx", "--decoders", ALL,
+        "--manifest", str(manifest), "--num-images", "4", "--min-values", "3",
+        "--max-values", "4", output=tmp_path / "out.json",
+    )  # fmt: skip
+    assert payload["metadata"]["regime"] == decoders.REGIME
+    rows = payload["results"]
+    assert list(rows) == list(decoders.NAMES)
+    turbo_here = ctypes.util.find_library("turbojpeg") is not None
+    for name, row in rows.items():
+        assert row["decoder"] == name and row["threads"] == 1
+        if name == "turbojpeg" and not turbo_here:
+            assert row["status"] == "skipped"
+            assert row["reason"] == "turbojpeg: libturbojpeg.so not found; install libturbojpeg0"
+            continue
+        assert row["status"] == "ok", row.get("reason")
+        assert row["ci_low"] <= row["median_throughput"] <= row["ci_high"]
+        assert 3 <= row["num_successful_runs"] <= 4 and row["passes_per_value"] >= 1
+    assert rows["native"]["decoder_call"] == "cv2.imread + cv2.cvtColor(BGR2RGB)"
+    assert rows["simplejpeg"]["decoder_version"] == "1.9.0"
+    assert rows["torchvision"]["output_layout"] == decoders.LAYOUTS[decoders.CHW_TENSOR]
+
+
+def test_missing_packages_are_skipped_and_a_corrupt_jpeg_is_the_decoders_error(
+    torchvision_env: Path, tmp_path: Path
+) -> None:
+    manifest = jpeg_manifest(tmp_path, count=3)
+    (tmp_path / "images" / "1.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a JPEG")
+    rows = run_engine(
+        torchvision_env, "decoders", "--library", "torchvision", "--decoders", ALL,
+        "--manifest", str(manifest), "--num-images", "3", "--min-values", "1",
+        "--max-values", "1", output=tmp_path / "out.json",
+    )["results"]  # fmt: skip
+    # The torchvision env has Pillow and torchvision, not OpenCV, simplejpeg or PyTurboJPEG.
+    for name, module, package in (
+        ("opencv", "cv2", "opencv-python-headless"),
+        ("simplejpeg", "simplejpeg", "simplejpeg==1.9.0"),
+        ("turbojpeg", "turbojpeg", "PyTurboJPEG==1.8.3"),
+    ):
+        assert rows[name]["status"] == "skipped"
+        assert rows[name]["reason"] == (
+            f"{name}: Python package {module} not installed (PyPI {package})"
+        )
+    for name in ("native", "pil", "torchvision"):
+        reason = rows[name]["reason"]
+        assert rows[name]["status"] == "error" and "\n" not in reason
+        assert reason.startswith(f"{name} could not decode 1.jpg: "), reason
+
+
+def test_each_decoders_output_converts_to_each_librarys_native_input(
+    albumentationsx_env: Path, tmp_path: Path
+) -> None:
+    from PIL import Image
+
+    jpeg = tmp_path / "a.jpg"
+    Image.new("RGB", (37, 23), (10, 200, 30)).save(jpeg)
+    report_path = tmp_path / "report.json"
+    names = [d.name for d in decoders.DECODERS if d.name not in ("native", "turbojpeg")]
+    proc = subprocess.run(
+        [str(albumentationsx_env), str(REPO / "tests" / "helpers" / "decoder_layouts.py"),
+         str(report_path), str(jpeg), *names],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    report = json.loads(report_path.read_text())
+    assert len(report) == len(names) * 4  # albumentationsx, torchvision, pillow, kornia
+    failed = {check: r["detail"] for check, r in report.items() if not r["ok"]}
+    assert not failed, json.dumps(failed, indent=1)
