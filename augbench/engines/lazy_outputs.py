@@ -94,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     from tqdm import tqdm
 
     adapter = adapters.get(args.library)
-    transforms = cli.transform_names(args)  # unchecked: a name it cannot probe is a row's reason
+    # Unchecked: a name it cannot probe is a row's reason.
+    transforms = list(cli.transform_names(args.transforms))
     start = time.perf_counter()
     adapter.import_library()
     thread_settings = MICRO_THREADS.apply_runtime()

@@ -287,8 +287,8 @@ def main(argv: list[str] | None = None) -> int:
     pixel_budget = apply_pixel_budget(args)
 
     adapter = adapters.get(args.library)
-    transforms = cli.transform_names(args, catalog.get)
-    policy = cli.slow_policy(args)
+    transforms = list(cli.transform_names(args.transforms, catalog.get))
+    policy = cli.slow_policy(args.policy)
     policy_json = json.dumps(policy.to_dict())
 
     decode_info: dict[str, Any] = {}

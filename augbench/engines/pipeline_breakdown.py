@@ -547,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
 
     adapter = adapters.get(args.library)
     chosen = list(pipelines.from_json(args.pipelines).values())
-    policy = cli.slow_policy(args)
+    policy = cli.slow_policy(args.policy)
     thread_settings = skeleton.thread_record(MICRO_THREADS)
     images: list[Any] = []
     setup_error: tuple[str, str] | None = None  # (status, reason) of every row

@@ -75,8 +75,8 @@ def job_inputs(args: Any, check_name: Callable[[str], None]) -> JobInputs:
     ``num_images``, ``batch_size``, ``warmups``, ``values``): the recipe names (each checked, so
     unknown names fail the job before any measuring), the slow-transform policy, the stream plan
     and the selected image files."""
-    names = cli.transform_names(args, check_name)
-    slow = cli.slow_policy(args)
+    names = list(cli.transform_names(args.transforms, check_name))
+    slow = cli.slow_policy(args.policy)
     # The images the job really has (fewer than asked under dataset.allow_fewer) size the stream.
     files = media.select_files(args.manifest, args.num_images)
     plan = StreamPlan.for_images(

@@ -664,7 +664,7 @@ def main(argv: list[str] | None = None) -> int:
         if name not in args.pipelines:
             catalog.get(name)
 
-    transforms = cli.transform_names(args, check)
+    transforms = list(cli.transform_names(args.transforms, check))
     cores = usable_cores()
     thread_settings: dict[str, Any] = {
         **skeleton.thread_record(DATALOADER_THREADS),

@@ -64,8 +64,8 @@ def measure_setting(args: argparse.Namespace) -> int:
         if name not in args.pipelines:
             catalog.get(name)  # unknown names fail the job loudly, before any measuring
 
-    transforms = cli.transform_names(args, check)
-    policy = cli.slow_policy(args)
+    transforms = list(cli.transform_names(args.transforms, check))
+    policy = cli.slow_policy(args.policy)
     cores = usable_cores()
     over_cap = args.cap_workers_at_cores and args.workers > cores
 
@@ -234,7 +234,7 @@ def later_process_main(args: argparse.Namespace) -> int:
     import torch  # noqa: F401  (the DataLoader)
 
     DATALOADER_THREADS.apply_runtime()
-    policy = cli.slow_policy(args)
+    policy = cli.slow_policy(args.policy)
     cores = usable_cores()
 
     loaded: dict[str, Any] = {}
