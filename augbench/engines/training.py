@@ -696,7 +696,7 @@ def main(argv: list[str] | None = None) -> int:
                 if unsupported
                 else model_accelerator(device, args.cpu_input_size, args.model)
             )
-            items, load, _ = load_items(args, adapter)
+            items, load, _ = load_items(adapter, args.manifest, args.num_images, args.scope)
         except Exception as exc:
             setup_error = skeleton.setup_problem("setup failed", exc)
     variant = accelerator.label if accelerator is not None else args.accelerator
