@@ -10,30 +10,31 @@ import pytest
 
 from augbench import matrix
 from augbench.engines import cpu_dataloader
+from augbench.policy import SlowTransformPolicy
 
 COMMON = ["--library", "pillow", "--transforms", "HorizontalFlip", "--manifest", "m.json",
           "--num-images", "4", "--machine", "m"]  # fmt: skip
 
 
 def test_settings_pair_with_outputs_in_order() -> None:
-    args = cpu_dataloader.parse_args(
+    settings = cpu_dataloader.parse_args(
         [*COMMON, "--settings", "memory-w0,decode-w2", "--outputs", "a.json", "b.json"]
     )
-    assert args.setting_list == [("memory", 0), ("decode", 2)]
-    assert args.outputs == [Path("a.json"), Path("b.json")]
+    assert settings.setting_list == (("memory", 0), ("decode", 2))
+    assert settings.outputs == (Path("a.json"), Path("b.json"))
     # The first setting doubles as the single-setting arguments (checks, labels).
-    assert (args.scope, args.workers, args.output) == ("memory", 0, Path("a.json"))
-    assert [matrix.dataloader_setting(s, w) for s, w in args.setting_list] == [
+    assert (settings.scope, settings.workers, settings.output) == ("memory", 0, Path("a.json"))
+    assert [matrix.dataloader_setting(s, w) for s, w in settings.setting_list] == [
         "memory-w0",
         "decode-w2",
     ]
 
 
 def test_a_single_setting_job_is_unchanged() -> None:
-    args = cpu_dataloader.parse_args(
+    settings = cpu_dataloader.parse_args(
         [*COMMON, "--scope", "decode", "--workers", "1", "--output", "o.json"]
     )
-    assert args.setting_list == [] and (args.scope, args.workers) == ("decode", 1)
+    assert settings.setting_list == () and (settings.scope, settings.workers) == ("decode", 1)
 
 
 @pytest.mark.parametrize(
@@ -77,13 +78,13 @@ def test_every_engine_takes_the_shared_flags_and_what_provision_appends(engine: 
     module = importlib.import_module(f"augbench.engines.{engine}")
     argv = [*ENGINE_ARGS[engine], "--num-images", "4", "--machine", "m", "--output", "o.json"]
     # augbench.provision appends the staged manifest and the node's env marker to every engine.
-    args = module.parse_args([*argv, "--manifest", "staged.json", "--env-marker", "env.json"])
-    assert (args.manifest, args.env_marker) == (Path("staged.json"), Path("env.json"))
-    assert (args.num_images, args.machine, args.output) == (4, "m", Path("o.json"))
+    settings = module.parse_args([*argv, "--manifest", "staged.json", "--env-marker", "env.json"])
+    assert (settings.manifest, settings.env_marker) == (Path("staged.json"), Path("env.json"))
+    assert (settings.num_images, settings.machine, settings.output) == (4, "m", Path("o.json"))
     if engine != "lazy_outputs":  # a diagnostic: no slow-transform policy
-        assert args.policy == "{}"
+        assert settings.policy == SlowTransformPolicy()
     if engine not in ("lazy_outputs", "pipeline_breakdown"):
-        assert args.shard == ""
+        assert settings.shard == ""
 
 
 def test_the_steady_rate_starts_after_the_first_round_of_batches() -> None:

@@ -5,7 +5,6 @@ that cannot fit its machine (augbench/sweep.py). No Snakemake, no benchmarked li
 
 from __future__ import annotations
 
-import argparse
 import functools
 import io
 import json
@@ -241,7 +240,7 @@ def test_images_within_pixel_budget_on_a_manifest(
     assert media.images_within_pixel_budget(two_megapixel_manifest, wanted, max_megapixels) == held
 
 
-def micro_args(manifest: Path, num_images: int, *budget: str) -> argparse.Namespace:
+def micro_args(manifest: Path, num_images: int, *budget: str) -> micro.MicroSettings:
     return micro.parse_args(
         ["--library", "pillow", "--transforms", "HorizontalFlip", "--manifest", str(manifest),
          "--num-images", str(num_images), "--machine", "m", "--output",
@@ -264,9 +263,9 @@ def test_apply_pixel_budget_lowers_num_images_only_where_it_binds(
 ) -> None:
     """Protects the micro job's images: --num-images lowered to what the budget holds (so workers,
     the row's dataset record and the cost model see it), and the record of both counts."""
-    args = micro_args(two_megapixel_manifest, 4, *budget)
-    assert micro.apply_pixel_budget(args) == record
-    assert args.num_images == record["images"]
+    settings, held = micro.apply_pixel_budget(micro_args(two_megapixel_manifest, 4, *budget))
+    assert held == record
+    assert settings.num_images == record["images"]
 
 
 # -- 6. the paper preset against its cloud machines ----------------------------------------------

@@ -235,11 +235,8 @@ def test_a_round_whose_interpreter_fails_says_why() -> None:
     """A round's fresh interpreter that exits before writing its result (here: arguments it
     cannot parse) comes back as one reason naming its exit code and its last line, which the
     job writes into the row of every pipeline of that round."""
-    import argparse
-
     outcome = pipeline_breakdown.round_in_fresh_interpreter(
-        argparse.Namespace(argv=["--library", "pillow"]),
-        {"p": {"round": 0, "seed": 0, "passes": 1}},
+        ["--library", "pillow"], {"p": {"round": 0, "seed": 0, "passes": 1}}
     )
     assert set(outcome) == {"error"}
     assert "exited with code 2" in outcome["error"] and "required" in outcome["error"]
@@ -423,20 +420,20 @@ def test_cpu_dataloader_resolves_a_pipeline_name_into_its_recipe() -> None:
     from augbench.engines import cpu_dataloader
 
     chosen = [_shipped("imagenet_train_colorjitter")]
-    args = cpu_dataloader.parse_args(
+    settings = cpu_dataloader.parse_args(
         ["--library", "pillow", "--scope", "memory", "--workers", "2",
          "--transforms", "imagenet_train_colorjitter", "--manifest", "m.json", "--num-images", "4",
          "--output", "o.json", "--machine", "m", "--pipelines", pipelines.to_json(chosen)]
     )  # fmt: skip
-    assert set(args.pipelines) == {"imagenet_train_colorjitter"}
+    assert set(settings.pipelines) == {"imagenet_train_colorjitter"}
     name = "imagenet_train_colorjitter"
-    fields = cpu_dataloader.recipe_row_fields(args, adapters.get("pillow"), name)
+    fields = cpu_dataloader.recipe_row_fields(settings, adapters.get("pillow"), name)
     assert fields["pipeline"] == name and fields["variant"] == pipelines.VARIANT
     assert fields["recipe"] == _shipped(name).recipe
     assert fields["recipe"].endswith("ColorJitter + Normalize + ToTensor")
     assert fields["workers"] == 2 and fields["scope"] == "memory"
     # Single transforms keep their recipe rows untouched.
-    plain = cpu_dataloader.recipe_row_fields(args, adapters.get("pillow"), "HorizontalFlip")
+    plain = cpu_dataloader.recipe_row_fields(settings, adapters.get("pillow"), "HorizontalFlip")
     assert "pipeline" not in plain and plain["recipe"].startswith("RandomCrop224 + HorizontalFlip")
 
 

@@ -27,6 +27,7 @@ from augbench.engines.dataloader.decode_floor import DecodeFloor
 from augbench.engines.dataloader.job import main, measure_setting
 from augbench.engines.dataloader.plumbing import (
     EpochSampler,
+    LoaderSettings,
     Recipe,
     RecipeDataset,
     build_recipe,
@@ -41,8 +42,19 @@ from augbench.engines.dataloader.rows import (
     recipe_row_fields,
     run_recipe,
 )
-from augbench.engines.dataloader.settings import REGIME, SCOPES, parse_args, parse_settings
-from augbench.engines.dataloader.timing import TIMING_NOTE, RecipeError, measure_loader
+from augbench.engines.dataloader.settings import (
+    REGIME,
+    SCOPES,
+    DataLoaderSettings,
+    parse_args,
+    parse_settings,
+)
+from augbench.engines.dataloader.timing import (
+    TIMING_NOTE,
+    EpochSettings,
+    RecipeError,
+    measure_loader,
+)
 from augbench.engines.preflight import per_sample as preflight
 
 __all__ = [
@@ -53,9 +65,12 @@ __all__ = [
     "TIMING_NOTE",
     "TRANSPORT_SIZE",
     "CroppedLoad",
+    "DataLoaderSettings",
     "DecodeCompanions",
     "DecodeFloor",
     "EpochSampler",
+    "EpochSettings",
+    "LoaderSettings",
     "Recipe",
     "RecipeDataset",
     "RecipeError",

@@ -37,9 +37,9 @@ from augbench.policy import GPU_REGIME_THREADS
 
 GPU_REGIME_THREADS.apply_environment()  # before DALI / numpy load
 
-import argparse  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -60,7 +60,18 @@ VARIANTS: dict[str, str] = {
 }
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+@dataclass(frozen=True, kw_only=True)
+class DaliSettings(skeleton.StreamSettings):
+    """A DALI job's settings: the batch-pipeline engines' shared ones (the library is DALI, its
+    variant names the backend) and DALI's own."""
+
+    variant: str
+    num_threads: int
+    prefetch_queue_depth: int
+    device_id: int
+
+
+def parse_args(argv: list[str] | None = None) -> DaliSettings:
     p = cli.engine_parser(
         __doc__,
         library=False,  # the library is DALI; the variant names its backend
@@ -74,7 +85,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--num-threads", required=True, type=int, help="DALI CPU threads")
     p.add_argument("--prefetch-queue-depth", type=int, default=2)
     p.add_argument("--device-id", type=int, default=0, help="CUDA device of dali-gpu")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    names = cli.recipe_names(args.transforms, args.pipelines, gpu_recipes.check_name)
+    return cli.settings_from(DaliSettings, args, transforms=names)
 
 
 def build_pipeline(
@@ -339,22 +352,22 @@ def user_pipeline_description(pipeline: pipelines.Pipeline, variant: str) -> str
 
 
 def pipeline_fields(
-    args: argparse.Namespace, pipeline: pipelines.Pipeline, device_name: str
+    settings: DaliSettings, pipeline: pipelines.Pipeline, device_name: str
 ) -> dict[str, Any]:
     """What every row of a user pipeline records here (row contract, what is timed)."""
     calls = user_pipeline_calls(pipeline)
     return {
         "scope": "decode",
         "timed": gpu_recipes.pipeline_timed("decode", gpu_recipes.base_crop_size(), REGIME),
-        "workers": args.num_threads,
-        "batch_size": args.batch_size,
-        "dali_variant": args.variant,
+        "workers": settings.num_threads,
+        "batch_size": settings.batch_size,
+        "dali_variant": settings.variant,
         "randomness": "per-sample",
         "device": device_name,
-        "decoder": f"fn.decoders.image(device={VARIANTS[args.variant]!r})",
+        "decoder": f"fn.decoders.image(device={VARIANTS[settings.variant]!r})",
         **pipelines.row_fields(pipeline, DaliAdapter(), gpu=True),
         # dali-gpu and dali-cpu are separate comparison groups, as for single transforms.
-        "variant": f"{pipelines.VARIANT}-{args.variant}",
+        "variant": f"{pipelines.VARIANT}-{settings.variant}",
         "recipe_calls": calls,
         "mapping": " -> ".join(calls),
     }
@@ -364,54 +377,52 @@ NORMALIZE_CALL = "fn.crop_mirror_normalize(dtype=FLOAT, output_layout='CHW', mea
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    settings = parse_args(argv)
     adapter = DaliAdapter()
-    inputs = skeleton.job_inputs(
-        args, lambda name: None if name in args.pipelines else gpu_recipes.check_name(name)
-    )
+    inputs = skeleton.job_inputs(settings)
     transforms, policy, plan, files = inputs.transforms, inputs.policy, inputs.plan, inputs.files
-    gpu = args.variant == "dali-gpu"
+    gpu = settings.variant == "dali-gpu"
     import_error = skeleton.import_failure(adapter)
     env: cuda_env.CudaEnv | None = None
     device_name = "cpu (DALI CPU backend)"
     if gpu and import_error is None:
         env = detect_cuda(adapter)
-        cuda_env.require(env, args.gpu, f"{REGIME} job ({args.variant})")
-        device_name = (env.device_name or f"cuda:{args.device_id}") if env.ok else env.reason
+        cuda_env.require(env, settings.gpu, f"{REGIME} job ({settings.variant})")
+        device_name = (env.device_name or f"cuda:{settings.device_id}") if env.ok else env.reason
         if env.verdict == "no_device":
             device_name = gpu_recipes.SKIP_NO_CUDA
     thread_settings = {
         **skeleton.thread_record(GPU_REGIME_THREADS),
-        "dali_num_threads": args.num_threads,
+        "dali_num_threads": settings.num_threads,
     }
 
     unavailable = None if env is None or env.ok else env.unavailable_row()
-    precheck = skeleton.recipe_precheck(adapter, args.pipelines, import_error, unavailable)
+    precheck = skeleton.recipe_precheck(adapter, settings.pipelines, import_error, unavailable)
     env_fields = env.row_fields() if env is not None else {}
     job_fields = {  # every single-transform row's, after its mapping and recipe
         "scope": "decode",
         "timed": gpu_recipes.SCOPE_TIMED["decode"].replace(
             "DataLoader workers, collation, pinned host-to-device copy", "the DALI pipeline"
         ),
-        "workers": args.num_threads,
-        "batch_size": args.batch_size,
-        "variant": args.variant,
+        "workers": settings.num_threads,
+        "batch_size": settings.batch_size,
+        "variant": settings.variant,
         "randomness": "per-sample",
         "device": device_name,
-        "decoder": f"fn.decoders.image(device={VARIANTS[args.variant]!r})",
+        "decoder": f"fn.decoders.image(device={VARIANTS[settings.variant]!r})",
         **env_fields,
     }
     own = {
-        "batch_size": args.batch_size,
-        "workers": args.num_threads,
-        "num_threads": args.num_threads,
-        "prefetch_queue_depth": args.prefetch_queue_depth,
-        "device_id": args.device_id if gpu else None,
+        "batch_size": settings.batch_size,
+        "workers": settings.num_threads,
+        "num_threads": settings.num_threads,
+        "prefetch_queue_depth": settings.prefetch_queue_depth,
+        "device_id": settings.device_id if gpu else None,
     }
     timing = {"timer": f"time.perf_counter around Pipeline.run() calls; {SYNC_METHOD}"}
-    params = skeleton.stream_params(args, inputs, own, timing)
+    params = skeleton.stream_params(settings, inputs, own, timing)
     extra = {
-        "variant": args.variant,
+        "variant": settings.variant,
         "device": device_name,
         "cuda_available": bool(env and env.ok),
         **({"cuda_env": env.to_dict()} if env is not None else {}),
@@ -421,21 +432,24 @@ def main(argv: list[str] | None = None) -> int:
         return dict(
             files=files,
             transform=name,
-            variant=args.variant,
+            variant=settings.variant,
             plan=plan,
-            num_threads=args.num_threads,
-            device_id=args.device_id,
-            prefetch_queue_depth=args.prefetch_queue_depth,
+            num_threads=settings.num_threads,
+            device_id=settings.device_id,
+            prefetch_queue_depth=settings.prefetch_queue_depth,
             policy=policy,
-            pipeline=args.pipelines.get(name),
+            pipeline=settings.pipelines.get(name),
         )
 
     def fields(name: str) -> dict[str, Any]:
-        if name in args.pipelines:
-            return {**pipeline_fields(args, args.pipelines[name], device_name), **env_fields}
+        if name in settings.pipelines:
+            return {
+                **pipeline_fields(settings, settings.pipelines[name], device_name),
+                **env_fields,
+            }
         return {**skeleton.recipe_fields(adapter, name), **job_fields}
 
-    job = skeleton.Job(args, adapter, REGIME, "decode", f"{REGIME} | {args.variant}")
+    job = skeleton.Job(settings, adapter, REGIME, "decode", f"{REGIME} | {settings.variant}")
     rows = job.run_rows(transforms, precheck, measure_transform, kwargs, fields)
     return job.finish(rows, thread_settings, params, extra)
 

@@ -40,9 +40,9 @@ from augbench.policy import GPU_REGIME_THREADS
 
 GPU_REGIME_THREADS.apply_environment()  # before torch loads; DataLoader workers inherit it
 
-import argparse  # noqa: E402
 import sys  # noqa: E402
 from collections.abc import Callable  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -57,7 +57,19 @@ NORMALIZE_CALL = "Normalize on the device (torchvision ToDtype+Normalize, Kornia
 DECODER = "torchvision.io.decode_image(read_file(path), RGB) in DataLoader workers"
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+@dataclass(frozen=True, kw_only=True)
+class GpuDataLoaderSettings(skeleton.StreamSettings, cli.LibraryFlag):
+    """A gpu_dataloader job's settings: the batch-pipeline engines' shared ones, the library,
+    and the regime's own."""
+
+    scope: str
+    workers: int
+    randomness: str
+    worker_crop: int
+    allow_cpu_device: bool
+
+
+def parse_args(argv: list[str] | None = None) -> GpuDataLoaderSettings:
     p = cli.engine_parser(
         __doc__,
         library=True,  # a library of the regime, or its second name (A/A runs): checked below
@@ -89,7 +101,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             f"--randomness {args.randomness} is not available for {args.library}; "
             f"allowed: {list(allowed)}"
         )
-    return args
+    names = cli.recipe_names(args.transforms, args.pipelines, gpu_recipes.check_name)
+    return cli.settings_from(GpuDataLoaderSettings, args, transforms=names)
 
 
 # -- worker side (runs in DataLoader worker processes) ----------------------------------------
@@ -374,7 +387,7 @@ def measure_transform(
 
 
 def pipeline_fields(
-    args: argparse.Namespace,
+    settings: GpuDataLoaderSettings,
     adapter: adapters.Adapter,
     pipeline: pipelines.Pipeline,
     device_name: str | None,
@@ -383,21 +396,21 @@ def pipeline_fields(
     """What every row of a user pipeline records here: the row contract (``pipeline``,
     ``transform``, ``variant: pipeline``), the randomness mode, and exactly what is timed."""
     body, _tail = pipelines.gpu_steps(pipeline)
-    worker_hw = gpu_recipes.pipeline_worker_crop(body, args.worker_crop)
+    worker_hw = gpu_recipes.pipeline_worker_crop(body, settings.worker_crop)
     return {
-        "scope": args.scope,
-        "timed": gpu_recipes.pipeline_timed(args.scope, worker_hw, REGIME),
+        "scope": settings.scope,
+        "timed": gpu_recipes.pipeline_timed(settings.scope, worker_hw, REGIME),
         "worker_crop": list(worker_hw),
-        "workers": args.workers,
-        "batch_size": args.batch_size,
-        "randomness": args.randomness,
+        "workers": settings.workers,
+        "batch_size": settings.batch_size,
+        "randomness": settings.randomness,
         "device": device_name,
-        "decoder": DECODER if args.scope == "decode" else f"{DECODER}, before the clock",
+        "decoder": DECODER if settings.scope == "decode" else f"{DECODER}, before the clock",
         **env.row_fields(),
         **pipelines.row_fields(pipeline, adapter, gpu=True),
         # Each randomness mode is its own comparison group, as for single transforms: a
         # batch-shared row is never ranked against a per-sample one.
-        "variant": f"{pipelines.VARIANT}-{args.randomness}",
+        "variant": f"{pipelines.VARIANT}-{settings.randomness}",
         # The steps' calls, then the regime's own Normalize on the device (gpu_ops has the
         # measured row's exact chain); not the CPU recipe tail.
         "recipe_calls": [*(adapter.mapping_call(s.name) for s in body), NORMALIZE_CALL],
@@ -408,16 +421,14 @@ def pipeline_fields(
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    adapter = adapters.get(args.library)
-    inputs = skeleton.job_inputs(
-        args, lambda name: None if name in args.pipelines else gpu_recipes.check_name(name)
-    )
+    settings = parse_args(argv)
+    adapter = adapters.get(settings.library)
+    inputs = skeleton.job_inputs(settings)
     transforms, policy, plan, files = inputs.transforms, inputs.policy, inputs.plan, inputs.files
 
     env = cuda_env.detect_torch()  # imports torch only where a driver is there to probe
-    cuda_env.require(env, args.gpu, f"{REGIME} job ({args.library}, {args.scope})")
-    cpu_stand_in = args.allow_cpu_device and env.verdict == "no_device"
+    cuda_env.require(env, settings.gpu, f"{REGIME} job ({settings.library}, {settings.scope})")
+    cpu_stand_in = settings.allow_cpu_device and env.verdict == "no_device"
     if env.verdict != "no_device" or cpu_stand_in:
         import torch  # noqa: F401  (loaded before the thread policy is applied to it)
     thread_settings = {"policy": GPU_REGIME_THREADS.to_dict(), **GPU_REGIME_THREADS.apply_runtime()}
@@ -432,31 +443,31 @@ def main(argv: list[str] | None = None) -> int:
     # still shows here on a GPU machine, and in the same env's CPU regimes everywhere.
     import_error = skeleton.import_failure(adapter) if measured else None
     unavailable = None if measured else env.unavailable_row()
-    precheck = skeleton.recipe_precheck(adapter, args.pipelines, import_error, unavailable)
+    precheck = skeleton.recipe_precheck(adapter, settings.pipelines, import_error, unavailable)
     job_fields = {  # every single-transform row's, after its mapping and recipe
-        "scope": args.scope,
-        "timed": gpu_recipes.SCOPE_TIMED[args.scope],
-        "workers": args.workers,
-        "batch_size": args.batch_size,
-        "variant": args.randomness,
-        "randomness": args.randomness,
+        "scope": settings.scope,
+        "timed": gpu_recipes.SCOPE_TIMED[settings.scope],
+        "workers": settings.workers,
+        "batch_size": settings.batch_size,
+        "variant": settings.randomness,
+        "randomness": settings.randomness,
         "device": device_name,
-        "decoder": DECODER if args.scope == "decode" else f"{DECODER}, before the clock",
+        "decoder": DECODER if settings.scope == "decode" else f"{DECODER}, before the clock",
         **env.row_fields(),
     }
     own = {
-        "workers": args.workers,
-        "batch_size": args.batch_size,
-        "randomness": args.randomness,
-        "worker_crop_for_crop_transforms": args.worker_crop,
+        "workers": settings.workers,
+        "batch_size": settings.batch_size,
+        "randomness": settings.randomness,
+        "worker_crop_for_crop_transforms": settings.worker_crop,
     }
     timing = {
-        "timed": gpu_recipes.SCOPE_TIMED[args.scope],
+        "timed": gpu_recipes.SCOPE_TIMED[settings.scope],
         "timer": "time.perf_counter, torch.cuda.synchronize() before every stop",
     }
-    params = skeleton.stream_params(args, inputs, own, timing)
+    params = skeleton.stream_params(settings, inputs, own, timing)
     extra = {
-        "variant": args.randomness,
+        "variant": settings.randomness,
         "device": device_name,
         "cuda_available": env.ok,
         "cpu_stand_in": cpu_stand_in,
@@ -466,26 +477,26 @@ def main(argv: list[str] | None = None) -> int:
 
     def kwargs(name: str) -> dict[str, Any]:
         return dict(
-            library=args.library,
+            library=settings.library,
             transform=name,
-            randomness=args.randomness,
+            randomness=settings.randomness,
             files=files,
-            scope=args.scope,
-            workers=args.workers,
+            scope=settings.scope,
+            workers=settings.workers,
             plan=plan,
-            worker_crop=args.worker_crop,
+            worker_crop=settings.worker_crop,
             policy=policy,
             device="cpu" if cpu_stand_in else "cuda:0",
-            pipeline=args.pipelines.get(name),
+            pipeline=settings.pipelines.get(name),
         )
 
     def fields(name: str) -> dict[str, Any]:
-        if name in args.pipelines:
-            return pipeline_fields(args, adapter, args.pipelines[name], device_name, env)
+        if name in settings.pipelines:
+            return pipeline_fields(settings, adapter, settings.pipelines[name], device_name, env)
         return {**skeleton.recipe_fields(adapter, name), **job_fields}
 
-    label = f"{REGIME} | {args.library} | {args.scope} | {args.randomness}"
-    job = skeleton.Job(args, adapter, REGIME, args.scope, label)
+    label = f"{REGIME} | {settings.library} | {settings.scope} | {settings.randomness}"
+    job = skeleton.Job(settings, adapter, REGIME, settings.scope, label)
     rows = job.run_rows(transforms, precheck, measure_transform, kwargs, fields)
     return job.finish(rows, thread_settings, params, extra)
 

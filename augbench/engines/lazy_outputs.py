@@ -11,12 +11,12 @@ result rows.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +32,18 @@ from augbench.results import system_info  # noqa: E402
 MATERIALIZE_SHARE_FLAG = 0.5
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+@dataclass(frozen=True, kw_only=True)
+class LazyOutputsSettings(cli.CommonSettings, cli.LibraryFlag, cli.TransformsFlag):
+    """The diagnostic's settings: the shared flags it takes (its transforms unchecked: a name it
+    cannot probe is a row's reason) and its timed passes."""
+
+    repeats: int
+
+
+def parse_args(argv: list[str] | None = None) -> LazyOutputsSettings:
     p = cli.engine_parser(__doc__, shard=False, policy=False, num_images=10)
     p.add_argument("--repeats", type=int, default=3, help="timed passes (after one warm-up)")
-    return p.parse_args(argv)
+    return cli.settings_from(LazyOutputsSettings, p.parse_args(argv))
 
 
 def _pass_seconds(transform: Any, images: list[Any], materialize: Any) -> tuple[float, float]:
@@ -90,17 +98,17 @@ def probe(adapter: adapters.Adapter, name: str, images: list[Any], repeats: int)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    settings = parse_args(argv)
     from tqdm import tqdm
 
-    adapter = adapters.get(args.library)
-    transforms = cli.transform_names(args)  # unchecked: a name it cannot probe is a row's reason
+    adapter = adapters.get(settings.library)
+    transforms = list(settings.transforms)
     start = time.perf_counter()
     adapter.import_library()
     thread_settings = MICRO_THREADS.apply_runtime()
-    with tempfile.TemporaryDirectory(prefix=f"lazy-{args.library}-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"lazy-{settings.library}-") as tmp:
         cache = Path(tmp) / "media.pkl"
-        files = media.select_files(args.manifest, args.num_images)
+        files = media.select_files(settings.manifest, settings.num_images)
         media.build_cache(adapter, files, cache)
         images = media.load_cache(adapter, cache)
 
@@ -108,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         if not adapter.supports(name):
             return {"status": "unsupported", "reason": adapter.unsupported_reason(name)}
         try:
-            return probe(adapter, name, images, args.repeats)
+            return probe(adapter, name, images, settings.repeats)
         except Exception as exc:  # one failing transform never loses the other rows
             return {
                 "status": "error",
@@ -117,23 +125,23 @@ def main(argv: list[str] | None = None) -> int:
             }
 
     # A diagnostic's rows carry no throughput: the bar names each one, no status lines.
-    bar = tqdm(transforms, desc=f"lazy outputs | {args.library}", unit="transform")
+    bar = tqdm(transforms, desc=f"lazy outputs | {settings.library}", unit="transform")
     rows = skeleton.each_row(bar, row_of, skeleton.RowLog(None, bar))
     metadata = {
         "kind": "lazy_outputs diagnostic (not a benchmark result)",
-        "machine": args.machine,
-        "library": args.library,
+        "machine": settings.machine,
+        "library": settings.library,
         "library_versions": adapter.versions(),
         "system_info": system_info(),
         "thread_settings": thread_settings,
         "input_layout": "native",
         "decoder": adapter.decoder,
         "num_images": len(images),
-        "repeats": args.repeats,
+        "repeats": settings.repeats,
         "materialize_share_flag": MATERIALIZE_SHARE_FLAG,
         "seconds": time.perf_counter() - start,
     }
-    return skeleton.write_result(args.output, metadata, rows, versioned=False)
+    return skeleton.write_result(settings.output, metadata, rows, versioned=False)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ and ``--processes`` rounds. A crash or timeout costs only the transform being me
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,20 @@ INFO_SUFFIX = ".info.json"
 DECODE_SUFFIX = ".decode.json"  # beside the media cache: what decoding it took (round 1)
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+@dataclass(frozen=True, kw_only=True)
+class MicroSettings(cli.ShardSettings, cli.LibraryFlag, cli.ValuesFlag, cli.WarmupsFlag):
+    """A micro job's settings: the shared flags (values and warm-ups per pyperf process) and
+    micro's own."""
+
+    channels: int
+    layout: str
+    processes: int
+    min_processes: int
+    transform_timeout: float
+    max_megapixels: float
+
+
+def parse_args(argv: list[str] | None = None) -> MicroSettings:
     # --values and --warmups are per pyperf worker process (one process per round).
     p = cli.engine_parser(__doc__, values=True, warmups=True)
     p.add_argument(
@@ -55,26 +69,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--max-megapixels", type=float, default=0.0,
         help="pixel budget of the images a job holds (0: none); fewer images where it binds",
     )  # fmt: skip
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    return cli.settings_from(
+        MicroSettings, args, transforms=cli.transform_names(args.transforms, catalog.get)
+    )
 
 
-def apply_pixel_budget(args: argparse.Namespace) -> dict[str, Any]:
+def apply_pixel_budget(settings: MicroSettings) -> tuple[MicroSettings, dict[str, Any]]:
     """Hold at most ``--max-megapixels`` of decoded pixels: the first images of the manifest
-    that fit (at least one). Lowers ``args.num_images`` where the budget binds, so the workers,
-    the row's dataset record and the cost model all see the images really measured."""
-    configured = args.num_images
-    held = media.images_within_pixel_budget(args.manifest, configured, args.max_megapixels)
-    args.num_images = held
-    return {
-        "max_megapixels": args.max_megapixels or None,
+    that fit (at least one). The settings with ``num_images`` lowered where the budget binds, so
+    the workers, the row's dataset record and the cost model all see the images really
+    measured, and the budget's record."""
+    configured = settings.num_images
+    held = media.images_within_pixel_budget(settings.manifest, configured, settings.max_megapixels)
+    record = {
+        "max_megapixels": settings.max_megapixels or None,
         "configured_images": configured,
         "images": held,
         "binding": held < configured,
     }
+    return dataclasses.replace(settings, num_images=held), record
 
 
 def worker_command(
-    args: argparse.Namespace,
+    settings: MicroSettings,
     transforms: list[str],
     cache: Path,
     out: Path,
@@ -86,20 +104,20 @@ def worker_command(
     ``--loops 1`` is replaced per transform by ``loops`` (later rounds) or the preflight."""
     cmd = [
         sys.executable, str(WORKER),
-        "--worker", "--loops", "1", "--warmups", str(args.warmups), "--values", str(args.values),
-        "--quiet",
-        "--library", args.library, "--transforms", ",".join(transforms), "--cache", str(cache),
-        "--out-dir", str(out), "--progress", str(progress), "--layout", args.layout,
+        "--worker", "--loops", "1",
+        "--warmups", str(settings.warmups), "--values", str(settings.values), "--quiet",
+        "--library", settings.library, "--transforms", ",".join(transforms), "--cache", str(cache),
+        "--out-dir", str(out), "--progress", str(progress), "--layout", settings.layout,
         "--loops-by-transform", json.dumps(loops),
     ]  # fmt: skip
     if policy_json is not None:  # the first round: preflight, and decode into the cache
-        cmd += ["--policy", policy_json, "--manifest", str(args.manifest)]
-        cmd += ["--num-images", str(args.num_images), "--channels", str(args.channels)]
+        cmd += ["--policy", policy_json, "--manifest", str(settings.manifest)]
+        cmd += ["--num-images", str(settings.num_images), "--channels", str(settings.channels)]
     return cmd
 
 
 def run_round(
-    args: argparse.Namespace,
+    settings: MicroSettings,
     transforms: list[str],
     cache: Path,
     out: Path,
@@ -119,11 +137,11 @@ def run_round(
     pending = list(transforms)
     while pending:
         progress.write_text("")
-        cmd = worker_command(args, pending, cache, out, progress, policy_json, loops)
+        cmd = worker_command(settings, pending, cache, out, progress, policy_json, loops)
         proc = subprocess.Popen(
             cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
-        timed_out = _wait(proc, progress, args.transform_timeout)
+        timed_out = _wait(proc, progress, settings.transform_timeout)
         output = proc.stdout.read() if proc.stdout else ""
         sys.stderr.write(output[-4000:])
         for name in pending:
@@ -135,7 +153,9 @@ def run_round(
             break
         current = progress.read_text().strip()
         if timed_out:
-            reason = f"measurement exceeded the {args.transform_timeout:.0f} s transform timeout"
+            reason = (
+                f"measurement exceeded the {settings.transform_timeout:.0f} s transform timeout"
+            )
         else:
             reason = f"measuring process exited with code {proc.returncode} without a result"
         tail = output.strip().splitlines()[-15:]
@@ -169,7 +189,7 @@ def _wait(proc: subprocess.Popen[str], progress: Path, timeout: float) -> bool:
 
 
 def measure_transforms(
-    args: argparse.Namespace,
+    settings: MicroSettings,
     transforms: list[str],
     cache: Path,
     workdir: Path,
@@ -181,9 +201,9 @@ def measure_transforms(
     (augbench.stopping, the same rule as every engine). Round 1 also preflights each transform:
     rows early-stopped, unsupported or in error there are final. ``on_row`` sees each final row."""
     rule = StoppingRule(
-        min_values=max(args.min_processes, 1) * args.values,
-        max_values=max(args.processes, args.min_processes, 1) * args.values,
-        block=args.values,  # looked at once per process, never within one
+        min_values=max(settings.min_processes, 1) * settings.values,
+        max_values=max(settings.processes, settings.min_processes, 1) * settings.values,
+        block=settings.values,  # looked at once per process, never within one
     )
     benches: dict[str, Any] = {}
     firsts: dict[str, dict[str, Any]] = {}
@@ -195,7 +215,9 @@ def measure_transforms(
     while pending:
         out = workdir / f"round{round_index}"
         first_round = round_index == 0
-        infos = run_round(args, pending, cache, out, policy_json if first_round else None, loops)
+        infos = run_round(
+            settings, pending, cache, out, policy_json if first_round else None, loops
+        )
         still = []
         for name in pending:
             info = infos[name]
@@ -272,36 +294,36 @@ def _ok_row(
     )
 
 
-def micro_variant(args: argparse.Namespace) -> str:
+def micro_variant(settings: MicroSettings) -> str:
     """'' for RGB on native inputs (the default rows), else e.g. 'channels9', 'contiguous-input'."""
-    parts = [f"channels{args.channels}"] if args.channels != 3 else []
-    if args.layout != "native":
-        parts.append(f"{args.layout}-input")
+    parts = [f"channels{settings.channels}"] if settings.channels != 3 else []
+    if settings.layout != "native":
+        parts.append(f"{settings.layout}-input")
     return "-".join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    settings, pixel_budget = apply_pixel_budget(parse_args(argv))
     from tqdm import tqdm
 
-    pixel_budget = apply_pixel_budget(args)
-
-    adapter = adapters.get(args.library)
-    transforms = cli.transform_names(args, catalog.get)
-    policy = cli.slow_policy(args)
+    adapter = adapters.get(settings.library)
+    transforms = list(settings.transforms)
+    policy = settings.policy
     policy_json = json.dumps(policy.to_dict())
 
     decode_info: dict[str, Any] = {}
     # What every measuring process is started with; the worker adds what it then applied to
     # OpenCV/PyTorch after importing them.
     thread_settings: dict[str, Any] = skeleton.thread_record(MICRO_THREADS)
-    bar = tqdm(total=len(transforms), desc=f"micro | {args.library} | {args.shard}", unit="row")
-    job = skeleton.Job(args, adapter, "micro", "memory", f"micro | {args.library}")
+    bar = tqdm(
+        total=len(transforms), desc=f"micro | {settings.library} | {settings.shard}", unit="row"
+    )
+    job = skeleton.Job(settings, adapter, "micro", "memory", f"micro | {settings.library}")
     log = job.row_log(bar)
 
     def channel_support(name: str) -> bool:
         mapping = adapter.mappings.get(name)
-        return mapping is not None and (args.channels == 3 or mapping.multichannel)
+        return mapping is not None and (settings.channels == 3 or mapping.multichannel)
 
     def report(name: str, row: dict[str, Any]) -> None:
         row.setdefault("mapping", adapter.mapping_call(name))
@@ -318,17 +340,17 @@ def main(argv: list[str] | None = None) -> int:
         elif not channel_support(name):
             report(name, non_ok_row(
                 "unsupported",
-                f"{args.library} has no {args.channels}-channel implementation of {name}",
+                f"{settings.library} has no {settings.channels}-channel implementation of {name}",
             ))  # fmt: skip
         else:
             measurable.append(name)
-    with tempfile.TemporaryDirectory(prefix=f"micro-{args.library}-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"micro-{settings.library}-") as tmp:
         workdir = Path(tmp)
         cache = workdir / "media.pkl"
         if measurable:
             # The first worker imports the library and decodes (the job imports neither): a
             # library that does not import gives every row the error, from that worker.
-            measure_transforms(args, measurable, cache, workdir, policy_json, report)
+            measure_transforms(settings, measurable, cache, workdir, policy_json, report)
         if cache.with_suffix(DECODE_SUFFIX).exists():
             decode_info = json.loads(cache.with_suffix(DECODE_SUFFIX).read_text())
     bar.close()
@@ -336,27 +358,27 @@ def main(argv: list[str] | None = None) -> int:
         {name: log.rows[name] for name in transforms},  # the configured order
         thread_settings,
         params={
-            "processes": args.processes,
-            "min_processes": args.min_processes,
+            "processes": settings.processes,
+            "min_processes": settings.min_processes,
             "relative_ci_target": RELATIVE_CI_TARGET,
-            "values": args.values,
-            "warmups": args.warmups,
+            "values": settings.values,
+            "warmups": settings.warmups,
             "loops": "per row: at least MICRO_MIN_VALUE_SECONDS per value",
             "timer_backend": "pyperf",
             "slow_transform_policy": policy.to_dict(),
-            "shard": args.shard,
-            "channels": args.channels,
-            "layout": args.layout,
+            "shard": settings.shard,
+            "channels": settings.channels,
+            "layout": settings.layout,
             "transforms": transforms,
             "pixel_budget": pixel_budget,
         },
         extra={
             "decode": decode_info,
-            "channels": args.channels,
-            "layout": args.layout,
+            "channels": settings.channels,
+            "layout": settings.layout,
             # Separates 9-channel rows from RGB rows, and contiguous-input rows from native ones,
             # in the tidy table and the speedups.
-            **({"variant": variant} if (variant := micro_variant(args)) else {}),
+            **({"variant": variant} if (variant := micro_variant(settings)) else {}),
         },
     )
 

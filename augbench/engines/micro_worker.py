@@ -33,10 +33,11 @@ import gc  # noqa: E402
 import json  # noqa: E402
 import resource  # noqa: E402
 import time  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
 from typing import Any  # noqa: E402
 
 from augbench import adapters, allocator, catalog, layout, media  # noqa: E402
-from augbench.engines import preflight, skeleton  # noqa: E402
+from augbench.engines import cli, preflight, skeleton  # noqa: E402
 from augbench.engines.micro import DECODE_SUFFIX, INFO_SUFFIX, PYPERF_SUFFIX  # noqa: E402
 from augbench.policy import SlowTransformPolicy  # noqa: E402
 from augbench.results import non_ok_row, write_json_atomic  # noqa: E402
@@ -141,7 +142,27 @@ def measure(
     }
 
 
-def parse_own_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
+def _optional_policy(text: str | None) -> SlowTransformPolicy | None:
+    return cli.slow_policy(text) if text else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerSettings(cli.LibraryFlag, cli.TransformsFlag):
+    """One worker's own options (pyperf's are parsed by its Runner)."""
+
+    cache: Path
+    out_dir: Path
+    progress: Path
+    # The first round only: preflight each transform under it.
+    policy: SlowTransformPolicy | None = field(metadata={cli.FROM_FLAG: _optional_policy})
+    layout: str
+    loops_by_transform: dict[str, int] = field(metadata={cli.FROM_FLAG: json.loads})
+    manifest: Path | None
+    num_images: int
+    channels: int
+
+
+def parse_own_args(argv: list[str] | None = None) -> tuple[WorkerSettings, list[str]]:
     """This worker's own options; the rest (--worker --loops --warmups --values ...) are
     pyperf's, parsed by its Runner only once the library has imported."""
     p = argparse.ArgumentParser(description=__doc__, add_help=False, allow_abbrev=False)
@@ -159,27 +180,27 @@ def parse_own_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, l
     p.add_argument("--manifest", type=Path, default=None)
     p.add_argument("--num-images", type=int, default=0)
     p.add_argument("--channels", type=int, default=3)
-    return p.parse_known_args(argv)
+    args, pyperf_args = p.parse_known_args(argv)
+    return cli.settings_from(WorkerSettings, args), pyperf_args
 
 
 def main(argv: list[str] | None = None) -> int:
-    args, pyperf_args = parse_own_args(argv)
-    loops: dict[str, int] = json.loads(args.loops_by_transform)
-    out, progress = args.out_dir, args.progress
-    names = [t for t in args.transforms.split(",") if t]
-    policy = SlowTransformPolicy(**json.loads(args.policy)) if args.policy else None
+    settings, pyperf_args = parse_own_args(argv)
+    loops = settings.loops_by_transform
+    out, progress, cache = settings.out_dir, settings.progress, settings.cache
+    names = settings.transforms
 
-    adapter = adapters.get(args.library)
+    adapter = adapters.get(settings.library)
     try:
         skeleton.import_library(adapter)
         thread_settings = MICRO_THREADS.apply_runtime()
-        if not args.cache.exists():
-            if args.manifest is None:
-                raise FileNotFoundError(f"no media cache {args.cache} and no --manifest")
-            files = media.select_files(args.manifest, args.num_images)
-            decode = media.build_cache(adapter, files, args.cache, channels=args.channels)
-            write_json_atomic(args.cache.with_suffix(DECODE_SUFFIX), decode)
-        images = media.load_cache(adapter, args.cache, args.layout)
+        if not cache.exists():
+            if settings.manifest is None:
+                raise FileNotFoundError(f"no media cache {cache} and no --manifest")
+            files = media.select_files(settings.manifest, settings.num_images)
+            decode = media.build_cache(adapter, files, cache, channels=settings.channels)
+            write_json_atomic(cache.with_suffix(DECODE_SUFFIX), decode)
+        images = media.load_cache(adapter, cache, settings.layout)
     except Exception as exc:  # e.g. the library does not import: every row says why
         for name in names:
             write_json_atomic(out / f"{name}{INFO_SUFFIX}", skeleton.stage_error_row("setup", exc))
@@ -194,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
                          "the micro job is the manager")  # fmt: skip
     for name in names:
         progress.write_text(name)
-        info = measure(runner, name, images, adapter, policy, out, loops.get(name))
+        info = measure(runner, name, images, adapter, settings.policy, out, loops.get(name))
         info["thread_settings"] = thread_settings
         write_json_atomic(out / f"{name}{INFO_SUFFIX}", info)
         gc.collect()  # the transform is gone before the next one is constructed

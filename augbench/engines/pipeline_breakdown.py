@@ -101,7 +101,24 @@ from augbench.stopping import (  # noqa: E402
 )
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+@dataclass(frozen=True, kw_only=True)
+class BreakdownSettings(
+    cli.CommonSettings, cli.LibraryFlag, cli.PolicyFlag, cli.WarmupsFlag, cli.PipelinesFlag
+):
+    """A pipeline breakdown job's settings: the shared flags it takes (``--pipelines`` here the
+    resolved pipelines, given as JSON) and its own."""
+
+    min_values: int
+    max_values: int
+    values_per_process: int
+    # A round's fresh interpreter: its request and where it writes what it measured.
+    round_request: Path | None
+    round_output: Path | None
+    # The command line each round's fresh interpreter is started with.
+    argv: tuple[str, ...]
+
+
+def parse_args(argv: list[str] | None = None) -> BreakdownSettings:
     p = cli.engine_parser(__doc__, transforms=False, shard=False, warmups=True)
     p.add_argument("--pipelines", required=True, help="resolved pipelines as JSON")
     p.add_argument("--min-values", type=int, default=3)
@@ -116,8 +133,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--round-request", type=Path, default=None, help=argparse.SUPPRESS)
     p.add_argument("--round-output", type=Path, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)
-    return args
+    return cli.settings_from(
+        BreakdownSettings,
+        args,
+        pipelines=pipelines.from_json(args.pipelines),
+        argv=tuple(sys.argv[1:] if argv is None else argv),
+    )
 
 
 class WholeSamples:
@@ -313,11 +334,11 @@ def inspect_pipeline(
     return {"pre": pre, "output": output, "copied": copied_steps(units, inputs[0], materialize)}
 
 
-def rule_for(args: argparse.Namespace) -> StoppingRule:
+def rule_for(settings: BreakdownSettings) -> StoppingRule:
     """The configured values per kind, in whole rounds (one process of each kind, of
     ``--values-per-process`` values); the rule looks once per round."""
-    per = max(1, args.values_per_process)
-    least, most = breakdown_value_bounds(args.min_values, args.max_values, per)
+    per = max(1, settings.values_per_process)
+    least, most = breakdown_value_bounds(settings.min_values, settings.max_values, per)
     return StoppingRule(least, most, block=per)
 
 
@@ -354,7 +375,7 @@ def built(adapter: adapters.Adapter, pipeline: pipelines.Pipeline, images: list[
 Built = tuple[list[Unit], Any, list[Any], Callable[[], tuple[list[Unit], Any]], Materialize]
 
 
-def measurement_of(parts: Built, args: argparse.Namespace, passes: int) -> Measurement:
+def measurement_of(parts: Built, settings: BreakdownSettings, passes: int) -> Measurement:
     """A pipeline's Measurement (``built``'s parts) under the job's stopping rule, warm-ups and
     values per process, each value ``passes`` passes over its inputs."""
     units, whole, inputs, build, materialize = parts
@@ -363,10 +384,10 @@ def measurement_of(parts: Built, args: argparse.Namespace, passes: int) -> Measu
         whole,
         inputs,
         materialize,
-        rule_for(args),
-        args.warmups,
+        rule_for(settings),
+        settings.warmups,
         passes,
-        values_per_process=max(1, args.values_per_process),
+        values_per_process=max(1, settings.values_per_process),
         build=build,
     )
 
@@ -375,8 +396,7 @@ def prepare_pipeline(
     adapter: adapters.Adapter,
     pipeline: pipelines.Pipeline,
     images: list[Any],
-    args: argparse.Namespace,
-    policy: SlowTransformPolicy,
+    settings: BreakdownSettings,
 ) -> Prepared | Rows:
     """The pipeline built and inspected (its preflight in a process of its own): a Prepared
     measurement, or the rows that say why it is not measured."""
@@ -398,7 +418,8 @@ def prepare_pipeline(
     if definition is not None:
         fields["compose_definition"] = definition
     inspected = skeleton.in_fresh_fork(
-        lambda: inspect_pipeline(units, whole, inputs, materialize, policy, pipeline), "preflight"
+        lambda: inspect_pipeline(units, whole, inputs, materialize, settings.policy, pipeline),
+        "preflight",
     )
     if "pre" not in inspected:  # the preflight raised: its error row, with the stage named
         row = dict(inspected)
@@ -412,7 +433,7 @@ def prepare_pipeline(
     # lasts MICRO_MIN_VALUE_SECONDS, as micro does, so one interrupt cannot swing a value.
     rate = pre.get("preflight_throughput") or 0.0
     passes = passes_per_value(1.0 / rate, len(inputs)) if rate > 0 else 1
-    measurement = measurement_of(parts, args, passes)
+    measurement = measurement_of(parts, settings, passes)
     return Prepared(pipeline, measurement, {**fields, **pre, **output}, copied)
 
 
@@ -424,10 +445,10 @@ def finish_pipeline(prepared: Prepared) -> Rows:
 
 
 def round_in_fresh_interpreter(
-    args: argparse.Namespace, request: dict[str, dict[str, int]]
+    argv: Sequence[str], request: dict[str, dict[str, int]]
 ) -> dict[str, Any]:
     """One round of every pipeline of ``request`` (name -> ``Measurement.next_round``) in a
-    fresh interpreter: this job's engine started again with the job's arguments and
+    fresh interpreter: this job's engine started again with the job's ``argv`` and
     ``--round-request`` (``run_round_request``), in the job's environment. A process forked from
     the job would inherit where the job's memory lies and the state its allocator reached while
     importing and loading; a new interpreter gets a layout of its own from the kernel, as a user's
@@ -437,28 +458,32 @@ def round_in_fresh_interpreter(
     ``{"error": reason}`` where the interpreter wrote none."""
     return skeleton.in_fresh_interpreter(
         "augbench.engines.pipeline_breakdown",
-        args.argv,
+        argv,
         request,
         ("--round-request", "--round-output"),
         "the round",
     )
 
 
-def run_round_request(args: argparse.Namespace) -> int:
+def run_round_request(settings: BreakdownSettings) -> int:
     """In a round's fresh interpreter: import the library, decode the images, build each
     requested pipeline and run its round (``Measurement.run_round``) in processes forked from
     here; write what they measured to ``--round-output``."""
-    request = json.loads(args.round_request.read_text())
-    adapter = adapters.get(args.library)
+    assert settings.round_request is not None and settings.round_output is not None
+    request = json.loads(settings.round_request.read_text())
+    adapter = adapters.get(settings.library)
     skeleton.import_library(adapter)
     MICRO_THREADS.apply_runtime()
-    images = [adapter.decode_8bit(f) for f in media.select_files(args.manifest, args.num_images)]
-    chosen = pipelines.from_json(args.pipelines)
+    images = [
+        adapter.decode_8bit(f) for f in media.select_files(settings.manifest, settings.num_images)
+    ]
+    chosen = settings.pipelines
 
     def measurement(name: str) -> Measurement:
-        return measurement_of(built(adapter, chosen[name], images), args, request[name]["passes"])
+        parts = built(adapter, chosen[name], images)
+        return measurement_of(parts, settings, request[name]["passes"])
 
-    args.round_output.write_text(json.dumps(run_rounds(measurement, request)))
+    settings.round_output.write_text(json.dumps(run_rounds(measurement, request)))
     return 0
 
 
@@ -491,8 +516,7 @@ def measure_all(
     adapter: adapters.Adapter,
     chosen: list[pipelines.Pipeline],
     images: list[Any],
-    args: argparse.Namespace,
-    policy: SlowTransformPolicy,
+    settings: BreakdownSettings,
     bar: Any,
 ) -> dict[str, Rows]:
     """Every pipeline's rows: each prepared, then round after round, each round of every
@@ -504,7 +528,7 @@ def measure_all(
     active: dict[str, Prepared] = {}
     for pipeline in chosen:
         bar.set_postfix_str(f"{pipeline.name}: preflight")
-        prepared = prepare_pipeline(adapter, pipeline, images, args, policy)
+        prepared = prepare_pipeline(adapter, pipeline, images, settings)
         if isinstance(prepared, Prepared):
             active[pipeline.name] = prepared
         else:
@@ -519,7 +543,7 @@ def measure_all(
             outcome = run_rounds(lambda name: active[name].measurement, request)
         else:
             bar.set_postfix_str(f"round {number}: {len(active)} pipelines, a fresh interpreter")
-            outcome = round_in_fresh_interpreter(args, request)
+            outcome = round_in_fresh_interpreter(settings.argv, request)
         for name, prepared in list(active.items()):
             got = outcome.get("pipelines", {}).get(name) or {"error": outcome.get("error")}
             try:
@@ -540,14 +564,13 @@ def measure_all(
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.round_request is not None:
-        return run_round_request(args)
+    settings = parse_args(argv)
+    if settings.round_request is not None:
+        return run_round_request(settings)
     from tqdm import tqdm
 
-    adapter = adapters.get(args.library)
-    chosen = list(pipelines.from_json(args.pipelines).values())
-    policy = cli.slow_policy(args)
+    adapter = adapters.get(settings.library)
+    chosen = list(settings.pipelines.values())
     thread_settings = skeleton.thread_record(MICRO_THREADS)
     images: list[Any] = []
     setup_error: tuple[str, str] | None = None  # (status, reason) of every row
@@ -555,7 +578,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         skeleton.import_library(adapter)
         thread_settings.update(MICRO_THREADS.apply_runtime())
-        files = media.select_files(args.manifest, args.num_images)
+        files = media.select_files(settings.manifest, settings.num_images)
         start = time.perf_counter()
         # 8-bit images for every library: a conversion its decoder would do is timed as the
         # pipeline's first step (with_input_conversion).
@@ -568,16 +591,16 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the library is broken in this env: every row says so
         setup_error = skeleton.setup_problem("setup failed", exc)
 
-    label = f"pipeline breakdown | {args.library}"
+    label = f"pipeline breakdown | {settings.library}"
     bar = tqdm(total=len(chosen), desc=label, unit="pipeline")
-    job = skeleton.Job(args, adapter, "micro", "memory", label)
+    job = skeleton.Job(settings, adapter, "micro", "memory", label)
     log = job.row_log(bar)
     if setup_error is not None:
         measured = {
             p.name: {p.name: non_ok_row(*setup_error, **pipelines.row_fields(p))} for p in chosen
         }
     else:
-        measured = measure_all(adapter, chosen, images, args, policy, bar)
+        measured = measure_all(adapter, chosen, images, settings, bar)
     bar.close()
     for pipeline in chosen:  # in the configured order
         rows = measured[pipeline.name]
@@ -588,15 +611,15 @@ def main(argv: list[str] | None = None) -> int:
         log.rows,
         thread_settings,
         params={
-            "min_values": args.min_values,
-            "max_values": args.max_values,
-            "warmups": args.warmups,
+            "min_values": settings.min_values,
+            "max_values": settings.max_values,
+            "warmups": settings.warmups,
             "timer_backend": "time.perf_counter",
-            "values_per_process": max(1, args.values_per_process),
+            "values_per_process": max(1, settings.values_per_process),
             "stopping": "relative interval of the whole pipeline's median (a bootstrap over its "
             "fresh processes) and of the harness / bare ratio, looked at once per round "
             "(augbench.stopping)",
-            "slow_transform_policy": policy.to_dict(),
+            "slow_transform_policy": settings.policy.to_dict(),
             "pipelines": [p.to_dict() for p in chosen],
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         },

@@ -1,9 +1,10 @@
 """The skeleton every engine shares: set-up -> preflight -> warm-up -> timed window -> row ->
 finish. A timing or row fix made here lands in every engine.
 
-* set-up: the command line (augbench.engines.cli), the job's names and slow-transform policy
-  (:func:`job_inputs` for the batch-pipeline engines), :func:`import_library` (the allocator
-  setting checked, then the library imported), :func:`import_failure` and
+* set-up: the command line parsed into the engine's settings record (augbench.engines.cli; the
+  batch-pipeline engines' shared part is :class:`StreamSettings`), the job's stream plan and
+  images (:func:`job_inputs` for the batch-pipeline engines), :func:`import_library` (the
+  allocator setting checked, then the library imported), :func:`import_failure` and
   :func:`precheck_row` for rows decided without measuring, and the :class:`Job` (label, regime,
   scope, library) that its status lines and its result file name;
 * preflight: augbench.engines.preflight (the same fields in every engine's rows; per sample in
@@ -36,7 +37,6 @@ dies without writing its row becomes an ``error`` row naming its exit code or si
 
 from __future__ import annotations
 
-import argparse
 import json
 import multiprocessing
 import signal
@@ -44,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,9 +60,19 @@ Row = dict[str, Any]
 CUDA_ERROR_MARKERS = ("CUDA error", "cudaError", "device-side assert", "illegal memory access")
 
 
+@dataclass(frozen=True, kw_only=True)
+class StreamSettings(
+    cli.ShardSettings, cli.ValuesFlag, cli.WarmupsFlag, cli.PipelinesFlag, cli.GpuFlag
+):
+    """What the batch-pipeline engines (gpu_dataloader, dali) share: the shared flags they both
+    take, and the batch size of their streams."""
+
+    batch_size: int
+
+
 @dataclass(frozen=True)
 class JobInputs:
-    """What every batch-pipeline job derives from its command line before measuring."""
+    """What every batch-pipeline job derives from its settings before measuring."""
 
     transforms: list[str]
     policy: SlowTransformPolicy
@@ -70,38 +80,38 @@ class JobInputs:
     files: list[Path]
 
 
-def job_inputs(args: Any, check_name: Callable[[str], None]) -> JobInputs:
-    """From the engine's parsed arguments (``transforms``, ``policy``, ``manifest``,
-    ``num_images``, ``batch_size``, ``warmups``, ``values``): the recipe names (each checked, so
-    unknown names fail the job before any measuring), the slow-transform policy, the stream plan
-    and the selected image files."""
-    names = cli.transform_names(args, check_name)
-    slow = cli.slow_policy(args)
+def job_inputs(settings: StreamSettings) -> JobInputs:
+    """From the engine's settings: the recipe names (checked when the command line was parsed),
+    the slow-transform policy, the stream plan and the selected image files."""
     # The images the job really has (fewer than asked under dataset.allow_fewer) size the stream.
-    files = media.select_files(args.manifest, args.num_images)
+    files = media.select_files(settings.manifest, settings.num_images)
     plan = StreamPlan.for_images(
-        len(files), args.batch_size, warmup_reps=args.warmups, reps=args.values, policy=slow
+        len(files),
+        settings.batch_size,
+        warmup_reps=settings.warmups,
+        reps=settings.values,
+        policy=settings.policy,
     )
-    return JobInputs(names, slow, plan, files)
+    return JobInputs(list(settings.transforms), settings.policy, plan, files)
 
 
 def stream_params(
-    args: Any, inputs: JobInputs, own: dict[str, Any], timing: dict[str, Any]
+    settings: StreamSettings, inputs: JobInputs, own: dict[str, Any], timing: dict[str, Any]
 ) -> dict[str, Any]:
     """A batch-pipeline job's ``benchmark_params`` (after ``num_images``): the engine's ``own``
     settings, the repetitions and the stream plan, what is timed and how (``timing``), then what
     every such job states (isolation, policy, shard, transforms, GPU mode)."""
     return {
         **own,
-        "values": args.values,
-        "warmups": args.warmups,
+        "values": settings.values,
+        "warmups": settings.warmups,
         "stream_plan": inputs.plan.to_dict(),
         **timing,
         "isolation": "each measured recipe in its own spawned process",
         "slow_transform_policy": inputs.policy.to_dict(),
-        "shard": args.shard,
+        "shard": settings.shard,
         "transforms": inputs.transforms,
-        "gpu": args.gpu,
+        "gpu": settings.gpu,
     }
 
 
@@ -262,7 +272,7 @@ def _child(measure: Callable[..., Row], kwargs: dict[str, Any], out: str) -> Non
 
 
 def in_fresh_interpreter(
-    module: str, argv: list[str], request: Any, flags: tuple[str, str], what: str
+    module: str, argv: Sequence[str], request: Any, flags: tuple[str, str], what: str
 ) -> dict[str, Any]:
     """Run engine ``module`` again in a fresh interpreter with the job's ``argv`` and ``request``
     (JSON), passed as ``flags`` = (request flag, output flag); its JSON output, or
@@ -405,8 +415,8 @@ def run_rows(
     def row_of(name: str) -> Row:
         row = precheck(name)
         if row is None:
-            args = kwargs(name)
-            row = measure_isolated(measure, args) if isolate else measure_row(measure, args)
+            given = kwargs(name)
+            row = measure_isolated(measure, given) if isolate else measure_row(measure, given)
         row.update(fields(name))
         return row
 
@@ -444,10 +454,10 @@ def write_result(
 @dataclass(frozen=True)
 class Job:
     """What a job is, decided at its set-up: the label of its status lines, and the regime, scope
-    and library its result file records (with the shared flags of ``args``: machine, manifest,
-    number of images, output, env marker). Every engine ends through :meth:`finish`."""
+    and library its result file records (with the shared settings: machine, manifest, number of
+    images, output, env marker). Every engine ends through :meth:`finish`."""
 
-    args: argparse.Namespace
+    settings: cli.CommonSettings
     adapter: adapters.Adapter
     regime: str
     scope: str
@@ -488,20 +498,20 @@ class Job:
         """The end of every job: its metadata (augbench.engines.common.job_metadata; ``params``
         follow ``num_images`` in ``benchmark_params``), the result file written atomically to
         ``--output``, and the job's exit status."""
-        args = self.args
+        settings = self.settings
         metadata = job_metadata(
             adapter=self.adapter,
             regime=self.regime,
             scope=self.scope,
-            machine=args.machine,
-            manifest=args.manifest,
-            num_images=args.num_images,
-            benchmark_params={"num_images": args.num_images, **params},
+            machine=settings.machine,
+            manifest=settings.manifest,
+            num_images=settings.num_images,
+            benchmark_params={"num_images": settings.num_images, **params},
             thread_settings=thread_settings,
-            env_marker=args.env_marker,
+            env_marker=settings.env_marker,
             extra=extra,
         )
-        return write_result(args.output, metadata, rows, started=self.quiet_start)
+        return write_result(settings.output, metadata, rows, started=self.quiet_start)
 
 
 def exit_status(label: str, failed: list[str]) -> int:

@@ -43,7 +43,6 @@ from __future__ import annotations
 # The package exports the thread policy before numpy, torch or cv2 is imported.
 import augbench.engines.dataloader  # noqa: F401  # isort: skip
 
-import argparse
 import itertools
 import re
 import resource
@@ -61,6 +60,7 @@ from augbench.adapters.base import DALI_PIPELINE
 from augbench.engines import cli, skeleton
 from augbench.engines.dataloader.plumbing import (
     EpochSampler,
+    LoaderSettings,
     RecipeDataset,
     build_recipe,
     load_items,
@@ -83,7 +83,24 @@ MODELS: dict[str, str] = {"cuda": "resnet50", "cpu": "resnet18"}
 FEEDS: dict[str, str] = {"cpu": "", "gpu": " · gpu-feed"}
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+@dataclass(frozen=True, kw_only=True)
+class TrainingSettings(cli.ShardSettings, cli.LibraryFlag, cli.PipelinesFlag, LoaderSettings):
+    """A training job's settings: the shared flags, the loader's, the accelerator's, its feeds."""
+
+    accelerator: str
+    model: str
+    cpu_input_size: int
+    steps: int
+    warmup_steps: int
+    model_steps: int
+    blocks: int
+    device: str
+    feeds: tuple[str, ...] = field(metadata={cli.FROM_FLAG: cli.comma_list})
+    worker_crop: int
+    allow_cpu_device_feed: bool
+
+
+def parse_args(argv: list[str] | None = None) -> TrainingSettings:
     p = cli.engine_parser(__doc__, pipelines_run="that pipeline as its recipe")
     p.add_argument("--workers", type=int, required=True)
     p.add_argument("--batch-size", type=int, default=32)
@@ -108,15 +125,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     # Tests only: run the GPU feed's device-side chain on CPU tensors (its rows say device cpu).
     p.add_argument("--allow-cpu-device-feed", type=cli.as_bool, default=False)
     args = p.parse_args(argv)
-    args.scope = "decode"  # the loader is the cpu_dataloader decode scope's
-    args.feed_list = [f for f in args.feeds.split(",") if f]
-    if not args.feed_list or set(args.feed_list) - set(FEEDS):
+    feeds = cli.comma_list(args.feeds)
+    if not feeds or set(feeds) - set(FEEDS):
         p.error(f"--feeds {args.feeds!r}: expected a comma-separated subset of {list(FEEDS)}")
     if args.accelerator != "model" and not stand_in(args.accelerator):
         p.error(f"--accelerator {args.accelerator!r}: expected model, sleep:<ms> or cpu:<ms>")
     if args.steps < args.blocks or args.blocks < 2:
         p.error("--steps must be at least --blocks, and --blocks at least 2")
-    return args
+    names = cli.recipe_names(args.transforms, args.pipelines, catalog.get)
+    return cli.settings_from(TrainingSettings, args, transforms=names)
 
 
 # -- the accelerator ---------------------------------------------------------------------------
@@ -347,7 +364,7 @@ class Feed:
 
 
 def cpu_feed(
-    args: argparse.Namespace,
+    settings: TrainingSettings,
     adapter: adapters.Adapter,
     name: str,
     items: list[Any],
@@ -359,12 +376,12 @@ def cpu_feed(
     (the library's composition for a pipeline); the step gets float32 batches."""
     import torch
 
-    recipe = build_recipe(adapter, name, args.pipelines.get(name))
-    resident = torch.stack([recipe(load(items[0]))] * args.batch_size)
+    recipe = build_recipe(adapter, name, settings.pipelines.get(name))
+    resident = torch.stack([recipe(load(items[0]))] * settings.batch_size)
     dataset = RecipeDataset(items, load, recipe, label=name)
-    sampler = EpochSampler(len(items), batches * args.batch_size)
+    sampler = EpochSampler(len(items), batches * settings.batch_size)
     return Feed(
-        regime_loader(args, dataset, sampler, record_dir),
+        regime_loader(settings, dataset, sampler, record_dir),
         resident,
         lambda batch: batch,
         {
@@ -376,7 +393,7 @@ def cpu_feed(
 
 
 def gpu_feed(
-    args: argparse.Namespace, library: str, name: str, files: list[Path], device: str,
+    settings: TrainingSettings, library: str, name: str, files: list[Path], device: str,
     batches: int,
 ) -> Feed:  # fmt: skip
     """The gpu_dataloader decode scope's loader: workers read, decode and cut a fixed-size
@@ -387,30 +404,30 @@ def gpu_feed(
     from augbench import gpu_recipes, pipelines
     from augbench.engines import gpu_dataloader as gpu
 
-    pipeline = args.pipelines.get(name)
+    pipeline = settings.pipelines.get(name)
     randomness = gpu_recipes.randomness_of(library)[0]
     if pipeline is not None:
         body, _ = pipelines.gpu_steps(pipeline)
-        crop = gpu_recipes.pipeline_worker_crop(body, args.worker_crop)
+        crop = gpu_recipes.pipeline_worker_crop(body, settings.worker_crop)
         apply, call = gpu.build_pipeline_apply(library, pipeline, randomness, device)
     else:
-        crop = gpu_recipes.worker_crop(name, args.worker_crop)
+        crop = gpu_recipes.worker_crop(name, settings.worker_crop)
         apply, call = gpu.build_gpu_apply(library, name, randomness, device)
     dataset = gpu.CropDataset(files, crop, "decode")
     from torch.utils.data import DataLoader
 
-    workers = args.workers
+    workers = settings.workers
     loader = DataLoader(
         dataset,  # type: ignore[arg-type]
-        batch_size=args.batch_size,
-        sampler=[i % len(dataset) for i in range(batches * args.batch_size)],
+        batch_size=settings.batch_size,
+        sampler=[i % len(dataset) for i in range(batches * settings.batch_size)],
         num_workers=workers,
-        prefetch_factor=args.prefetch_factor if workers else None,
+        prefetch_factor=settings.prefetch_factor if workers else None,
         persistent_workers=bool(workers),
         pin_memory=device == "cuda",
         worker_init_fn=gpu.worker_init if workers else None,
     )
-    resident = torch.stack([dataset[i % len(dataset)] for i in range(args.batch_size)])
+    resident = torch.stack([dataset[i % len(dataset)] for i in range(settings.batch_size)])
     if device == "cuda":  # the loop's batches arrive pinned: the step alone copies the same way
         resident = resident.pin_memory()
 
@@ -449,7 +466,7 @@ def dali_batches(pipe: Any) -> Iterator[DaliBatch]:
 
 
 def dali_feed(
-    args: argparse.Namespace, name: str, files: list[Path], variant: str, batches: int
+    settings: TrainingSettings, name: str, files: list[Path], variant: str, batches: int
 ) -> Feed:
     """The DALI regime's pipeline as the loader: reader, decoder, the recipe and
     crop_mirror_normalize in DALI's own threads (``workers`` of them: DALI's num_threads),
@@ -458,13 +475,13 @@ def dali_feed(
 
     pipe = dali.build_pipeline(
         files,
-        name if name not in args.pipelines else "Identity",  # a pipeline replaces the recipe
+        name if name not in settings.pipelines else "Identity",  # a pipeline replaces the recipe
         variant=variant,
-        batch_size=args.batch_size,
-        num_threads=max(1, args.workers),
+        batch_size=settings.batch_size,
+        num_threads=max(1, settings.workers),
         device_id=0,
-        prefetch_queue_depth=args.prefetch_factor,
-        pipeline=args.pipelines.get(name),
+        prefetch_queue_depth=settings.prefetch_factor,
+        pipeline=settings.pipelines.get(name),
     )
     stream = dali_batches(pipe)
     resident = next(stream)
@@ -475,7 +492,7 @@ def dali_feed(
         {
             "feed": "cpu" if variant == "dali-cpu" else "gpu",
             "feed_timed": f"{variant}: one DALI pipeline (reader, decoder, the recipe, "
-            f"crop_mirror_normalize) in {max(1, args.workers)} DALI threads; step: the "
+            f"crop_mirror_normalize) in {max(1, settings.workers)} DALI threads; step: the "
             "accelerator",
             "feed_device": "cpu" if variant == "dali-cpu" else "cuda",
             "dali_variant": variant,
@@ -484,17 +501,18 @@ def dali_feed(
 
 
 def measure_feed(
-    args: argparse.Namespace,
+    settings: TrainingSettings,
     make_feed: Callable[[int], Feed],
     accelerator: Accelerator,
 ) -> dict[str, Any]:
     """The three measurements on one feed: the step alone (on the feed's resident batch,
     prepared as in training), the loader alone, then the training window on the same loader
     (the batches the loader-only pass leaves prefetched are drained by the warm-up steps)."""
-    warmup, loader_batches = training_counts(args.workers, args.warmup_steps, args.prefetch_factor)
-    ahead = args.prefetch_factor * args.workers  # what the workers hold before the loader pass
-    total = 1 + args.workers + ahead + 1 + loader_batches + warmup + args.steps
-    total += args.prefetch_factor * max(1, args.workers)  # what the workers prefetch at the end
+    workers, prefetch = settings.workers, settings.prefetch_factor
+    warmup, loader_batches = training_counts(workers, settings.warmup_steps, prefetch)
+    ahead = prefetch * workers  # what the workers hold before the loader pass
+    total = 1 + workers + ahead + 1 + loader_batches + warmup + settings.steps
+    total += prefetch * max(1, workers)  # what the workers prefetch at the end
     feed = make_feed(total)
     synchronize = _device_synchronizer(feed.fields.get("feed_device"))
 
@@ -505,7 +523,7 @@ def measure_feed(
         synchronize()
 
     try:
-        alone_warmup, alone_steps = model_alone_counts(args.warmup_steps, args.model_steps)
+        alone_warmup, alone_steps = model_alone_counts(settings.warmup_steps, settings.model_steps)
         ceiling, model_steps_s, cpu_share = model_rate(
             step, feed.resident, alone_warmup, alone_steps
         )
@@ -513,13 +531,13 @@ def measure_feed(
         return non_ok_row("error", f"the model does not fit the GPU: {exc}".split("\n")[0])
     batches = endless(feed.loader)
     first = next(batches)  # worker start-up, outside every window
-    for _ in range(args.workers):  # the batches the other workers prepared meanwhile
+    for _ in range(workers):  # the batches the other workers prepared meanwhile
         next(batches)
     data_rate = loader_rate(batches, ahead, loader_batches)
-    window = train(batches, step, warmup, args.steps)
+    window = train(batches, step, warmup, settings.steps)
     tree_rss = process_tree_rss_mb()  # the workers are alive here
     del batches, feed.loader
-    rates, times, block_waits = window.block_throughputs(args.blocks)
+    rates, times, block_waits = window.block_throughputs(settings.blocks)
     wait = median_interval(block_waits)
     return ok_row(
         rates,
@@ -544,7 +562,7 @@ def measure_feed(
         # The step alone's spread (its timed steps): set beside step_ms, the loop's own steps.
         model_step_spread_ms=wait_percentiles_ms(model_steps_s),
         model_warmup_steps=alone_warmup,
-        timed_steps=args.steps,
+        timed_steps=settings.steps,
         process_tree_rss_mb=tree_rss,
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         batch_shape=list(first.shape),
@@ -563,7 +581,7 @@ def _device_synchronizer(device: str | None) -> Callable[[], None]:
 
 
 def feed_row(
-    args: argparse.Namespace,
+    settings: TrainingSettings,
     adapter: adapters.Adapter,
     name: str,
     feed: str,
@@ -576,30 +594,30 @@ def feed_row(
     from augbench import gpu_recipes
 
     if DALI_PIPELINE in adapter.capabilities:  # its own pipeline loader, not torch's
-        return dali_row(args, adapter, name, feed, items, accelerator)
+        return dali_row(settings, adapter, name, feed, items, accelerator)
     if feed == "gpu":
-        if not gpu_recipes.randomness_of(args.library):
+        if not gpu_recipes.randomness_of(settings.library):
             return non_ok_row(
                 "unsupported",
-                f"{args.library} has no GPU augmentation path (the GPU feed runs torchvision "
+                f"{settings.library} has no GPU augmentation path (the GPU feed runs torchvision "
                 "and Kornia on the device)",
             )
-        device = accelerator.settings.get("device", choose_device(args.device))
-        if device != "cuda" and not args.allow_cpu_device_feed:
+        device = accelerator.settings.get("device", choose_device(settings.device))
+        if device != "cuda" and not settings.allow_cpu_device_feed:
             return non_ok_row(
                 "skipped", "no CUDA device: the GPU feed augments on the accelerator's device"
             )
         files = [Path(item) for item in items]
 
         def make(batches: int) -> Feed:
-            return gpu_feed(args, args.library, name, files, device, batches)
+            return gpu_feed(settings, settings.library, name, files, device, batches)
 
     else:
 
         def make(batches: int) -> Feed:
-            return cpu_feed(args, adapter, name, items, load, record_dir, batches)
+            return cpu_feed(settings, adapter, name, items, load, record_dir, batches)
 
-    pipeline = args.pipelines.get(name)
+    pipeline = settings.pipelines.get(name)
     if pipeline is not None:  # a pipeline the library (or its GPU path) cannot run as defined
         from augbench import pipelines
 
@@ -609,13 +627,13 @@ def feed_row(
             status, reason, extra = problem
             return non_ok_row(status, reason, **extra)
     try:
-        return measure_feed(args, make, accelerator)
+        return measure_feed(settings, make, accelerator)
     except Exception as exc:
         return skeleton.stage_error_row("training", exc)
 
 
 def dali_row(
-    args: argparse.Namespace,
+    settings: TrainingSettings,
     adapter: adapters.Adapter,
     name: str,
     feed: str,
@@ -624,7 +642,7 @@ def dali_row(
 ) -> dict[str, Any]:
     """A recipe fed by DALI: its own threads stand for the workers (0 has no DALI meaning);
     the GPU feed is DALI's GPU variant, which needs CUDA."""
-    if args.workers == 0:
+    if settings.workers == 0:
         return non_ok_row(
             "unsupported",
             "DALI always runs its own threads (num_threads >= 1): its worker counts start at 1",
@@ -635,7 +653,7 @@ def dali_row(
 
         if dali.dali_probe()[0] == 0:
             return non_ok_row("skipped", "no CUDA device: the GPU feed is DALI's GPU variant")
-    pipeline = args.pipelines.get(name)
+    pipeline = settings.pipelines.get(name)
     if pipeline is not None:
         from augbench import pipelines
 
@@ -646,25 +664,20 @@ def dali_row(
     files = [Path(item) for item in items]
 
     def make(batches: int) -> Feed:
-        return dali_feed(args, name, files, variant, batches)
+        return dali_feed(settings, name, files, variant, batches)
 
     try:
-        return measure_feed(args, make, accelerator)
+        return measure_feed(settings, make, accelerator)
     except Exception as exc:
         return skeleton.stage_error_row("training", exc)
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    settings = parse_args(argv)
     from tqdm import tqdm
 
-    adapter = adapters.get(args.library)
-
-    def check(name: str) -> None:
-        if name not in args.pipelines:
-            catalog.get(name)
-
-    transforms = cli.transform_names(args, check)
+    adapter = adapters.get(settings.library)
+    transforms = list(settings.transforms)
     cores = usable_cores()
     thread_settings: dict[str, Any] = {
         **skeleton.thread_record(DATALOADER_THREADS),
@@ -675,14 +688,14 @@ def main(argv: list[str] | None = None) -> int:
     accelerator: Accelerator | None = None
     items: list[Any] = []
     load: Callable[[Any], Any] = lambda item: item  # noqa: E731
-    over_cap = args.workers > cores
+    over_cap = settings.workers > cores
     device = "cpu"
     if not over_cap:
         try:
             skeleton.import_library(adapter)
             thread_settings["main_process"] = DATALOADER_THREADS.apply_runtime()
-            device = choose_device(args.device)
-            spec = stand_in(args.accelerator)
+            device = choose_device(settings.device)
+            spec = stand_in(settings.accelerator)
             if not spec and not adapter.env_has_torch:
                 unsupported = (
                     f"the {adapter.title} env has no torch (it is locked on its own), so no "
@@ -690,21 +703,22 @@ def main(argv: list[str] | None = None) -> int:
                     "stand-ins"
                 )
             accelerator = (
-                stand_in_accelerator(args.accelerator)
+                stand_in_accelerator(settings.accelerator)
                 if spec
                 else None
                 if unsupported
-                else model_accelerator(device, args.cpu_input_size, args.model)
+                else model_accelerator(device, settings.cpu_input_size, settings.model)
             )
-            items, load, _ = load_items(args, adapter)
+            # The loader is the cpu_dataloader decode scope's.
+            items, load, _ = load_items(adapter, settings.manifest, settings.num_images, "decode")
         except Exception as exc:
             setup_error = skeleton.setup_problem("setup failed", exc)
-    variant = accelerator.label if accelerator is not None else args.accelerator
-    label = f"{REGIME} | {args.library} | w{args.workers} | {variant}"
-    job = skeleton.Job(args, adapter, REGIME, "decode", label)
-    units = [f"{name}{FEEDS[feed]}" for feed in args.feed_list for name in transforms]
+    variant = accelerator.label if accelerator is not None else settings.accelerator
+    label = f"{REGIME} | {settings.library} | w{settings.workers} | {variant}"
+    job = skeleton.Job(settings, adapter, REGIME, "decode", label)
+    units = [f"{name}{FEEDS[feed]}" for feed in settings.feeds for name in transforms]
     bar = tqdm(units, desc=label, unit="recipe")
-    with tempfile.TemporaryDirectory(prefix=f"train-{args.library}-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"train-{settings.library}-") as tmp:
         record_dir = Path(tmp)
 
         def row_of(unit: str) -> dict[str, Any]:
@@ -712,7 +726,7 @@ def main(argv: list[str] | None = None) -> int:
             feed = "gpu" if unit.endswith(FEEDS["gpu"]) else "cpu"
             if over_cap:
                 row = non_ok_row(
-                    "skipped", f"{args.workers} workers > {cores} usable cores on this machine"
+                    "skipped", f"{settings.workers} workers > {cores} usable cores on this machine"
                 )
             elif unsupported is not None:
                 row = non_ok_row("unsupported", unsupported)
@@ -723,11 +737,11 @@ def main(argv: list[str] | None = None) -> int:
                 model = accelerator
 
                 def measure() -> dict[str, Any]:
-                    return feed_row(args, adapter, name, feed, items, load, model, record_dir)
+                    return feed_row(settings, adapter, name, feed, items, load, model, record_dir)
 
                 # A fork per recipe where CUDA is not in use (it does not survive a fork).
                 row = measure() if device == "cuda" else skeleton.in_fresh_fork(measure, unit)
-            pipeline = args.pipelines.get(name)
+            pipeline = settings.pipelines.get(name)
             if pipeline is not None:
                 from augbench import pipelines
 
@@ -735,8 +749,8 @@ def main(argv: list[str] | None = None) -> int:
             row.update(
                 transform=name,
                 feed=feed,
-                workers=args.workers,
-                batch_size=args.batch_size,
+                workers=settings.workers,
+                batch_size=settings.batch_size,
                 # Never ranked across accelerators, devices or feeds.
                 variant=f"{variant}{FEEDS[feed]}",
                 **(accelerator.settings if accelerator is not None else {}),
@@ -751,19 +765,19 @@ def main(argv: list[str] | None = None) -> int:
         rows,
         thread_settings,
         params={
-            "workers": args.workers,
-            "batch_size": args.batch_size,
-            "prefetch_factor": args.prefetch_factor,
-            "persistent_workers": args.persistent_workers,
-            "accelerator": args.accelerator,
-            "cpu_input_size": args.cpu_input_size,
-            "model": args.model,
-            "steps": args.steps,
-            "warmup_steps": args.warmup_steps,
-            "model_steps": args.model_steps,
-            "blocks": args.blocks,
-            "feeds": args.feed_list,
-            "worker_crop": args.worker_crop,
+            "workers": settings.workers,
+            "batch_size": settings.batch_size,
+            "prefetch_factor": settings.prefetch_factor,
+            "persistent_workers": settings.persistent_workers,
+            "accelerator": settings.accelerator,
+            "cpu_input_size": settings.cpu_input_size,
+            "model": settings.model,
+            "steps": settings.steps,
+            "warmup_steps": settings.warmup_steps,
+            "model_steps": settings.model_steps,
+            "blocks": settings.blocks,
+            "feeds": list(settings.feeds),
+            "worker_crop": settings.worker_crop,
             "transforms": transforms,
             "timing": "images over the wall time of the timed steps (next(loader) + step, CUDA "
             "synchronized); values: throughputs of consecutive blocks of steps",

@@ -13,7 +13,7 @@ Writes {workers: {measurement: [img/s or ratio, ...]}}.
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import json
 import sys
 import tempfile
@@ -84,41 +84,41 @@ def main() -> int:
     images = [torch.full((3, 32, 32), i, dtype=torch.uint8) for i in range(8)]
     results: dict[str, dict[str, list[float]]] = {}
     for workers in map(int, sys.argv[2:]):
-        args = argparse.Namespace(
-            workers=workers,
-            batch_size=16,
-            batches_per_run=6,
-            num_runs=4,
-            min_runs=4,
-            prefetch_factor=2,
-            persistent_workers=True,
-            batch_timeout=60.0,
-            baseline_runs=4,
-            scope="memory",
-        )
+        # The engine's own settings record, from its command line (nothing of it is read but
+        # the loader's, epochs' and baselines' settings).
+        settings = engine.parse_args(
+            ["--library", "torchvision", "--transforms", "HorizontalFlip", "--manifest",
+             "unused.json", "--num-images", "8", "--machine", "test", "--output", "unused.json",
+             "--scope", "memory", "--workers", str(workers), "--batch-size", "16",
+             "--batches-per-run", "6", "--num-runs", "4", "--min-runs", "4",
+             "--prefetch-factor", "2", "--persistent-workers", "true", "--batch-timeout", "60",
+             "--baseline-runs", "4"]
+        )  # fmt: skip
         recipe = engine.Recipe([Sleep()], cheap_tail)
         dataset = engine.RecipeDataset(images, engine.identity, recipe, label="sleep")
         bare = UserDataset(images, [*recipe.steps, recipe.tail], length=len(images))
         cores = engine.usable_cores()
         with tempfile.TemporaryDirectory() as tmp:
-            measured = engine.measure_loader(args, dataset, Path(tmp), _Bar(), bare, 4)
+            measured = engine.measure_loader(settings, dataset, Path(tmp), _Bar(), bare, 4)
             # The engine's per-job baselines: memory scope with a sleeping tail (transport), and
             # decode scope with a sleeping decoder (decode floor; its transport = the decode).
             memory, _ = engine.measure_baselines(
-                args, SleepyTailAdapter(), images, engine.identity, cores, Path(tmp), _Bar()
+                settings, SleepyTailAdapter(), images, engine.identity, cores, Path(tmp), _Bar()
             )
-            decode_args = argparse.Namespace(**{**vars(args), "scope": "decode"})
+            decode_settings = dataclasses.replace(settings, scope="decode")
             paths = [f"{i}.jpg" for i in range(8)]
             decode, _ = engine.measure_baselines(
-                decode_args, CheapTailAdapter(), paths, SleepyDecode(images[0]), cores,
+                decode_settings, CheapTailAdapter(), paths, SleepyDecode(images[0]), cores,
                 Path(tmp), _Bar(),
             )  # fmt: skip
             # Decode scope, with the composition terms measured in the same rounds.
-            companions = engine.DecodeCompanions(decode_args, paths, SleepyDecode(images[0]), cores)
+            companions = engine.DecodeCompanions(
+                decode_settings, paths, SleepyDecode(images[0]), cores
+            )
             try:
                 decoded = engine.RecipeDataset(paths, SleepyDecode(images[0]), recipe, "sleep")
                 composed = engine.measure_loader(
-                    decode_args, decoded, Path(tmp), _Bar(), None, 4,
+                    decode_settings, decoded, Path(tmp), _Bar(), None, 4,
                     memory=engine.RecipeDataset(companions.images, engine.identity, recipe),
                     floor=companions.floor,
                 )  # fmt: skip

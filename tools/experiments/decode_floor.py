@@ -70,7 +70,7 @@ def inner(args: argparse.Namespace) -> int:
     bar = tqdm(args.workers, desc=f"decode_floor | {args.inner} | {args.transform}", unit="w")
     for workers in bar:
         floor = engine.decode_floor(adapter.decode, epoch, max(1, workers), args.num_runs)
-        loader_args = argparse.Namespace(
+        epochs = engine.EpochSettings(
             workers=workers,
             batch_size=args.batch_size,
             batches_per_run=args.batches_per_run,
@@ -81,7 +81,7 @@ def inner(args: argparse.Namespace) -> int:
             batch_timeout=300.0,
         )
         with tempfile.TemporaryDirectory() as tmp:
-            measured = engine.measure_loader(loader_args, dataset, Path(tmp), bar)
+            measured = engine.measure_loader(epochs, dataset, Path(tmp), bar)
         loader = statistics.median(measured["throughputs"])
         rows.append(
             {

@@ -3,7 +3,7 @@ floor and the memory-scope companion's images (per decode job, timed per recipe 
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import math
 import mmap
 import statistics
@@ -16,12 +16,14 @@ from augbench import adapters, recipes
 from augbench.engines.dataloader.decode_floor import DecodeFloor
 from augbench.engines.dataloader.plumbing import (
     EndlessSampler,
+    LoaderSettings,
     Recipe,
     RecipeDataset,
     identity,
     regime_loader,
 )
-from augbench.engines.dataloader.timing import RecipeError, Stream, measure_loader
+from augbench.engines.dataloader.settings import DataLoaderSettings
+from augbench.engines.dataloader.timing import EpochSettings, RecipeError, Stream, measure_loader
 from augbench.policy import HANDOVER_BUSY_PACE, HANDOVER_PROBES
 from augbench.stopping import epoch_batches
 
@@ -49,7 +51,7 @@ class CroppedLoad:
 
 
 def measure_transport(
-    args: argparse.Namespace,
+    settings: DataLoaderSettings,
     adapter: adapters.Adapter,
     items: list[Any],
     load: Callable[[Any], Any],
@@ -63,7 +65,7 @@ def measure_transport(
     else:
         sample_load = CroppedLoad(load)
     dataset = RecipeDataset(items, sample_load, Recipe([], tail), label="transport")
-    runs = argparse.Namespace(**{**vars(args), "num_runs": args.baseline_runs})
+    runs = dataclasses.replace(settings, num_runs=settings.baseline_runs)
     measured = measure_loader(runs, dataset, record_dir, bar)
     return {
         "transport_throughput": statistics.median(measured["throughputs"]),
@@ -90,7 +92,7 @@ BASELINE_FIELDS: tuple[str, ...] = ("transport_throughput", "transport_throughpu
 
 
 def measure_baselines(
-    args: argparse.Namespace,
+    settings: DataLoaderSettings,
     adapter: adapters.Adapter,
     items: list[Any],
     load: Callable[[Any], Any],
@@ -105,10 +107,10 @@ def measure_baselines(
     and training predictions need it); the decode floor and the memory-scope companion are
     measured per recipe, interleaved with its windows (``DecodeCompanions``)."""
     fields: dict[str, Any] = dict.fromkeys((*BASELINE_FIELDS, *HANDOVER_FIELDS))
-    meta: dict[str, Any] = {"runs": args.baseline_runs}
-    if args.scope == "decode" and args.workers > 0:
+    meta: dict[str, Any] = {"runs": settings.baseline_runs}
+    if settings.scope == "decode" and settings.workers > 0:
         try:
-            fields.update(measure_handover(args, adapter, items, load, record_dir))
+            fields.update(measure_handover(settings, adapter, items, load, record_dir))
             meta["handover"] = {
                 "sample": f"fixed {TRANSPORT_SIZE}x{TRANSPORT_SIZE} window + "
                 f"{adapter.recipe_tail_call}",
@@ -117,22 +119,22 @@ def measure_baselines(
             }
         except Exception as exc:
             meta["handover"] = {"error": str(RecipeError("hand-over probe", exc))}
-    if args.baseline_runs < 1:
+    if settings.baseline_runs < 1:
         meta["note"] = "transport baseline off (--baseline-runs 0)"
         return fields, meta
     try:
-        fields.update(measure_transport(args, adapter, items, load, record_dir, bar))
+        fields.update(measure_transport(settings, adapter, items, load, record_dir, bar))
         meta["transport"] = {
             "sample": f"fixed {TRANSPORT_SIZE}x{TRANSPORT_SIZE} window + "
             f"{adapter.recipe_tail_call}",
-            "crop_in_timed_window": args.scope == "decode",
+            "crop_in_timed_window": settings.scope == "decode",
         }
     except Exception as exc:
         meta["transport"] = {"error": str(RecipeError("transport baseline", exc))}
-    if args.scope == "decode":
+    if settings.scope == "decode":
         meta["decode_floor"] = {
             "decoder": adapter.decoder,
-            "processes": max(1, min(args.workers, cores)),
+            "processes": max(1, min(settings.workers, cores)),
             "measured": "per recipe, interleaved with its decode-scope windows",
         }
     return fields, meta
@@ -161,7 +163,7 @@ def first_read_seconds(batch: Any) -> float:
 
 
 def measure_handover(
-    args: argparse.Namespace,
+    settings: LoaderSettings,
     adapter: adapters.Adapter,
     items: list[Any],
     load: Callable[[Any], Any],
@@ -181,13 +183,15 @@ def measure_handover(
     chosen = [fixed_crop(i) for i in items] if load is identity else items
     dataset = RecipeDataset(chosen, sample_load, Recipe([], tail), label="hand-over")
     stream = Stream(
-        regime_loader(args, dataset, EndlessSampler(len(chosen)), record_dir),
-        args.workers,
-        args.prefetch_factor,
+        regime_loader(settings, dataset, EndlessSampler(len(chosen)), record_dir),
+        settings.workers,
+        settings.prefetch_factor,
     )
     try:
-        _, batch_info = stream.warm_up(max(1, args.workers), args.batch_size, "hand-over warm-up")
-        batches = epoch_batches(max(8, 4 * args.workers), args.workers)
+        _, batch_info = stream.warm_up(
+            max(1, settings.workers), settings.batch_size, "hand-over warm-up"
+        )
+        batches = epoch_batches(max(8, 4 * settings.workers), settings.workers)
         _, seconds = stream.window(batches)
         period = seconds / batches
         assert stream.batches is not None
@@ -245,14 +249,18 @@ class DecodeCompanions:
     epoch's files."""
 
     def __init__(
-        self, args: argparse.Namespace, paths: list[Any], decode: Callable[[Any], Any], cores: int
+        self,
+        settings: EpochSettings,
+        paths: list[Any],
+        decode: Callable[[Any], Any],
+        cores: int,
     ) -> None:
         start = time.perf_counter()
         self.images = [decode(p) for p in paths]
         self.preload_seconds = time.perf_counter() - start
-        self.processes = max(1, min(args.workers, cores))
-        window = epoch_batches(args.batches_per_run, args.workers)
-        epoch = [paths[i % len(paths)] for i in range(window * args.batch_size)]
+        self.processes = max(1, min(settings.workers, cores))
+        window = epoch_batches(settings.batches_per_run, settings.workers)
+        epoch = [paths[i % len(paths)] for i in range(window * settings.batch_size)]
         self.floor = DecodeFloor(decode, epoch, self.processes)
 
     def close(self) -> None:

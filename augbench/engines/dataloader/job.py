@@ -3,7 +3,7 @@ the settings of a ``--settings`` job in turn."""
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import tempfile
 import time
 import traceback
@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from augbench import adapters, catalog, matrix, recipes
-from augbench.engines import cli, skeleton
+from augbench import adapters, matrix, recipes
+from augbench.engines import skeleton
 from augbench.engines.dataloader import processes
 from augbench.engines.dataloader.baselines import (
     BASELINE_FIELDS,
@@ -28,46 +28,38 @@ from augbench.engines.dataloader.plumbing import (
     worker_records,
 )
 from augbench.engines.dataloader.rows import REGIME_VS_BARE_ESTIMATOR, recipe_row_fields, run_recipe
-from augbench.engines.dataloader.settings import REGIME, parse_args
+from augbench.engines.dataloader.settings import REGIME, DataLoaderSettings, parse_args
 from augbench.engines.dataloader.timing import TIMING_NOTE
-from augbench.policy import DATALOADER_THREADS, RELATIVE_CI_TARGET, SlowTransformPolicy
+from augbench.policy import DATALOADER_THREADS, RELATIVE_CI_TARGET
 from augbench.results import non_ok_row
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.process_request is not None:
-        return later_process_main(args)
-    if not args.setting_list:
-        return measure_setting(args)
+    settings = parse_args(argv)
+    if settings.process_request is not None:
+        return later_process_main(settings)
+    if not settings.setting_list:
+        return measure_setting(settings)
     failed = []
-    for (scope, workers), output in zip(args.setting_list, args.outputs, strict=True):
-        setting = argparse.Namespace(
-            **{**vars(args), "scope": scope, "workers": workers, "output": output}
-        )
+    for (scope, workers), output in zip(settings.setting_list, settings.outputs, strict=True):
+        setting = dataclasses.replace(settings, scope=scope, workers=workers, output=output)
         try:
             measure_setting(setting)
         except Exception:  # a harness bug: report it, measure the other settings, fail the job
             traceback.print_exc()
             failed.append(f"{scope}-w{workers}")
-    return skeleton.exit_status(f"{REGIME} | {args.library}", failed)
+    return skeleton.exit_status(f"{REGIME} | {settings.library}", failed)
 
 
-def measure_setting(args: argparse.Namespace) -> int:
+def measure_setting(settings: DataLoaderSettings) -> int:
     """One (scope, workers) setting of the job: every recipe, its baselines, one result file."""
     started = time.perf_counter()
     from tqdm import tqdm
 
-    adapter = adapters.get(args.library)
-
-    def check(name: str) -> None:
-        if name not in args.pipelines:
-            catalog.get(name)  # unknown names fail the job loudly, before any measuring
-
-    transforms = cli.transform_names(args, check)
-    policy = cli.slow_policy(args)
+    adapter = adapters.get(settings.library)
+    transforms = list(settings.transforms)
     cores = usable_cores()
-    over_cap = args.cap_workers_at_cores and args.workers > cores
+    over_cap = settings.cap_workers_at_cores and settings.workers > cores
 
     thread_settings: dict[str, Any] = {
         **skeleton.thread_record(DATALOADER_THREADS),
@@ -87,27 +79,33 @@ def measure_setting(args: argparse.Namespace) -> int:
         except Exception as exc:  # the library is broken in this env: every row says so
             setup_error = skeleton.setup_problem("import failed", exc)
 
-    label = f"{REGIME} | {args.library} | {args.scope} w{args.workers} | {args.shard}"
-    job = skeleton.Job(args, adapter, REGIME, args.scope, label)
-    with tempfile.TemporaryDirectory(prefix=f"dl-{args.library}-") as tmp:
+    label = (
+        f"{REGIME} | {settings.library} | {settings.scope} w{settings.workers} | {settings.shard}"
+    )
+    job = skeleton.Job(settings, adapter, REGIME, settings.scope, label)
+    with tempfile.TemporaryDirectory(prefix=f"dl-{settings.library}-") as tmp:
         record_dir = Path(tmp)
         items: list[Any] = []
         load: Callable[[Any], Any] = identity
         if not over_cap and setup_error is None:
             try:
-                items, load, load_info = load_items(args, adapter)
+                items, load, load_info = load_items(
+                    adapter, settings.manifest, settings.num_images, settings.scope
+                )
             except Exception as exc:
                 setup_error = skeleton.setup_problem(
-                    f"loading the {args.scope} dataset failed", exc
+                    f"loading the {settings.scope} dataset failed", exc
                 )
         baselines: dict[str, Any] = dict.fromkeys((*BASELINE_FIELDS, *HANDOVER_FIELDS))
-        baselines_meta: dict[str, Any] = {"runs": args.baseline_runs}
+        baselines_meta: dict[str, Any] = {"runs": settings.baseline_runs}
         bar = tqdm(transforms, desc=label, unit="recipe")
         if not over_cap and setup_error is None:
             bar.set_postfix_str("baselines")
 
             def job_baselines() -> dict[str, Any]:
-                fields, meta = measure_baselines(args, adapter, items, load, cores, record_dir, bar)
+                fields, meta = measure_baselines(
+                    settings, adapter, items, load, cores, record_dir, bar
+                )
                 return {"fields": fields, "meta": meta}
 
             measured = skeleton.in_fresh_fork(job_baselines, "baselines")
@@ -118,18 +116,18 @@ def measure_setting(args: argparse.Namespace) -> int:
                 baselines_meta["error"] = measured.get("reason")
 
         def measure_row(name: str) -> dict[str, Any]:
-            return measure_one(args, adapter, items, load, policy, cores, record_dir, name, bar)
+            return measure_one(settings, adapter, items, load, cores, record_dir, name, bar)
 
         by_process: dict[str, dict[str, Any]] = {}  # rows merged over --processes
         later_seconds = 0.0
-        if args.processes > 1 and not over_cap and setup_error is None:
-            by_process, later_seconds = in_processes(args, transforms, measure_row, bar)
+        if settings.processes > 1 and not over_cap and setup_error is None:
+            by_process, later_seconds = in_processes(settings, transforms, measure_row, bar)
 
         def row_of(name: str) -> dict[str, Any]:
             if over_cap:
                 row = non_ok_row(
                     "skipped",
-                    f"{args.workers} workers > {cores} usable cores on this machine "
+                    f"{settings.workers} workers > {cores} usable cores on this machine "
                     "(cpu_dataloader.cap_workers_at_cores)",
                 )
             elif setup_error is not None:
@@ -138,7 +136,7 @@ def measure_setting(args: argparse.Namespace) -> int:
                 row = by_process[name]
             else:
                 row = skeleton.in_fresh_fork(lambda: measure_row(name), f"{name} row")
-            row.update(recipe_row_fields(args, adapter, name))
+            row.update(recipe_row_fields(settings, adapter, name))
             row.update(baselines)
             return row
 
@@ -148,7 +146,7 @@ def measure_setting(args: argparse.Namespace) -> int:
     return job.finish(
         rows,
         thread_settings,
-        params=benchmark_params(args, cores, policy, transforms),
+        params=benchmark_params(settings, cores),
         extra={
             "decode": load_info,
             "recipe_tail": adapter.recipe_tail_call,
@@ -168,25 +166,26 @@ def measure_setting(args: argparse.Namespace) -> int:
 
 
 def measure_one(
-    args: argparse.Namespace,
+    settings: DataLoaderSettings,
     adapter: adapters.Adapter,
     items: list[Any],
     load: Callable[[Any], Any],
-    policy: SlowTransformPolicy,
     cores: int,
     record_dir: Path,
     name: str,
     bar: Any,
+    window: int | None = None,
 ) -> dict[str, Any]:
     """One row, measured in the calling process (a fork of the job's): the decode companions'
     images and decode-floor processes belong to the row, and no row inherits another's
-    allocator history."""
+    allocator history. ``window``: the batches per timed epoch, in a later process of a
+    ``--processes`` job (the first process sized it)."""
     companions = None
-    if args.scope == "decode" and args.baseline_runs > 0:
+    if settings.scope == "decode" and settings.baseline_runs > 0:
         bar.set_postfix_str(f"{name}: decoding the composition's memory-scope images")
-        companions = DecodeCompanions(args, items, load, cores)
+        companions = DecodeCompanions(settings, items, load, cores)
     try:
-        row = run_recipe(args, adapter, name, items, load, policy, record_dir, bar, companions)
+        row = run_recipe(settings, adapter, name, items, load, record_dir, bar, companions, window)
     finally:
         if companions is not None:
             companions.close()
@@ -196,16 +195,16 @@ def measure_one(
 
 
 def in_processes(
-    args: argparse.Namespace,
+    settings: DataLoaderSettings,
     transforms: list[str],
     measure_row: Callable[[str], dict[str, Any]],
     bar: Any,
 ) -> tuple[dict[str, dict[str, Any]], float]:
-    """Every row in ``args.processes`` processes (augbench.engines.dataloader.processes): this
+    """Every row in ``settings.processes`` processes (augbench.engines.dataloader.processes): this
     one's (each row in a fork of it), then each later one a fresh interpreter measuring the rows
     that were ok here, one after another: one merged row per name, and the seconds the later
     processes took."""
-    total = args.processes
+    total = settings.processes
     first: dict[str, dict[str, Any]] = {}
     for name in transforms:
         bar.set_postfix_str(f"{name}: process 1 of {total}")
@@ -221,70 +220,69 @@ def in_processes(
         if not windows:
             break
         bar.set_postfix_str(f"process {index} of {total}: a fresh interpreter")
-        later.append(processes.later_process(args, windows, index))
+        later.append(processes.later_process(settings, windows, index))
     merged = {name: processes.merged(first[name], later, name) for name in transforms}
     return merged, time.perf_counter() - started
 
 
-def later_process_main(args: argparse.Namespace) -> int:
+def later_process_main(settings: DataLoaderSettings) -> int:
     """A later process of a ``--processes`` job (augbench.engines.dataloader.processes): import
     the library and torch, load the items, measure each requested row in a fork."""
-    adapter = adapters.get(args.library)
+    adapter = adapters.get(settings.library)
     skeleton.import_library(adapter)
     import torch  # noqa: F401  (the DataLoader)
 
     DATALOADER_THREADS.apply_runtime()
-    policy = cli.slow_policy(args)
     cores = usable_cores()
 
     loaded: dict[str, Any] = {}
 
-    def measure(setting: argparse.Namespace, name: str, bar: Any) -> dict[str, Any]:
+    def measure(setting: DataLoaderSettings, name: str, window: int, bar: Any) -> dict[str, Any]:
         if "items" not in loaded:  # once per process, as the job's own process loads them
-            loaded["items"], loaded["load"], _ = load_items(setting, adapter)
+            loaded["items"], loaded["load"], _ = load_items(
+                adapter, setting.manifest, setting.num_images, setting.scope
+            )
         items, load = loaded["items"], loaded["load"]
         return skeleton.in_fresh_fork(
-            lambda: measure_one(setting, adapter, items, load, policy, cores, record, name, bar),
+            lambda: measure_one(setting, adapter, items, load, cores, record, name, bar, window),
             f"{name} row",
         )
 
-    with tempfile.TemporaryDirectory(prefix=f"dl-{args.library}-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"dl-{settings.library}-") as tmp:
         record = Path(tmp)
-        return processes.run_process_request(args, measure)
+        return processes.run_process_request(settings, measure)
 
 
-def benchmark_params(
-    args: argparse.Namespace, cores: int, policy: SlowTransformPolicy, transforms: list[str]
-) -> dict[str, Any]:
+def benchmark_params(settings: DataLoaderSettings, cores: int) -> dict[str, Any]:
     """What a setting's file states about how it was measured (after ``num_images``)."""
     return {
-        "workers": args.workers,
+        "workers": settings.workers,
         "usable_cores": cores,
-        "cap_workers_at_cores": args.cap_workers_at_cores,
-        "batch_size": args.batch_size,
-        "batches_per_run": args.batches_per_run,
-        "images_per_run": args.batches_per_run * args.batch_size,
-        "num_runs": args.num_runs,
+        "cap_workers_at_cores": settings.cap_workers_at_cores,
+        "batch_size": settings.batch_size,
+        "batches_per_run": settings.batches_per_run,
+        "images_per_run": settings.batches_per_run * settings.batch_size,
+        "num_runs": settings.num_runs,
         # Fresh processes per row, one after another (augbench.engines.dataloader.processes):
         # each gives the row one value (process_throughputs), the unit of its interval.
-        "processes": args.processes,
-        "window_seconds": args.window_seconds,
-        "min_runs": min(args.min_runs, args.num_runs),
+        "processes": settings.processes,
+        "window_seconds": settings.window_seconds,
+        "min_runs": min(settings.min_runs, settings.num_runs),
         "stopping_rule": "timed epochs stop between min_runs and num_runs once the relative "
         "95% CI of the row's throughputs, and of its paired regime/bare ratios while the bare "
         f"loop runs, is <= {RELATIVE_CI_TARGET} (augbench.stopping); baselines take part in "
         "at most baseline_runs rounds",
-        "warmup_batches": max(1, args.workers),
-        "prefetch_factor": args.prefetch_factor if args.workers else None,
-        "persistent_workers": bool(args.persistent_workers and args.workers),
+        "warmup_batches": max(1, settings.workers),
+        "prefetch_factor": settings.prefetch_factor if settings.workers else None,
+        "persistent_workers": bool(settings.persistent_workers and settings.workers),
         "pin_memory": False,
         "multiprocessing_start_method": start_method(),
-        "batch_timeout_s": args.batch_timeout if args.workers else None,
+        "batch_timeout_s": settings.batch_timeout if settings.workers else None,
         "collate": "torch.utils.data.default_collate (stack)",
         "sampler": "sequential, cycling over the selected images",
         "normalize": {"mean": recipes.IMAGENET_MEAN, "std": recipes.IMAGENET_STD},
         "timed_window": TIMING_NOTE,
-        "baseline_runs": args.baseline_runs,
+        "baseline_runs": settings.baseline_runs,
         "bare_loop": "augbench.engines.bare_loop: user Dataset + stock DataLoader, same "
         "recipe objects, batch size, workers, prefetch, persistence and thread policy; its "
         "timed epochs alternate with the regime's",
@@ -294,15 +292,15 @@ def benchmark_params(
         "interleaved with the decode epochs (D B M F, F M B D, ...); expected = "
         "1/(1/floor + 1/memory), ratio = decode / expected, medians over rounds",
         "timer_backend": "time.perf_counter",
-        "slow_transform_policy": policy.to_dict(),
-        "shard": args.shard,
+        "slow_transform_policy": settings.policy.to_dict(),
+        "shard": settings.shard,
         # A --settings job (job_per: library): the settings its one process measured, in
         # order; its log and benchmark file are matrix.dataloader_library_job(shard). Empty
         # for a job of one setting, named after its result file.
-        "settings_in_job": [matrix.dataloader_setting(s, w) for s, w in args.setting_list],
-        "transforms": transforms,
+        "settings_in_job": [matrix.dataloader_setting(s, w) for s, w in settings.setting_list],
+        "transforms": list(settings.transforms),
         "recipes": {
-            t: args.pipelines[t].recipe if t in args.pipelines else recipes.recipe_name(t)
-            for t in transforms
+            t: settings.pipelines[t].recipe if t in settings.pipelines else recipes.recipe_name(t)
+            for t in settings.transforms
         },
     }

@@ -5,7 +5,6 @@ multiprocessing start method."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import functools
 import itertools
@@ -20,6 +19,18 @@ from typing import Any
 from augbench import adapters, catalog, media, pipeline_builders, pipelines, recipes
 from augbench.policy import DATALOADER_THREADS
 from augbench.results import usable_cores  # noqa: F401  (the engines import it from here)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoaderSettings:
+    """What the regime's DataLoader is built with (:func:`regime_loader`): the fields of the
+    settings records of the engines that use it (cpu_dataloader, training)."""
+
+    workers: int
+    batch_size: int
+    prefetch_factor: int
+    persistent_workers: bool
+    batch_timeout: float
 
 
 @dataclass(eq=False)
@@ -102,7 +113,7 @@ def worker_init(worker_id: int, record_dir: str) -> None:
 
 
 def regime_loader(
-    args: argparse.Namespace,
+    settings: LoaderSettings,
     dataset: RecipeDataset,
     sampler: EpochSampler | EndlessSampler,
     record_dir: Path,
@@ -111,18 +122,18 @@ def regime_loader(
     timeout; every worker applies the thread policy and records it in ``record_dir``."""
     from torch.utils.data import DataLoader
 
-    workers = args.workers
+    workers = settings.workers
     return DataLoader(
         dataset,
-        batch_size=args.batch_size,
+        batch_size=settings.batch_size,
         sampler=sampler,
         num_workers=workers,
-        prefetch_factor=args.prefetch_factor if workers else None,
-        persistent_workers=args.persistent_workers if workers else False,
+        prefetch_factor=settings.prefetch_factor if workers else None,
+        persistent_workers=settings.persistent_workers if workers else False,
         worker_init_fn=functools.partial(worker_init, record_dir=str(record_dir))
         if workers
         else None,
-        timeout=args.batch_timeout if workers else 0,
+        timeout=settings.batch_timeout if workers else 0,
         pin_memory=False,
     )
 
@@ -176,11 +187,11 @@ def build_recipe(
 
 
 def load_items(
-    args: argparse.Namespace, adapter: adapters.Adapter
+    adapter: adapters.Adapter, manifest: Path, num_images: int, scope: str
 ) -> tuple[list[Any], Callable[[Any], Any], dict[str, Any]]:
     """Dataset items and the per-sample load step for the scope; preloading is untimed."""
-    files = media.select_files(args.manifest, args.num_images)
-    if args.scope == "decode":
+    files = media.select_files(manifest, num_images)
+    if scope == "decode":
         return [str(f) for f in files], adapter.decode, {"decoder": adapter.decoder}
     start = time.perf_counter()
     images = [adapter.decode(f) for f in files]

@@ -17,13 +17,14 @@ process's median epoch), the median of those and its distribution-free interval
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import json
 import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from augbench import decision
+from augbench.engines.dataloader.settings import DataLoaderSettings
 from augbench.result_format import MEDIAN_THROUGHPUT
 from augbench.results import non_ok_row, summarize_throughputs
 
@@ -47,7 +48,9 @@ def process_fields(row: dict[str, Any]) -> dict[str, Any]:
     return {k: row.get(k) for k in PROCESS_FIELDS if k in row}
 
 
-def later_process(args: argparse.Namespace, windows: dict[str, int], index: int) -> dict[str, Any]:
+def later_process(
+    settings: DataLoaderSettings, windows: dict[str, int], index: int
+) -> dict[str, Any]:
     """Process ``index`` (2, 3, ...) of the setting: this engine started again with the job's
     arguments and ``--process-request`` (``run_process_request``), in the job's environment,
     measuring the rows of ``windows`` (name -> the batches per timed epoch the first process
@@ -57,8 +60,8 @@ def later_process(args: argparse.Namespace, windows: dict[str, int], index: int)
 
     return skeleton.in_fresh_interpreter(
         "augbench.engines.cpu_dataloader",
-        args.argv,
-        {"scope": args.scope, "workers": args.workers, "windows": windows, "index": index},
+        settings.argv,
+        {"scope": settings.scope, "workers": settings.workers, "windows": windows, "index": index},
         ("--process-request", "--process-output"),
         f"process {index}",
     )
@@ -71,20 +74,26 @@ class _NoBar:
         pass
 
 
-def run_process_request(
-    args: argparse.Namespace, measure: Callable[[argparse.Namespace, str, Any], dict[str, Any]]
-) -> int:
+# A later process's measurement of one row: (its setting, the row's name, the batches per timed
+# epoch the first process sized, a progress bar) -> the row.
+MeasureRow = Callable[[DataLoaderSettings, str, int, Any], dict[str, Any]]
+
+
+def run_process_request(settings: DataLoaderSettings, measure: MeasureRow) -> int:
     """In a later process: the request's setting, every requested row measured by ``measure``
-    (args, name, bar -> row, each in a fork of this interpreter), written to
-    ``--process-output``. Only the job's own process measures the baselines."""
-    request = json.loads(args.process_request.read_text())
-    setting = argparse.Namespace(
-        **{**vars(args), "scope": request["scope"], "workers": int(request["workers"])}
+    (each in a fork of this interpreter), written to ``--process-output``. Only the job's own
+    process measures the baselines."""
+    assert settings.process_request is not None and settings.process_output is not None
+    request = json.loads(settings.process_request.read_text())
+    setting = dataclasses.replace(
+        settings, scope=request["scope"], workers=int(request["workers"]), baseline_runs=0
     )
-    setting.baseline_runs = 0
-    setting.windows = request["windows"]
-    rows = {name: process_fields(measure(setting, name, _NoBar())) for name in setting.windows}
-    args.process_output.write_text(json.dumps({"rows": rows}))
+    windows: dict[str, int] = request["windows"]
+    rows = {
+        name: process_fields(measure(setting, name, int(window), _NoBar()))
+        for name, window in windows.items()
+    }
+    settings.process_output.write_text(json.dumps({"rows": rows}))
     return 0
 
 

@@ -4,7 +4,6 @@ composition fields computed from the paired rounds."""
 
 from __future__ import annotations
 
-import argparse
 import resource
 import statistics
 from collections.abc import Callable
@@ -20,27 +19,27 @@ from augbench.engines.dataloader.plumbing import (
     identity,
     usable_cores,
 )
+from augbench.engines.dataloader.settings import DataLoaderSettings
 from augbench.engines.dataloader.timing import RecipeError, measure_loader
 from augbench.intervals import median_interval
 from augbench.paired import composition_expectation, paired_ratio
-from augbench.policy import SlowTransformPolicy
 from augbench.results import non_ok_row, ok_row
 from augbench.stopping import window_batches
 
 
 def recipe_row_fields(
-    args: argparse.Namespace, adapter: adapters.Adapter, transform: str
+    settings: DataLoaderSettings, adapter: adapters.Adapter, transform: str
 ) -> dict[str, Any]:
     """What every row of this job carries, whatever its status: the tidy table groups by them."""
     common = {
-        "scope": args.scope,
-        "workers": args.workers,
-        "batch_size": args.batch_size,
+        "scope": settings.scope,
+        "workers": settings.workers,
+        "batch_size": settings.batch_size,
         "decoder": adapter.decoder,
-        "decode_in_timed_window": args.scope == "decode",
+        "decode_in_timed_window": settings.scope == "decode",
     }
-    if transform in args.pipelines:  # recipe, its calls, pipeline name, variant "pipeline"
-        return {**common, **pipelines.row_fields(args.pipelines[transform], adapter)}
+    if transform in settings.pipelines:  # recipe, its calls, pipeline name, variant "pipeline"
+        return {**common, **pipelines.row_fields(settings.pipelines[transform], adapter)}
     calls = [
         adapter.mappings[n].call if adapter.supports(n) else None for n in recipes.steps(transform)
     ]
@@ -52,19 +51,22 @@ def recipe_row_fields(
 
 
 def run_recipe(
-    args: argparse.Namespace,
+    settings: DataLoaderSettings,
     adapter: adapters.Adapter,
     transform: str,
     items: list[Any],
     load: Callable[[Any], Any],
-    policy: SlowTransformPolicy,
     record_dir: Path,
     bar: Any,
     companions: DecodeCompanions | None = None,
+    known: int | None = None,
 ) -> dict[str, Any]:
     """One recipe's row: preflight, then the regime's epochs interleaved with the bare loop's
-    (and, in decode jobs, with the memory-scope companion's and the decode floor's)."""
-    pipeline = args.pipelines.get(transform)
+    (and, in decode jobs, with the memory-scope companion's and the decode floor's). ``known``:
+    the batches per timed epoch a later process of a ``--processes`` job is handed
+    (augbench.engines.dataloader.processes): the first process sized it after its preflight
+    passed, and every process then times the same number of batches."""
+    pipeline = settings.pipelines.get(transform)
     problem = pipelines.support_problem(adapter, pipeline) if pipeline else None
     if problem is not None:
         return non_ok_row(problem[0], problem[1], **problem[2])
@@ -78,12 +80,9 @@ def run_recipe(
     except Exception as exc:
         return skeleton.stage_error_row("setup", exc)
     dataset = RecipeDataset(items, load, recipe, label=transform)
+    policy = settings.policy
     if pipeline is not None:  # its limit is per step (augbench.pipelines.scaled_policy)
         policy = pipelines.scaled_policy(policy, pipeline)
-    # A later process of a --processes job (augbench.engines.dataloader.processes) is handed
-    # the window the first one sized: the preflight has passed there, and every process then
-    # times the same number of batches.
-    known = (getattr(args, "windows", None) or {}).get(transform)
     pre: dict[str, Any] = {}
     if known is None:
         try:
@@ -94,7 +93,7 @@ def run_recipe(
         if verdict is not None:
             return non_ok_row("early_stopped", verdict, **pre)
     bare = None
-    if args.baseline_runs > 0:
+    if settings.baseline_runs > 0:
         from augbench.engines.bare_loop import UserDataset
 
         bare = UserDataset(
@@ -110,22 +109,22 @@ def run_recipe(
         int(known)
         if known is not None
         else window_batches(
-            args.window_seconds,
+            settings.window_seconds,
             pre.get("preflight_throughput") or 0.0,
-            args.batch_size,
-            args.batches_per_run,
-            args.workers,
+            settings.batch_size,
+            settings.batches_per_run,
+            settings.workers,
             usable_cores(),
         )
     )
     try:
         measured = measure_loader(
-            args,
+            settings,
             dataset,
             record_dir,
             bar,
             bare,
-            args.baseline_runs,
+            settings.baseline_runs,
             memory=memory,
             floor=companions.floor if companions is not None else None,
             window=window,
@@ -146,7 +145,7 @@ def run_recipe(
         **composition_fields(throughputs, memory_runs, floor_runs, companions),
         warmup_iterations=1,  # one untimed warm-up epoch
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        startup_in_timed_window=bool(args.workers and not args.persistent_workers),
+        startup_in_timed_window=bool(settings.workers and not settings.persistent_workers),
         steady_throughput=steady.estimate if steady else None,
         **(steady.fields("steady_") if steady else {}),
         **measured,

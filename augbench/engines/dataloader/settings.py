@@ -1,21 +1,46 @@
 """The cpu_dataloader engine's command line: one setting (``--scope``, ``--workers``,
-``--output``) or several measured in turn (``--settings``, ``--outputs``)."""
+``--output``) or several measured in turn (``--settings``, ``--outputs``), parsed into its
+settings record (:class:`DataLoaderSettings`)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import augbench.engines.dataloader as package
+from augbench import catalog
 from augbench.engines import cli
+from augbench.engines.dataloader.timing import EpochSettings
 from augbench.policy import DATALOADER_MIN_RUNS
 
 REGIME = "cpu_dataloader"
 SCOPES: tuple[str, ...] = ("memory", "decode")
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+@dataclass(frozen=True, kw_only=True)
+class DataLoaderSettings(cli.ShardSettings, cli.LibraryFlag, cli.PipelinesFlag, EpochSettings):
+    """One cpu_dataloader setting and how it is measured. With ``--settings``, ``scope``,
+    ``workers`` and ``output`` are those of the first (scope, workers) of ``setting_list``; each
+    setting is measured with a copy holding its own."""
+
+    scope: str
+    setting_list: tuple[tuple[str, int], ...]
+    outputs: tuple[Path, ...] = field(metadata={cli.FROM_FLAG: tuple})
+    processes: int
+    window_seconds: float
+    # A later process of a --processes job: its request (the setting, each row's window) and
+    # where it writes its rows.
+    process_request: Path | None
+    process_output: Path | None
+    cap_workers_at_cores: bool
+    baseline_runs: int
+    # The command line a later process is started with.
+    argv: tuple[str, ...]
+
+
+def parse_args(argv: list[str] | None = None) -> DataLoaderSettings:
     # The regime's description (augbench.engines.dataloader) is the --help text.
     p = cli.engine_parser(
         package.__doc__,
@@ -75,18 +100,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     args = p.parse_args(argv)
     try:
-        args.setting_list = parse_settings(args.settings) if args.settings else []
+        setting_list = parse_settings(args.settings) if args.settings else []
     except argparse.ArgumentTypeError as exc:
         p.error(f"--settings: {exc}")
-    if args.setting_list:
-        if len(args.outputs) != len(args.setting_list):
+    if setting_list:
+        if len(args.outputs) != len(setting_list):
             p.error(
-                f"--outputs needs one file per setting: {len(args.setting_list)} settings, "
+                f"--outputs needs one file per setting: {len(setting_list)} settings, "
                 f"{len(args.outputs)} outputs"
             )
         if args.scope is not None or args.workers is not None or args.output is not None:
             p.error("--settings replaces --scope, --workers and --output")
-        args.scope, args.workers = args.setting_list[0]
+        args.scope, args.workers = setting_list[0]
         args.output = args.outputs[0]
     elif args.scope is None or args.workers is None or args.output is None:
         p.error("give --scope, --workers and --output, or --settings and --outputs")
@@ -106,8 +131,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             p.error(f"--{name.replace('_', '-')} must be >= {minimum}")
     if args.window_seconds < 0:
         p.error("--window-seconds must be >= 0")
-    args.argv = list(sys.argv[1:] if argv is None else argv)
-    return args
+    return cli.settings_from(
+        DataLoaderSettings,
+        args,
+        consumed=("settings",),
+        setting_list=tuple(setting_list),
+        # Unknown names fail the job loudly, before any measuring.
+        transforms=cli.recipe_names(args.transforms, args.pipelines, catalog.get),
+        argv=tuple(sys.argv[1:] if argv is None else argv),
+    )
 
 
 def parse_settings(text: str) -> list[tuple[str, int]]:

@@ -4,12 +4,12 @@ and the stopping rule that ends them."""
 
 from __future__ import annotations
 
-import argparse
 import functools
 import gc
 import math
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +17,7 @@ from augbench.allocator import PAGE_BYTES, tree_minor_faults
 from augbench.engines import skeleton
 from augbench.engines.dataloader.plumbing import (
     EpochSampler,
+    LoaderSettings,
     RecipeDataset,
     process_tree_rss_mb,
     regime_loader,
@@ -210,6 +211,16 @@ def wait_percentiles_ms(waits: list[float]) -> dict[str, float]:
     return {k: (v if k == "n" else 1000.0 * v) for k, v in percentiles(waits).items()}
 
 
+@dataclass(frozen=True, kw_only=True)
+class EpochSettings(LoaderSettings):
+    """What :func:`measure_loader` times with: the regime's loader, and its timed epochs
+    (``batches_per_run`` batches each, between ``min_runs`` and ``num_runs`` of them)."""
+
+    batches_per_run: int
+    num_runs: int
+    min_runs: int
+
+
 ARM_LABELS: dict[str, str] = {
     "regime": "",
     "bare": "bare-loop ",
@@ -219,7 +230,7 @@ ARM_LABELS: dict[str, str] = {
 
 
 def measure_loader(
-    args: argparse.Namespace,
+    settings: EpochSettings,
     dataset: RecipeDataset,
     record_dir: Path,
     bar: Any,
@@ -245,21 +256,21 @@ def measure_loader(
       regime's own settings (the memory-scope term of the decode composition);
     - ``floor`` (decode jobs): the epoch's files decoded and nothing else.
 
-    Companions take part in the first ``bare_runs`` rounds. Rounds stop at ``args.num_runs``,
-    or earlier, after at least ``args.min_runs`` (policy.DATALOADER_MIN_RUNS), once the
+    Companions take part in the first ``bare_runs`` rounds. Rounds stop at ``num_runs``, or
+    earlier, after at least ``min_runs`` (policy.DATALOADER_MIN_RUNS), once the
     regime's throughputs and its paired ratios to the bare loop are both precise enough
     (augbench.stopping.StoppingRule, looked at every ``min_runs`` rounds).
     """
-    workers = args.workers
-    window = window or epoch_batches(args.batches_per_run, workers)
-    images_per_run = window * args.batch_size
+    workers = settings.workers
+    window = window or epoch_batches(settings.batches_per_run, workers)
+    images_per_run = window * settings.batch_size
     warmup_batches = max(1, workers)
-    sampler = EpochSampler(len(dataset), warmup_batches * args.batch_size)
-    loader = regime_loader(args, dataset, sampler, record_dir)
+    sampler = EpochSampler(len(dataset), warmup_batches * settings.batch_size)
+    loader = regime_loader(settings, dataset, sampler, record_dir)
     bare_loader = memory_loader = None
     arms: dict[str, Callable[[], tuple[int, float]]] = {}
     try:
-        first_batch_s, batch_info = warm_up(loader, args.batch_size, "warm-up epoch")
+        first_batch_s, batch_info = warm_up(loader, settings.batch_size, "warm-up epoch")
         sampler.n_items = images_per_run
         batch_waits: list[float] = []
         steady: list[float] = []
@@ -271,28 +282,28 @@ def measure_loader(
         if bare is not None and bare_runs > 0:
             from augbench.engines.bare_loop import user_loader
 
-            bare.length = warmup_batches * args.batch_size
+            bare.length = warmup_batches * settings.batch_size
             bare_loader = user_loader(
                 bare,
-                batch_size=args.batch_size,
+                batch_size=settings.batch_size,
                 workers=workers,
-                prefetch_factor=args.prefetch_factor,
-                persistent=args.persistent_workers,
+                prefetch_factor=settings.prefetch_factor,
+                persistent=settings.persistent_workers,
             )
             # Its workers start here, as the regime's did.
-            warm_up(bare_loader, args.batch_size, "bare-loop warm-up epoch")
+            warm_up(bare_loader, settings.batch_size, "bare-loop warm-up epoch")
             bare.length = images_per_run
             arms["bare"] = functools.partial(timed_epoch, bare_loader)
         if memory is not None and bare_runs > 0:
-            memory_sampler = EpochSampler(len(memory), warmup_batches * args.batch_size)
-            memory_loader = regime_loader(args, memory, memory_sampler, record_dir)
-            warm_up(memory_loader, args.batch_size, "memory-scope companion warm-up epoch")
+            memory_sampler = EpochSampler(len(memory), warmup_batches * settings.batch_size)
+            memory_loader = regime_loader(settings, memory, memory_sampler, record_dir)
+            warm_up(memory_loader, settings.batch_size, "memory-scope companion warm-up epoch")
             memory_sampler.n_items = images_per_run
             arms["memory"] = functools.partial(timed_epoch, memory_loader)
         if floor is not None and bare_runs > 0:
             arms["floor"] = floor.epoch
 
-        rule = StoppingRule(min(args.min_runs, args.num_runs), args.num_runs)
+        rule = StoppingRule(min(settings.min_runs, settings.num_runs), settings.num_runs)
         values: dict[str, list[float]] = {name: [] for name in arms}
         times: list[float] = []
         run = 0
@@ -345,7 +356,7 @@ def measure_loader(
         "memory_throughputs": values.get("memory", []),
         "floor_throughputs": values.get("floor", []),
         "timed_rounds": run,
-        "stopped_by": "relative_ci" if run < args.num_runs else "num_runs",
+        "stopped_by": "relative_ci" if run < settings.num_runs else "num_runs",
         **batch_info,
     }
 
