@@ -52,6 +52,8 @@ EXAMPLES: dict[str, list[str]] = {
                            *SHARED],
     "lazy_outputs": ["--library", "pillow", "--transforms", "HorizontalFlip,NoSuchName",
                      "--repeats", "2", *SHARED],
+    "decoders": ["--library", "albumentationsx", "--decoders", "pil,simplejpeg", "--warmups",
+                 "1", "--max-values", "7", *SHARED],
 }  # fmt: skip
 
 

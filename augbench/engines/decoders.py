@@ -36,20 +36,13 @@ from augbench.stopping import StoppingRule, passes_per_value  # noqa: E402
 Row = dict[str, Any]
 
 
-@dataclass(frozen=True)
-class Settings:
-    """The job's command line, checked: every decoder name is declared."""
+@dataclass(frozen=True, kw_only=True)
+class Settings(cli.CommonSettings, cli.LibraryFlag, cli.WarmupsFlag):
+    """The job's settings: the shared flags and the decoders, each name checked declared."""
 
-    library: str
     decoders: tuple[str, ...]
-    manifest: Path
-    num_images: int
-    machine: str
-    output: Path
-    env_marker: Path | None
     min_values: int
     max_values: int
-    warmups: int
 
 
 def parse_args(argv: list[str] | None = None) -> Settings:
@@ -61,7 +54,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
     p.add_argument("--min-values", type=int, default=decoders.MIN_VALUES)
     p.add_argument("--max-values", type=int, default=decoders.MAX_VALUES)
     args = p.parse_args(argv)
-    names = tuple(name for name in args.decoders.split(",") if name)
+    names = cli.comma_list(args.decoders)
     try:
         for name in names:
             decoders.get(name)
@@ -71,18 +64,7 @@ def parse_args(argv: list[str] | None = None) -> Settings:
         p.error("--decoders names no decoder")
     if args.min_values < 1 or args.max_values < args.min_values or args.warmups < 0:
         p.error("need 1 <= --min-values <= --max-values and --warmups >= 0")
-    return Settings(
-        library=args.library,
-        decoders=names,
-        manifest=args.manifest,
-        num_images=args.num_images,
-        machine=args.machine,
-        output=args.output,
-        env_marker=args.env_marker,
-        min_values=args.min_values,
-        max_values=args.max_values,
-        warmups=args.warmups,
-    )
+    return cli.settings_from(Settings, args, decoders=names)
 
 
 def decode_pass(function: Callable[[Path], Any], files: list[Path], layout: str) -> float:
