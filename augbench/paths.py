@@ -3,8 +3,8 @@ the workflow's inputs, the cost model and the analysis build and parse paths thr
 
 - the staged data: archives, manifests and images per dataset key;
 - raw results per role (``results``, ``pipelines``, ``diagnostic``), each timed job kind's own
-  pattern below its root (:class:`augbench.regimes.records.JobKind`), with the allocator and the
-  run dimensions in a result's or a log's name;
+  pattern below its root (:class:`augbench.planning.regimes.records.JobKind`), with the allocator
+  and the run dimensions in a result's or a log's name;
 - the tables, the analysis pages and figures the downstream rules write.
 """
 
@@ -43,7 +43,8 @@ def table(name: str) -> str:
     return f"{TABLES}/{name}.csv"
 
 
-# Decode-only rows of the JPEG decoders (augbench.decoders; the cpu_dataloader regime's table).
+# Decode-only rows of the JPEG decoders (augbench.workload.decoders; the cpu_dataloader regime's
+# table).
 DECODERS_TABLE = table("decoders")
 LAZY_TABLES = {"csv": f"{ANALYSIS}/lazy_outputs.csv", "markdown": f"{ANALYSIS}/lazy_outputs.md"}
 PIPELINE_FIGURE = f"{ANALYSIS}/pipeline_breakdown.png"
@@ -61,9 +62,9 @@ RECOMMENDATION = {
     "html": f"{ANALYSIS}/recommendation.html",
 }
 
-# The allocator setting (config ``allocators``, augbench.allocator) is a dimension of every timed
-# job: its result and log paths carry it after the library, ``<library>+<setting>``, empty for
-# glibc as shipped (so glibc's paths are the ones a run without the dimension writes).
+# The allocator setting (config ``allocators``, augbench.measuring.allocator) is a dimension of
+# every timed job: its result and log paths carry it after the library, ``<library>+<setting>``,
+# empty for glibc as shipped (so glibc's paths are the ones a run without the dimension writes).
 ALLOCATOR_SEPARATOR = "+"
 ALLOCATOR_WILDCARD = "{allocator}"
 ALLOCATOR_PATTERN = r"(|\+[a-z][a-z-]*)"  # no "?": a storage query is parsed as a URL
@@ -76,7 +77,8 @@ RUN_PREFIX = "-run"
 RUN_PATTERN = r"(|-run[0-9]+)"
 
 
-# -- the allocator dimension (config allocators; augbench.allocator) --------------------------
+# -- the allocator dimension (config allocators; augbench.measuring.allocator)
+# --------------------------
 def allocator_suffix(setting: str) -> str:
     """The ``{allocator}`` wildcard of a setting: empty for glibc as shipped."""
     return "" if setting == DEFAULT_ALLOCATOR else f"{ALLOCATOR_SEPARATOR}{setting}"

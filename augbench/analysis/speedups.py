@@ -47,7 +47,8 @@ SPEEDUP_COLUMNS: tuple[str, ...] = (
     "processes",
     "is_fastest",
     # The row, or the row its speedup is computed against, was measured while other processes
-    # loaded the machine (augbench.quietness; tidy's under_load); None where neither records it.
+    # loaded the machine (augbench.measuring.quietness; tidy's under_load); None where neither
+    # records it.
     "under_load",
 )
 
