@@ -117,7 +117,9 @@ STEP_BUDGETS_S: dict[str, dict[str, float]] = {
         "gpu_dataloader": 150,
         "pipeline": 90,
         "batch_shared": 90,
-        "calibration": 90,
+        # A/A jobs of one recipe each, every one a fresh process importing torch: slow on a
+        # 2-core machine beside other work (the dry mode leaves no job out for a prediction).
+        "calibration": 180,
     },
     "calibration": {
         "environment": 20,
