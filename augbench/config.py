@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from augbench import adapters, catalog, decoders, matrix, policy, regimes, starvation_model
+from augbench import adapters, catalog, decoders, loaders, matrix, policy, regimes, starvation_model
 from augbench.logs import UserError
 
 PRESETS_DIR = Path("config") / "presets"
@@ -48,6 +48,7 @@ def schema(basedir: Path) -> dict[str, Any]:
     props["allocator_jobs"]["properties"]["rules"]["items"]["enum"] = list(regimes.timed_rules())
     props["cpu_dataloader"]["properties"]["job_per"]["enum"] = list(matrix.DATALOADER_JOB_PER)
     props["cpu_dataloader"]["properties"]["decoders"]["items"]["enum"] = list(decoders.NAMES)
+    props["cpu_dataloader"]["properties"]["loaders"]["items"]["enum"] = list(loaders.NAMES)
     props["transforms"]["oneOf"][1]["items"]["enum"] = catalog.names()
     return doc
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from augbench import adapters, pipelines, recipes
+from augbench import adapters, loaders, pipelines, recipes
 from augbench.engines import preflight, skeleton
 from augbench.engines.dataloader.baselines import DecodeCompanions
 from augbench.engines.dataloader.plumbing import (
@@ -34,6 +34,9 @@ def recipe_row_fields(
     common = {
         "scope": settings.scope,
         "workers": settings.workers,
+        # What made the samples in parallel (augbench.loaders), and the implementation measured.
+        "loader": settings.loader,
+        "loader_impl": loaders.impl_of(settings.loader),
         "batch_size": settings.batch_size,
         "decoder": adapter.decoder,
         "decode_in_timed_window": settings.scope == "decode",
