@@ -4,12 +4,17 @@ unchanged). The loaders in a library env: tests/test_loaders_envs.py."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 from conftest import REPO
 
 from augbench import loaders, paths, regimes, sweep
+from augbench.analysis import groups, speedups, tidy
+from augbench.analysis import loaders as loaders_table
 from augbench.config import ConfigError, deep_merge, resolve
+from augbench.results import ok_row, write_result_file
 
 
 def config(**extra: object) -> dict:
@@ -110,3 +115,43 @@ def test_a_library_job_lists_each_setting_with_its_loader() -> None:
     assert [x for x in flags["settings"] if x.endswith("-thread")] == [
         x + "-thread" for x in flags["settings"] if x.startswith("decode-") and "-t" not in x
     ]
+
+
+# -- the tables ---------------------------------------------------------------------------------
+def _setting_file(tmp_path: Path, loader: str, rates: dict[str, list[float]]) -> Path:
+    rows = {}
+    for library_rates in rates.items():
+        transform, values = library_rates
+        rows[transform] = {
+            **ok_row(values, [0.1] * len(values), warmup_iterations=1),
+            "scope": "decode", "workers": 2, "batch_size": 4, "loader": loader,
+            "cpu_utilisation": 1.5, "total_pss_mb": 300.0, "first_batch_s": 0.2,
+        }  # fmt: skip
+    metadata = {
+        "machine": "m", "regime": "cpu_dataloader", "scope": "decode", "library": "torchvision",
+        "dataset": {"key": "d-0123456789ab", "name": "d"},
+        "benchmark_params": {"num_images": 8, "workers": 2, "batch_size": 4},
+    }  # fmt: skip
+    out = tmp_path / f"decode-w2{loaders.suffix(loader)}-s000.json"
+    write_result_file(out, metadata, rows)
+    return out
+
+
+def test_rows_carry_their_loader_and_only_the_loaders_table_divides_two(tmp_path: Path) -> None:
+    files = [
+        _setting_file(tmp_path, "process", {"HorizontalFlip": [100.0, 110.0, 90.0, 105.0, 95.0]}),
+        _setting_file(tmp_path, "thread", {"HorizontalFlip": [200.0, 210.0, 190.0, 205.0, 195.0]}),
+    ]
+    frame = tidy.load(files)
+    assert sorted(frame["loader"]) == ["process", "thread"]
+    # The speedups compare libraries within one loader: two groups, never thread / process.
+    assert len(list(groups.iter_groups(frame, "cpu_dataloader"))) == 2
+    assert "loader" in speedups.compute(frame).columns
+    assert "loader" in speedups.throughput_table(frame).columns
+    table = loaders_table.table(frame)
+    assert list(table.columns) == list(loaders_table.COLUMNS)
+    (row,) = table.to_dict("records")
+    assert row["loader"] == "thread" and row["transform"] == "HorizontalFlip"
+    assert row["ratio_vs_process"] == 2.0 and row["ratio_low"] < 2.0 < row["ratio_high"]
+    assert row["cpu_utilisation"] == 1.5 and row["process_total_pss_mb"] == 300.0
+    assert loaders_table.table(frame[frame["loader"] == "process"]).empty

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from augbench import adapters, quietness, regimes, result_format
+from augbench import adapters, loaders, quietness, regimes, result_format
 from augbench.allocator import DEFAULT_SETTING, setting_of
 from augbench.allocator import label as allocator_label
 from augbench.analysis.dataloader import add_baselines
@@ -95,6 +95,7 @@ COLUMNS: tuple[str, ...] = (
     "pipeline",
     "step",
     "step_index",
+    "loader",
 )
 
 # Columns that split measurements into comparable groups within a machine and regime. Rows of two
@@ -107,6 +108,8 @@ GROUP_COLUMNS: tuple[str, ...] = (
     "batch_size",
     "variant",
     "dataset",
+    # What made a cpu_dataloader row's samples in parallel (augbench.loaders); "" elsewhere.
+    "loader",
 )
 
 
@@ -357,6 +360,9 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
         for key in ("workers", "batch_size", "variant", "scope", "decoder", "randomness"):
             if key in row and row[key] is not None:
                 record[key] = row[key]
+        # A cpu_dataloader row's loader (rows written before loaders were declared: process).
+        if record["regime"] == "cpu_dataloader":
+            record["loader"] = row.get("loader") or loaders.DEFAULT
         if tag := allocator_tag(record["allocator_setting"]):
             record["variant"] = f"{record['variant']} · {tag}" if record["variant"] else tag
         out.append(record)
@@ -434,6 +440,7 @@ def load(paths: list[Path], unreadable: list[tuple[Path, str]] | None = None) ->
     frame["variant"] = frame["variant"].fillna("")
     frame["dataset"] = frame["dataset"].fillna("unknown").astype(str)
     frame["scope"] = frame["scope"].fillna("memory")
+    frame["loader"] = frame["loader"].fillna("").astype(str)
     # A job's runs (augbench.regimes.run_suffix) are one row each setting: their values pooled.
     frame = pool_job_runs(frame)
     order = ["machine", "dataset", "regime", "scope", "transform", "library"]

@@ -13,6 +13,7 @@ from augbench import decoders, loaders
 from augbench.adapters.base import CPU_TRANSFORMS
 from augbench.paths import (
     DECODERS_TABLE,
+    LOADERS_TABLE,
     PIPELINE_RAW,
     RAW,
     loader_name,
@@ -544,5 +545,6 @@ CPU_DATALOADER = Regime(
             ("cpu_dataloader.required_throughput",),
         ),
         "decoders": Table(DECODERS_TABLE, "augbench.analysis.decoders:table"),
+        "loaders": Table(LOADERS_TABLE, "augbench.analysis.loaders:table"),
     },
 )  # fmt: skip
