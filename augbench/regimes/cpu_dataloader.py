@@ -336,6 +336,10 @@ class DataLoader(Pricing):
         self, learned: Learned, key: Key, name: str, row: Mapping[str, Any],
         params: Mapping[str, Any],
     ) -> None:  # fmt: skip
+        if (row.get("loader") or loaders.DEFAULT) != loaders.DEFAULT:
+            # A thread loader's job is priced as the process rows of its setting: its rates
+            # stay out of theirs.
+            return
         setting = setting_of(row, params)
         for arm, field in DATALOADER_ARMS.items():
             rates = [r for r in row.get(field) or [] if r]
