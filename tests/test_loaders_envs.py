@@ -1,7 +1,7 @@
 """The cpu_dataloader engine with each loader (augbench/loaders.py) in a library env on a tiny
 staged dataset: process and thread give ok rows with their loader, throughput, first batch, CPU
-utilisation and PSS; spdl gives ok rows where SPDL is installed in the env, else `skipped` rows
-naming the package to install."""
+utilisation and PSS; spdl gives ok rows where SPDL is installed in the env (torchvision's lock
+carries it), else `skipped` rows naming the package to install."""
 
 from __future__ import annotations
 
@@ -50,3 +50,20 @@ def test_each_loader_measures_the_decode_rows_or_says_why_not(
         assert params["loader"] == name
         if name != loaders.DEFAULT:  # its rows only: no baselines
             assert params["baseline_runs"] == 0 and not row.get("bare_loop_throughputs")
+
+
+def test_spdl_rows_are_skipped_naming_the_package_where_the_env_lacks_it(
+    albumentationsx_env: Path, tmp_path: Path
+) -> None:
+    lacks = subprocess.run([str(albumentationsx_env), "-c", "import spdl"], check=False)
+    if lacks.returncode == 0:
+        pytest.skip("this env has SPDL")
+    payload = run_engine(
+        albumentationsx_env, "cpu_dataloader", "--library", "albumentationsx", "--scope",
+        "decode", "--workers", "2", "--loader", "spdl", "--manifest",
+        str(jpeg_manifest(tmp_path, count=4)), "--num-images", "4", "--transforms",
+        "HorizontalFlip", "--batch-size", "2", output=tmp_path / "spdl.json",
+    )  # fmt: skip
+    (row,) = payload["results"].values()
+    assert row["status"] == "skipped" and row["loader"] == "spdl"
+    assert row["reason"] == "loader spdl: not installed in this env (PyPI spdl==0.8.0)"
