@@ -11,6 +11,7 @@ import yaml
 from conftest import REPO
 
 from augbench import loaders, paths, regimes, sweep
+from augbench.analysis import dataloader as dataloader_tables
 from augbench.analysis import groups, speedups, tidy
 from augbench.analysis import loaders as loaders_table
 from augbench.config import ConfigError, deep_merge, resolve
@@ -148,6 +149,8 @@ def test_rows_carry_their_loader_and_only_the_loaders_table_divides_two(tmp_path
     assert len(list(groups.iter_groups(frame, "cpu_dataloader"))) == 2
     assert "loader" in speedups.compute(frame).columns
     assert "loader" in speedups.throughput_table(frame).columns
+    # A worker-scaling series is one loader's.
+    assert sorted(dataloader_tables.worker_scaling(frame)["loader"]) == ["process", "thread"]
     table = loaders_table.table(frame)
     assert list(table.columns) == list(loaders_table.COLUMNS)
     (row,) = table.to_dict("records")
