@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from augbench.policy import DEFAULT_ALLOCATOR
+
 # Allocators that replace malloc when preloaded, by the stem of their shared library.
 PRELOADED: dict[str, str] = {
     "jemalloc": "libjemalloc",
@@ -95,7 +97,7 @@ def environment_for(setting: str, prefix: Path | str) -> dict[str, str]:
 # and why it could not be applied where it could not ("skipped: <reason>" / "error: <reason>").
 SETTING_ENV_VAR = "AUGBENCH_ALLOCATOR"
 PROBLEM_ENV_VAR = "AUGBENCH_ALLOCATOR_PROBLEM"
-DEFAULT_SETTING = "glibc"
+DEFAULT_SETTING = DEFAULT_ALLOCATOR
 
 
 class NotApplied(RuntimeError):

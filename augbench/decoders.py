@@ -23,26 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# The layouts decoders deliver and libraries take (a library's is in LIBRARY_LAYOUTS).
-HWC_NUMPY = "hwc_numpy"  # numpy.ndarray HxWx3 uint8, RGB, row-major
-CHW_TENSOR = "chw_tensor"  # torch.Tensor 3xHxW uint8, RGB
-PIL_IMAGE = "pil_image"  # PIL.Image.Image, mode RGB
-BCHW_FLOAT = "bchw_float"  # torch.Tensor 1x3xHxW float32 in [0, 1] (kornia.io's RGB32)
-LAYOUTS: dict[str, str] = {
-    HWC_NUMPY: "numpy HxWx3 uint8 (RGB)",
-    CHW_TENSOR: "torch.Tensor 3xHxW uint8 (RGB)",
-    PIL_IMAGE: "PIL.Image RGB",
-    BCHW_FLOAT: "torch.Tensor 1x3xHxW float32 in [0, 1] (RGB)",
-}
-# The input each library's augmentations take: its own decoder's output (augbench/adapters).
-LIBRARY_LAYOUTS: dict[str, str] = {
-    "albumentationsx": HWC_NUMPY,
-    "albumentations_mit": HWC_NUMPY,
-    "torchvision": CHW_TENSOR,
-    "pillow": PIL_IMAGE,
-    "pillow_simd": PIL_IMAGE,
-    "kornia": BCHW_FLOAT,
-}
+from augbench.adapters.base import (
+    BCHW_FLOAT,
+    CHW_TENSOR,
+    DECODED_LAYOUTS,
+    HWC_NUMPY,
+    PIL_IMAGE,
+)
+
+# The layouts decoders deliver and libraries take are declared with the adapters (a library's
+# is its adapter's ``decoded_layout``).
 
 NATIVE = "native"
 # The rows of the decoders table: their regime label (never ranked with a regime's rows) and scope.
@@ -174,10 +164,10 @@ def layout_of(decoder: Decoder, library: str) -> str:
 def library_layout(library: str) -> str:
     from augbench import adapters
 
-    base = adapters.base_of(library)
-    if base not in LIBRARY_LAYOUTS:
+    layout = adapters.get(adapters.base_of(library)).decoded_layout
+    if not layout:
         raise ValueError(f"{library} takes no decoded image on the CPU (its own pipeline decodes)")
-    return LIBRARY_LAYOUTS[base]
+    return layout
 
 
 def decode_file(function: Callable[[Path], Any], decoder: Decoder, path: Path) -> Any:
@@ -218,7 +208,7 @@ def to_hwc(output: Any, layout: str) -> Any:
 
         scaled = (output[0] * 255.0).round().clamp(0, 255).to(torch.uint8)
         return scaled.permute(1, 2, 0).numpy()
-    raise ValueError(f"unknown layout {layout!r}; known: {', '.join(LAYOUTS)}")
+    raise ValueError(f"unknown layout {layout!r}; known: {', '.join(DECODED_LAYOUTS)}")
 
 
 def convert(output: Any, layout: str, library: str) -> Any:

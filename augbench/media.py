@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import pickle
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,9 +55,7 @@ def select_files(manifest_path: Path, num_images: int) -> list[Path]:
 
 def images_within_pixel_budget(manifest_path: Path, wanted: int, max_megapixels: float) -> int:
     """``wanted``, or fewer where the first ``wanted`` images of the manifest exceed
-    ``max_megapixels`` (augbench.memory.images_within_budget, the rule the plan uses too)."""
-    from augbench.memory import images_within_budget
-
+    ``max_megapixels`` (:func:`images_within_budget`, the rule the plan uses too)."""
     files = read_manifest(manifest_path)["files"]
     pixels = [int(f["width"]) * int(f["height"]) for f in files[:wanted]]
     held = images_within_budget(pixels, wanted, max_megapixels)
@@ -152,3 +151,20 @@ def load_cache(adapter: Adapter, cache_path: Path, input_layout: str = "native")
     with Path(cache_path).open("rb") as fh:
         arrays: list[np.ndarray] = pickle.load(fh)
     return [adapter.with_layout(adapter.from_array(a), input_layout) for a in arrays]
+
+
+def images_within_budget(pixels: Sequence[int], wanted: int, max_megapixels: float | None) -> int:
+    """How many of the first ``wanted`` images a job holds so that their pixels stay within
+    ``max_megapixels`` (at least one image; all of them without a budget). The micro engine
+    and the plan both call this, on the staged manifest and on the plan-time sizes."""
+    count = min(wanted, len(pixels)) if pixels else wanted
+    if not pixels or max_megapixels is None or max_megapixels <= 0:
+        return count
+    budget = max_megapixels * 1e6
+    total, held = 0.0, 0
+    for px in pixels[:count]:
+        if held and total + px > budget:
+            break
+        total += px
+        held += 1
+    return max(held, 1)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,23 +89,6 @@ class ImageSizes:
     def mean_pixels(self, count: int) -> float:
         pixels = self.first(count)
         return sum(pixels) / len(pixels) if pixels else 0.0
-
-
-def images_within_budget(pixels: Sequence[int], wanted: int, max_megapixels: float | None) -> int:
-    """How many of the first ``wanted`` images a job holds so that their pixels stay within
-    ``max_megapixels`` (at least one image; all of them without a budget). The micro engine
-    and the plan both call this, on the staged manifest and on the plan-time sizes."""
-    count = min(wanted, len(pixels)) if pixels else wanted
-    if not pixels or max_megapixels is None or max_megapixels <= 0:
-        return count
-    budget = max_megapixels * 1e6
-    total, held = 0.0, 0
-    for px in pixels[:count]:
-        if held and total + px > budget:
-            break
-        total += px
-        held += 1
-    return max(held, 1)
 
 
 @dataclass(frozen=True)

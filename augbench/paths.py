@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from augbench.policy import DEFAULT_ALLOCATOR
+
 # -- staged data (rules stage_dataset, resize_dataset, build_default_archive) -------------------
 DATA = "results/data"
 DATASET_MANIFEST = DATA + "/{dataset}/manifest.json"
@@ -82,16 +84,12 @@ LOADER_WILDCARD = "{loader}"
 # -- the allocator dimension (config allocators; augbench.allocator) --------------------------
 def allocator_suffix(setting: str) -> str:
     """The ``{allocator}`` wildcard of a setting: empty for glibc as shipped."""
-    from augbench.allocator import DEFAULT_SETTING
-
-    return "" if setting == DEFAULT_SETTING else f"{ALLOCATOR_SEPARATOR}{setting}"
+    return "" if setting == DEFAULT_ALLOCATOR else f"{ALLOCATOR_SEPARATOR}{setting}"
 
 
 def allocator_setting(suffix: str) -> str:
     """The setting of an ``{allocator}`` wildcard (:func:`allocator_suffix` reversed)."""
-    from augbench.allocator import DEFAULT_SETTING
-
-    return suffix.removeprefix(ALLOCATOR_SEPARATOR) or DEFAULT_SETTING
+    return suffix.removeprefix(ALLOCATOR_SEPARATOR) or DEFAULT_ALLOCATOR
 
 
 def split_allocator(name: str) -> tuple[str, str]:

@@ -24,6 +24,10 @@ THREAD_ENV_VARS: tuple[str, ...] = (
 # connection that leaves the machine, in the JSON-lines file this names.
 NETWORK_GUARD_ENV_VAR = "AUGBENCH_NETWORK_GUARD"
 
+# The allocator as shipped (glibc malloc): the setting every job runs under unless config
+# ``allocators`` names others, and the one whose files carry no allocator suffix.
+DEFAULT_ALLOCATOR = "glibc"
+
 # A result row whose repeated throughputs vary more than this (std / mean) is flagged unstable.
 CV_UNSTABLE_THRESHOLD = 0.15
 

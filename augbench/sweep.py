@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from augbench import allocator, catalog, gpu_recipes, matrix, memory, paths, profile, regimes
+from augbench import allocator, catalog, gpu_recipes, matrix, media, memory, paths, profile, regimes
 from augbench.policy import DATALOADER_THREADS, MICRO_THREADS, SlowTransformPolicy
 from augbench.regimes import Job, JobKind, Regime
 from augbench.regimes.cpu_dataloader import settings_at
@@ -540,7 +540,7 @@ class Sweep:
             wanted = self.num_images_for(regimes.KINDS["micro"])
             pixels = self.sizes[dataset].first(wanted)
             budget = self.config["micro"]["max_megapixels"]
-            self._micro_images[dataset] = memory.images_within_budget(pixels, wanted, budget)
+            self._micro_images[dataset] = media.images_within_budget(pixels, wanted, budget)
         return self._micro_images[dataset]
 
     def memory(self, job: Job) -> memory.Prediction:

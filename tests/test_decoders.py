@@ -33,7 +33,7 @@ def test_every_decoder_is_declared_once_with_its_package_and_layout() -> None:
         if decoder.name == decoders.NATIVE:
             assert not decoder.module and not decoder.layout  # the library's own decode
             continue
-        assert decoder.module and decoder.distribution and decoder.layout in decoders.LAYOUTS
+        assert decoder.module and decoder.distribution and decoder.layout in decoders.DECODED_LAYOUTS
     turbo = decoders.get("turbojpeg")
     assert (turbo.system_library, turbo.system_package) == ("turbojpeg", "libturbojpeg0")
     assert decoders.get("torchvision").layout == decoders.CHW_TENSOR

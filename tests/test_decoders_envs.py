@@ -46,7 +46,7 @@ def test_every_decoder_here_is_measured_and_the_others_say_why(
         assert 3 <= row["num_successful_runs"] <= 4 and row["passes_per_value"] >= 1
     assert rows["native"]["decoder_call"] == "cv2.imread + cv2.cvtColor(BGR2RGB)"
     assert rows["simplejpeg"]["decoder_version"] == "1.9.0"
-    assert rows["torchvision"]["output_layout"] == decoders.LAYOUTS[decoders.CHW_TENSOR]
+    assert rows["torchvision"]["output_layout"] == decoders.DECODED_LAYOUTS[decoders.CHW_TENSOR]
 
 
 def test_missing_packages_are_skipped_and_a_corrupt_jpeg_is_the_decoders_error(

@@ -62,7 +62,7 @@ def test_images_within_budget(
 ) -> None:
     """Protects the one rule the micro engine (on the manifest) and the plan (on plan-time sizes)
     share: the first images whose pixels stay within the budget, at least one, all without one."""
-    assert memory.images_within_budget(pixels, wanted, max_megapixels) == held
+    assert media.images_within_budget(pixels, wanted, max_megapixels) == held
 
 
 # -- 2. the prediction --------------------------------------------------------------------------

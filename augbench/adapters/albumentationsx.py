@@ -17,6 +17,7 @@ import numpy as np
 
 from augbench.adapters.base import (
     CPU_TRANSFORMS,
+    HWC_NUMPY,
     MASK_THRESHOLD,
     TRAINING_FEED,
     Adapter,
@@ -71,6 +72,7 @@ class AlbumentationsXAdapter(Adapter):
     distribution = "albumentationsx"
     cpu_reference = True  # the CPU baseline of the GPU regimes' tables
     recorded_distributions = ("albucore", "opencv-python-headless", "numpy", "torch", "pyperf")
+    decoded_layout = HWC_NUMPY
     native_format = "numpy HWC uint8 (RGB)"
     decoder = "cv2.imread + cv2.cvtColor(BGR2RGB)"
 

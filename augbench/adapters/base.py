@@ -24,6 +24,19 @@ Transform = Callable[[Any], Any]
 MASK_THRESHOLD = 127
 
 
+# The in-memory layouts of a decoded RGB image that decoders deliver and libraries take.
+HWC_NUMPY = "hwc_numpy"  # numpy.ndarray HxWx3 uint8, RGB, row-major
+CHW_TENSOR = "chw_tensor"  # torch.Tensor 3xHxW uint8, RGB
+PIL_IMAGE = "pil_image"  # PIL.Image.Image, mode RGB
+BCHW_FLOAT = "bchw_float"  # torch.Tensor 1x3xHxW float32 in [0, 1] (kornia.io's RGB32)
+DECODED_LAYOUTS: dict[str, str] = {
+    HWC_NUMPY: "numpy HxWx3 uint8 (RGB)",
+    CHW_TENSOR: "torch.Tensor 3xHxW uint8 (RGB)",
+    PIL_IMAGE: "PIL.Image RGB",
+    BCHW_FLOAT: "torch.Tensor 1x3xHxW float32 in [0, 1] (RGB)",
+}
+
+
 class Unsupported(Exception):
     """The library has no direct implementation of the transform."""
 
@@ -137,6 +150,10 @@ class Adapter:
     recorded_distributions: tuple[str, ...] = ("numpy", "torch", "pillow", "pyperf")
     native_format: str = ""
     decoder: str = ""
+    # What its augmentations take on the CPU, as one of DECODED_LAYOUTS: the layout any declared
+    # JPEG decoder's output is converted to (augbench.decoders); empty where the library's own
+    # pipeline decodes (DALI).
+    decoded_layout: str = ""
     # Bytes per pixel value of native_format, and of the temporaries its transforms make at
     # their peak (float32 where they compute in float): the plan's memory model, augbench.memory.
     value_bytes: int = 1

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from augbench.adapters.base import (
+    BCHW_FLOAT,
     CPU_TRANSFORMS,
     GPU_BATCHES,
     MASK_THRESHOLD,
@@ -51,6 +52,7 @@ class KorniaAdapter(Adapter):
     node_packages: ClassVar[dict[str, str]] = {"kornia": "kornia", "kornia-rs": "kornia_rs"}
     value_bytes = 4  # float32
     working_value_bytes = 4
+    decoded_layout = BCHW_FLOAT
     native_format = (
         "torch.Tensor 1x3xHxW float32 in [0, 1], channels-last memory (strides (3HW, 1, 3W, 3))"
     )

@@ -18,7 +18,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from augbench.adapters.base import CPU_TRANSFORMS, TRAINING_FEED, Adapter, Mapping, Transform
+from augbench.adapters.base import (
+    CPU_TRANSFORMS,
+    PIL_IMAGE,
+    TRAINING_FEED,
+    Adapter,
+    Mapping,
+    Transform,
+)
 
 
 def _image_module() -> Any:
@@ -165,6 +172,7 @@ class PillowAdapter(Adapter):
     capabilities = frozenset({CPU_TRANSFORMS, TRAINING_FEED})
     distribution = "pillow"
     recorded_distributions = ("numpy", "torch", "pyperf")
+    decoded_layout = PIL_IMAGE
     native_format = "PIL.Image RGB"
     decoder = "PIL.Image.open(path).convert('RGB')"
 

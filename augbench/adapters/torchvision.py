@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from augbench.adapters.base import (
+    CHW_TENSOR,
     CPU_TRANSFORMS,
     GPU_BATCHES,
     TRAINING_FEED,
@@ -63,6 +64,7 @@ class TorchvisionAdapter(Adapter):
     )
     # uint8 tensors, but colour and blur transforms compute in float32 (the memory model).
     working_value_bytes = 4
+    decoded_layout = CHW_TENSOR
     native_format = "torch.Tensor 3xHxW uint8 (RGB), channels-last memory (strides (1, W*3, 3))"
     decoder = "torchvision.io.decode_image(read_file(path), RGB) (libjpeg-turbo for JPEG)"
 

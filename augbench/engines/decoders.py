@@ -106,7 +106,7 @@ def measure(
         num_images=len(files),
         passes_per_value=passes,
         stopped_by="num_runs" if len(throughputs) >= settings.max_values else "relative_ci",
-        output_layout=decoders.LAYOUTS[layout],
+        output_layout=decoders.DECODED_LAYOUTS[layout],
     )
 
 
