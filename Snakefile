@@ -27,8 +27,8 @@ if platform.python_version() not in SpecifierSet(_REQUIRES_PYTHON):
 min_version("9.19")
 
 # `--executor googlebatch` with no profile is the googlebatch profile's run: Snakemake starts again
-# with it, before the workflow reads anything (augbench/launch.py).
-from augbench import launch
+# with it, before the workflow reads anything (augbench/planning/launch.py).
+from augbench.planning import launch
 from augbench.logs import exit_with
 
 try:
@@ -80,7 +80,7 @@ rule all:
 
 
 # On a SLURM cluster only the timed jobs are submitted; env builds, dataset staging and the tables
-# run where snakemake runs, on the shared file system (augbench/slurm.py).
+# run where snakemake runs, on the shared file system (augbench/planning/slurm.py).
 if SUBMITTING_TO_SLURM:
     workflow.localrules(*slurm.local_rules(rule.name for rule in workflow.rules))
 

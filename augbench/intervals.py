@@ -23,8 +23,8 @@ env, and the analysis computes ratio intervals from the rows' own intervals, so 
 
 Every interval records its ``level`` and ``method``: a reader can see what it covers.
 
-These intervals describe a row and set how long it is measured (augbench.stopping). What is
-ranked and what a margin calls are decided by augbench.decision over one value per process, at
+These intervals describe a row and set how long it is measured (augbench.measuring.stopping). What
+is ranked and what a margin calls are decided by augbench.decision over one value per process, at
 the level that achieves (docs/methodology.md, "Deciding").
 """
 

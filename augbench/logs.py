@@ -27,10 +27,10 @@ PREFIX = "augbench: "
 # Exceptions raised for bad input, matched by "<module>.<class>" anywhere in an exception's MRO.
 USER_ERRORS = frozenset(
     {
-        "augbench.config.ConfigError",
-        "augbench.dataset.DatasetError",
-        "augbench.sweep.PlanError",
-        "augbench.pipelines.PipelineError",
+        "augbench.planning.config.ConfigError",
+        "augbench.planning.dataset.DatasetError",
+        "augbench.planning.sweep.PlanError",
+        "augbench.workload.pipelines.PipelineError",
     }
 )
 

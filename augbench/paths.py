@@ -3,8 +3,8 @@ the workflow's inputs, the cost model and the analysis build and parse paths thr
 
 - the staged data: archives, manifests and images per dataset key;
 - raw results per role (``results``, ``pipelines``, ``diagnostic``), each timed job kind's own
-  pattern below its root (:class:`augbench.regimes.records.JobKind`), with the allocator and the
-  run dimensions in a result's or a log's name;
+  pattern below its root (:class:`augbench.planning.regimes.records.JobKind`), with the allocator
+  and the run dimensions in a result's or a log's name;
 - the tables, the analysis pages and figures the downstream rules write.
 """
 
@@ -43,9 +43,11 @@ def table(name: str) -> str:
     return f"{TABLES}/{name}.csv"
 
 
-# Decode-only rows of the JPEG decoders (augbench.decoders; the cpu_dataloader regime's table).
+# Decode-only rows of the JPEG decoders (augbench.workload.decoders; the cpu_dataloader regime's
+# table).
 DECODERS_TABLE = table("decoders")
-# The cpu_dataloader loaders side by side (augbench.loaders): thread / process, spdl / process.
+# The cpu_dataloader loaders side by side (augbench.workload.loaders): thread / process, spdl /
+# process.
 LOADERS_TABLE = table("loaders")
 LAZY_TABLES = {"csv": f"{ANALYSIS}/lazy_outputs.csv", "markdown": f"{ANALYSIS}/lazy_outputs.md"}
 PIPELINE_FIGURE = f"{ANALYSIS}/pipeline_breakdown.png"
@@ -63,9 +65,9 @@ RECOMMENDATION = {
     "html": f"{ANALYSIS}/recommendation.html",
 }
 
-# The allocator setting (config ``allocators``, augbench.allocator) is a dimension of every timed
-# job: its result and log paths carry it after the library, ``<library>+<setting>``, empty for
-# glibc as shipped (so glibc's paths are the ones a run without the dimension writes).
+# The allocator setting (config ``allocators``, augbench.measuring.allocator) is a dimension of
+# every timed job: its result and log paths carry it after the library, ``<library>+<setting>``,
+# empty for glibc as shipped (so glibc's paths are the ones a run without the dimension writes).
 ALLOCATOR_SEPARATOR = "+"
 ALLOCATOR_WILDCARD = "{allocator}"
 ALLOCATOR_PATTERN = r"(|\+[a-z][a-z-]*)"  # no "?": a storage query is parsed as a URL
@@ -76,12 +78,13 @@ ALLOCATOR_ROLES = ("results", "pipelines")
 RUN_WILDCARD = "{run}"
 RUN_PREFIX = "-run"
 RUN_PATTERN = r"(|-run[0-9]+)"
-# The loader (config ``cpu_dataloader.loaders``, augbench.loaders) of a cpu_dataloader result:
-# after its setting, ``decode-w2-thread``, empty for ``process`` (today's names).
+# The loader (config ``cpu_dataloader.loaders``, augbench.workload.loaders) of a cpu_dataloader
+# result: after its setting, ``decode-w2-thread``, empty for ``process`` (today's names).
 LOADER_WILDCARD = "{loader}"
 
 
-# -- the allocator dimension (config allocators; augbench.allocator) --------------------------
+# -- the allocator dimension (config allocators; augbench.measuring.allocator)
+# --------------------------
 def allocator_suffix(setting: str) -> str:
     """The ``{allocator}`` wildcard of a setting: empty for glibc as shipped."""
     return "" if setting == DEFAULT_ALLOCATOR else f"{ALLOCATOR_SEPARATOR}{setting}"
@@ -99,24 +102,25 @@ def split_allocator(name: str) -> tuple[str, str]:
     return library, allocator_setting(separator + setting)
 
 
-# -- the loader dimension (config cpu_dataloader.loaders; augbench.loaders) ------------------
+# -- the loader dimension (config cpu_dataloader.loaders; augbench.workload.loaders)
+# ------------------
 def loader_pattern() -> str:
     """The ``{loader}`` wildcard's regex: empty (``process``) or ``-<loader>``."""
-    from augbench.loaders import PATTERN
+    from augbench.workload.loaders import PATTERN
 
     return PATTERN
 
 
 def loader_suffix(name: str) -> str:
     """The ``{loader}`` wildcard of a loader: empty for ``process``."""
-    from augbench.loaders import suffix
+    from augbench.workload.loaders import suffix
 
     return suffix(name)
 
 
 def loader_name(text: str) -> str:
     """The loader of a ``{loader}`` wildcard (:func:`loader_suffix` reversed)."""
-    from augbench.loaders import from_suffix
+    from augbench.workload.loaders import from_suffix
 
     return from_suffix(text)
 

@@ -20,8 +20,8 @@ THREAD_ENV_VARS: tuple[str, ...] = (
     "VECLIB_MAXIMUM_THREADS",
 )
 
-# Set by tests and audits (augbench/netguard): every benchmark process records and refuses any
-# connection that leaves the machine, in the JSON-lines file this names.
+# Set by tests and audits (augbench/measuring/netguard): every benchmark process records and refuses
+# any connection that leaves the machine, in the JSON-lines file this names.
 NETWORK_GUARD_ENV_VAR = "AUGBENCH_NETWORK_GUARD"
 
 # The allocator as shipped (glibc malloc): the setting every job runs under unless config
@@ -31,10 +31,10 @@ DEFAULT_ALLOCATOR = "glibc"
 # A result row whose repeated throughputs vary more than this (std / mean) is flagged unstable.
 CV_UNSTABLE_THRESHOLD = 0.15
 
-# Precision goal of every measured row (augbench/stopping.py): the half-width of the interval of
-# its median throughput (augbench.intervals) over the median. Engines stop repeating once a row
-# reaches it; rows that hit their maximum number of values first keep their wider CI and the
-# summary flags them.
+# Precision goal of every measured row (augbench/measuring/stopping.py): the half-width of the
+# interval of its median throughput (augbench.intervals) over the median. Engines stop repeating
+# once a row reaches it; rows that hit their maximum number of values first keep their wider CI and
+# the summary flags them.
 RELATIVE_CI_TARGET = 0.05
 
 # Micro regime: one timed value (loops passes over the job's images) lasts at least this long; the
@@ -49,7 +49,7 @@ MICRO_MAX_LOOPS = 1000
 # is `transport_bound`: the loader, not the library's augmentation, sets most of its speed, so
 # figures mark it instead of presenting it as the library's speed.
 TRANSPORT_BOUND_FRACTION = 0.8
-# The hand-over probe (augbench.engines.dataloader.baselines.measure_handover): the main
+# The hand-over probe (augbench.measuring.engines.dataloader.baselines.measure_handover): the main
 # process's time in next() for a batch a worker has already made (unpickling its shared-memory
 # handles, mapping the batch, freeing the one before), which a training step pays on top of its
 # own time. Measured twice per decode job with workers: "idle", after the workers have finished
@@ -64,10 +64,10 @@ BARE_LOOP_MIN_RATIO = 0.95
 # decode-scope throughput / the composition of the decode floor and the memory-scope row: the goal
 # for the cheapest recipe of each library (docs/cpu_dataloader.md, "Decode composition").
 DECODE_COMPOSITION_GOAL = 0.8
-# Pipeline breakdown (augbench/engines/pipeline_breakdown.py). The whole-pipeline row times the
-# library's own composition object through the harness; a bare loop over the same object on the
-# same images runs interleaved with it, and harness / bare must be within this fraction of 1 or
-# the row is flagged with both numbers (the check that can find harness cost).
+# Pipeline breakdown (augbench/measuring/engines/pipeline_breakdown.py). The whole-pipeline row
+# times the library's own composition object through the harness; a bare loop over the same object
+# on the same images runs interleaved with it, and harness / bare must be within this fraction of 1
+# or the row is flagged with both numbers (the check that can find harness cost).
 PIPELINE_HARNESS_TOLERANCE = 0.05
 # Timed values per fresh process of the pipeline breakdown (each process: an untimed warm-up pass,
 # then these): few per process, so the interval of a row's median spans several processes.
@@ -77,8 +77,9 @@ BREAKDOWN_VALUES_PER_PROCESS = 2
 # fraction of 1 the row says what differs.
 COMPOSITION_EFFECT_NOTE = 0.20
 # Fewest timed epochs (and interleaved baseline pairs) a cpu_dataloader row takes before the
-# stopping rule (augbench/stopping.py) may end it; its configured num_runs / baseline_runs are the
-# maxima. Three values are the fewest whose 95 % CI can reach RELATIVE_CI_TARGET at a CV of ~2 %.
+# stopping rule (augbench/measuring/stopping.py) may end it; its configured num_runs / baseline_runs
+# are the maxima. Three values are the fewest whose 95 % CI can reach RELATIVE_CI_TARGET at a CV of
+# ~2 %.
 DATALOADER_MIN_RUNS = 3
 # Resolution sweep (docs/resolution.md): a transform's cost "grows faster than pixels" between two
 # resolutions when the slope of log(seconds per image) over log(pixels per image) exceeds 1 by
@@ -189,13 +190,14 @@ DATALOADER_THREADS = ThreadPolicy(threads=1)
 GPU_REGIME_THREADS = ThreadPolicy(threads=1)
 
 
-# -- memory of a planned job (augbench.memory; docs/cloud.md#memory) ----------------------------
-# Resident MiB of one process after ``import augbench`` and the library's adapter import, alone
-# and with torch, are measured per library by tools/checks/import_rss.py into
-# augbench/library_memory.json (augbench.memory.process_mb). A library without a measurement (a
-# registered extension): about the largest measured one.
+# -- memory of a planned job (augbench.planning.memory; docs/cloud.md#memory)
+# ---------------------------- Resident MiB of one process after ``import augbench`` and the
+# library's adapter import, alone and with torch, are measured per library by
+# tools/checks/import_rss.py into augbench/planning/library_memory.json
+# (augbench.planning.memory.process_mb). A library without a measurement (a registered extension):
+# about the largest measured one.
 UNKNOWN_LIBRARY_RSS_MB = (700.0, 700.0)
-# A micro job's manager process (augbench.engines.micro imports no library): same tool.
+# A micro job's manager process (augbench.measuring.engines.micro imports no library): same tool.
 MANAGER_RSS_MB = 44.0
 # What one forked DataLoader worker adds of its own (pages it writes: outputs, copy-on-write
 # object headers, its thread arenas); from Snakemake's max_pss of cpu_dataloader jobs.
@@ -211,10 +213,10 @@ TRAINING_WORKER_PRIVATE_MB = 140.0
 # momentum, activations), scaled by batch size in the memory model. resnet18 at 112 px on CPU:
 # measured 2026-11-25 on amd-epyc-2c, peak RSS 1010 MB at batch 16 with torchvision imported
 # (672 MB), so ~340 MB at 16 and ~700 MB at 32. The sleep accelerator holds nothing.
-# Allocator settings (augbench.allocator; docs/pipelines.md "Measured here"). glibc as shipped
-# adapts its mmap threshold (up to 32 MiB) to what the process freed before, so its history decides
-# whether a large buffer is returned to the kernel on free and page-faulted in again on the next
-# call; "glibc-steady" raises both thresholds so large buffers stay in the heap and are reused.
+# Allocator settings (augbench.measuring.allocator; docs/pipelines.md "Measured here"). glibc as
+# shipped adapts its mmap threshold (up to 32 MiB) to what the process freed before, so its history
+# decides whether a large buffer is returned to the kernel on free and page-faulted in again on the
+# next call; "glibc-steady" raises both thresholds so large buffers stay in the heap and are reused.
 ALLOCATOR_ENV: dict[str, dict[str, str]] = {
     "glibc": {},
     "glibc-steady": {
@@ -222,7 +224,7 @@ ALLOCATOR_ENV: dict[str, dict[str, str]] = {
         "MALLOC_TRIM_THRESHOLD_": "4294967296",
     },
 }
-# Allocators that replace malloc when preloaded (augbench.allocator.preload_library).
+# Allocators that replace malloc when preloaded (augbench.measuring.allocator.preload_library).
 PRELOADED_ALLOCATORS: tuple[str, ...] = ("mimalloc", "jemalloc")
 # Every allocator setting (config allocators), glibc as shipped first: the baseline of the others.
 ALLOCATOR_SETTINGS: tuple[str, ...] = (*ALLOCATOR_ENV, *PRELOADED_ALLOCATORS)
@@ -237,8 +239,8 @@ ALLOCATOR_NULL_QUANTILE = 0.95
 MIN_NULL_PAIRS = 5
 
 # "The model is fed": a data wait below this share of the training loop's time, the one
-# definition the starvation and training tables share (augbench.starvation_model.verdict: fed
-# when the wait's whole interval is below it, starved when all of it is at or above it,
+# definition the starvation and training tables share (augbench.planning.starvation_model.verdict:
+# fed when the wait's whole interval is below it, starved when all of it is at or above it,
 # borderline otherwise).
 FED_WAIT = 0.05
 # The training regime's out-of-sample check (augbench/analysis/training.py): a measured training
@@ -264,10 +266,10 @@ class MemoryHeadroom:
 MEMORY_HEADROOM = MemoryHeadroom()
 
 
-# -- quietness of the machine during a job (augbench/quietness.py; docs/methodology.md) ----------
-# Every timed job records what other processes did on its CPUs from its start to its result file;
-# a row is "under load" (tidy's under_load, load_reason) when its job crossed any of these.
-# Measured on amd-epyc-2c (the 2-core development VM), 2026-11-26, with micro (pillow) and
+# -- quietness of the machine during a job (augbench/measuring/quietness.py; docs/methodology.md)
+# ---------- Every timed job records what other processes did on its CPUs from its start to its
+# result file; a row is "under load" (tidy's under_load, load_reason) when its job crossed any of
+# these. Measured on amd-epyc-2c (the 2-core development VM), 2026-11-26, with micro (pillow) and
 # cpu_dataloader (albumentationsx, memory and decode, 0 and 2 workers) jobs: quiet jobs read -0.03
 # to +0.03 cores of other load run by hand and 0.04-0.05 under Snakemake (its own polling); with
 # one competing busy loop 0.93-1.0 cores (up to 1.7 where other work ran too). One busy core more

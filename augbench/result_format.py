@@ -68,7 +68,7 @@ NUM_SUCCESSFUL_RUNS = "num_successful_runs"
 PREFLIGHT_THROUGHPUT = "preflight_throughput"
 
 # Row statuses. env_failed: the library's env could not be built on the machine
-# (augbench.provision), so the job ran nothing; its rows name why.
+# (augbench.planning.provision), so the job ran nothing; its rows name why.
 STATUSES: tuple[str, ...] = ("ok", "early_stopped", "unsupported", "skipped", "error", "env_failed")
 OK = "ok"
 

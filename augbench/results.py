@@ -95,7 +95,7 @@ def summarize_throughputs(
         "std_time": statistics.stdev(times) if n > 1 else 0.0,
         "num_successful_runs": n,
         "variance_stable": bool(cv <= CV_UNSTABLE_THRESHOLD),
-        # The wider side of the median's interval over the median (augbench.stopping).
+        # The wider side of the median's interval over the median (augbench.measuring.stopping).
         "relative_ci": interval.relative_half_width,
         "relative_ci_target": RELATIVE_CI_TARGET,
     }

@@ -1,5 +1,5 @@
 """What the workflow's rules ask for, computed from the resolved config and the command line:
-the sweep (augbench.sweep) connected to Snakemake. workflow/rules/common.smk builds one
+the sweep (augbench.planning.sweep) connected to Snakemake. workflow/rules/common.smk builds one
 :class:`WorkflowInputs` while the Snakefile is parsed and hands its methods to the rules as input,
 params, threads and resources functions.
 
@@ -17,29 +17,22 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from augbench import (
-    adapters,
-    command_line,
-    cuda_env,
-    paths,
-    regimes,
-    result_format,
-    slurm,
-    sweep,
-)
-from augbench import pipelines as user_pipelines
+from augbench import cuda_env, paths, result_format
 from augbench.analysis import on_disk
 from augbench.logs import exit_on_user_error, exit_with
-from augbench.pipeline_sources import torchvision_module
-from augbench.resize import configured_datasets
+from augbench.planning import command_line, regimes, slurm, sweep
+from augbench.planning.resize import configured_datasets
+from augbench.workload import adapters
+from augbench.workload import pipelines as user_pipelines
+from augbench.workload.pipeline_sources import torchvision_module
 
 # Paths of this machine reach the timed jobs through the environment (common.smk sets them).
 ROOT_VAR, PYTHON_VAR = "AUGBENCH_ROOT", "AUGBENCH_PYTHON"
 
 
-# The shell of every timed rule: thread policy, the launcher (augbench.provision: the node's venv
-# and staged dataset; it appends --manifest and --env-marker), the engine and its flags
-# (augbench.sweep), then --output, or --outputs for a job writing several files.
+# The shell of every timed rule: thread policy, the launcher (augbench.planning.provision: the
+# node's venv and staged dataset; it appends --manifest and --env-marker), the engine and its flags
+# (augbench.planning.sweep), then --output, or --outputs for a job writing several files.
 TIMED_SHELL = (
     '{params.thread_env} PYTHONPATH="$AUGBENCH_ROOT" {params.provision}'
     ' --lock "$AUGBENCH_ROOT"/envs/{wildcards.library}.txt'
@@ -49,7 +42,7 @@ TIMED_SHELL = (
 
 
 # The library whose env imports pipelines given as package.module:attribute (a torchvision v2
-# Compose; augbench/pipeline_sources/torchvision_module.py).
+# Compose; augbench/workload/pipeline_sources/torchvision_module.py).
 MODULE_PIPELINE_LIBRARY = torchvision_module.LIBRARY
 
 # Each timed rule's regime.
@@ -87,7 +80,7 @@ def env_marker(library: str) -> str:
 
 def library_conda_env(wildcards: Any) -> str:
     """A timed rule's conda env file (``--sdm conda``; Snakemake also records its content with
-    every job): the library's, a second name's its base library's (augbench.adapters)."""
+    every job): the library's, a second name's its base library's (augbench.workload.adapters)."""
     return f"../../envs/{adapters.base_of(wildcards.library)}.yaml"
 
 
@@ -151,9 +144,9 @@ def identity(value: Any) -> Any:
 class WorkflowInputs:
     """The run's sweep, what its command line asks for, and the functions the rules call.
 
-    ``config``: resolved (augbench.config.resolve). ``argv``: the command line Snakemake was
-    started with. ``provisioned``: a default storage provider is set (a cloud sweep: the jobs run
-    on machines the sweep provisions). ``mem_limit``: --resources mem_mb, if given. ``ancient``
+    ``config``: resolved (augbench.planning.config.resolve). ``argv``: the command line Snakemake
+    was started with. ``provisioned``: a default storage provider is set (a cloud sweep: the jobs
+    run on machines the sweep provisions). ``mem_limit``: --resources mem_mb, if given. ``ancient``
     and ``storage_of``: Snakemake's ancient() and storage() (identity where not given)."""
 
     def __init__(
@@ -229,9 +222,9 @@ class WorkflowInputs:
 
     def _read_command_line(self, argv: list[str], workdir: Path) -> None:
         targets = command_line.targets(argv)
-        # Every job's memory (augbench.memory) against its machine: the cloud placement under a
-        # default storage provider (a cloud sweep, dry runs included) or when only the cost of
-        # the cloud sweep is asked for (`snakemake cost`), else --resources mem_mb or this one.
+        # Every job's memory (augbench.planning.memory) against its machine: the cloud placement
+        # under a default storage provider (a cloud sweep, dry runs included) or when only the cost
+        # of the cloud sweep is asked for (`snakemake cost`), else --resources mem_mb or this one.
         self.costing_only = targets == {"cost"}
         # `snakemake answer`: only the configured pipelines' jobs and their answer page (no micro
         # or transform DataLoader job waits to be measured first).
@@ -246,8 +239,8 @@ class WorkflowInputs:
             and (set(parsed.until or ()) == {"figures"} or targets == {"figures"})
         )
         self.cloud = self.provisioned or self.costing_only
-        # A SLURM cluster (`--executor slurm`, profiles/slurm; augbench/slurm.py): every job
-        # against its partition (slurm.regimes), and, before anything is submitted, the
+        # A SLURM cluster (`--executor slurm`, profiles/slurm; augbench/planning/slurm.py): every
+        # job against its partition (slurm.regimes), and, before anything is submitted, the
         # partitions against the cluster itself (a dry run asks the config only). Inside a
         # submitted job (the executor's job step) the rules keep the resources they were
         # submitted with, and nothing is checked again.
@@ -281,7 +274,7 @@ class WorkflowInputs:
 
     def cost_profile(self) -> Any:
         """The profile `cost` prices (config cloud.profile), read as a file: no plugin starts."""
-        from augbench import profile
+        from augbench.planning import profile
 
         folder = Path(self.cloud_config["profile"])
         if not folder.is_absolute():
@@ -292,10 +285,10 @@ class WorkflowInputs:
             exit_with(f"config error at cloud.profile: {exc}")
 
     def slurm_time_limits(self) -> dict[str, int]:
-        """Each timed rule's SLURM time limit (augbench.slurm.time_limits), computed once: when
-        a job's runtime is first asked for."""
+        """Each timed rule's SLURM time limit (augbench.planning.slurm.time_limits), computed once:
+        when a job's runtime is first asked for."""
         if self._slurm_limits is None:
-            from augbench import plan
+            from augbench.planning import plan
 
             reference = self.basedir / "workflow" / "resources" / "time_model.json"
             models, _ = plan.load_models(reference, Path("."))
@@ -322,7 +315,7 @@ class WorkflowInputs:
     def lock_digest(self, library: str) -> str:
         library = adapters.base_of(library)
         if library not in self._lock_digests:
-            from augbench.provision import sha256_bytes
+            from augbench.planning.provision import sha256_bytes
 
             try:
                 digest = sha256_bytes(self.basedir / "envs" / f"{library}.txt")
@@ -396,7 +389,8 @@ class WorkflowInputs:
             for name in self.module_pipelines
         }
 
-    # -- timed rules: one pattern for every job kind of augbench/regimes/ ---------------------
+    # -- timed rules: one pattern for every job kind of augbench/planning/regimes/
+    # ---------------------
     def launcher(self, wildcards: Any) -> str:
         """The job's launcher (Sweep.launcher) with the driver's interpreter as $AUGBENCH_PYTHON,
         left for the shell to expand (the launcher quotes every word it is given)."""
@@ -426,7 +420,9 @@ class WorkflowInputs:
         def mem_mb(wildcards: Any) -> int:
             return self.sweep.resources(kind, dict(wildcards.items()))["mem_mb"]
 
-        if self.on_slurm:  # partition, GPUs, time limit, the node to itself (augbench/slurm.py)
+        if (
+            self.on_slurm
+        ):  # partition, GPUs, time limit, the node to itself (augbench/planning/slurm.py)
 
             def limit(wildcards: Any) -> int:
                 return self.slurm_time_limits().get(

@@ -8,10 +8,10 @@
   The image puts its ``bin`` first on PATH: the plugin's job command runs ``python -m snakemake``.
 - ``<prefix>/venvs/<library>``: one venv per benchmarked library from ``envs/<library>.txt``.
 
-Both go through ``augbench.provision.ensure_env``, the code path of the workflow's build_env rule
-and of every benchmark job, so each venv carries the lock stamp a job checks before reusing it: a
-job on the image finds its env matching and installs nothing. After building, each env must import
-what it is for, or the script fails (an image that cannot run a job is not pushed).
+Both go through ``augbench.planning.provision.ensure_env``, the code path of the workflow's
+build_env rule and of every benchmark job, so each venv carries the lock stamp a job checks before
+reusing it: a job on the image finds its env matching and installs nothing. After building, each env
+must import what it is for, or the script fails (an image that cannot run a job is not pushed).
 tests/test_image_envs.py runs this script in an empty prefix for every library. ``--build-packages``
 prints the Debian packages the libraries' env builds need (Pillow-SIMD compiles from source), which
 the image installs first.
@@ -29,8 +29,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from augbench import adapters  # noqa: E402
-from augbench.provision import ensure_env  # noqa: E402
+from augbench.planning.provision import ensure_env  # noqa: E402
+from augbench.workload import adapters  # noqa: E402
 
 # What each env must import to be usable (the import name differs from the distribution name).
 DRIVER_IMPORTS = "snakemake, snakemake_executor_plugin_googlebatch, snakemake_storage_plugin_gcs"
@@ -41,7 +41,7 @@ def import_check(name: str) -> str:
     imports it (``Adapter.import_library``)."""
     if name == "driver":
         return f"import {DRIVER_IMPORTS}"
-    return f"from augbench import adapters; adapters.get({name!r}).import_library()"
+    return f"from augbench.workload import adapters; adapters.get({name!r}).import_library()"
 
 
 def env_dir(prefix: Path, name: str) -> Path:

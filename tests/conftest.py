@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 NETWORK_GUARD_LOG = "network-guard.jsonl"
 # The tests start hundreds of Python processes (Snakemake, engines, library envs): let them cache
 # the bytecode of what they import where the machine says not to (PYTHONDONTWRITEBYTECODE), as
-# the workflow's engines do (augbench.provision.engine_environment).
+# the workflow's engines do (augbench.planning.provision.engine_environment).
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
@@ -82,7 +82,7 @@ def library_env(library: str) -> Path:
     """A library env's interpreter, the env synced to its lock first where it is not (the
     workflow's own provisioning, under its node lock: a smoke run building the same env on
     another pytest worker waits for it, or reuses it)."""
-    from augbench.provision import ensure_env
+    from augbench.planning.provision import ensure_env
 
     venv = REPO / ".venvs" / library
     ensure_env(library, REPO / "envs" / f"{library}.txt", venv, sys.executable)
@@ -162,7 +162,8 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> WorkflowRun:
         if not done.exists():
             workdir.mkdir(exist_ok=True)
             # Every benchmark process of the run records (and refuses) any connection that
-            # would leave the machine (augbench/netguard; tests/test_network.py reads the log).
+            # would leave the machine (augbench/measuring/netguard; tests/test_network.py reads the
+            # log).
             guard = {NETWORK_GUARD_ENV_VAR: str(workdir / NETWORK_GUARD_LOG)}
             proc = run_snakemake(workdir, "--cores", "2", *SMOKE_CONFIG, check=False, env=guard)
             result = {"returncode": proc.returncode, "output": proc.stdout + proc.stderr}
@@ -183,7 +184,7 @@ def copy_of(run: WorkflowRun, dest: Path) -> WorkflowRun:
 def smoke_settings(libraries: Iterable[str], regimes: list[str], **extra: Any) -> dict[str, Any]:
     """The resolved config of a smoke run of ``libraries`` in ``regimes`` on the tests' machine
     name, with the preset's generated dataset and default envs: what the workflow tests expect."""
-    from augbench.config import resolve
+    from augbench.planning.config import resolve
 
     config = {
         "preset": "smoke",
@@ -198,10 +199,11 @@ def smoke_settings(libraries: Iterable[str], regimes: list[str], **extra: Any) -
 
 
 def run_engine(python: Path | str, module: str, *args: str, output: Path) -> dict:
-    """Run ``python -m augbench.engines.<module> *args`` as machine ``t``, writing ``output``,
-    with the repository on PYTHONPATH (a failed run raises); return the JSON document written."""
+    """Run ``python -m augbench.measuring.engines.<module> *args`` as machine ``t``, writing
+    ``output``, with the repository on PYTHONPATH (a failed run raises); return the JSON document
+    written."""
     subprocess.run(
-        [str(python), "-m", f"augbench.engines.{module}", *args,
+        [str(python), "-m", f"augbench.measuring.engines.{module}", *args,
          "--machine", "t", "--output", str(output)],
         check=True, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
     )  # fmt: skip
@@ -327,8 +329,8 @@ def gcs_emulator_at(log_path: Path) -> Iterator[str]:
 def _registered_libraries_restored() -> Iterator[None]:
     """Each test starts with the libraries the session started with: loading a config that names
     a second name of a library (``torchvision~b``) registers it for the rest of that process
-    (augbench.config), and a later test on the same worker must not see it."""
-    from augbench import adapters
+    (augbench.planning.config), and a later test on the same worker must not see it."""
+    from augbench.workload import adapters
 
     before = set(adapters.names())
     yield

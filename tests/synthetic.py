@@ -144,7 +144,7 @@ def tar_archive(path: Path, members: dict[str, bytes]) -> Path:
     """A plain tar of ``members`` (name -> bytes) at ``path``, as a user would hand it over."""
     import tarfile
 
-    from augbench.dataset import add_tar_member
+    from augbench.planning.dataset import add_tar_member
 
     with tarfile.open(path, "w") as tar:
         for name, data in members.items():

@@ -1,6 +1,6 @@
-"""What the rows say about the memory allocator (augbench/allocator.py): the allocator in force,
-read from the process itself, in the main process and in DataLoader workers; and the page-fault
-counter the timed windows use, checked for its direction (no timing)."""
+"""What the rows say about the memory allocator (augbench/measuring/allocator.py): the allocator in
+force, read from the process itself, in the main process and in DataLoader workers; and the
+page-fault counter the timed windows use, checked for its direction (no timing)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import textwrap
 import pytest
 from conftest import REPO, WorkflowRun, library_env
 
-from augbench import allocator
+from augbench.measuring import allocator
 from augbench.policy import ALLOCATOR_ENV
 
 STEADY = ALLOCATOR_ENV["glibc-steady"]
@@ -33,7 +33,7 @@ def _run(code: str, python: str = sys.executable, env: dict[str, str] | None = N
 def test_the_process_says_which_allocator_and_settings_are_in_force() -> None:
     code = """
     import json
-    from augbench import allocator
+    from augbench.measuring import allocator
     record = allocator.in_force()
     print(json.dumps({"record": record, "label": allocator.label(record)}))
     """
@@ -52,8 +52,8 @@ def test_dataloader_workers_report_their_parents_allocator(tmp_path) -> None:
     from pathlib import Path
     import functools
     from torch.utils.data import DataLoader
-    from augbench import allocator
-    from augbench.engines.dataloader import plumbing
+    from augbench.measuring import allocator
+    from augbench.measuring.engines.dataloader import plumbing
     folder = Path({str(tmp_path)!r})
     loader = DataLoader(list(range(8)), batch_size=2, num_workers=2,
                         worker_init_fn=functools.partial(plumbing.worker_init,
@@ -77,7 +77,7 @@ def test_the_fault_counter_sees_glibc_return_large_buffers_and_steady_keep_them(
     code = """
     import json
     import numpy as np
-    from augbench import allocator
+    from augbench.measuring import allocator
     np.ones(64 * 2**20, dtype=np.uint8)  # warm-up
     before = allocator.minor_faults()
     for _ in range(8):
@@ -110,7 +110,7 @@ def test_a_row_made_under_a_preloaded_allocator_records_it(tmp_path) -> None:
     output = tmp_path / "r.json"
     clean = {k: v for k, v in os.environ.items() if not k.startswith(allocator.ENV_PREFIXES)}
     subprocess.run(
-        [str(python), "-m", "augbench.engines.cpu_dataloader", "--library", "pillow",
+        [str(python), "-m", "augbench.measuring.engines.cpu_dataloader", "--library", "pillow",
          "--transforms", "HorizontalFlip", "--manifest", str(jpeg_manifest(tmp_path)),
          "--num-images", "4", "--machine", "t", "--scope", "memory", "--workers", "1",
          "--batch-size", "2", "--batches-per-run", "2", "--num-runs", "1", "--min-runs", "1",
@@ -204,7 +204,8 @@ def test_the_check_refuses_a_setting_that_is_not_in_force(monkeypatch) -> None:
 
 
 def _launch(python, tmp_path, setting: str, engine: list[str], env: dict | None = None) -> dict:
-    """A job as the workflow starts it: augbench.provision with --allocator, then the engine."""
+    """A job as the workflow starts it: augbench.planning.provision with --allocator, then the
+    engine."""
     from conftest import jpeg_manifest
 
     folder = tmp_path / setting
@@ -215,7 +216,7 @@ def _launch(python, tmp_path, setting: str, engine: list[str], env: dict | None 
     lock = REPO / "envs" / f"{library}.txt"
     clean = {k: v for k, v in os.environ.items() if not k.startswith(allocator.ENV_PREFIXES)}
     proc = subprocess.run(
-        [sys.executable, "-m", "augbench.provision", "--library", library,
+        [sys.executable, "-m", "augbench.planning.provision", "--library", library,
          "--allocator", setting, "--venv", str(python.parent.parent), "--lock", str(lock),
          "--manifest", str(manifest), "--scratch", str(folder / "scratch"), "--",
          *engine, "--num-images", "4", "--machine", "t", "--output", str(output)],
@@ -233,7 +234,7 @@ def test_pyperf_processes_run_under_the_jobs_allocator(tmp_path) -> None:
     python = library_env("albumentationsx")
     payload = _launch(
         python, tmp_path, "mimalloc",
-        ["-m", "augbench.engines.micro", "--library", "albumentationsx", "--transforms",
+        ["-m", "augbench.measuring.engines.micro", "--library", "albumentationsx", "--transforms",
          "HorizontalFlip", "--processes", "1", "--min-processes", "1", "--values", "2"],
     )  # fmt: skip
     meta = payload["metadata"]
@@ -253,7 +254,7 @@ def test_an_allocator_that_does_not_load_gives_error_rows_and_a_missing_one_skip
     from conftest import jpeg_manifest
 
     python = library_env("pillow")
-    engine = ["-m", "augbench.engines.pipeline_breakdown", "--library", "pillow",
+    engine = ["-m", "augbench.measuring.engines.pipeline_breakdown", "--library", "pillow",
               "--min-values", "1", "--max-values", "1", "--pipelines",
               '[{"name": "p", "steps": [{"name": "HorizontalFlip", "params": {}}]}]']  # fmt: skip
     bogus = tmp_path / "libmimalloc.so.3"

@@ -12,11 +12,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from augbench import pipelines
 from augbench.analysis import allocator_effect, figures, summary, tidy
 from augbench.analysis import pipelines as pipeline_tables
 from augbench.analysis.figures.style import save
 from augbench.analysis.groups import read_table
+from augbench.workload import pipelines
 
 STEADY_ENV = {"MALLOC_MMAP_THRESHOLD_": "1073741824", "MALLOC_TRIM_THRESHOLD_": "4294967296"}
 MIMALLOC = "/env/site-packages/cmeel.prefix/lib/libmimalloc.so.3"

@@ -153,7 +153,8 @@ TABLE = [
         ("config error at plot_from.x: result source 'nowhere' does not exist",),
         targets=("plots",),
     ),
-    # -- a job that cannot fit its machine: refused before any job (augbench.memory) -----------
+    # -- a job that cannot fit its machine: refused before any job (augbench.planning.memory)
+    # -----------
     Case(
         "does-not-fit-the-memory-given",
         ("libraries=[kornia]", "regimes=[micro]", "pipelines=[]", "lazy_outputs={enabled: false}"),
@@ -296,12 +297,12 @@ with redirect_to_log(sys.argv[1]):
             "augbench: plot_from.x: no result files in ['a']; fix it",
         ),
         (  # the dataset engineer's errors need nothing but raising inside the block
-            "from augbench.dataset import DatasetError",
+            "from augbench.planning.dataset import DatasetError",
             "raise DatasetError('dataset archive not found: x.tar\\n(config dataset.archive)')",
             "augbench: dataset archive not found: x.tar (config dataset.archive)",
         ),
         (
-            "from augbench.config import ConfigError",
+            "from augbench.planning.config import ConfigError",
             "raise ConfigError('config error at a: one', 'config error at b: two')",
             "augbench: config error at a: one\naugbench: config error at b: two",
         ),
@@ -328,7 +329,7 @@ def test_a_bug_in_a_script_keeps_its_traceback_in_the_log(tmp_path: Path) -> Non
 def test_exit_with_prints_each_problem_on_one_line() -> None:
     code = (
         "from augbench.logs import exit_with, exit_on_user_error\n"
-        "from augbench.sweep import PlanError\n"
+        "from augbench.planning.sweep import PlanError\n"
         "try:\n"
         "    with exit_on_user_error():\n"
         "        raise PlanError('config error at cloud.regimes:\\n no placement')\n"

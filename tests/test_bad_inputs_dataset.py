@@ -26,11 +26,12 @@ from conftest import REPO, run_snakemake
 from PIL import Image
 from synthetic import tar_archive
 
-from augbench import dataset, media
 from augbench.analysis import tidy
-from augbench.config import resolve
-from augbench.dataset import DatasetError, sha256_file, stage_archive
-from augbench.sweep import Sweep
+from augbench.measuring import media
+from augbench.planning import dataset
+from augbench.planning.config import resolve
+from augbench.planning.dataset import DatasetError, sha256_file, stage_archive
+from augbench.planning.sweep import Sweep
 
 MACHINE = "bad-ds"
 LOCAL_ENVS = f"envs={{'manager': 'uv', 'dir': '{REPO / '.venvs'}'}}"

@@ -16,12 +16,14 @@ import pytest
 import yaml
 from conftest import REPO
 
-from augbench import adapters, decision, gpu_recipes, provision, regimes, sweep
-from augbench.adapters.albumentationsx import AlbumentationsXAdapter
-from augbench.adapters.base import CPU_TRANSFORMS, GPU_BATCHES
+from augbench import decision
 from augbench.analysis import calibration, runs
-from augbench.config import ConfigError, deep_merge, resolve
+from augbench.planning import provision, regimes, sweep
+from augbench.planning.config import ConfigError, deep_merge, resolve
 from augbench.workflow_inputs import env_marker
+from augbench.workload import adapters, gpu_recipes
+from augbench.workload.adapters.albumentationsx import AlbumentationsXAdapter
+from augbench.workload.adapters.base import CPU_TRANSFORMS, GPU_BATCHES
 
 ALIAS = "albumentationsx~b"
 
@@ -90,7 +92,7 @@ def test_a_second_name_uses_its_base_env_lock_and_venv() -> None:
 def test_the_gpu_dataloader_takes_a_second_name() -> None:
     assert gpu_recipes.randomness_of("torchvision~b") == gpu_recipes.randomness_of("torchvision")
     assert gpu_recipes.randomness_of("albumentationsx~b") == ()
-    from augbench.engines import gpu_dataloader
+    from augbench.measuring.engines import gpu_dataloader
 
     flags = [
         "--library", "torchvision~b", "--transforms", "Identity", "--manifest", "m.json",
@@ -241,7 +243,7 @@ def test_the_publishing_tool_copies_the_table_with_its_readme(tmp_path: Path) ->
 
 
 def test_a_second_name_is_not_another_implementation_of_a_transform() -> None:
-    from augbench import adapters, catalog
+    from augbench.workload import adapters, catalog
 
     before = catalog.eligibility_libraries()
     adapters.register_aliases(["albumentationsx~zz"])

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from augbench import adapters, catalog, regimes
+from augbench.planning import regimes
+from augbench.workload import adapters, catalog
 
 
 def test_catalog_has_the_issue_minimum_of_common_transforms() -> None:
@@ -61,7 +62,7 @@ def test_paper_set_is_generated_by_the_eligibility_rule() -> None:
     expected = [
         name
         for name, spec in catalog.CANDIDATES.items()
-        if not spec.pipeline_only  # steps of user pipelines only (augbench.pipelines)
+        if not spec.pipeline_only  # steps of user pipelines only (augbench.workload.pipelines)
         and len(catalog.direct_implementations(name)) >= catalog.MIN_DIRECT_IMPLEMENTATIONS
     ]
     assert catalog.names() == expected

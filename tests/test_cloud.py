@@ -23,8 +23,9 @@ import snakemake_runner
 import yaml
 from conftest import OFFLINE_ENV, REPO, run_snakemake
 
-from augbench import cloud, provision
-from augbench.dataset import build_default_archive, default_identity
+from augbench.measuring import cloud
+from augbench.planning import provision
+from augbench.planning.dataset import build_default_archive, default_identity
 
 BIN = Path(sys.executable).parent
 CLOUD_CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["cloud"]
@@ -170,7 +171,7 @@ def test_off_gce_the_configured_label_is_kept(monkeypatch: pytest.MonkeyPatch) -
 def _staged_manifest(tmp_path: Path) -> tuple[Path, Path]:
     """An archive and the manifest stage_dataset wrote for it, with the images then removed (as
     on a VM that only downloaded the manifest from the bucket)."""
-    from augbench.dataset import stage_archive
+    from augbench.planning.dataset import stage_archive
 
     archive = tmp_path / "ds.tar"
     build_default_archive(archive, 3)

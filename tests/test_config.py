@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from augbench import catalog
-from augbench.config import ConfigError, coerce, resolve
+from augbench.planning.config import ConfigError, coerce, resolve
+from augbench.workload import catalog
 
 REPO = Path(__file__).resolve().parents[1]
 BASE = {

@@ -16,7 +16,7 @@ import snakemake_runner
 import yaml
 from conftest import OFFLINE_ENV, REPO
 
-from augbench.config import resolve
+from augbench.planning.config import resolve
 
 PAPER_REGIMES = ["micro", "cpu_dataloader", "gpu_dataloader", "dali", "training"]
 # The paper preset at one transform and no resolution sweep: the same rules, seconds to plan.

@@ -1,6 +1,6 @@
-"""The per-job time model (augbench.cost) on result files and benchmark timings with known numbers,
-and rule `cost`: the paper sweep's estimate for all four regimes and the setup jobs, computed
-before anything is launched."""
+"""The per-job time model (augbench.planning.cost) on result files and benchmark timings with known
+numbers, and rule `cost`: the paper sweep's estimate for all four regimes and the setup jobs,
+computed before anything is launched."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ import snakemake_runner
 import yaml
 from conftest import OFFLINE_ENV, REPO
 
-from augbench import cost, policy, regimes
+from augbench import policy
+from augbench.planning import cost, regimes
+from augbench.planning.regimes import cpu_dataloader
 from augbench.policy import DATALOADER_MIN_RUNS
-from augbench.regimes import cpu_dataloader
 
 DS = "ds-0123456789ab"
 POLICY = {"preflight_items": 10, "max_seconds_per_item": 0.05, "preflight_max_seconds": 60.0,
@@ -465,7 +466,7 @@ def test_the_longest_vm_job_bounds_the_wall_time_and_a_missing_price_names_its_k
 
 
 def test_the_cost_reads_the_profile_it_prices_as_a_file(tmp_path: Path) -> None:
-    from augbench import profile
+    from augbench.planning import profile
 
     shipped = profile.read(REPO / "profiles" / "googlebatch")
     raw = yaml.safe_load((REPO / "profiles" / "googlebatch" / "profile.yaml").read_text())
@@ -494,11 +495,11 @@ def test_a_training_job_is_priced_from_its_passes_at_the_planned_accelerator(
     (5 + 1 steps: 0.6 s), the loader alone (6 batches at 200 img/s: 0.3 s) and the loop (5
     warm-up + 20 timed steps at 50 img/s: 5 s) are its work; the rest of its 9.9 s job is
     overhead (4 s). A plan with a 20 ms stand-in at the same setting is priced from the same
-    passes (augbench.stopping.training_counts), the loop at the starvation model's rate (the
-    loader's 200 img/s here: 20 ms steps at batch 10 take 500 img/s); one with the model, at
+    passes (augbench.measuring.stopping.training_counts), the loop at the starvation model's rate
+    (the loader's 200 img/s here: 20 ms steps at batch 10 take 500 img/s); one with the model, at
     its measured step."""
-    from augbench.starvation_model import Supply, predict
-    from augbench.stopping import model_alone_counts, training_counts
+    from augbench.measuring.stopping import model_alone_counts, training_counts
+    from augbench.planning.starvation_model import Supply, predict
 
     params = {"batch_size": 10, "workers": 2, "steps": 20, "warmup_steps": 3, "model_steps": 5,
               "accelerator": "model", "model": "auto"}  # fmt: skip

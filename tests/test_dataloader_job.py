@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from augbench import matrix
-from augbench.engines import cpu_dataloader
+from augbench.measuring.engines import cpu_dataloader
 from augbench.policy import SlowTransformPolicy
+from augbench.workload import matrix
 
 COMMON = ["--library", "pillow", "--transforms", "HorizontalFlip", "--manifest", "m.json",
           "--num-images", "4", "--machine", "m"]  # fmt: skip
@@ -76,7 +76,8 @@ def test_a_bad_setting_name_says_what_is_expected(text: str) -> None:
         cpu_dataloader.parse_settings(text)
 
 
-# Each engine's own required flags; the shared ones (augbench.engines.cli) are added below.
+# Each engine's own required flags; the shared ones (augbench.measuring.engines.cli) are added
+# below.
 ENGINE_ARGS = {
     "micro": ["--library", "pillow", "--transforms", "HorizontalFlip"],
     "cpu_dataloader": ["--library", "pillow", "--transforms", "HorizontalFlip",
@@ -95,9 +96,10 @@ ENGINE_ARGS = {
 def test_every_engine_takes_the_shared_flags_and_what_provision_appends(engine: str) -> None:
     import importlib
 
-    module = importlib.import_module(f"augbench.engines.{engine}")
+    module = importlib.import_module(f"augbench.measuring.engines.{engine}")
     argv = [*ENGINE_ARGS[engine], "--num-images", "4", "--machine", "m", "--output", "o.json"]
-    # augbench.provision appends the staged manifest and the node's env marker to every engine.
+    # augbench.planning.provision appends the staged manifest and the node's env marker to every
+    # engine.
     settings = module.parse_args([*argv, "--manifest", "staged.json", "--env-marker", "env.json"])
     assert (settings.manifest, settings.env_marker) == (Path("staged.json"), Path("env.json"))
     assert (settings.num_images, settings.machine, settings.output) == (4, "m", Path("o.json"))
@@ -110,7 +112,7 @@ def test_every_engine_takes_the_shared_flags_and_what_provision_appends(engine: 
 def test_the_steady_rate_starts_after_the_first_round_of_batches() -> None:
     """One batch per worker is made from idle at an epoch's start; the steady rate counts the
     images that arrive after that round, over the time since it arrived."""
-    from augbench.engines.dataloader.timing import steady_rate
+    from augbench.measuring.engines.dataloader.timing import steady_rate
 
     # 1 worker, batch 4: the first batch after 0.10 s (its start), then one every 0.05 s.
     one = [(4 * (i + 1), 0.10 + 0.05 * i) for i in range(8)]
@@ -126,7 +128,7 @@ def test_the_steady_rate_starts_after_the_first_round_of_batches() -> None:
 def test_timed_epoch_records_the_steady_rate_of_a_loader() -> None:
     import time
 
-    from augbench.engines.dataloader.timing import timed_epoch
+    from augbench.measuring.engines.dataloader.timing import timed_epoch
 
     class Batch:
         shape = (4, 3, 8, 8)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from augbench.engines.dataloader import processes
+from augbench.measuring.engines.dataloader import processes
+from augbench.measuring.stopping import MAX_WINDOW_BATCHES, window_batches
 from augbench.results import ok_row
-from augbench.stopping import MAX_WINDOW_BATCHES, window_batches
 from tests.conftest import env_python, jpeg_manifest, run_engine
 
 
@@ -86,8 +86,8 @@ def test_the_engine_measures_every_row_in_fresh_processes(tmp_path: Path) -> Non
 def test_the_default_preset_measures_each_ranked_row_in_five_processes() -> None:
     import yaml
 
-    from augbench import sweep
-    from augbench.config import deep_merge, resolve
+    from augbench.planning import sweep
+    from augbench.planning.config import deep_merge, resolve
 
     repo = Path(__file__).resolve().parents[1]
     base = yaml.safe_load((repo / "config" / "config.yaml").read_text())

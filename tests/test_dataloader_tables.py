@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from augbench import catalog, recipes
 from augbench.analysis.dataloader import parallel_efficiency, starvation, worker_scaling
+from augbench.workload import catalog, recipes
 
 
 def _rows(throughputs: dict[int, float | None], library: str = "pillow") -> list[dict]:

@@ -11,8 +11,8 @@ import pytest
 from PIL import Image
 from synthetic import tar_archive
 
-from augbench import dataset
-from augbench.dataset import DatasetError, build_default_archive, stage_archive
+from augbench.planning import dataset
+from augbench.planning.dataset import DatasetError, build_default_archive, stage_archive
 
 
 def _jpeg(size: tuple[int, int] = (320, 240)) -> bytes:

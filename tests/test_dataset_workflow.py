@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from conftest import OFFLINE_ENV, REPO, run_snakemake
 
-from augbench.dataset import build_default_archive, sha256_file
+from augbench.planning.dataset import build_default_archive, sha256_file
 
 LOCAL_ENVS = f"envs={{'manager': 'uv', 'dir': '{REPO / '.venvs'}'}}"
 CONFIG = (

@@ -1,6 +1,6 @@
-"""The JPEG decoders' declarations (augbench/decoders.py), the decoders table's plan and its table,
-in the driver's env: what it has (numpy, Pillow) runs for real, the rest is declared or faked.
-The decoders themselves in a library env: tests/test_decoders_envs.py."""
+"""The JPEG decoders' declarations (augbench/workload/decoders.py), the decoders table's plan and
+its table, in the driver's env: what it has (numpy, Pillow) runs for real, the rest is declared or
+faked. The decoders themselves in a library env: tests/test_decoders_envs.py."""
 
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ import yaml
 from conftest import REPO
 from PIL import Image
 
-from augbench import decoders, paths, regimes, sweep
+from augbench import paths
 from augbench.analysis import decoders as decoders_table
 from augbench.analysis import tidy
-from augbench.config import ConfigError, deep_merge, resolve
+from augbench.planning import regimes, sweep
+from augbench.planning.config import ConfigError, deep_merge, resolve
 from augbench.results import non_ok_row, ok_row, write_result_file
+from augbench.workload import decoders
 
 
 def config(**extra: object) -> dict:
@@ -33,7 +35,9 @@ def test_every_decoder_is_declared_once_with_its_package_and_layout() -> None:
         if decoder.name == decoders.NATIVE:
             assert not decoder.module and not decoder.layout  # the library's own decode
             continue
-        assert decoder.module and decoder.distribution and decoder.layout in decoders.DECODED_LAYOUTS
+        assert (
+            decoder.module and decoder.distribution and decoder.layout in decoders.DECODED_LAYOUTS
+        )
     turbo = decoders.get("turbojpeg")
     assert (turbo.system_library, turbo.system_package) == ("turbojpeg", "libturbojpeg0")
     assert decoders.get("torchvision").layout == decoders.CHW_TENSOR
@@ -239,7 +243,7 @@ def test_the_table_has_one_row_per_decoder_in_declared_order(tmp_path: Path) -> 
 def test_the_engine_refuses_an_unknown_decoder_before_measuring(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from augbench.engines import decoders as engine
+    from augbench.measuring.engines import decoders as engine
 
     with pytest.raises(SystemExit):
         engine.parse_args(

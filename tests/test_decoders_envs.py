@@ -1,9 +1,9 @@
-"""The decoders table's engine (augbench/engines/decoders.py) in library envs on a tiny staged
-dataset: in the env that carries every decoder (augbench.decoders.ENV_LIBRARY) each decoder whose
-system library is here is measured and the others are `skipped` rows saying what to install; in
-an env without the decoders' packages those are `skipped` rows naming the package, and a corrupt
-JPEG is an `error` row with the decoder's own message in one line. Each decoder's output converted
-to each library's native input has exactly that library's form."""
+"""The decoders table's engine (augbench/measuring/engines/decoders.py) in library envs on a tiny
+staged dataset: in the env that carries every decoder (augbench.workload.decoders.ENV_LIBRARY) each
+decoder whose system library is here is measured and the others are `skipped` rows saying what to
+install; in an env without the decoders' packages those are `skipped` rows naming the package, and a
+corrupt JPEG is an `error` row with the decoder's own message in one line. Each decoder's output
+converted to each library's native input has exactly that library's form."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, jpeg_manifest, run_engine
 
-from augbench import decoders
+from augbench.workload import decoders
 
 pytestmark = pytest.mark.envs
 

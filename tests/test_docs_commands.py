@@ -37,7 +37,7 @@ import pytest
 import snakemake_runner
 from conftest import OFFLINE_ENV, REPO
 
-from augbench import regimes
+from augbench.planning import regimes
 
 DOCS = [
     REPO / "README.md",
@@ -300,18 +300,18 @@ def execution_problem(command: DocCommand) -> str | None:
     and the workflow profile applied, as found from the checkout), then Snakemake's rule
     (snakemake.cli.args_to_api, snakemake.api.DAGApi.execute_workflow): a local executor needs
     cores, ``-j``/``--jobs`` standing in for ``--cores``; any other executor needs a job limit.
-    The workflow's own start with a profile (augbench/launch.py) applied first."""
+    The workflow's own start with a profile (augbench/planning/launch.py) applied first."""
     import contextlib
     import io
 
     from snakemake.cli import parse_args
     from snakemake_interface_executor_plugins.registry import ExecutorPluginRegistry
 
-    from augbench import launch
+    from augbench.planning import launch
 
     argv = _argv(command)
     # The Snakefile's first lines start Snakemake again with the googlebatch profile where the
-    # command names that executor and no profile (augbench/launch.py); Snakemake reads the
+    # command names that executor and no profile (augbench/planning/launch.py); Snakemake reads the
     # Snakefile before it checks the executor's settings, so the profile's settings count.
     try:
         relaunch = launch.with_profile(["snakemake", *argv], REPO, sys.executable)

@@ -1,7 +1,7 @@
 """Each engine parses its command line into a typed settings record at one place (its parse
-function, through augbench.engines.cli.settings_from) and passes that record on: every field
-holds a value of its declared type, no engine function but the parse function sees the argparse
-namespace, and a record and its parser cannot drift apart."""
+function, through augbench.measuring.engines.cli.settings_from) and passes that record on: every
+field holds a value of its declared type, no engine function but the parse function sees the
+argparse namespace, and a record and its parser cannot drift apart."""
 
 from __future__ import annotations
 
@@ -18,19 +18,19 @@ from typing import Any
 import pytest
 from conftest import REPO
 
-from augbench import pipelines
-from augbench.engines import cli
+from augbench.measuring.engines import cli
 from augbench.policy import SlowTransformPolicy
+from augbench.workload import pipelines
 
-ENGINES = REPO / "augbench" / "engines"
+ENGINES = REPO / "augbench" / "measuring" / "engines"
 # The functions that turn a command line into a settings record.
 PARSE_FUNCTIONS = {"parse_args", "parse_own_args"}
 SHARED = ["--manifest", "m.json", "--num-images", "4", "--machine", "m", "--output", "o.json",
           "--env-marker", "env.json"]  # fmt: skip
 FLIP = pipelines.to_json([pipelines.Pipeline("flip", (pipelines.Step("HorizontalFlip"),))])
 
-# An example command line of each engine (what the rules and augbench.provision build), with
-# every kind of value its record holds: lists, policies, user pipelines, paths.
+# An example command line of each engine (what the rules and augbench.planning.provision build),
+# with every kind of value its record holds: lists, policies, user pipelines, paths.
 EXAMPLES: dict[str, list[str]] = {
     "micro": ["--library", "pillow", "--transforms", "HorizontalFlip,Rotate", "--shard", "s1",
               "--policy", '{"preflight_items": 3}', "--values", "2", "--channels", "9",
@@ -89,7 +89,7 @@ def assert_typed(record: Any) -> None:
 
 @pytest.mark.parametrize("engine", sorted(EXAMPLES))
 def test_each_engine_parses_its_command_line_into_a_typed_record(engine: str) -> None:
-    module = importlib.import_module(f"augbench.engines.{engine}")
+    module = importlib.import_module(f"augbench.measuring.engines.{engine}")
     settings = module.parse_args(EXAMPLES[engine])
     assert_typed(settings)
     assert isinstance(settings, cli.CommonSettings)
@@ -101,7 +101,7 @@ def test_each_engine_parses_its_command_line_into_a_typed_record(engine: str) ->
 
 
 def test_the_values_are_parsed_once_into_their_types() -> None:
-    from augbench.engines import cpu_dataloader, micro, training
+    from augbench.measuring.engines import cpu_dataloader, micro, training
 
     settings = micro.parse_args(EXAMPLES["micro"])
     assert settings.transforms == ("HorizontalFlip", "Rotate")
@@ -115,7 +115,7 @@ def test_the_values_are_parsed_once_into_their_types() -> None:
 
 
 def test_an_unknown_transform_fails_when_the_command_line_is_parsed() -> None:
-    from augbench.engines import micro
+    from augbench.measuring.engines import micro
 
     argv = ["--library", "pillow", "--transforms", "NoSuchTransform", *SHARED]
     with pytest.raises(KeyError):
@@ -123,7 +123,7 @@ def test_an_unknown_transform_fails_when_the_command_line_is_parsed() -> None:
 
 
 def test_the_micro_worker_parses_its_own_options_into_a_record(tmp_path: Path) -> None:
-    from augbench.engines import micro_worker
+    from augbench.measuring.engines import micro_worker
 
     argv = ["--library", "pillow", "--transforms", "HorizontalFlip", "--cache", "c.pkl",
             "--out-dir", "out", "--progress", "p", "--loops-by-transform", '{"HorizontalFlip": 4}',
@@ -140,8 +140,8 @@ def test_a_later_process_measures_its_request_with_a_copy_of_the_settings(tmp_pa
     """A --processes job starts the engine again with its argv and --process-request: the later
     process measures the request's setting, without baselines, with the window sized for each
     row by the first process."""
-    from augbench.engines import cpu_dataloader
-    from augbench.engines.dataloader import processes
+    from augbench.measuring.engines import cpu_dataloader
+    from augbench.measuring.engines.dataloader import processes
 
     request, output = tmp_path / "request.json", tmp_path / "output.json"
     request.write_text(json.dumps({"scope": "decode", "workers": 2, "windows": {"r": 6}}))
@@ -195,7 +195,7 @@ def namespace_problems(module: str, function: ast.FunctionDef | ast.AsyncFunctio
         annotation = ast.unparse(param.annotation) if param.annotation else ""
         if param.arg == "args":
             problems.append(f"{where} takes a parameter named args")
-        if "Namespace" in annotation and where != "augbench/engines/cli.py:settings_from":
+        if "Namespace" in annotation and where != "augbench/measuring/engines/cli.py:settings_from":
             problems.append(f"{where}: {param.arg} is a {annotation}")
         if "setting" in param.arg and annotation in ("", "Any"):
             problems.append(f"{where}: {param.arg} has no settings type")
@@ -211,9 +211,10 @@ def test_no_engine_function_but_the_parse_function_takes_the_namespace() -> None
     into the record): no parameter named ``args``, none annotated ``argparse.Namespace``, no
     settings typed ``Any``; every parse function returns a record."""
     functions = engine_functions()
-    assert {"augbench/engines/cli.py", "augbench/engines/dataloader/job.py"} <= {
-        module for module, _ in functions
-    }
+    assert {
+        "augbench/measuring/engines/cli.py",
+        "augbench/measuring/engines/dataloader/job.py",
+    } <= {module for module, _ in functions}
     assert [p for module, function in functions for p in namespace_problems(module, function)] == []
 
 

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 from conftest import library_env
 
-from augbench import adapters, catalog, pipelines
-from augbench.adapters.base import CPU_TRANSFORMS
+from augbench.workload import adapters, catalog, pipelines
+from augbench.workload.adapters.base import CPU_TRANSFORMS
 
 pytestmark = pytest.mark.envs
 
@@ -93,9 +93,9 @@ NATIVE_DTYPE = {
 }
 
 
-# Pipelines with a mask target (augbench.pipelines, Adapter.with_mask), run by the libraries that
-# drive the mask on a binary image whose mask is the image itself: after a geometric step the
-# mask must still cover the same pixels as the image (bilinear image edges vs nearest mask
+# Pipelines with a mask target (augbench.workload.pipelines, Adapter.with_mask), run by the
+# libraries that drive the mask on a binary image whose mask is the image itself: after a geometric
+# step the mask must still cover the same pixels as the image (bilinear image edges vs nearest mask
 # edges aside); after any other step it must be unchanged. Intensity steps come after the
 # geometric ones (a colour jitter may push white below the threshold the check reads). The
 # blobs are left-right asymmetric, so a mask left behind by a flip disagrees with the image.

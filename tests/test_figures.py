@@ -9,13 +9,13 @@ import pandas as pd
 import pytest
 from synthetic import multi_regime, row
 
-from augbench import adapters
 from augbench.analysis import compare, diagnostics, figures, groups, summary
 from augbench.analysis.figures import coverage as coverage_fig
 from augbench.analysis.figures import cpu_gpu, scaling, style
 from augbench.analysis.figures import winners as winners_fig
 from augbench.analysis.tidy import COLUMNS
-from augbench.regimes import NAMES as REGIMES
+from augbench.planning.regimes import NAMES as REGIMES
+from augbench.workload import adapters
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

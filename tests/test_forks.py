@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from augbench import adapters, catalog, config, provision
-from augbench.adapters import albumentations_mit, pillow_simd
 from augbench.analysis import tidy
 from augbench.logs import UserError
+from augbench.planning import config, provision
+from augbench.workload import adapters, catalog
+from augbench.workload.adapters import albumentations_mit, pillow_simd
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -105,7 +106,7 @@ def test_an_env_failure_writes_every_planned_file_with_its_rows(tmp_path: Path) 
     its planned rows (recipes or pipelines) env_failed with the reason, each file's setting."""
     outputs = [tmp_path / "memory-w0-s000.json", tmp_path / "decode-w2-s000.json"]
     dataloader = [
-        "-m", "augbench.engines.cpu_dataloader", "--settings", "memory-w0,decode-w2",
+        "-m", "augbench.measuring.engines.cpu_dataloader", "--settings", "memory-w0,decode-w2",
         "--library", "pillow_simd", "--machine", "m", "--num-images", "4",
         "--transforms", "HorizontalFlip,GaussianBlur", "--outputs", *map(str, outputs),
     ]  # fmt: skip
@@ -120,7 +121,7 @@ def test_an_env_failure_writes_every_planned_file_with_its_rows(tmp_path: Path) 
         for row in doc["results"].values():
             assert row["status"] == "env_failed" and reason in row["reason"]
     pipelines = [
-        "-m", "augbench.engines.pipeline_breakdown", "--library", "pillow_simd",
+        "-m", "augbench.measuring.engines.pipeline_breakdown", "--library", "pillow_simd",
         "--pipelines", json.dumps([{"name": "train_light"}, {"name": "mine"}]),
         "--output", str(tmp_path / "breakdown.json"),
     ]  # fmt: skip

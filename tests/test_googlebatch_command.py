@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import OFFLINE_ENV, REPO
 
-from augbench import launch, plan
+from augbench.planning import launch, plan
 
 # Every regime and library, so that every group of the profile has members.
 SWEEP = [

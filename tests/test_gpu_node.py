@@ -21,8 +21,8 @@ import pytest
 import yaml
 from conftest import REPO, jpeg_manifest, run_engine
 
-from augbench import provision
 from augbench.gpu_node import bundle, plan
+from augbench.planning import provision
 
 BUNDLE_SCRIPT = REPO / "tools/gpu_node/bundle"
 PROVE = REPO / "tools/gpu_node/prove.sh"
@@ -258,8 +258,8 @@ def test_the_system_manager_runs_this_interpreter_and_records_versions_against_t
     manifest = jpeg_manifest(tmp_path)
     code = "import json, sys; print(json.dumps(sys.argv))"
     proc = subprocess.run(
-        [sys.executable, "-m", "augbench.provision", "--library", "torchvision", "--manager",
-         "system", "--lock", str(lock), "--manifest", str(manifest), "--scratch",
+        [sys.executable, "-m", "augbench.planning.provision", "--library", "torchvision",
+         "--manager", "system", "--lock", str(lock), "--manifest", str(manifest), "--scratch",
          str(tmp_path / "scratch"), "--", "-c", code],
         capture_output=True, text=True, cwd=REPO, check=True,
     )  # fmt: skip

@@ -14,11 +14,12 @@ from typing import ClassVar
 import pytest
 from conftest import REPO
 
-from augbench import adapters, provision
-from augbench.adapters.base import CPU_TRANSFORMS, GPU_BATCHES, TRAINING_FEED
-from augbench.adapters.pillow import PillowAdapter
-from augbench.adapters.torchvision import TorchvisionAdapter
 from augbench.gpu_node import bundle, libraries, plan, summary
+from augbench.planning import provision
+from augbench.workload import adapters
+from augbench.workload.adapters.base import CPU_TRANSFORMS, GPU_BATCHES, TRAINING_FEED
+from augbench.workload.adapters.pillow import PillowAdapter
+from augbench.workload.adapters.torchvision import TorchvisionAdapter
 
 
 class GpuLibAdapter(TorchvisionAdapter):

@@ -12,12 +12,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from augbench import adapters, catalog, cuda_env, gpu_recipes
+from augbench import cuda_env
 from augbench.analysis import gpu
-from augbench.config import ConfigError, resolve
-from augbench.engines import skeleton
-from augbench.engines.streaming import StreamPlan, run_stream
+from augbench.measuring.engines import skeleton
+from augbench.measuring.engines.streaming import StreamPlan, run_stream
+from augbench.planning.config import ConfigError, resolve
 from augbench.policy import SlowTransformPolicy
+from augbench.workload import adapters, catalog, gpu_recipes
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -433,7 +434,8 @@ def test_gpu_required_fails_with_driver_runtime_and_advice() -> None:
     cuda_env.require(ok, "required", "job")
 
 
-# -- process isolation of recipes (augbench.engines.skeleton), real spawned processes ------------
+# -- process isolation of recipes (augbench.measuring.engines.skeleton), real spawned processes
+# ------------
 def test_a_crashing_recipe_is_one_error_row_and_the_others_are_measured() -> None:
     import sys
 
@@ -461,9 +463,10 @@ def test_a_crashing_recipe_is_one_error_row_and_the_others_are_measured() -> Non
     assert all(row["recipe"] == name for name, row in rows.items())
 
 
-# -- the shared row building (augbench.engines.skeleton) ---------------------------------------
+# -- the shared row building (augbench.measuring.engines.skeleton)
+# ---------------------------------------
 def test_an_output_on_the_wrong_device_or_of_the_wrong_shape_is_an_error_row() -> None:
-    from augbench.engines.streaming import StreamResult
+    from augbench.measuring.engines.streaming import StreamResult
 
     plan = StreamPlan.for_images(4, 2, warmup_reps=0, reps=1, policy=POLICY)
     result = StreamResult([10.0], [0.4], 4, {"preflight_items": 2})
@@ -588,7 +591,7 @@ def test_a_fresh_fork_returns_its_result_and_a_dead_one_an_error_row() -> None:
     import os
     import signal
 
-    from augbench.engines import skeleton
+    from augbench.measuring.engines import skeleton
 
     parent = os.getpid()
     assert skeleton.in_fresh_fork(lambda: {"pid": os.getpid()})["pid"] != parent

@@ -17,7 +17,8 @@ import pytest
 from conftest import REPO
 from packaging.requirements import Requirement
 
-from augbench import adapters, provision
+from augbench.planning import provision
+from augbench.workload import adapters
 
 SCRIPT = REPO / "container" / "build_envs.py"
 
@@ -61,7 +62,7 @@ def test_build_script_makes_every_env_from_its_lock_in_an_empty_prefix(tmp_path:
         assert f"{name:<16} built" in proc.stdout, name
         # Exactly the lock: nothing missing, nothing extra, no other version.
         assert installed(python) == pins(lock.read_text()), name
-        # The stamp a job checks before reusing the env (augbench.provision.ensure_env).
+        # The stamp a job checks before reusing the env (augbench.planning.provision.ensure_env).
         assert (venv / provision.LOCK_STAMP).read_text().strip() == provision.sha256_bytes(lock)
         again = provision.ensure_env(name, lock, venv, sys.executable)
         assert again["reused"] is True, name
@@ -71,7 +72,7 @@ def test_build_script_makes_every_env_from_its_lock_in_an_empty_prefix(tmp_path:
     for library in (n for n in adapters.names() if not adapters.is_alias(n)):
         subprocess.run(
             [str(prefix / "venvs" / library / "bin" / "python"), "-c",
-             f"from augbench import adapters; adapters.get({library!r}).import_library()"],
+             f"from augbench.workload import adapters; adapters.get({library!r}).import_library()"],
             check=True, env={**os.environ, "PYTHONPATH": str(REPO)},
         )  # fmt: skip
 

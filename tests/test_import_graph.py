@@ -80,9 +80,12 @@ def test_the_package_has_no_import_circle() -> None:
     modules = module_names()
     graph = {name: set(imported(name, path, modules)) for name, path in modules.items()}
     # Imports at the top, inside a function, and of a module from its package are all edges.
-    assert "augbench.regimes" in graph["augbench.sweep"]
-    assert "augbench.pipeline_sources.configured" in graph["augbench.config"]
-    assert "augbench.engines.dataloader.decode_floor" in graph["augbench.engines.dataloader.timing"]
+    assert "augbench.planning.regimes" in graph["augbench.planning.sweep"]
+    assert "augbench.workload.pipeline_sources.configured" in graph["augbench.planning.config"]
+    assert (
+        "augbench.measuring.engines.dataloader.decode_floor"
+        in graph["augbench.measuring.engines.dataloader.timing"]
+    )
     assert circles(graph) == []
 
 
@@ -108,11 +111,13 @@ def test_no_module_is_over_its_size_limit() -> None:
 
 
 def test_each_regime_family_is_one_module_holding_its_declaration_and_pricing() -> None:
-    from augbench import regimes
+    from augbench.planning import regimes
 
     for regime in regimes.ALL:
         homes = {kind.jobs.__module__ for kind in regime.kinds}
         homes |= {type(kind.pricing).__module__ for kind in regime.kinds}
-        homes |= {kind.memory.__module__ for kind in regime.kinds} - {"augbench.regimes.records"}
-        homes -= {"augbench.regimes.pricing"}  # the shared wall-time pricing
-        assert len(homes) == 1 and homes.pop().startswith("augbench.regimes."), regime.name
+        homes |= {kind.memory.__module__ for kind in regime.kinds} - {
+            "augbench.planning.regimes.records"
+        }
+        homes -= {"augbench.planning.regimes.pricing"}  # the shared wall-time pricing
+        assert len(homes) == 1 and homes.pop().startswith("augbench.planning.regimes."), regime.name

@@ -1,5 +1,5 @@
-"""augbench.layout on numpy arrays and PIL images (the driver env has no torch; torch tensors are
-covered in the library envs by tests/test_layout_envs.py)."""
+"""augbench.workload.layout on numpy arrays and PIL images (the driver env has no torch; torch
+tensors are covered in the library envs by tests/test_layout_envs.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from augbench import layout
+from augbench.workload import layout
 from tests.synthetic import multi_regime
 
 

@@ -15,12 +15,13 @@ import yaml
 from conftest import REPO
 from synthetic import row
 
-from augbench import adapters, catalog, cost, gpu_recipes, matrix, regimes, sweep
-from augbench.adapters.base import CAPABILITIES, CPU_TRANSFORMS, TRAINING_FEED
-from augbench.adapters.pillow import PillowAdapter
 from augbench.analysis import figures, speedups
 from augbench.analysis.figures import style
-from augbench.config import deep_merge, resolve
+from augbench.planning import cost, regimes, sweep
+from augbench.planning.config import deep_merge, resolve
+from augbench.workload import adapters, catalog, gpu_recipes, matrix
+from augbench.workload.adapters.base import CAPABILITIES, CPU_TRANSFORMS, TRAINING_FEED
+from augbench.workload.adapters.pillow import PillowAdapter
 
 
 class ExtraAdapter(PillowAdapter):

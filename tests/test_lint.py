@@ -43,7 +43,7 @@ def test_rules_that_read_results_rerun_when_the_package_changes() -> None:
     import re
 
     imports_analysis = re.compile(
-        r"augbench\.analysis|from augbench import (analysis|[\w, ]*\bcost\b)"
+        r"augbench\.analysis|from augbench(\.planning)? import (analysis|[\w, ]*\bcost\b)"
     )
     readers = {
         path.name

@@ -1,5 +1,5 @@
-"""The cpu_dataloader loaders' declarations (augbench/loaders.py), the config's refusal of an
-unknown one, and the jobs and result names a configured loader adds (the default run's names
+"""The cpu_dataloader loaders' declarations (augbench/workload/loaders.py), the config's refusal of
+an unknown one, and the jobs and result names a configured loader adds (the default run's names
 unchanged). The loaders in a library env: tests/test_loaders_envs.py."""
 
 from __future__ import annotations
@@ -10,12 +10,14 @@ import pytest
 import yaml
 from conftest import REPO
 
-from augbench import loaders, paths, regimes, sweep
+from augbench import paths
 from augbench.analysis import dataloader as dataloader_tables
 from augbench.analysis import groups, speedups, tidy
 from augbench.analysis import loaders as loaders_table
-from augbench.config import ConfigError, deep_merge, resolve
+from augbench.planning import regimes, sweep
+from augbench.planning.config import ConfigError, deep_merge, resolve
 from augbench.results import ok_row, write_result_file
+from augbench.workload import loaders
 
 
 def config(**extra: object) -> dict:

@@ -1,5 +1,5 @@
-"""The cpu_dataloader engine with each loader (augbench/loaders.py) in a library env on a tiny
-staged dataset: process and thread give ok rows with their loader, throughput, first batch, CPU
+"""The cpu_dataloader engine with each loader (augbench/workload/loaders.py) in a library env on a
+tiny staged dataset: process and thread give ok rows with their loader, throughput, first batch, CPU
 utilisation and PSS; spdl gives ok rows where SPDL is installed in the env (torchvision's lock
 carries it), else `skipped` rows naming the package to install."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import jpeg_manifest, run_engine
 
-from augbench import loaders
+from augbench.workload import loaders
 
 pytestmark = pytest.mark.envs
 

@@ -1,7 +1,8 @@
-"""The memory model of planned jobs (augbench/memory.py) and what feeds it: the pixel budget shared
-by the micro engine and the plan, the prediction formula, the image sizes known before staging,
-the footprints the regime declarations give (augbench/regimes/) and the plan's refusal of a job
-that cannot fit its machine (augbench/sweep.py). No Snakemake, no benchmarked library."""
+"""The memory model of planned jobs (augbench/planning/memory.py) and what feeds it: the pixel
+budget shared by the micro engine and the plan, the prediction formula, the image sizes known before
+staging, the footprints the regime declarations give (augbench/planning/regimes/) and the plan's
+refusal of a job that cannot fit its machine (augbench/planning/sweep.py). No Snakemake, no
+benchmarked library."""
 
 from __future__ import annotations
 
@@ -16,10 +17,13 @@ import pytest
 import yaml
 from conftest import REPO
 
-from augbench import adapters, dataset, media, memory, policy, regimes, resize, sweep
-from augbench.adapters.base import CPU_TRANSFORMS
-from augbench.config import deep_merge, resolve
-from augbench.engines import micro
+from augbench import policy
+from augbench.measuring import media
+from augbench.measuring.engines import micro
+from augbench.planning import dataset, memory, regimes, resize, sweep
+from augbench.planning.config import deep_merge, resolve
+from augbench.workload import adapters
+from augbench.workload.adapters.base import CPU_TRANSFORMS
 
 EVERYTHING = {
     "machine": "m",
@@ -67,8 +71,8 @@ def test_images_within_budget(
 
 # -- 2. the prediction --------------------------------------------------------------------------
 def expected(fp: memory.Footprint) -> tuple[int, int, float]:
-    """(mem_mb, rss_mb, process_mb) by the formula of augbench/memory.py's docstring, from the
-    policy constants: shared pages once plus each forked worker's private pages and the batches
+    """(mem_mb, rss_mb, process_mb) by the formula of augbench/planning/memory.py's docstring, from
+    the policy constants: shared pages once plus each forked worker's private pages and the batches
     in flight (mem_mb); the same plus each forked worker's copy of the pages it shares with the
     main process (rss_mb); both times the headroom factor plus its MB."""
     alone, with_torch = memory.measured()["import_rss_mb"][fp.library]

@@ -1,10 +1,10 @@
 """No benchmark job phones home, and a checkout that ran locally can still plan a cloud sweep.
 
-- Library telemetry is off in every benchmark process (augbench.telemetry), set by
+- Library telemetry is off in every benchmark process (augbench.measuring.telemetry), set by
   the launcher before the engine's interpreter starts and recorded in every result file and row.
-- The network guard (augbench/netguard) refuses and logs any name lookup or connection that would
-  leave the machine; the session's smoke run (every library and regime) runs under it, and its
-  log must show the guard in every job's processes and no refused connection.
+- The network guard (augbench/measuring/netguard) refuses and logs any name lookup or connection
+  that would leave the machine; the session's smoke run (every library and regime) runs under it,
+  and its log must show the guard in every job's processes and no refused connection.
 - Results of other datasets in the working directory are never inputs of a sweep whose files live
   in a bucket (the googlebatch profile's default storage provider).
 """
@@ -23,11 +23,11 @@ import pytest
 import snakemake_runner
 from conftest import NETWORK_GUARD_LOG, OFFLINE_ENV, REPO, SMOKE_LIBRARIES, copy_of
 
-from augbench import provision, regimes
+from augbench.measuring.telemetry import off_environment
+from augbench.planning import provision, regimes
 from augbench.policy import NETWORK_GUARD_ENV_VAR
-from augbench.telemetry import off_environment
 
-GUARD_DIR = REPO / "augbench" / "netguard"
+GUARD_DIR = REPO / "augbench" / "measuring" / "netguard"
 
 
 def guarded_python(code: str, log: Path) -> subprocess.CompletedProcess[str]:
@@ -95,9 +95,12 @@ def test_no_benchmark_job_of_the_smoke_run_connects_outside(smoke_run) -> None:
     # DALI's CPU variant, and the pyperf workers micro starts.
     started = [" ".join(r.get("argv") or []) for r in found if r["event"] == "installed"]
     for library in regimes.libraries_for("micro", SMOKE_LIBRARIES):
-        for engine in ("augbench.engines.micro", "augbench.engines.cpu_dataloader"):
+        for engine in (
+            "augbench.measuring.engines.micro",
+            "augbench.measuring.engines.cpu_dataloader",
+        ):
             assert any(engine in a and f"--library {library}" in a for a in started), engine
-    assert any("augbench.engines.dali" in a and "dali-cpu" in a for a in started)
+    assert any("augbench.measuring.engines.dali" in a and "dali-cpu" in a for a in started)
     assert any("micro_worker.py" in a for a in started)
 
 

@@ -1,7 +1,8 @@
-"""Pipelines written with AlbumentationsX's A.save (augbench.pipeline_sources.albumentations_file):
-the driver-side mapping of each child to a catalog step or an unmapped step, the errors on
-malformed files, and, in the AlbumentationsX env (tests/helpers/albx_file_probe.py), real A.save
-files, the catalog mappings' own transforms, and the native builders."""
+"""Pipelines written with AlbumentationsX's A.save
+(augbench.workload.pipeline_sources.albumentations_file): the driver-side mapping of each child to a
+catalog step or an unmapped step, the errors on malformed files, and, in the AlbumentationsX env
+(tests/helpers/albx_file_probe.py), real A.save files, the catalog mappings' own transforms, and the
+native builders."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ import pytest
 import yaml
 from conftest import REPO, env_python
 
-from augbench import catalog, pipelines
-from augbench.pipeline_sources import albumentations_file as albx
-from augbench.telemetry import off_environment
+from augbench.measuring.telemetry import off_environment
+from augbench.workload import catalog, pipelines
+from augbench.workload.pipeline_sources import albumentations_file as albx
 
 SOURCE = "config/pipelines/mine.yaml"
 

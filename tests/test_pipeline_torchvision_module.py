@@ -1,6 +1,6 @@
 """torchvision pipelines written as a v2 Compose in the user's module
-(``augbench.pipeline_sources.torchvision_module``): references and placeholders on the driver,
-then, in the torchvision env, the mapping of each transform to catalog steps, the CLI's
+(``augbench.workload.pipeline_sources.torchvision_module``): references and placeholders on the
+driver, then, in the torchvision env, the mapping of each transform to catalog steps, the CLI's
 pipeline or one-line error, and the user's own objects for the torchvision runs."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from conftest import env_python, library_env
 
-from augbench import pipelines
-from augbench.pipeline_sources import torchvision_module as tvm
+from augbench.workload import pipelines
+from augbench.workload.pipeline_sources import torchvision_module as tvm
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "user_pipelines"
@@ -77,7 +77,7 @@ def test_placeholder_refuses_names_rows_cannot_carry(ref: str, message: str) -> 
 
 def test_driver_side_imports_no_torch() -> None:
     code = (
-        "import sys; import augbench.pipeline_sources.torchvision_module as m; "
+        "import sys; import augbench.workload.pipeline_sources.torchvision_module as m; "
         "m.placeholder('a.b:c', source='s'); "
         "assert not {'torch', 'torchvision'} & set(sys.modules), sorted(sys.modules)"
     )
@@ -92,7 +92,7 @@ def _env(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
 
 def _cli(ref: str, out: Path, *extra: str) -> dict[str, Any]:
     proc = _env(
-        "-m", "augbench.pipeline_sources.torchvision_module", ref, "--source", "cli",
+        "-m", "augbench.workload.pipeline_sources.torchvision_module", ref, "--source", "cli",
         "--out", str(out), "--search-path", str(FIXTURES), *extra,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -187,7 +187,7 @@ def cli_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int,
     folder = tmp_path_factory.mktemp("cli-errors")
     code = """
 import json, sys
-from augbench.pipeline_sources.torchvision_module import main
+from augbench.workload.pipeline_sources.torchvision_module import main
 refs, folder, fixtures = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
 out = {}
 for i, ref in enumerate(refs):
@@ -219,7 +219,7 @@ def test_cli_writes_one_line_errors(
 @needs_env
 def test_cli_fails_on_unexpected_errors(tmp_path: Path) -> None:
     proc = _env(
-        "-m", "augbench.pipeline_sources.torchvision_module", "tv_reference:train_preset",
+        "-m", "augbench.workload.pipeline_sources.torchvision_module", "tv_reference:train_preset",
         "--out", str(tmp_path), "--search-path", str(FIXTURES),
     )  # fmt: skip
     assert proc.returncode == 1
@@ -233,7 +233,7 @@ def test_the_current_directory_is_searched(tmp_path: Path) -> None:
         "from torchvision.transforms import v2\nmine = v2.Compose([v2.RandomInvert(1.0)])\n"
     )
     proc = _env(
-        "-m", "augbench.pipeline_sources.torchvision_module", "local_tf:mine",
+        "-m", "augbench.workload.pipeline_sources.torchvision_module", "local_tf:mine",
         "--out", "out.json", cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -247,8 +247,8 @@ def test_the_current_directory_is_searched(tmp_path: Path) -> None:
 def test_native_steps_are_the_users_own_objects(tmp_path: Path) -> None:
     code = f"""
 import importlib, json
-from augbench import pipelines
-from augbench.pipeline_sources import torchvision_module as tvm
+from augbench.workload import pipelines
+from augbench.workload.pipeline_sources import torchvision_module as tvm
 resolved = tvm.resolve("tv_reference:train_preset_pil", source="s", search_path=[{str(FIXTURES)!r}])
 pipeline = pipelines.Pipeline.from_dict(json.loads(json.dumps(resolved.to_dict())))
 user = importlib.import_module("tv_reference").train_preset_pil
@@ -398,7 +398,7 @@ def mapped() -> dict[str, list[dict[str, Any]]]:
     code = """
 import json, sys, torch
 from torchvision.transforms import InterpolationMode, v2
-from augbench.pipeline_sources import torchvision_module as tvm
+from augbench.workload.pipeline_sources import torchvision_module as tvm
 steps = {e: tvm.to_steps(v2.Compose([eval(e)])) for e in json.loads(sys.argv[1])}
 print(json.dumps({e: [s.to_dict() for s in found] for e, found in steps.items()}))
 """

@@ -13,14 +13,14 @@ import pandas as pd
 import pytest
 import yaml
 
-from augbench import adapters, catalog, layout, pipelines
-from augbench.adapters.base import Chain, Composed
 from augbench.analysis import pipelines as pipeline_tables
 from augbench.analysis import tidy
-from augbench.config import ConfigError, resolve
-from augbench.engines import breakdown_passes, pipeline_breakdown
-from augbench.pipeline_sources import configured
-from augbench.stopping import StoppingRule
+from augbench.measuring.engines import breakdown_passes, pipeline_breakdown
+from augbench.measuring.stopping import StoppingRule
+from augbench.planning.config import ConfigError, resolve
+from augbench.workload import adapters, catalog, layout, pipelines
+from augbench.workload.adapters.base import Chain, Composed
+from augbench.workload.pipeline_sources import configured
 
 REPO = Path(__file__).resolve().parents[1]
 BASE = yaml.safe_load((REPO / "config/config.yaml").read_text())
@@ -256,7 +256,7 @@ def test_the_address_layout_is_shared_by_forks_and_drawn_anew_by_each_interprete
     randomized = Path("/proc/sys/kernel/randomize_va_space").read_text().strip() != "0"
     fresh = {
         subprocess.run(
-            [sys.executable, "-c", "from augbench.engines.pipeline_breakdown import "
+            [sys.executable, "-c", "from augbench.measuring.engines.pipeline_breakdown import "
              "address_layout; print(address_layout())"],
             capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[1],
         ).stdout.strip()
@@ -417,7 +417,7 @@ def test_figure_draws_shares_and_caption(tmp_path: Path) -> None:
 
 
 def test_cpu_dataloader_resolves_a_pipeline_name_into_its_recipe() -> None:
-    from augbench.engines import cpu_dataloader
+    from augbench.measuring.engines import cpu_dataloader
 
     chosen = [_shipped("imagenet_train_colorjitter")]
     settings = cpu_dataloader.parse_args(
@@ -501,7 +501,7 @@ def test_gpu_pipelines_must_end_in_normalize_and_never_sleep() -> None:
 
 
 def test_gpu_workers_cut_for_the_first_crop_and_output_sizes_follow_the_steps() -> None:
-    from augbench import gpu_recipes
+    from augbench.workload import gpu_recipes
 
     shipped = _all_shipped()
     for name in ("imagenet_train", "train_light", "train_medium", "train_heavy"):
@@ -526,7 +526,7 @@ def test_gpu_workers_cut_for_the_first_crop_and_output_sizes_follow_the_steps() 
 def test_a_module_pipeline_whose_resolution_failed_is_an_error_row_in_every_library(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from augbench.pipeline_sources import torchvision_module
+    from augbench.workload.pipeline_sources import torchvision_module
 
     monkeypatch.chdir(tmp_path)
     ref = "no_such_module:train_tf"

@@ -1,6 +1,6 @@
-"""The plan printed before the first job (augbench.plan): which jobs it counts in which phase, and
-that its ETA comes from the cost model's models (reference file, then the working directory's
-own timings). Its content is tested here, never its timing."""
+"""The plan printed before the first job (augbench.planning.plan): which jobs it counts in which
+phase, and that its ETA comes from the cost model's models (reference file, then the working
+directory's own timings). Its content is tested here, never its timing."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from augbench import cost, plan, regimes
+from augbench.planning import cost, plan, regimes
 
 CONFIG = {
     "num_images": 100,
@@ -25,7 +25,8 @@ def _by_output(*jobs: regimes.Job) -> dict[str, regimes.Job]:
     return {job.output: job for job in jobs}
 
 
-# What augbench.sweep.Sweep.cost_jobs gives the plan: the priced job behind each result file.
+# What augbench.planning.sweep.Sweep.cost_jobs gives the plan: the priced job behind each result
+# file.
 BY_OUTPUT = _by_output(
     regimes.Job("micro", "pillow", transforms=MICRO, output=f"{RAW}/micro/pillow/s000.json"),
     regimes.Job("micro", "kornia", transforms=MICRO, output=f"{RAW}/micro/kornia/s000.json"),
@@ -80,7 +81,7 @@ def test_jobs_are_counted_per_phase_in_running_order() -> None:
 
 
 def test_the_plan_uses_the_cost_model_for_micro() -> None:
-    """The micro phase is what augbench.cost.seconds_per_job says for the same job."""
+    """The micro phase is what augbench.planning.cost.seconds_per_job says for the same job."""
     found = {p.name: p for p in plan.phases(planned(), BY_OUTPUT, models(), CONFIG, cores=2)}
     job = BY_OUTPUT[f"{RAW}/micro/pillow/s000.json"]
     seconds, _ = cost.seconds_per_job([job], models(), CONFIG)

@@ -1,5 +1,6 @@
-"""How quiet the machine was during a job (augbench/quietness.py): reading /proc, the arithmetic
-of other processes' load, the verdict, and its columns in the tidy table, speedups and summary."""
+"""How quiet the machine was during a job (augbench/measuring/quietness.py): reading /proc, the
+arithmetic of other processes' load, the verdict, and its columns in the tidy table, speedups and
+summary."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from augbench import quietness
 from augbench.analysis import speedups, summary, tidy
+from augbench.measuring import quietness
 from augbench.policy import (
     QUIETNESS_MIN_WALL_SECONDS,
     UNDER_LOAD_CLOCK_DROP,
@@ -154,10 +155,14 @@ def test_verdict_names_each_threshold_crossed() -> None:
 
 
 def test_only_an_engine_launched_with_python_m_samples_its_start() -> None:
-    assert quietness.launched_as_engine(["python", "-m", "augbench.engines.micro", "--x"])
-    assert quietness.launched_as_engine(["py", "-X", "dev", "-m", "augbench.engines.dali"])
+    assert quietness.launched_as_engine(["python", "-m", "augbench.measuring.engines.micro", "--x"])
+    assert quietness.launched_as_engine(
+        ["py", "-X", "dev", "-m", "augbench.measuring.engines.dali"]
+    )
     assert not quietness.launched_as_engine(["python", "-m", "pytest"])
-    assert not quietness.launched_as_engine(["python", "augbench/engines/micro_worker.py"])
+    assert not quietness.launched_as_engine(
+        ["python", "augbench/measuring/engines/micro_worker.py"]
+    )
     assert not quietness.launched_as_engine(
         ["python", "-c", "from multiprocessing.spawn import spawn_main", "--multiprocessing-fork"]
     )

@@ -17,7 +17,7 @@ from conftest import REPO
 
 from augbench.analysis import recommendation, starvation
 from augbench.analysis.groups import read_table
-from augbench.starvation_model import Model, target_model, target_problem
+from augbench.planning.starvation_model import Model, target_model, target_problem
 
 CLOUD = {
     "regimes": {

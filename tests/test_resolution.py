@@ -10,9 +10,9 @@ import pytest
 from test_config import BASE
 
 from augbench.analysis.resolution import scaling_table
-from augbench.config import ConfigError, resolve
-from augbench.dataset import build_default_archive, default_identity, stage_archive
-from augbench.resize import ResizeSpec, build_derived, derived_identity, resize_archive
+from augbench.planning.config import ConfigError, resolve
+from augbench.planning.dataset import build_default_archive, default_identity, stage_archive
+from augbench.planning.resize import ResizeSpec, build_derived, derived_identity, resize_archive
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -30,7 +30,7 @@ def test_derived_key_changes_with_the_base_archive_and_every_resize_parameter() 
 
 
 def test_derived_key_follows_the_bytes_of_a_local_archive(tmp_path: Path) -> None:
-    from augbench.dataset import archive_identity
+    from augbench.planning.dataset import archive_identity
 
     first = build_default_archive(tmp_path / "a" / "val.tar", 2)["path"]
     second = build_default_archive(tmp_path / "b" / "val.tar", 3)["path"]
@@ -158,11 +158,11 @@ def test_figure_draws_the_sweep_and_says_so_without_one(tmp_path: Path) -> None:
 
 
 def test_a_node_without_the_images_restages_a_derived_dataset(staged: Path, tmp_path: Path) -> None:
-    """A cloud node stages the derived archive itself (augbench.provision), small images and the
-    sweep's manifest fields included."""
+    """A cloud node stages the derived archive itself (augbench.planning.provision), small images
+    and the sweep's manifest fields included."""
     import shutil
 
-    from augbench import provision
+    from augbench.planning import provision
 
     spec = ResizeSpec(32)
     found = derived_identity(default_identity("base", 4), spec)

@@ -1,5 +1,6 @@
-"""What a SLURM sweep asks the scheduler for and refuses before submitting (augbench/slurm.py),
-from the config alone; tests/test_slurm.py runs it against a real scheduler."""
+"""What a SLURM sweep asks the scheduler for and refuses before submitting
+(augbench/planning/slurm.py), from the config alone; tests/test_slurm.py runs it against a real
+scheduler."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import yaml
 from conftest import REPO, smoke_settings
 from test_memory import paper_sweep
 
-from augbench import command_line, cost, regimes, slurm
+from augbench.planning import command_line, cost, regimes, slurm
 
 SHIPPED = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 

@@ -9,7 +9,7 @@ import pytest
 
 from augbench.analysis import starvation
 from augbench.analysis.starvation import data_wait_fraction
-from augbench.starvation_model import Model, models_from_config, predict
+from augbench.planning.starvation_model import Model, models_from_config, predict
 
 SKIP_REASON = "workers 4 > 2 usable cores on this machine"
 

@@ -1,5 +1,5 @@
-"""The stopping rule every engine shares (augbench/stopping.py) and the intervals it and every
-row use (augbench/intervals.py): the interval of the median, of ratios, and percentiles the
+"""The stopping rule every engine shares (augbench/measuring/stopping.py) and the intervals it and
+every row use (augbench/intervals.py): the interval of the median, of ratios, and percentiles the
 sample supports."""
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from augbench.intervals import (
     process_median_interval,
     ratio_interval,
 )
-from augbench.policy import RELATIVE_CI_TARGET
-from augbench.results import summarize_throughputs
-from augbench.stopping import (
+from augbench.measuring.stopping import (
     StoppingRule,
     breakdown_passes,
     breakdown_value_bounds,
     epoch_batches,
     relative_ci,
 )
+from augbench.policy import RELATIVE_CI_TARGET
+from augbench.results import summarize_throughputs
 
 
 def test_the_median_interval_is_the_order_statistic_one() -> None:

@@ -1,7 +1,8 @@
-"""The regime declarations (augbench/regimes/) and the job lists they give (augbench/sweep.py),
-without Snakemake: which jobs each preset plans, their flags, and that a regime added by a
-declaration alone reaches the plan and the cost estimate. One test asks Snakemake which rules
-the workflow defines, so that no timed rule exists outside the declarations."""
+"""The regime declarations (augbench/planning/regimes/) and the job lists they give
+(augbench/planning/sweep.py), without Snakemake: which jobs each preset plans, their flags, and that
+a regime added by a declaration alone reaches the plan and the cost estimate. One test asks
+Snakemake which rules the workflow defines, so that no timed rule exists outside the
+declarations."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ import pytest
 import snakemake_runner
 import yaml
 
-from augbench import command_line, cost, memory, paths, plan, regimes, sweep
-from augbench.adapters.base import CPU_TRANSFORMS
-from augbench.config import deep_merge, resolve
-from augbench.regimes.gpu import Stream
+from augbench import paths
+from augbench.planning import command_line, cost, memory, plan, regimes, sweep
+from augbench.planning.config import deep_merge, resolve
+from augbench.planning.regimes.gpu import Stream
+from augbench.workload.adapters.base import CPU_TRANSFORMS
 
 REPO = Path(__file__).resolve().parents[1]
 EVERYTHING = {
@@ -133,7 +135,7 @@ DUMMY = regimes.Regime(
             rule="dummy", regime="dummy", role="results",
             result="results/raw/{machine}/{dataset}/dummy/{library}/{shard}.json",
             log="{machine}/{dataset}/dummy/{library}/{shard}", placement="micro",
-            engine="augbench.engines.dummy", pricing=Stream(), jobs=_dummy_jobs,
+            engine="augbench.measuring.engines.dummy", pricing=Stream(), jobs=_dummy_jobs,
             args=lambda s, kind, w: {"library": w["library"], "shard": w["shard"]},
             threads=lambda s, w: 1, config_block="dali",
             memory=lambda s, kind, w: memory.Footprint(w["library"]),

@@ -259,7 +259,7 @@ def test_cost_validation_compares_a_prediction_with_the_runs_benchmarks(tmp_path
 def test_time_model_learns_a_runs_jobs_and_keeps_the_others_with_update(tmp_path: Path) -> None:
     from test_cost import _local_run
 
-    from augbench import plan
+    from augbench.planning import plan
 
     run = _local_run(tmp_path / "run")
     output = tmp_path / "time_model.json"
@@ -297,7 +297,7 @@ def test_render_transforms_doc_writes_the_committed_page(tmp_path: Path) -> None
 def test_hd_archive_writes_1280x720_frames_the_workflow_takes(tmp_path: Path) -> None:
     from PIL import Image
 
-    from augbench.dataset import sha256_file
+    from augbench.planning.dataset import sha256_file
 
     archive = tmp_path / "hd.tar"
     done = run_tool("experiments/hd_archive.py", "--out", str(archive), "--images", "2")
@@ -351,10 +351,10 @@ def test_plan_snapshot_saves_the_plan_and_names_what_changed(tmp_path: Path) -> 
 def test_import_rss_fits_a_librarys_working_copies_keeping_the_others(tmp_path: Path) -> None:
     from conftest import library_env
 
-    from augbench import adapters
+    from augbench.workload import adapters
 
     library_env("pillow")
-    shipped = json.loads((REPO / "augbench/library_memory.json").read_text())
+    shipped = json.loads((REPO / "augbench/planning/library_memory.json").read_text())
     output = tmp_path / "library_memory.json"
     output.write_text(json.dumps(shipped))
     done = run_tool("checks/import_rss.py", "--libraries", "pillow", "--working-copies-only",
@@ -381,7 +381,7 @@ def test_lock_envs_relocks_one_library_keeping_its_pins(tmp_path: Path) -> None:
     """``--only pillow`` on a copy of envs/: the lock is resolved again (uv, the package index)
     under its current pins, so every pin stays; the conda mirror lists exactly the lock's pins,
     and no other library's file moves."""
-    from augbench.provision import lock_pins, normalized_name
+    from augbench.planning.provision import lock_pins, normalized_name
 
     envs = tmp_path / "envs"
     shutil.copytree(REPO / "envs", envs)

@@ -20,7 +20,7 @@ import yaml
 from conftest import REPO, jpeg_manifest, library_env
 from test_tools import run_tool
 
-from augbench import pipelines
+from augbench.workload import pipelines
 
 pytestmark = pytest.mark.envs
 
@@ -32,7 +32,7 @@ PIPELINES_JSON = pipelines.to_json([pipelines.parse(yaml.safe_load(PIPELINE_YAML
 
 def engine(python: Path, module: str, *args: str) -> None:
     subprocess.run(
-        [str(python), "-m", f"augbench.engines.{module}", *args],
+        [str(python), "-m", f"augbench.measuring.engines.{module}", *args],
         check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)},
     )  # fmt: skip
 

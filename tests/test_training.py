@@ -1,7 +1,7 @@
-"""The training regime's logic (augbench/engines/training.py, augbench/analysis/training.py):
-the starvation model it checks, the measured data-wait fraction against the analytic value of a
-synthetic loader whose cost is known, and its tables. No timing thresholds: the analytic check
-compares a measured fraction with a computed one."""
+"""The training regime's logic (augbench/measuring/engines/training.py,
+augbench/analysis/training.py): the starvation model it checks, the measured data-wait fraction
+against the analytic value of a synthetic loader whose cost is known, and its tables. No timing
+thresholds: the analytic check compares a measured fraction with a computed one."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ import pytest
 from conftest import REPO, jpeg_manifest, library_env
 
 from augbench.analysis import training as training_tables
-from augbench.config import ConfigError, resolve
-from augbench.engines import training
-from augbench.starvation_model import Supply, fewest_fed, predict, verdict
+from augbench.measuring.engines import training
+from augbench.planning.config import ConfigError, resolve
+from augbench.planning.starvation_model import Supply, fewest_fed, predict, verdict
 
 BASE = {"machine": "m", "envs": {}, "dataset": {"archive": None}, "preset": "smoke"}
 
@@ -99,7 +99,7 @@ KNOWN_COST_LOOP = """
 import json, sys, time
 import torch
 from torch.utils.data import DataLoader, Dataset
-from augbench.engines import training
+from augbench.measuring.engines import training
 
 class Slow(Dataset):
     def __len__(self):

@@ -1,6 +1,6 @@
-"""A model that steps on the CPU the loader's workers use (augbench.starvation_model,
-augbench.analysis.training, augbench.engines.training): the cores its step keeps from them slow
-the loader, which the prediction counts; a stand-in that sleeps keeps none. Arithmetic on
+"""A model that steps on the CPU the loader's workers use (augbench.planning.starvation_model,
+augbench.analysis.training, augbench.measuring.engines.training): the cores its step keeps from them
+slow the loader, which the prediction counts; a stand-in that sleeps keeps none. Arithmetic on
 synthetic rows, and the CPU stand-in's step measured alone (its CPU time, not its speed)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from augbench.analysis import training as training_tables
-from augbench.engines import training
-from augbench.starvation_model import Supply, predict, shared_period
+from augbench.measuring.engines import training
+from augbench.planning.starvation_model import Supply, predict, shared_period
 
 
 def test_a_step_that_keeps_one_of_two_cores_leaves_two_workers_one() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from augbench import adapters, catalog
-from augbench.transforms_doc import DOC_PATH, render
+from augbench.workload import adapters, catalog
+from augbench.workload.transforms_doc import DOC_PATH, render
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -12,7 +12,7 @@ import pytest
 
 from augbench.analysis import starvation
 from augbench.analysis.starvation import FEED_COLUMNS, scaling_model
-from augbench.starvation_model import Model
+from augbench.planning.starvation_model import Model
 
 REPO = Path(__file__).resolve().parents[1]
 NODE = REPO / "docs" / "results" / "intel-xeon-16c-nvidia-h100-80gb-hbm3"

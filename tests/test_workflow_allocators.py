@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from conftest import REPO, run_snakemake
 
-from augbench import allocator
+from augbench.measuring import allocator
 
 pytestmark = pytest.mark.workflow
 

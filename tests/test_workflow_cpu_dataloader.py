@@ -24,8 +24,9 @@ from conftest import (
     smoke_settings,
 )
 
-from augbench import matrix, recipes, regimes
-from augbench.stopping import epoch_batches
+from augbench.measuring.stopping import epoch_batches
+from augbench.planning import regimes
+from augbench.workload import matrix, recipes
 
 pytestmark = pytest.mark.workflow
 

@@ -33,8 +33,8 @@ from conftest import (
     smoke_settings,
 )
 
-from augbench import catalog, gpu_recipes
-from augbench.config import resolve
+from augbench.planning.config import resolve
+from augbench.workload import catalog, gpu_recipes
 
 pytestmark = pytest.mark.workflow
 
@@ -204,9 +204,9 @@ def test_workers_collate_fixed_size_uint8_crops(smoke_run: WorkflowRun) -> None:
         f"""
         import json
         from pathlib import Path
-        from augbench import media
-        from augbench.engines import gpu_dataloader as g
-        from augbench.engines.streaming import StreamPlan
+        from augbench.measuring import media
+        from augbench.measuring.engines import gpu_dataloader as g
+        from augbench.measuring.engines.streaming import StreamPlan
         from augbench.policy import SlowTransformPolicy
 
         files = media.select_files(Path({str(smoke_run.manifest)!r}), 6)
@@ -239,7 +239,7 @@ def test_worker_crop_larger_than_the_image_is_a_clear_error(tmp_path: Path) -> N
         "torchvision",
         f"""
         import json
-        from augbench.engines import gpu_dataloader as g
+        from augbench.measuring.engines import gpu_dataloader as g
         try:
             g.CropDataset([{str(image)!r}], (224, 224), "decode")[0]
         except ValueError as exc:
@@ -276,9 +276,9 @@ def engine_on_cpu(library: str, files: list[str]) -> str:
     return f"""
         import json, sys
         from pathlib import Path
-        from augbench import adapters, gpu_recipes
-        from augbench.engines import gpu_dataloader as g, skeleton
-        from augbench.engines.streaming import StreamPlan
+        from augbench.workload import adapters, gpu_recipes
+        from augbench.measuring.engines import gpu_dataloader as g, skeleton
+        from augbench.measuring.engines.streaming import StreamPlan
         from augbench.policy import SlowTransformPolicy
 
         policy = SlowTransformPolicy(preflight_items=1, enabled=False)
@@ -368,8 +368,8 @@ def test_dali_timing_code_sees_a_known_sleep_in_the_pipeline(tmp_path: Path) -> 
         import json, time
         import nvidia.dali.fn as fn
         from nvidia.dali.pipeline import Pipeline
-        from augbench.engines import dali
-        from augbench.engines.streaming import StreamPlan
+        from augbench.measuring.engines import dali
+        from augbench.measuring.engines.streaming import StreamPlan
         from augbench.policy import SlowTransformPolicy
 
         def sleepy(sample):
@@ -446,9 +446,9 @@ def test_cuda_sleep_kernel_in_the_gpu_step_is_inside_the_measured_time(
         import json
         from pathlib import Path
         import torch
-        from augbench import media
-        from augbench.engines import gpu_dataloader as g
-        from augbench.engines.streaming import StreamPlan
+        from augbench.measuring import media
+        from augbench.measuring.engines import gpu_dataloader as g
+        from augbench.measuring.engines.streaming import StreamPlan
         from augbench.policy import SlowTransformPolicy
 
         device = torch.device("cuda")
@@ -513,7 +513,7 @@ def test_every_shipped_pipeline_runs_its_gpu_chain_on_cpu_tensors_or_names_the_s
         library,
         engine_on_cpu(library, jpeg_files(tmp_path))
         + f"""
-        from augbench import pipelines
+        from augbench.workload import pipelines
         defs = pipelines.from_json({json.dumps(default["pipeline_definitions"])!r})
         out = {{}}
         for name, pipe in defs.items():
@@ -564,8 +564,8 @@ def test_kornia_moves_the_mask_with_the_images_on_device_batches() -> None:
         "kornia",
         """
         import json, torch
-        from augbench import pipelines
-        from augbench.engines import gpu_dataloader as g
+        from augbench.workload import pipelines
+        from augbench.measuring.engines import gpu_dataloader as g
         pipe = pipelines.parse({"name": "seg", "targets": ["mask"],
                                 "steps": ["HorizontalFlip", "Affine", "Normalize"]})
         images = torch.zeros(3, 3, 96, 128, dtype=torch.uint8)

@@ -1,6 +1,6 @@
 """What the workflow's rules ask for (augbench/workflow_inputs.py) and what a command line asks
-of it (augbench/command_line.py), computed from a resolved config without Snakemake's parser of
-the Snakefile: the table inputs planned and on disk, the env markers' ancient() flags, the
+of it (augbench/planning/command_line.py), computed from a resolved config without Snakemake's
+parser of the Snakefile: the table inputs planned and on disk, the env markers' ancient() flags, the
 targets of a run and of `--until figures`."""
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from augbench import command_line, paths, regimes
+from augbench import paths
 from augbench import workflow_inputs as wi
-from augbench.config import deep_merge, resolve
+from augbench.planning import command_line, regimes
+from augbench.planning.config import deep_merge, resolve
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -21,7 +21,9 @@ from conftest import (
     smoke_settings,
 )
 
-from augbench import matrix, regimes, result_format
+from augbench import result_format
+from augbench.planning import regimes
+from augbench.workload import matrix
 
 pytestmark = pytest.mark.workflow
 
@@ -81,8 +83,8 @@ def test_result_files_follow_the_schema(smoke_run: WorkflowRun) -> None:
         assert meta["dataset"]["num_images_used"] == SMOKE["num_images"]
         assert meta["environment"]["env_lock_sha256"]
         assert meta["thread_settings"]["environment"]["OMP_NUM_THREADS"] == "1"
-        # How quiet the machine was (augbench.quietness): both ends, the pre-start sample of the
-        # engine process, and the job's own CPU (its pyperf workers reaped and counted).
+        # How quiet the machine was (augbench.measuring.quietness): both ends, the pre-start sample
+        # of the engine process, and the job's own CPU (its pyperf workers reaped and counted).
         quiet = meta["quietness"]
         assert quiet["source"] == "linux /proc" and quiet["cpus"] >= 1
         assert quiet["pre_start"]["wall_seconds"] > 0
@@ -248,7 +250,7 @@ def test_rows_repeat_until_the_ci_target_or_the_process_limit(smoke_run: Workflo
 
 
 def test_plan_is_printed_before_the_first_job(smoke_run: WorkflowRun) -> None:
-    """Jobs per phase and an ETA (augbench.plan) come before any job's output."""
+    """Jobs per phase and an ETA (augbench.planning.plan) come before any job's output."""
     out = smoke_run.output
     assert "augbench plan:" in out, out[:3000]
     before_jobs = out.split("augbench plan:", 1)[0]

@@ -24,8 +24,8 @@ from conftest import (
     smoke_settings,
 )
 
-from augbench import regimes
 from augbench.cuda_env import SKIP_NO_CUDA
+from augbench.planning import regimes
 from augbench.policy import PIPELINE_HARNESS_TOLERANCE
 
 pytestmark = pytest.mark.workflow

@@ -16,7 +16,7 @@ import pytest
 import snakemake_runner
 from conftest import REPO, SMOKE_CONFIG, WorkflowRun, copy_of, run_snakemake
 
-from augbench import regimes
+from augbench.planning import regimes
 
 pytestmark = pytest.mark.workflow
 
@@ -49,7 +49,7 @@ def test_until_figures_in_a_copy_elsewhere_after_an_engine_change_measures_nothi
     work = run.workdir
     raw = {p: p.stat().st_mtime_ns for p in (work / "results/raw").rglob("*.json")}
     (work / "results/tables/all_results.csv").unlink()  # something for the re-plot to redo
-    engine = REPO / "augbench/engines/micro.py"
+    engine = REPO / "augbench/measuring/engines/micro.py"
     before = engine.stat()
     try:
         os.utime(engine)  # the engine's file is newer than every result

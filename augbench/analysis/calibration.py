@@ -1,8 +1,8 @@
 """A/A calibration: how often the answer's decision rule calls a difference where there is none.
 
 The same work is measured under two names in separate jobs (a library and its second name,
-``albumentationsx`` and ``albumentationsx~b``: the same adapter and env, augbench.adapters; config
-``calibration.pairs``). Each row measured under both names is a **pair**, decided by
+``albumentationsx`` and ``albumentationsx~b``: the same adapter and env, augbench.workload.adapters;
+config ``calibration.pairs``). Each row measured under both names is a **pair**, decided by
 augbench.decision exactly as the answer page decides a margin: the interval of the ratio of the
 two rows' medians over their process values (augbench.analysis.runs.process_values, as the page
 reads them), at ``decision.DECISION_LEVEL``. A "faster" or
@@ -26,10 +26,11 @@ from typing import Any
 
 import pandas as pd
 
-from augbench import adapters, decision
+from augbench import decision
 from augbench.analysis.cells import is_true, number
 from augbench.analysis.runs import process_values
 from augbench.policy import CALIBRATION_MAX_FALSE_CALL_RATE, CALIBRATION_MIN_PAIRS
+from augbench.workload import adapters
 
 # The bar: pairs per kind of row, and false calls among them (augbench.policy).
 MIN_PAIRS = CALIBRATION_MIN_PAIRS

@@ -28,7 +28,7 @@ SERIES_COLUMNS: tuple[str, ...] = (
     "scope",
     "batch_size",
     "variant",
-    # What made the samples in parallel (augbench.loaders): a series is one loader's.
+    # What made the samples in parallel (augbench.workload.loaders): a series is one loader's.
     "loader",
     "library",
     "transform",

@@ -1,7 +1,7 @@
 """The decoders table (results/tables/decoders.csv): each JPEG decoder's decode-only rate, one
-thread, per machine, dataset (image size) and the library env it ran in (augbench.decoders,
-augbench.engines.decoders). Every row is kept whatever its status, its numbers blank where it is
-not ``ok``, so a decoder this env could not run says why."""
+thread, per machine, dataset (image size) and the library env it ran in (augbench.workload.decoders,
+augbench.measuring.engines.decoders). Every row is kept whatever its status, its numbers blank where
+it is not ``ok``, so a decoder this env could not run says why."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from augbench import decoders
 from augbench.result_format import MEDIAN_THROUGHPUT
+from augbench.workload import decoders
 
 COLUMNS: tuple[str, ...] = (
     "machine",

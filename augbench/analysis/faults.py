@@ -6,8 +6,8 @@ over its timed window / images, workers included where the regime has them) and
 process's count (``row_faults``). A row faulting more pages per image than one
 output image holds (twice that with DataLoader workers: :func:`fault_allowance`) is giving memory
 back to the kernel and faulting it in again on every call: its time measures the allocator's
-policy (augbench.allocator, docs/allocator.md) as much as the library. The summary says so next
-to the numbers.
+policy (augbench.measuring.allocator, docs/allocator.md) as much as the library. The summary says so
+next to the numbers.
 """
 
 from __future__ import annotations

@@ -28,12 +28,13 @@ import math
 
 import pandas as pd
 
-from augbench import adapters, regimes
 from augbench.analysis.speedups import speedup_interval
-from augbench.gpu_recipes import IDENTITY
+from augbench.planning import regimes
 from augbench.result_format import MEDIAN_THROUGHPUT
+from augbench.workload import adapters
+from augbench.workload.gpu_recipes import IDENTITY
 
-# The regimes declared as GPU regimes (augbench/regimes/).
+# The regimes declared as GPU regimes (augbench/planning/regimes/).
 GPU_REGIMES: tuple[str, ...] = regimes.gpu_regimes()
 # The CPU library every GPU row is divided by (the tables' and the cpu_vs_gpu figure's baseline):
 # the one whose declaration says so.

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from augbench import adapters
 from augbench.analysis.tidy import GROUP_COLUMNS
-from augbench.matrix import STATUSES
-from augbench.regimes import NAMES as REGIME_NAMES
+from augbench.planning.regimes import NAMES as REGIME_NAMES
 from augbench.result_format import MEDIAN_THROUGHPUT
+from augbench.workload import adapters
+from augbench.workload.matrix import STATUSES
 
 
 def library_order(libraries: list[str] | set[str] | pd.Series) -> list[str]:
@@ -57,7 +57,9 @@ def group_label(
         parts.append(f"batch {batch}")
     if key.get("variant"):
         parts.append(str(key["variant"]))
-    if key.get("loader") and key["loader"] != "process":  # augbench.loaders; process unnamed
+    if (
+        key.get("loader") and key["loader"] != "process"
+    ):  # augbench.workload.loaders; process unnamed
         parts.append(f"{key['loader']} loader")
     if with_dataset and key.get("dataset") and key["dataset"] != "unknown":
         parts.append(f"dataset {key['dataset']}")

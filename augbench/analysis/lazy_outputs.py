@@ -1,5 +1,6 @@
 """The lazy-output diagnostic's table and its flag list (rows where materialization, not the
-transform, is most of the measured time). Input: the JSON files of augbench/engines/lazy_outputs.py.
+transform, is most of the measured time). Input: the JSON files of
+augbench/measuring/engines/lazy_outputs.py.
 """
 
 from __future__ import annotations
@@ -138,8 +139,8 @@ def markdown(frame: pd.DataFrame) -> str:
         "inputs, one thread; the call and its materialization timed separately per image over "
         "a few passes: diagnostic numbers, not result rows. "
         "`call` is the library call alone; `call + materialize` is the micro regime's timed scope "
-        "(augbench.layout: copy iff the output shares the input's memory or is not dense, in the "
-        "output's own dimension order). Rerun: `snakemake --cores 2 "
+        "(augbench.workload.layout: copy iff the output shares the input's memory or is not "
+        "dense, in the output's own dimension order). Rerun: `snakemake --cores 2 "
         "results/analysis/lazy_outputs.md --forcerun lazy_outputs`.",
         "",
         "## Rows where materialization is over half of the measured time",

@@ -1,8 +1,8 @@
 """The loaders table (results/tables/loaders.csv): each cpu_dataloader decode row of a loader
-besides process (augbench.loaders) beside the process row of the same machine, dataset, setting
-(workers, batch size, variant), library and recipe: the ratio of their medians with the interval
-of a ratio of independent medians (augbench.intervals.ratio_interval), and what each kept busy
-(cores of the process tree over the timed epochs) and held (PSS of the tree). The only table
+besides process (augbench.workload.loaders) beside the process row of the same machine, dataset,
+setting (workers, batch size, variant), library and recipe: the ratio of their medians with the
+interval of a ratio of independent medians (augbench.intervals.ratio_interval), and what each kept
+busy (cores of the process tree over the timed epochs) and held (PSS of the tree). The only table
 where rows of two loaders are divided by each other; the speedups tables compare libraries of
 one loader. A row whose loader or process side is not ``ok`` is kept, its ratio blank."""
 
@@ -13,8 +13,9 @@ from typing import Any
 
 import pandas as pd
 
-from augbench import intervals, loaders
+from augbench import intervals
 from augbench.result_format import MEDIAN_THROUGHPUT
+from augbench.workload import loaders
 
 KEYS: tuple[str, ...] = (
     "machine",

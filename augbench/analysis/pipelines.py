@@ -1,4 +1,4 @@
-"""Tables of user pipelines (augbench/pipelines.py) from a tidy table.
+"""Tables of user pipelines (augbench/workload/pipelines.py) from a tidy table.
 
 - ``breakdown``: one row per library, pipeline and step of the per-step breakdown (micro regime,
   one thread), with the step's median seconds per image, its share of the summed step time, and
@@ -31,9 +31,9 @@ from augbench.analysis.tidy import (
     GROUP_COLUMNS,
     allocator_tag,
 )
-from augbench.pipelines import STEP_VARIANT, VARIANT
 from augbench.policy import COMPOSITION_EFFECT_NOTE, PIPELINE_HARNESS_TOLERANCE
 from augbench.result_format import MEDIAN_THROUGHPUT
+from augbench.workload.pipelines import STEP_VARIANT, VARIANT
 
 BREAKDOWN_COLUMNS: tuple[str, ...] = (
     "machine",

@@ -12,7 +12,7 @@ Read from rows that exist only (the pipelines' tidy rows and their starvation ta
   with the interval and verdict of augbench.decision over the rows' process values (one value
   per process): decided ("faster") only at an achieved level of at least
   policy.DECISION_LEVEL, "no clear winner" where the interval holds 1, "not decided" below the
-  level, and never decided where either row was measured under load (augbench.quietness).
+  level, and never decided where either row was measured under load (augbench.measuring.quietness).
 - **Feeding the model**: the winner's ``share_of_need``, ``workers_to_feed``, its
   ``workers_to_feed_basis`` and ``scaling``, read from the starvation table
   (augbench.analysis.starvation: one definition of "fed").
@@ -31,14 +31,15 @@ from typing import Any
 
 import pandas as pd
 
-from augbench import adapters, decision
+from augbench import decision
 from augbench.analysis import runs
 from augbench.analysis.cells import is_true, number
 from augbench.analysis.speedups import margin
 from augbench.analysis.starvation import FEED_COLUMNS
+from augbench.planning.starvation_model import Model
 from augbench.policy import DECISION_LEVEL, MAIN_PROCESS_CORES
 from augbench.result_format import MEDIAN_THROUGHPUT
-from augbench.starvation_model import Model
+from augbench.workload import adapters
 
 COLUMNS: tuple[str, ...] = (
     "pipeline",

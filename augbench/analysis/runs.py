@@ -3,9 +3,10 @@
 A DataLoader's or a training loop's rate differs more between processes than between the epochs
 of one process (docs/training.md), so one job's epochs do not hold the spread of its setting.
 Runs of a setting are result files of the same job from several processes: the workflow's own
-runs (a kind's ``runs_key``: paths that differ only by ``-run<k>``, augbench.regimes.run_suffix),
-pooled by :func:`pool_job_runs` when the tables are read; or runs in other folders given together
-to ``plot_from``, which the training table pools (augbench.analysis.training).
+runs (a kind's ``runs_key``: paths that differ only by ``-run<k>``,
+augbench.planning.regimes.run_suffix), pooled by :func:`pool_job_runs` when the tables are read; or
+runs in other folders given together to ``plot_from``, which the training table pools
+(augbench.analysis.training).
 
 A pooled row is the latest run's row with, for each pool present (:data:`POOLS`: epochs, steady
 rates, data wait), the median of the runs' own medians (one value per process: the unit whose
@@ -30,9 +31,10 @@ from typing import Any
 
 import pandas as pd
 
-from augbench import decision, regimes
+from augbench import decision
 from augbench.analysis.cells import decoded, is_true, number
 from augbench.analysis.faults import MOST_FAULTS, row_faults
+from augbench.planning import regimes
 from augbench.result_format import MEDIAN_THROUGHPUT
 
 # (values, estimate, prefix of its interval) of what pools across runs.
@@ -41,8 +43,9 @@ STEADY_POOL = ("steady_throughputs", "steady_throughput", "steady_")
 WAIT_POOL = ("data_wait_fractions", "data_wait_median", "data_wait_")
 POOLS: tuple[tuple[str, str, str], ...] = (THROUGHPUT_POOL, STEADY_POOL, WAIT_POOL)
 BY_RUN = "_by_run"
-# A job that measured its rows in several fresh processes (augbench.engines.dataloader.processes):
-# each process's values, and each process's median.
+# A job that measured its rows in several fresh processes
+# (augbench.measuring.engines.dataloader.processes): each process's values, and each process's
+# median.
 BY_PROCESS = "_by_process"
 PER_PROCESS = "process_"
 # Per-job probes whose runs' median stands for the setting.
@@ -203,7 +206,7 @@ def pooled_runs(runs: pd.DataFrame, *pools: tuple[str, str, str]) -> pd.Series:
         # differ), and one run beyond the allowance says the rate depends on the process.
         most = [row_faults(r) for _, r in runs.iterrows()]
         row[MOST_FAULTS] = max((f for f in most if not math.isnan(f)), default=math.nan)
-    if "under_load" in runs:  # measured under load if any run was (augbench.quietness)
+    if "under_load" in runs:  # measured under load if any run was (augbench.measuring.quietness)
         recorded = [v for v in runs["under_load"] if v is not None and _text(v) != ""]
         loud = runs[[is_true(v) for v in runs["under_load"]]]
         row["under_load"] = not loud.empty if recorded else None

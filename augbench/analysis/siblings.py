@@ -11,13 +11,13 @@ from typing import Any
 
 import pandas as pd
 
-from augbench import adapters
 from augbench.analysis.cells import decoded
 from augbench.analysis.groups import iter_groups
 from augbench.analysis.speedups import row_interval, versus
 from augbench.intervals import Interval, median_interval, ratio_interval
 from augbench.policy import ANSWER_MIN_INTERVAL_LEVEL
 from augbench.result_format import MEDIAN_THROUGHPUT
+from augbench.workload import adapters
 
 COLUMNS = (
     "group", "library", "sibling", "transform", "library_throughput", "sibling_throughput",

@@ -47,7 +47,8 @@ SPEEDUP_COLUMNS: tuple[str, ...] = (
     "processes",
     "is_fastest",
     # The row, or the row its speedup is computed against, was measured while other processes
-    # loaded the machine (augbench.quietness; tidy's under_load); None where neither records it.
+    # loaded the machine (augbench.measuring.quietness; tidy's under_load); None where neither
+    # records it.
     "under_load",
 )
 
@@ -137,7 +138,7 @@ def versus(interval: Interval) -> str:
 def _with_dataset(tidy: pd.DataFrame) -> pd.DataFrame:
     """Rows grouped by dataset; a table without the column (older tables) is one dataset."""
     dataset = tidy["dataset"] if "dataset" in tidy.columns else pd.Series(None, index=tidy.index)
-    # Rows of one loader only are compared (augbench.loaders; "" outside cpu_dataloader).
+    # Rows of one loader only are compared (augbench.workload.loaders; "" outside cpu_dataloader).
     loader = tidy["loader"] if "loader" in tidy.columns else pd.Series(None, index=tidy.index)
     return tidy.assign(
         dataset=dataset.astype(object).where(dataset.notna(), "unknown").astype(str),

@@ -1,7 +1,7 @@
 """Will my GPU starve? The data side of a training step, from measured end-to-end loader rows.
 
-The starvation model (augbench.starvation_model) predicts a training loop from a loader row and
-a model's rate: without workers the main process loads, then steps; with workers, a step takes
+The starvation model (augbench.planning.starvation_model) predicts a training loop from a loader row
+and a model's rate: without workers the main process loads, then steps; with workers, a step takes
 max(step + hand-over, loader period) per batch, where the hand-over is the main process's time to
 receive a batch, measured by the row's job (its hand-over probe; checked against real training
 loops by augbench.analysis.training). For every library, recipe (or pipeline: the row's
@@ -30,9 +30,7 @@ from typing import Any
 import pandas as pd
 
 from augbench.analysis.cells import decoded, number
-from augbench.policy import FED_WAIT
-from augbench.result_format import MEDIAN_THROUGHPUT
-from augbench.starvation_model import (
+from augbench.planning.starvation_model import (
     FED_DEFINITION,
     Model,
     Prediction,
@@ -41,6 +39,8 @@ from augbench.starvation_model import (
     predict,
     verdict,
 )
+from augbench.policy import FED_WAIT
+from augbench.result_format import MEDIAN_THROUGHPUT
 
 # Regimes whose rows are end to end (file read + decode inside the timed loop) in this scope.
 END_TO_END_SCOPE: dict[str, str] = {

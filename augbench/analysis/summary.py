@@ -265,8 +265,8 @@ def _baseline_section(frame: pd.DataFrame) -> list[str]:
 
 
 def precision_section(frame: pd.DataFrame) -> list[str]:
-    """Ok rows whose relative 95 % CI (augbench.stopping) stayed above their target: the engine
-    ran out of repetitions first. Counted per regime, then listed."""
+    """Ok rows whose relative 95 % CI (augbench.measuring.stopping) stayed above their target: the
+    engine ran out of repetitions first. Counted per regime, then listed."""
     lines = ["## Rows above the CI target", ""]
     if "relative_ci" not in frame.columns:
         return [*lines, "No row records a relative CI.", ""]
@@ -316,7 +316,7 @@ def under_load_flags(column: pd.Series) -> pd.Series:
 
 
 def under_load_section(frame: pd.DataFrame, worst: int = 5) -> list[str]:
-    """Ok rows whose job ran while other processes loaded its CPUs (augbench.quietness):
+    """Ok rows whose job ran while other processes loaded its CPUs (augbench.measuring.quietness):
     counted per regime and library, the worst jobs with their readings; one line where there
     are none."""
     lines = ["## Rows measured under load", ""]

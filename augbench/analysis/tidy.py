@@ -12,12 +12,15 @@ from typing import Any
 
 import pandas as pd
 
-from augbench import adapters, loaders, quietness, regimes, result_format
-from augbench.allocator import DEFAULT_SETTING, setting_of
-from augbench.allocator import label as allocator_label
+from augbench import result_format
 from augbench.analysis.dataloader import add_baselines
 from augbench.analysis.runs import pool_job_runs
+from augbench.measuring import quietness
+from augbench.measuring.allocator import DEFAULT_SETTING, setting_of
+from augbench.measuring.allocator import label as allocator_label
+from augbench.planning import regimes
 from augbench.result_format import MEDIAN_THROUGHPUT, METADATA, RESULTS, STATUS
+from augbench.workload import adapters, loaders
 
 # Columns every tidy table has, in this order; extra keys found in rows are appended after them.
 COLUMNS: tuple[str, ...] = (
@@ -51,8 +54,8 @@ COLUMNS: tuple[str, ...] = (
     "decoder",
     "device",
     "telemetry",
-    # The memory allocator in force in the timed process (augbench.allocator), with the settings
-    # that change it, and the setting the job was launched under (config allocators: glibc,
+    # The memory allocator in force in the timed process (augbench.measuring.allocator), with the
+    # settings that change it, and the setting the job was launched under (config allocators: glibc,
     # glibc-steady, mimalloc, jemalloc); a setting other than glibc joins the row's variant, so
     # its rows are never ranked against glibc's.
     "allocator",
@@ -62,8 +65,8 @@ COLUMNS: tuple[str, ...] = (
     # glibc as shipped each process faults as its address layout makes it (docs/allocator.md).
     "most_minor_faults_per_image",
     "output_pages",
-    # How quiet the machine was during the row's job (augbench.quietness): other processes' load
-    # on its CPUs in cores, the hypervisor's steal share, and whether a threshold of
+    # How quiet the machine was during the row's job (augbench.measuring.quietness): other
+    # processes' load on its CPUs in cores, the hypervisor's steal share, and whether a threshold of
     # augbench.policy was crossed (None where the file records no quietness) and which.
     "other_load_cores",
     "steal_fraction",
@@ -90,8 +93,8 @@ COLUMNS: tuple[str, ...] = (
     "processor",
     "timestamp",
     "source_file",
-    # User pipelines (augbench/pipelines.py): the pipeline's name on each of its rows (transform
-    # is the same name), and on per-step breakdown rows the step and its position.
+    # User pipelines (augbench/workload/pipelines.py): the pipeline's name on each of its rows
+    # (transform is the same name), and on per-step breakdown rows the step and its position.
     "pipeline",
     "step",
     "step_index",
@@ -108,7 +111,8 @@ GROUP_COLUMNS: tuple[str, ...] = (
     "batch_size",
     "variant",
     "dataset",
-    # What made a cpu_dataloader row's samples in parallel (augbench.loaders); "" elsewhere.
+    # What made a cpu_dataloader row's samples in parallel (augbench.workload.loaders); ""
+    # elsewhere.
     "loader",
 )
 
@@ -155,7 +159,7 @@ def _infer_regime(meta: dict[str, Any], path: Path) -> str:
 
 
 def _telemetry(meta: dict[str, Any]) -> str:
-    """Library telemetry in the process that measured the row (augbench.telemetry):
+    """Library telemetry in the process that measured the row (augbench.measuring.telemetry):
     "off (VAR=1, ...)" where every policy variable was set, "not all off (VAR unset, ...)" where
     one was not, "" for files that do not record it (other tools, older runs)."""
     recorded = (meta.get("environment") or {}).get("telemetry")
@@ -188,9 +192,10 @@ def _dataset_columns(dataset: dict[str, Any]) -> dict[str, Any]:
         "dataset_images": dataset.get("file_count"),
         "dataset_bytes": dataset.get("total_bytes"),
         # "3 of 12 configured images (dataset.allow_fewer)" where the job had fewer images than
-        # it asked for (augbench.media.dataset_metadata); empty otherwise.
+        # it asked for (augbench.measuring.media.dataset_metadata); empty otherwise.
         "dataset_note": _dataset_note(dataset),
-        # Resolution sweep (augbench.resize): the shorter side in px; blank = images as staged.
+        # Resolution sweep (augbench.planning.resize): the shorter side in px; blank = images as
+        # staged.
         "resolution": dataset.get("resolution"),
         "megapixels": _megapixels(dataset),
     }
@@ -229,14 +234,14 @@ def _scenario_columns(meta: dict[str, Any], params: dict[str, Any]) -> dict[str,
     return {"channels": int(channels), "scenario": scenario, "mode": mode, "variant": variant}
 
 
-DEFAULT_ALLOCATOR = DEFAULT_SETTING  # glibc as shipped (augbench.allocator)
+DEFAULT_ALLOCATOR = DEFAULT_SETTING  # glibc as shipped (augbench.measuring.allocator)
 ALLOCATOR_TAG = "allocator "  # how a setting other than glibc shows in a row's variant
 
 
 def _allocator(meta: dict[str, Any]) -> dict[str, str]:
-    """The row's allocator in force (augbench.allocator.label) and its setting: the one the job
-    was launched under, else what the record amounts to (a job run by hand); "" where the file
-    does not say."""
+    """The row's allocator in force (augbench.measuring.allocator.label) and its setting: the one
+    the job was launched under, else what the record amounts to (a job run by hand); "" where the
+    file does not say."""
     record = meta.get("allocator")
     if not isinstance(record, dict):
         return {"allocator": "", "allocator_setting": meta.get("allocator_setting") or ""}
@@ -259,8 +264,9 @@ def variant_without_allocator(variant: str, setting: str) -> str:
 
 
 def _quietness(meta: dict[str, Any]) -> dict[str, Any]:
-    """The row's quietness columns from its file's ``quietness`` block (augbench.quietness);
-    None and "" where the file has none (other tools, older runs)."""
+    """The row's quietness columns from its file's ``quietness`` block
+    (augbench.measuring.quietness); None and "" where the file has none (other tools, older
+    runs)."""
     block = meta.get("quietness")
     under_load, reason = quietness.verdict(block)
     block = block if isinstance(block, dict) else {}
@@ -297,12 +303,13 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
     versions = meta.get("library_versions") or {}
     base = {
         "machine": _machine_label(meta),
-        # The VM a cloud job actually ran on (augbench.cloud); the label elsewhere.
+        # The VM a cloud job actually ran on (augbench.measuring.cloud); the label elsewhere.
         "machine_actual": meta.get("machine_actual") or _machine_label(meta),
         "regime": _infer_regime(meta, Path(path)),
         "scope": meta.get("scope") or "memory",
         "library": library,
-        # The library a second name stands for (A/A runs, augbench.adapters); else the library.
+        # The library a second name stands for (A/A runs, augbench.workload.adapters); else the
+        # library.
         "library_base": adapters.base_of(library),
         **_dataset_columns(dataset),
         **_scenario_columns(meta, params),
@@ -441,7 +448,8 @@ def load(paths: list[Path], unreadable: list[tuple[Path, str]] | None = None) ->
     frame["dataset"] = frame["dataset"].fillna("unknown").astype(str)
     frame["scope"] = frame["scope"].fillna("memory")
     frame["loader"] = frame["loader"].fillna("").astype(str)
-    # A job's runs (augbench.regimes.run_suffix) are one row each setting: their values pooled.
+    # A job's runs (augbench.planning.regimes.run_suffix) are one row each setting: their values
+    # pooled.
     frame = pool_job_runs(frame)
     order = ["machine", "dataset", "regime", "scope", "transform", "library"]
     frame = frame.sort_values(order).reset_index(drop=True)

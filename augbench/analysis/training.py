@@ -1,12 +1,12 @@
-"""The training regime's tables (augbench/engines/training.py, docs/training.md): each measured
-training loop beside the starvation model's prediction **out of sample**.
+"""The training regime's tables (augbench/measuring/engines/training.py, docs/training.md): each
+measured training loop beside the starvation model's prediction **out of sample**.
 
 A training row's prediction never comes from its own job. Its inputs are:
 
 - the **supply**: the cpu_dataloader regime's ``decode`` row of the same machine, dataset,
   library, recipe (or pipeline), worker count, batch size and allocator setting, another job
   (its steady rate, each timed epoch past its first round of batches, with its interval, and
-  its job's hand-over probe: augbench.engines.dataloader.baselines.measure_handover). A
+  its job's hand-over probe: augbench.measuring.engines.dataloader.baselines.measure_handover). A
   training loop reads its loader as a stream; an epoch from iter() also pays its start once
   (the workers resumed, their first batches made from idle), which put the epochs' rate 0-6 %
   below the steady rate on a 2-core VM (docs/training.md). A result file without the steady
@@ -31,8 +31,9 @@ the median), the prediction with its interval (from the supply's and the model r
 measured / predicted, the wait difference, whether both are within
 ``policy.TRAINING_PREDICTION_TOLERANCE`` and
 ``policy.TRAINING_WAIT_TOLERANCE``, the fed verdict of the measured wait and of the predicted
-wait (augbench.starvation_model.verdict, one threshold: ``policy.FED_WAIT``), and per series the
-fewest workers fed (monotone in workers, or flagged). ``summary_lines``: the summary's section.
+wait (augbench.planning.starvation_model.verdict, one threshold: ``policy.FED_WAIT``), and per
+series the fewest workers fed (monotone in workers, or flagged). ``summary_lines``: the summary's
+section.
 """
 
 from __future__ import annotations
@@ -45,8 +46,7 @@ from typing import Any
 
 import pandas as pd
 
-from augbench import adapters, intervals
-from augbench.adapters.base import DALI_PIPELINE
+from augbench import intervals
 from augbench.analysis.cells import decoded, is_true, number
 from augbench.analysis.faults import is_bound, row_faults
 from augbench.analysis.runs import (
@@ -58,9 +58,11 @@ from augbench.analysis.runs import (
     run_values,
 )
 from augbench.analysis.starvation import batch_mb, first_read_s, handover_s
+from augbench.planning.starvation_model import FED_DEFINITION, Supply, fewest_fed, predict, verdict
 from augbench.policy import FED_WAIT, TRAINING_PREDICTION_TOLERANCE, TRAINING_WAIT_TOLERANCE
 from augbench.result_format import MEDIAN_THROUGHPUT
-from augbench.starvation_model import FED_DEFINITION, Supply, fewest_fed, predict, verdict
+from augbench.workload import adapters
+from augbench.workload.adapters.base import DALI_PIPELINE
 
 SERIES: tuple[str, ...] = ("machine", "dataset", "variant", "library", "transform")
 # What a supply row must share with a training row to stand for its loader.
@@ -78,7 +80,8 @@ SUPPLY_BASIS: dict[str, str] = {
     "epochs": "epochs: from iter() to the last batch (the result file has no steady rate)",
 }
 SLEEP = re.compile(r"^sleep:(?P<ms>\d+(\.\d+)?)$")
-# A stand-in step of that many ms of the main process's CPU time (augbench.engines.training).
+# A stand-in step of that many ms of the main process's CPU time
+# (augbench.measuring.engines.training).
 CPU_STEP = re.compile(r"^cpu:(?P<ms>\d+(\.\d+)?)$")
 NO_PREDICTION = "no out-of-sample prediction"
 COLUMNS: tuple[str, ...] = (
@@ -336,7 +339,7 @@ def _prediction(supply: pd.Series, row: pd.Series, model_rate: float) -> dict[st
         "predicted_high": max(p.images_per_second for p in ends),
         "predicted_data_wait": middle.data_wait_fraction,
         # The low end also spans a step that shares its core with the workers (its wall time
-        # stretched) where the model keeps cores from them (augbench.starvation_model).
+        # stretched) where the model keeps cores from them (augbench.planning.starvation_model).
         "predicted_wait_low": min(min(p.data_wait_fraction, p.data_wait_shared) for p in ends),
         "predicted_wait_high": max(p.data_wait_fraction for p in ends),
         "predicted_verdict": verdict(
@@ -436,7 +439,8 @@ def predicted_vs_measured(frame: pd.DataFrame) -> pd.DataFrame:
             # (augbench.decision), the median of the run's blocks of throughput and data wait.
             "process_img_per_s": json.dumps(process_values(row)) if ok else "",
             "process_data_waits": json.dumps(process_values(row, *WAIT_POOL[:2])) if ok else "",
-            # How quiet the machine was (augbench.quietness; the loudest run of a pooled row).
+            # How quiet the machine was (augbench.measuring.quietness; the loudest run of a pooled
+            # row).
             "under_load": row.get("under_load"),
             "other_load_cores": number(row.get("other_load_cores")),
             "runs": row.get("runs", 1),

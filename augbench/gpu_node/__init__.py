@@ -4,8 +4,9 @@ An HPC or lab GPU node often has no network, a system Python with torch and torc
 preinstalled, and room for a few tens of MiB of wheels. The pieces:
 
 - :mod:`augbench.gpu_node.libraries`: which libraries the node runs and what it needs for them,
-  read from the library declarations (augbench.adapters: ``gpu_batches``, ``node_packages``,
-  ``node_unfit``): a library registered with ``gpu_batches`` joins the kit's plan by itself.
+  read from the library declarations (augbench.workload.adapters: ``gpu_batches``,
+  ``node_packages``, ``node_unfit``): a library registered with ``gpu_batches`` joins the kit's plan
+  by itself.
 - :mod:`augbench.gpu_node.bundle` (``tools/gpu_node/bundle``): on a machine with network, downloads
   the wheels the GPU regimes need beyond what the node has (for the shipped libraries Kornia,
   kornia-rs and tqdm; pip itself), pinned from ``envs/*.txt``, packs this checkout's code and

@@ -90,7 +90,7 @@ def requirements(repo: Path, also: list[str]) -> list[Requirement]:
     """The pinned requirements the bundle brings: what the node's libraries and the engines
     import that the node lacks (augbench.gpu_node.libraries.requirements), each from its lock;
     pip; ``also``."""
-    from augbench.provision import lock_pins
+    from augbench.planning.provision import lock_pins
 
     try:
         needed = node_libraries.requirements()
@@ -160,7 +160,7 @@ def pip_command() -> list[str]:
         probe = subprocess.run([*cmd, "--version"], capture_output=True, env=pip_environment())
         if probe.returncode == 0:
             return cmd
-    from augbench.provision import uv_binary
+    from augbench.planning.provision import uv_binary
 
     return [uv_binary(), "tool", "run", "--from", f"pip=={PIP_VERSION}", "pip"]
 
@@ -278,8 +278,8 @@ def build(
 
     Raises BundleError (nothing written) when a wheel is missing or does not fit the interpreter,
     or when the bundle would exceed ``limit_mib``."""
-    from augbench.dataset import DEFAULT_SOURCES, skimage_data_dir
     from augbench.gpu_node.plan import build_plan
+    from augbench.planning.dataset import DEFAULT_SOURCES, skimage_data_dir
 
     tag = python_tag(version)
     out = Path(out)

@@ -47,7 +47,7 @@ def probe(distributions: list[str], modules: list[str]) -> dict[str, Any]:
     out["cpu_model"] = cpu_model()
     out["usable_cores"] = len(os.sched_getaffinity(0))
     try:
-        from augbench.config import auto_machine_label
+        from augbench.planning.config import auto_machine_label
 
         out["machine_label"] = auto_machine_label()
     except ImportError as exc:  # pyyaml missing: the prover falls back to a plain label

@@ -1,5 +1,5 @@
 """Which libraries the offline GPU node runs and what it needs for them, read from the library
-declarations (augbench.adapters); the kit keeps no list of libraries of its own.
+declarations (augbench.workload.adapters); the kit keeps no list of libraries of its own.
 
 The node (docs/gpu_regimes.md, "On an offline GPU node") has its own Python with the packages of
 :data:`NODE_PROVIDES`. A library takes part in the node's runs when its declaration has
@@ -7,8 +7,8 @@ The node (docs/gpu_regimes.md, "On an offline GPU node") has its own Python with
 (``node_packages``) are all on the node, or can travel in the bundle (``node_unfit`` empty: their
 wheels install beside the node's own torch). The bundle brings what those libraries and the
 engines (``ENGINE_PACKAGES``) import that the node lacks, each pinned by its library's lock. The
-first of them in the libraries' order (augbench.adapters.names) is the reference the A/A pairs
-compare with and, where it also feeds training and transforms images on the CPU, the training
+first of them in the libraries' order (augbench.workload.adapters.names) is the reference the A/A
+pairs compare with and, where it also feeds training and transforms images on the CPU, the training
 regime's library; the others are paired with it on :data:`EQUAL_WORK_RECIPE`.
 
 :func:`facts` is computed where the bundle is built and carried in ``plan.json``: on the node, the
@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from augbench import adapters
-from augbench.adapters.base import (
+from augbench.workload import adapters
+from augbench.workload.adapters.base import (
     CPU_TRANSFORMS,
     ENGINE_PACKAGES,
     GPU_BATCHES,
@@ -42,7 +42,7 @@ NODE_BASE: dict[str, str] = {"torch": "torch", "numpy": "numpy", "pillow": "PIL"
 # the engine's workers decode with torchvision.io for every library, and Identity is the
 # library's float conversion and Normalize on the device.
 EQUAL_WORK_RECIPE = "Identity"
-# The reference's second name in the A/A pairs (augbench.adapters: "<library>~<tag>").
+# The reference's second name in the A/A pairs (augbench.workload.adapters: "<library>~<tag>").
 ALIAS_TAG = "b"
 
 
@@ -85,7 +85,7 @@ def _chosen() -> tuple[str, ...]:
     if not chosen:
         raise ValueError(
             "no library declares gpu_batches with packages an offline GPU node has or its bundle "
-            "can bring (augbench.adapters: node_packages, node_unfit)"
+            "can bring (augbench.workload.adapters: node_packages, node_unfit)"
         )
     return chosen
 
@@ -145,7 +145,7 @@ def _and(words: list[str]) -> str:
 def not_brought() -> dict[str, str]:
     """What the node run neither has nor brings, and why, by distribution: the libraries of a
     GPU regime that cannot travel, the CPU reference of the GPU/CPU ratio, the micro timer."""
-    from augbench import regimes
+    from augbench.planning import regimes
 
     chosen = libraries()
     gpu_needs = {regime.needs for regime in regimes.ALL if regime.gpu}

@@ -1,6 +1,6 @@
 """Build and stage the workflow's embedded default dataset on a node without scikit-image.
 
-The default archive is cut from scikit-image's sample photographs (augbench.dataset); the
+The default archive is cut from scikit-image's sample photographs (augbench.planning.dataset); the
 bundle carries those files (``dataset-sources/``), and this module points the builder at them, so
 the node gets the workflow's own default dataset under the workflow's own key, with no network.
 """
@@ -20,7 +20,7 @@ DEFAULT_SOURCE = "embedded default (scikit-image photographs)"
 def build_and_stage(sources: Path, work: Path, name: str, images: int, key: str) -> Path:
     """The archive of ``images`` default images built from ``sources`` and staged under
     ``work``/``key``; returns the staged manifest."""
-    from augbench import dataset
+    from augbench.planning import dataset
 
     # The node has no scikit-image: the builder reads its photographs through this one function.
     dataset.skimage_data_dir = lambda: Path(sources)

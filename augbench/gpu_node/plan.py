@@ -1,10 +1,10 @@
 """What the offline GPU node runs: the steps, their time budgets and the engine jobs in them.
 
-The engine command lines come from this checkout's own planning code (augbench.config.resolve
-and augbench.sweep, which plan a Snakemake run), so every job gets exactly the flags the
-workflow's rule for it would pass. They are computed where the bundle is built and carried in
-it as ``plan.json``: the node has neither Snakemake nor jsonschema, and runs these command
-lines as they are, with its own machine label in place of :data:`MACHINE`.
+The engine command lines come from this checkout's own planning code
+(augbench.planning.config.resolve and augbench.planning.sweep, which plan a Snakemake run), so every
+job gets exactly the flags the workflow's rule for it would pass. They are computed where the bundle
+is built and carried in it as ``plan.json``: the node has neither Snakemake nor jsonschema, and runs
+these command lines as they are, with its own machine label in place of :data:`MACHINE`.
 
 The libraries come from their declarations (augbench.gpu_node.libraries): the GPU DataLoader
 measures every library with ``gpu_batches`` whose packages the node has or the bundle brings
@@ -158,8 +158,9 @@ MODES = ("node", "training_check", "calibration", "dry")
 
 
 def mode_config(mode: str) -> dict[str, Any]:
-    """The configuration a mode plans from (merged over its preset by augbench.config.resolve),
-    its libraries read from their declarations (augbench.gpu_node.libraries)."""
+    """The configuration a mode plans from (merged over its preset by
+    augbench.planning.config.resolve), its libraries read from their declarations
+    (augbench.gpu_node.libraries)."""
     from augbench.gpu_node import libraries as node_libraries
 
     gpu = list(node_libraries.libraries())
@@ -346,7 +347,7 @@ def select(mode: str) -> dict[str, Callable[[Mapping[str, str]], bool]]:
 
 def dataset_facts(config: Mapping[str, Any]) -> dict[str, Any]:
     """The embedded default dataset a mode builds on the node, and its key (the workflow's)."""
-    from augbench.dataset import dataset_name, default_identity
+    from augbench.planning.dataset import dataset_name, default_identity
 
     images = int(config["dataset"]["default_images"])
     name = dataset_name(dict(config["dataset"]))
@@ -355,10 +356,10 @@ def dataset_facts(config: Mapping[str, Any]) -> dict[str, Any]:
 
 def mode_plan(mode: str, repo: Path) -> dict[str, Any]:
     """One mode's steps: budgets, the dataset, and per engine step its jobs in run order."""
-    from augbench.config import resolve
     from augbench.gpu_node import libraries as node_libraries
-    from augbench.regimes import run_number
-    from augbench.sweep import THREAD_POLICIES, Sweep, flag_words
+    from augbench.planning.config import resolve
+    from augbench.planning.regimes import run_number
+    from augbench.planning.sweep import THREAD_POLICIES, Sweep, flag_words
 
     planned = mode_config(mode)
     config = resolve({**planned, "machine": MACHINE, "envs": {}}, repo)
@@ -475,7 +476,7 @@ def calibration_jobs(
 
 def job_label(rule: str, w: Mapping[str, str]) -> str:
     """A job's name in progress lines and the summary, e.g. ``kornia decode w2 per-sample``."""
-    from augbench.regimes import run_number
+    from augbench.planning.regimes import run_number
 
     run = f" run {run_number(w['run'])}" if w.get("run") else ""
     if rule == "training":

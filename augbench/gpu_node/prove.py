@@ -11,9 +11,9 @@ runs:
 3. ``sync_check``: the GPU timer's synchronisation check and its negative control
    (augbench.gpu_node.sync_check; on a CPU its stand-in);
 4. ``supply``, ``training``, ``gpu_dataloader``, ``pipeline``, ``batch_shared``: the plan's
-   engine jobs, each started through ``augbench.provision --manager system`` (this interpreter
-   is the env; its marker records the versions installed and where they differ from the lock)
-   with the flags the workflow's rule passes. A job the step's remaining budget cannot hold
+   engine jobs, each started through ``augbench.planning.provision --manager system`` (this
+   interpreter is the env; its marker records the versions installed and where they differ from the
+   lock) with the flags the workflow's rule passes. A job the step's remaining budget cannot hold
    (predicted from the step's jobs of the same kind so far) is not started, and says so.
 
 ``--resume EARLIER_OUT`` completes a run that was cut short: on the same machine (its label is
@@ -301,12 +301,12 @@ def sync_step(ctx: Context, record: StepRecord) -> None:
 
 
 def engine_command(ctx: Context, job: dict[str, Any], output: Path) -> list[str]:
-    """``augbench.provision --manager system ... -- <the rule's engine flags> --output``, as the
-    workflow's TIMED_SHELL launches a job (workflow/rules/common.smk)."""
+    """``augbench.planning.provision --manager system ... -- <the rule's engine flags> --output``,
+    as the workflow's TIMED_SHELL launches a job (workflow/rules/common.smk)."""
     library = job["library"]
     words = [w.replace(node_plan.MACHINE, ctx.machine) for w in job["engine"]]
     return [
-        *python(), "-m", "augbench.provision", "--library", library, "--manager", "system",
+        *python(), "-m", "augbench.planning.provision", "--library", library, "--manager", "system",
         "--allocator", "glibc", "--lock", str(ctx.project / "envs" / f"{library}.txt"),
         "--manifest", str(ctx.manifest), "--scratch", str(ctx.work / "scratch"),
         "--", *words, "--output", str(output),

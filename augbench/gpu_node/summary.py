@@ -3,7 +3,7 @@
 :func:`summarize` reads the run's result files (the workflow's ``{"metadata", "results"}``
 format), the env markers and the sync check into one JSON document (``summary.json``);
 :func:`markdown` renders it (``summary.md``). The node's interpreter runs this: the standard
-library, and augbench.regimes for the run of a result path (it needs numpy, which the node
+library, and augbench.planning.regimes for the run of a result path (it needs numpy, which the node
 has). Which libraries it names, the A/A pairs and the packages it compares with the locks first
 come from the plan (``node``: what augbench.gpu_node.libraries read of the library declarations
 where the bundle was built), else from this checkout's declarations.
@@ -104,7 +104,7 @@ def gpu_table(
 
 
 def training_table(files: list[tuple[str, str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    from augbench.regimes import without_run
+    from augbench.planning.regimes import without_run
 
     out = []
     for family, rel, doc in files:

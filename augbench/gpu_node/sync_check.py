@@ -11,9 +11,10 @@ waited would fail the first, a check that could not tell the difference would fa
 This is the check of ``tests/test_workflow_gpu.py::test_cuda_sleep_kernel_in_the_gpu_step_is_
 inside_the_measured_time``, run where the GPU is.
 
-Without CUDA (``--device cpu``): the same stream timer (``augbench.engines.streaming.run_stream``)
-around a stand-in whose "launched" work only completes in ``sync()``, and the control with
-``sync()`` doing nothing; the kernel check is recorded as skipped, naming why.
+Without CUDA (``--device cpu``): the same stream timer
+(``augbench.measuring.engines.streaming.run_stream``) around a stand-in whose "launched" work only
+completes in ``sync()``, and the control with ``sync()`` doing nothing; the kernel check is recorded
+as skipped, naming why.
 
 Writes one JSON document (``--output``): the verdict (``passed``), the floor, every repetition's
 time on both sides and the device.
@@ -55,9 +56,9 @@ def cuda_check(manifest: Path, kernel_ms: float) -> dict[str, Any]:
     """The sleep-kernel check through the engine's measure_transform on the CUDA device."""
     import torch
 
-    from augbench import media
-    from augbench.engines import gpu_dataloader
-    from augbench.engines.streaming import StreamPlan
+    from augbench.measuring import media
+    from augbench.measuring.engines import gpu_dataloader
+    from augbench.measuring.engines.streaming import StreamPlan
     from augbench.policy import SlowTransformPolicy
 
     device = torch.device("cuda")
@@ -105,7 +106,7 @@ def cuda_check(manifest: Path, kernel_ms: float) -> dict[str, Any]:
 
 def cpu_stand_in(work_ms: float) -> dict[str, Any]:
     """The stream timer around work that only completes in ``sync()``, and its control."""
-    from augbench.engines.streaming import StreamPlan, run_stream
+    from augbench.measuring.engines.streaming import StreamPlan, run_stream
     from augbench.policy import SlowTransformPolicy
 
     policy = SlowTransformPolicy(enabled=False)

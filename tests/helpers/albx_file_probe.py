@@ -23,8 +23,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from augbench import adapters, catalog, pipelines
-from augbench.pipeline_sources import albumentations_file
+from augbench.workload import adapters, catalog, pipelines
+from augbench.workload.pipeline_sources import albumentations_file
 
 
 def realistic_compose() -> Any:

@@ -1,4 +1,4 @@
-"""Recipes for the process-isolation test of augbench.engines.skeleton (module level, so a
+"""Recipes for the process-isolation test of augbench.measuring.engines.skeleton (module level, so a
 spawned process can import them): one is fine, one raises what a CUDA device-side assert raises
 in torch, one kills its own process the way a crashing native library does."""
 

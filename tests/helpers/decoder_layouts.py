@@ -17,7 +17,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from augbench import adapters, decoders
+from augbench.workload import adapters, decoders
 
 
 def form(image: Any) -> dict[str, Any]:

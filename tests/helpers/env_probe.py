@@ -8,8 +8,8 @@ request file, writes one ``<id>_<call>.npy`` per output (HWC, the native dtype a
 Request: {"library": str, "images": {key: path to an HWC uint8 .npy}, "cases": [{"id",
 "transform", "image" (a key), "params" (overrides of the canonical ones), "channels" (3 or 9),
 "calls", "seed"}], "mask_cases": [{"id", "steps" (a pipeline's steps), "image" (a key),
-"seed"}]}. A mask case runs the steps as a pipeline with a mask target (augbench.pipelines, the
-library's own joint API) and saves, per step, ``<id>_<step>_image.npy`` and
+"seed"}]}. A mask case runs the steps as a pipeline with a mask target (augbench.workload.pipelines,
+the library's own joint API) and saves, per step, ``<id>_<step>_image.npy`` and
 ``<id>_<step>_mask.npy`` (HWC; step -1 is the input).
 """
 
@@ -28,7 +28,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from augbench import adapters, catalog, pipeline_builders, pipelines
+from augbench.measuring import pipeline_builders
+from augbench.workload import adapters, catalog, pipelines
 
 
 def native_to_hwc(output: Any) -> tuple[np.ndarray, str, list[int]]:

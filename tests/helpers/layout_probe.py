@@ -17,7 +17,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from augbench import adapters, catalog, layout, media
+from augbench.measuring import media
+from augbench.workload import adapters, catalog, layout
 
 
 def _same_memory(a: Any, b: Any) -> bool:

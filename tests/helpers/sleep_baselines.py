@@ -24,9 +24,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 # The engine first: it exports the thread policy before torch is imported.
-from augbench.engines import cpu_dataloader as engine  # noqa: I001
-from augbench.adapters.torchvision import TorchvisionAdapter
-from augbench.engines.bare_loop import UserDataset
+from augbench.measuring.engines import cpu_dataloader as engine  # noqa: I001
+from augbench.workload.adapters.torchvision import TorchvisionAdapter
+from augbench.measuring.engines.bare_loop import UserDataset
 
 SLEEP_S = 0.005
 

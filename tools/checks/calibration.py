@@ -74,8 +74,8 @@ def readme(table: pd.DataFrame, written: datetime, source: str, command: str) ->
         f"pairs at that level and at most {calibration.MAX_FALSE_CALL_RATE:.0%} false calls "
         "([calibration.md](../../calibration.md))",
         "- Load: pairs with a row measured under load (another process's work beside the job, "
-        "augbench/quietness.py) and the most cores other processes used during a row, per kind "
-        "of row below",
+        "augbench/measuring/quietness.py) and the most cores other processes used during a row, "
+        "per kind of row below",
         "",
         "| kind of row | pairs | false calls | rate | passes | job pairs | under load | "
         "most other cores | note |",

@@ -11,8 +11,8 @@ none of the harness's code in the loop:
   ["image"]`` (with a mask where the row's pipeline has one: the image's first channel above
   127);
 - the other libraries: the row's pipeline definition (its file's ``benchmark_params``) built as
-  the row built it (augbench.pipelines, the library's own composition object), images decoded by
-  the library's decoder, ``out = call(compose, image)``: only the construction is shared.
+  the row built it (augbench.workload.pipelines, the library's own composition object), images
+  decoded by the library's decoder, ``out = call(compose, image)``: only the construction is shared.
 
 Same work on both sides: fresh interpreter j makes the random draws of the row's round j
 (``breakdown_passes.round_seeds``: its warm-up's seed, then one seed per timed value, the row's
@@ -50,7 +50,7 @@ from statistics import median
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from augbench import allocator, result_format  # noqa: E402
+from augbench import result_format  # noqa: E402
 from augbench.intervals import (  # noqa: E402
     BOOTSTRAP_RESAMPLES,
     LEVEL,
@@ -58,13 +58,14 @@ from augbench.intervals import (  # noqa: E402
     process_median_interval,
     ratio_interval,
 )
+from augbench.measuring import allocator  # noqa: E402
 from augbench.result_format import MEDIAN_THROUGHPUT  # noqa: E402
 
 ALBUMENTATIONS_PROBE = r"""
 import json, random, resource, sys, time
 sys.path.insert(0, ROOT)
 from augbench.policy import MICRO_THREADS
-from augbench.telemetry import apply_off as apply_telemetry_off
+from augbench.measuring.telemetry import apply_off as apply_telemetry_off
 MICRO_THREADS.apply_environment()
 apply_telemetry_off()
 import cv2
@@ -110,16 +111,17 @@ LIBRARY_PROBE = r"""
 import json, resource, sys, time
 sys.path.insert(0, ROOT)
 from augbench.policy import MICRO_THREADS
-from augbench.telemetry import apply_off as apply_telemetry_off
+from augbench.measuring.telemetry import apply_off as apply_telemetry_off
 MICRO_THREADS.apply_environment()
 apply_telemetry_off()
-from augbench import adapters, pipeline_builders, pipelines
+from augbench.workload import adapters, pipelines
+from augbench.measuring import pipeline_builders
 request = json.loads(sys.stdin.read())
 adapter = adapters.get(request["library"])
 adapter.import_library()
 MICRO_THREADS.apply_runtime()
-from augbench.engines.breakdown_passes import reseed
-from augbench.engines.pipeline_breakdown import with_input_conversion
+from augbench.measuring.engines.breakdown_passes import reseed
+from augbench.measuring.engines.pipeline_breakdown import with_input_conversion
 pipeline = pipelines.Pipeline.from_dict(request["pipeline"])
 units = pipeline_builders.build_units(adapter, pipeline)
 whole = pipeline_builders.build_whole(adapter, pipeline, units)
@@ -291,7 +293,7 @@ def rerun_job(path: Path, meta: dict, out: Path, manifest: Path, venvs: Path) ->
     params = meta["benchmark_params"]
     python = venvs / library / "bin" / "python"
     command = [
-        str(python), "-m", "augbench.engines.pipeline_breakdown",
+        str(python), "-m", "augbench.measuring.engines.pipeline_breakdown",
         "--library", library,
         "--pipelines", json.dumps(params["pipelines"]),
         "--manifest", str(manifest),
@@ -334,7 +336,7 @@ def main() -> int:
 
     # Imported here: the engine module sets the micro thread policy's variables on import,
     # which the interpreters this starts set for themselves anyway.
-    from augbench.engines.breakdown_passes import round_seeds
+    from augbench.measuring.engines.breakdown_passes import round_seeds
 
     head = (
         "malloc_env\tmachine\tlibrary\tpipeline\timages\tjobs\trow_processes\t"

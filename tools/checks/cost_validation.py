@@ -7,8 +7,8 @@
 
 1. Predicts the measured run's configuration with rule ``cost`` (``snakemake cost`` in a scratch
    directory, ``cloud.estimate_from`` = SMOKE_RUN): results/cost/jobs.tsv lists every planned job
-   with its predicted local seconds (expected and at most) and memory (augbench.cost,
-   augbench.memory). ``--prediction`` reads such a jobs.tsv made already instead (one
+   with its predicted local seconds (expected and at most) and memory (augbench.planning.cost,
+   augbench.planning.memory). ``--prediction`` reads such a jobs.tsv made already instead (one
    prediction held against several runs).
 2. Reads the measured run's Snakemake benchmark files (``s``, ``max_rss``, ``max_pss``) of the
    same jobs.
@@ -45,7 +45,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from augbench.cost import benchmark_row  # noqa: E402
+from augbench.planning.cost import benchmark_row  # noqa: E402
 
 DEFAULT_CONFIG = ["preset=paper-lite"]  # its libraries and regimes: the preset's
 COLUMNS = (

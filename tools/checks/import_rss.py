@@ -1,15 +1,15 @@
-"""Fit the memory model's numbers (augbench/library_memory.json, augbench.policy) in processes of
-their own, never from the workflow runs they are checked against (tools/checks/cost_validation.py
-checks the model on a measured run;
+"""Fit the memory model's numbers (augbench/planning/library_memory.json, augbench.policy) in
+processes of their own, never from the workflow runs they are checked against
+(tools/checks/cost_validation.py checks the model on a measured run;
 docs/results/amd-epyc-2c/2026-11-26-cost-validation-paper-lite/):
 
-- ``import_rss_mb`` of ``augbench/library_memory.json`` (written), and ``MANAGER_RSS_MB``: the
-  resident memory of a fresh interpreter in each library's venv after importing augbench and the
+- ``import_rss_mb`` of ``augbench/planning/library_memory.json`` (written), and ``MANAGER_RSS_MB``:
+  the resident memory of a fresh interpreter in each library's venv after importing augbench and the
   library (its adapter's ``import_library``), and after torch too;
-- ``working_copies`` of ``augbench/library_memory.json`` (written): a transform's temporaries on
-  one image, in copies of the image at the library's working dtype: per library and catalog
-  transform it implements, on one synthetic ``--working-px`` square RGB image, the growth of the
-  peak resident memory of a child forked for that transform alone, over the image's size (the
+- ``working_copies`` of ``augbench/planning/library_memory.json`` (written): a transform's
+  temporaries on one image, in copies of the image at the library's working dtype: per library and
+  catalog transform it implements, on one synthetic ``--working-px`` square RGB image, the growth of
+  the peak resident memory of a child forked for that transform alone, over the image's size (the
   largest of ``--repeats``);
 - ``TRAINING_MODEL_MB``: the training regime's model state in the main process at batch 32 (the
   torchvision env): the peak resident memory a fresh process gains from building the model and
@@ -38,9 +38,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from augbench import adapters  # noqa: E402
-from augbench.adapters.base import CPU_TRANSFORMS  # noqa: E402
-from augbench.memory import LIBRARY_MEMORY_FILE  # noqa: E402
+from augbench.planning.memory import LIBRARY_MEMORY_FILE  # noqa: E402
+from augbench.workload import adapters  # noqa: E402
+from augbench.workload.adapters.base import CPU_TRANSFORMS  # noqa: E402
 
 PROBE = """
 import json, resource, sys
@@ -48,10 +48,10 @@ sys.path.insert(0, {root!r})
 def rss():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 if {manager!r}:
-    import augbench.engines.micro  # the micro job's manager: no library import
+    import augbench.measuring.engines.micro  # the micro job's manager: no library import
     print(json.dumps({{"manager": rss()}}))
     raise SystemExit
-from augbench import adapters
+from augbench.workload import adapters
 adapters.get({library!r}).import_library()
 alone = rss()
 try:
@@ -68,7 +68,7 @@ sys.path.insert(0, {root!r})
 from augbench.policy import MICRO_THREADS
 MICRO_THREADS.apply_environment()
 import numpy as np
-from augbench import adapters, catalog
+from augbench.workload import adapters, catalog
 adapter = adapters.get({library!r})
 adapter.import_library()
 MICRO_THREADS.apply_runtime()
@@ -112,7 +112,7 @@ sys.path.insert(0, {root!r})
 from augbench.policy import DATALOADER_THREADS
 DATALOADER_THREADS.apply_environment()
 import torch
-from augbench.engines import training
+from augbench.measuring.engines import training
 DATALOADER_THREADS.apply_runtime()
 def peak():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -189,8 +189,8 @@ def print_process_constants(args: argparse.Namespace) -> None:
 
 
 def write_measured(key: str, found: dict[str, Any], args: argparse.Namespace) -> None:
-    """Put ``found`` (per library) under ``key`` of augbench/library_memory.json, keeping what
-    the file holds for the libraries not measured now, in the libraries' order."""
+    """Put ``found`` (per library) under ``key`` of augbench/planning/library_memory.json, keeping
+    what the file holds for the libraries not measured now, in the libraries' order."""
     target: Path = args.output
     doc = json.loads(target.read_text()) if target.exists() else {}
     merged = {**{k: v for k, v in doc.get(key, {}).items() if k not in found}, **found}

@@ -41,8 +41,9 @@ sys.path.insert(0, str(ROOT / "tools" / "checks"))
 import yaml  # noqa: E402
 from compose_vs_rows import LIBRARY_PROBE, fresh_interpreter, staged_files  # noqa: E402
 
-from augbench import allocator, pipelines  # noqa: E402
 from augbench.intervals import process_median_interval  # noqa: E402
+from augbench.measuring import allocator  # noqa: E402
+from augbench.workload import pipelines  # noqa: E402
 
 ARMS = ("glibc", "glibc-fixed-layout", "glibc-steady")
 
@@ -135,7 +136,7 @@ def main() -> int:
         return 0
     from tqdm import tqdm
 
-    from augbench.engines.breakdown_passes import round_seeds
+    from augbench.measuring.engines.breakdown_passes import round_seeds
 
     if not (args.library and args.pipeline and args.manifest):
         p.error("--library, --pipeline and --manifest are needed (or --summarize FILES)")

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Check the training jobs' memory as planned for the machine that ran them (augbench.memory,
-regimes.training.training_memory with ``Sweep.host_gpu`` from this machine's NVIDIA driver, as the
-workflow plans a local run) against their Snakemake benchmarks (``max_pss``: DataLoader workers
-share their parent's pages, counted once in a PSS sum).
+"""Check the training jobs' memory as planned for the machine that ran them
+(augbench.planning.memory, regimes.training.training_memory with ``Sweep.host_gpu`` from this
+machine's NVIDIA driver, as the workflow plans a local run) against their Snakemake benchmarks
+(``max_pss``: DataLoader workers share their parent's pages, counted once in a PSS sum).
 
     uv run python tools/checks/training_memory.py --run RUN [--configfile FILE] \
         [--config key=value ...] --output docs/results/<machine>/<run>/training-memory.tsv
@@ -25,9 +25,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from augbench import cuda_env, memory, regimes  # noqa: E402
-from augbench.config import deep_merge, resolve  # noqa: E402
-from augbench.sweep import Sweep  # noqa: E402
+from augbench import cuda_env  # noqa: E402
+from augbench.planning import memory, regimes  # noqa: E402
+from augbench.planning.config import deep_merge, resolve  # noqa: E402
+from augbench.planning.sweep import Sweep  # noqa: E402
 
 
 def main() -> int:

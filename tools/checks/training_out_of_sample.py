@@ -2,10 +2,10 @@
 
 Reads a finished run's cpu_dataloader ``decode`` rows (``--supply``: a run directory; its
 recipes, worker counts and batch size are the ones checked), then runs the training regime's own
-engine through the workflow's launcher (augbench.provision: the library's env, glibc as shipped),
-one job per library, worker count and accelerator, under the allocator setting of the supply
-rows it reads (``--allocator``), writing result files beside the supply's as a workflow run would
-(``--out``). The accelerators:
+engine through the workflow's launcher (augbench.planning.provision: the library's env, glibc as
+shipped), one job per library, worker count and accelerator, under the allocator setting of the
+supply rows it reads (``--allocator``), writing result files beside the supply's as a workflow run
+would (``--out``). The accelerators:
 
 - ``sleep`` stand-ins placed around each supply row: for every ratio r of ``--ratios``
   (data / model: 0.5 is data-bound, 1 the crossover, 2 model-bound) a stand-in of supply / r
@@ -61,15 +61,17 @@ sys.path.insert(0, str(ROOT))
 
 import pandas as pd  # noqa: E402
 
-from augbench import allocator, catalog, pipelines, regimes  # noqa: E402
 from augbench.analysis import tidy  # noqa: E402
 from augbench.analysis import training as tables  # noqa: E402
 from augbench.analysis.cells import is_true  # noqa: E402
+from augbench.measuring import allocator  # noqa: E402
+from augbench.planning import regimes  # noqa: E402
 from augbench.policy import (  # noqa: E402
     DATALOADER_THREADS,
     TRAINING_PREDICTION_TOLERANCE,
     TRAINING_WAIT_TOLERANCE,
 )
+from augbench.workload import catalog, pipelines  # noqa: E402
 
 
 def supply_rows(runs: list[Path], setting: str) -> pd.DataFrame:
@@ -143,12 +145,12 @@ def launch(
     """The training engine through the workflow's launcher, as the rule runs it."""
     env = {**os.environ, **DATALOADER_THREADS.environment(), "PYTHONPATH": str(ROOT)}
     cmd = [
-        sys.executable, "-m", "augbench.provision", "--library", library,
+        sys.executable, "-m", "augbench.planning.provision", "--library", library,
         "--allocator", setting, "--manager", "uv",
         "--venv", str(envs / library), "--python", sys.executable,
         "--scratch", str(ROOT / ".scratch"), "--lock", str(ROOT / "envs" / f"{library}.txt"),
         "--archive", str(manifest.parent / "missing.tar"), "--manifest", str(manifest),
-        "--", "-m", "augbench.engines.training", "--library", library,
+        "--", "-m", "augbench.measuring.engines.training", "--library", library,
         "--output", str(output), *engine_args,
     ]  # fmt: skip
     output.parent.mkdir(parents=True, exist_ok=True)

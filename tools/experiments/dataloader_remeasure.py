@@ -48,7 +48,8 @@ def remeasure(run: Path, envs: Path, original: Path, rounds: int, out: Path) -> 
     params = meta["benchmark_params"]
     manifest = run / "results/data" / meta["dataset"]["key"] / "manifest.json"
     cmd = [
-        str(envs / meta["library"] / "bin/python"), "-m", "augbench.engines.cpu_dataloader",
+        str(envs / meta["library"] / "bin/python"),
+        "-m", "augbench.measuring.engines.cpu_dataloader",
         "--library", meta["library"], "--scope", meta["scope"],
         "--workers", str(params["workers"]), "--transforms", ",".join(params["transforms"]),
         "--manifest", str(manifest), "--num-images", str(params["num_images"]),

@@ -8,7 +8,7 @@ IPC. This script measures both on this machine, one worker count after the other
 - floor, W <= 1: one process decodes the epoch's files in a loop (``adapter.decode``).
 - floor, W >= 2: W already-started processes (fork) each decode 1/W of the epoch's files; the
   clock spans the submission to the last process finishing.
-- DataLoader: the regime's own engine code (``augbench.engines.cpu_dataloader``) with the
+- DataLoader: the regime's own engine code (``augbench.measuring.engines.cpu_dataloader``) with the
   cheapest recipe (``RandomCrop224 + Normalize + ToTensor`` by default), scope ``decode``, W
   workers, persistent workers started by an untimed warm-up epoch.
 
@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from augbench.library_runs import add_arguments, drive
+from augbench.measuring.library_runs import add_arguments, drive
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -53,8 +53,9 @@ def inner(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
-    from augbench import adapters, media, recipes
-    from augbench.engines import cpu_dataloader as engine
+    from augbench.measuring import media
+    from augbench.measuring.engines import cpu_dataloader as engine
+    from augbench.workload import adapters, recipes
 
     adapter = adapters.get(args.inner)
     adapter.import_library()

@@ -6,8 +6,8 @@
 
 Alternates (``--rounds`` times) between
   (a) the workflow's own measuring process, run as a micro job runs it
-      (augbench/engines/micro_worker.py: one pyperf worker timing every listed transform in turn,
-      cached media), and
+      (augbench/measuring/engines/micro_worker.py: one pyperf worker timing every listed transform
+      in turn, cached media), and
   (b) a bare loop written out here: the same library call on the same decoded images, timed with
       time.perf_counter, in a fresh process per transform with the same single-thread
       environment,
@@ -34,7 +34,7 @@ from augbench.policy import MICRO_THREADS, SlowTransformPolicy  # noqa: E402
 
 BARE_LOOP = r"""
 import json, pickle, sys, time
-from augbench import adapters, catalog
+from augbench.workload import adapters, catalog
 from augbench.policy import MICRO_THREADS
 library, name, cache, passes = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 adapter = adapters.get(library)
@@ -65,7 +65,7 @@ def workflow_rates(
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         cmd = [
-            python, str(ROOT / "augbench/engines/micro_worker.py"),
+            python, str(ROOT / "augbench/measuring/engines/micro_worker.py"),
             "--worker", "--loops", "1", "--warmups", "1", "--values", str(values), "--quiet",
             "--library", library, "--transforms", ",".join(names), "--cache", str(cache),
             "--out-dir", str(out), "--progress", str(out / "progress"), "--layout", layout,
@@ -100,7 +100,8 @@ def _env() -> dict[str, str]:
 
 def build_cache(python: str, library: str, manifest: Path, n: int, cache: Path) -> None:
     code = (
-        "import sys; from pathlib import Path; from augbench import adapters, media;"
+        "import sys; from pathlib import Path; from augbench.workload import adapters; "
+        "from augbench.measuring import media;"
         "a = adapters.get(sys.argv[1]);"
         "media.build_cache(a, media.select_files(Path(sys.argv[2]), int(sys.argv[3])),"
         " Path(sys.argv[4]))"

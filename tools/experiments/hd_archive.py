@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from augbench.dataset import add_tar_member, build_default_archive, sha256_file  # noqa: E402
+from augbench.planning.dataset import add_tar_member, build_default_archive, sha256_file  # noqa: E402
 
 SIZE = (1280, 720)
 

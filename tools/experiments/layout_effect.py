@@ -5,10 +5,10 @@
         --json-out layout_effect.json --markdown-out layout_effect.md
 
 Per library, one process in the library's env (``.venvs/<library>``) under the micro regime's
-single-thread policy decodes the images with the library's own decoder (augbench.media: the same
-cache the micro regime uses) and keeps two copies of the inputs: ``native`` (exactly what the
-decoder returns: channels-last memory for torchvision and Kornia) and ``contiguous`` (a row-major
-copy: the harness convention before inputs were native). Per transform it times the micro
+single-thread policy decodes the images with the library's own decoder (augbench.measuring.media:
+the same cache the micro regime uses) and keeps two copies of the inputs: ``native`` (exactly what
+the decoder returns: channels-last memory for torchvision and Kornia) and ``contiguous`` (a
+row-major copy: the harness convention before inputs were native). Per transform it times the micro
 regime's scope, ``materialize(transform(image), image)`` over all images, alternating native and
 contiguous passes (``--passes`` each, after one warm-up pass each), so machine noise (a shared VM)
 lands on both sides; ``--clock cpu`` times the thread's CPU time instead of wall time, which
@@ -43,7 +43,8 @@ def inner(args: argparse.Namespace) -> int:
     from augbench.policy import MICRO_THREADS
 
     MICRO_THREADS.apply_environment()
-    from augbench import adapters, catalog, layout, media
+    from augbench.measuring import media
+    from augbench.workload import adapters, catalog, layout
 
     adapter = adapters.get(args.library)
     adapter.import_library()

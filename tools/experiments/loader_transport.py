@@ -1,7 +1,7 @@
 """Why one DataLoader worker can be slower than none: the loader's own costs, side by side.
 
 For each library (memory scope: images decoded once, before any clock), in one process and in
-interleaved rounds, this measures stock DataLoaders (``augbench.engines.bare_loop``) at
+interleaved rounds, this measures stock DataLoaders (``augbench.measuring.engines.bare_loop``) at
 ``workers`` 0 and 1 over:
 
 - ``recipe``: the cheap recipe (``RandomCrop224 + HorizontalFlip + Normalize + ToTensor``);
@@ -40,7 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from augbench.library_runs import add_arguments, drive
+from augbench.measuring.library_runs import add_arguments, drive
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -85,14 +85,15 @@ def inner(args: argparse.Namespace) -> int:
     DATALOADER_THREADS.apply_environment()
     from tqdm import tqdm
 
-    from augbench import adapters, media, recipes
-    from augbench.engines import cpu_dataloader as engine
+    from augbench.measuring import media
+    from augbench.measuring.engines import cpu_dataloader as engine
+    from augbench.workload import adapters, recipes
 
     adapter = adapters.get(args.inner)
     adapter.import_library()
     import torch
 
-    from augbench.engines.bare_loop import UserDataset, user_loader
+    from augbench.measuring.engines.bare_loop import UserDataset, user_loader
 
     DATALOADER_THREADS.apply_runtime()
     images = [adapter.decode(f) for f in media.select_files(args.manifest, args.num_images)]

@@ -37,7 +37,7 @@ def main() -> int:
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
     from augbench import result_format
-    from augbench.engines.breakdown_passes import round_seeds
+    from augbench.measuring.engines.breakdown_passes import round_seeds
 
     wanted = {tuple(item.split(":", 1)) for item in args.pipelines.split(",") if item}
     lines = [

@@ -31,9 +31,9 @@ PYTHON_VERSION = "3.11"
 PLATFORM = "x86_64-manylinux_2_28"
 sys.path.insert(0, str(ROOT))
 
-from augbench import adapters  # noqa: E402
-from augbench.adapters.base import LOCK_JOINT, LOCK_SHARED  # noqa: E402
-from augbench.provision import lock_pins  # noqa: E402
+from augbench.planning.provision import lock_pins  # noqa: E402
+from augbench.workload import adapters  # noqa: E402
+from augbench.workload.adapters.base import LOCK_JOINT, LOCK_SHARED  # noqa: E402
 
 # Libraries locked jointly: those whose declarations say so.
 JOINT = tuple(n for n in adapters.names() if adapters.declared(n).lock_mode == LOCK_JOINT)

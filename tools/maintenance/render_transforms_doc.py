@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from augbench.transforms_doc import DOC_PATH, render  # noqa: E402
+from augbench.workload.transforms_doc import DOC_PATH, render  # noqa: E402
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__)

@@ -4,12 +4,12 @@
         [--kinds pipeline_dataloader ...]
 
 Learns per-job models from finished runs (each a working directory with results/raw and
-benchmarks/, as `snakemake --cores 8` leaves it) with augbench.cost.learn, the model of the cloud
-cost estimate; a later directory's models replace an earlier one's. A run in the user's own working
-directory always replaces these reference models (augbench.plan.load_models). ``--kinds`` takes
-only those job kinds from the runs: a run whose other jobs have another shape than the reference
-run's (the default preset's one-process micro rows) then refreshes only what it measured as the
-reference does not.
+benchmarks/, as `snakemake --cores 8` leaves it) with augbench.planning.cost.learn, the model of the
+cloud cost estimate; a later directory's models replace an earlier one's. A run in the user's own
+working directory always replaces these reference models (augbench.planning.plan.load_models).
+``--kinds`` takes only those job kinds from the runs: a run whose other jobs have another shape than
+the reference run's (the default preset's one-process micro rows) then refreshes only what it
+measured as the reference does not.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from augbench import cost, plan  # noqa: E402
+from augbench.planning import cost, plan  # noqa: E402
 
 
 def main() -> int:

@@ -1,6 +1,6 @@
 # A/A calibration (docs/calibration.md): the same work measured under two names in separate jobs
 # (config calibration.pairs; a library's second name, albumentationsx~b, is a library of its own
-# in jobs and rows, augbench/adapters), every row pair decided as the answer page decides a margin;
+# in jobs and rows, augbench/workload/adapters), every row pair decided as the answer page decides a margin;
 # a "faster" or "slower" call is a false call (augbench/analysis/calibration.py).
 # `snakemake --cores 8 calibration --configfile config/calibration.yaml` measures and counts.
 

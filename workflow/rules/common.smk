@@ -1,31 +1,25 @@
 # Configuration and input functions shared by every rule file. What the sweep plans (which jobs,
-# their wildcards, result files and engine flags) comes from augbench.sweep, which reads the
-# regime declarations in augbench/regimes/; augbench.workflow_inputs connects them to the
+# their wildcards, result files and engine flags) comes from augbench.planning.sweep, which reads the
+# regime declarations in augbench/planning/regimes/; augbench.workflow_inputs connects them to the
 # rules, and this file hands its functions to them.
 import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, workflow.basedir)
-# Every job's Python (the scripts of rules, the engines and their launcher, augbench.provision)
+# Every job's Python (the scripts of rules, the engines and their launcher, augbench.planning.provision)
 # may cache the bytecode of what it imports. Where the machine sets PYTHONDONTWRITEBYTECODE, each
 # process would compile its imports again, 2-3 s apiece
 # (docs/results/amd-epyc-2c/2026-11-26-bytecode/).
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
-from augbench import (
-    adapters,
-    command_line,
-    matrix,
-    paths,
-    regimes,
-    run_end,
-    slurm,
-    sweep,
-)  # noqa: E402
+from augbench.workload import adapters, matrix  # noqa: E402
+from augbench.planning import command_line, regimes, slurm, sweep  # noqa: E402
+from augbench import paths  # noqa: E402
+from augbench.analysis import run_end  # noqa: E402
 from augbench import workflow_inputs as wi  # noqa: E402
-from augbench.pipeline_sources import torchvision_module  # noqa: E402
-from augbench.config import resolve  # noqa: E402
+from augbench.workload.pipeline_sources import torchvision_module  # noqa: E402
+from augbench.planning.config import resolve  # noqa: E402
 from augbench.logs import exit_on_user_error, exit_with  # noqa: E402
 from augbench.analysis import on_disk  # noqa: E402
 
@@ -40,7 +34,7 @@ os.environ[wi.PYTHON_VAR] = sys.executable
 # each ("augbench: config error at <key>: ..."), never as a traceback: exit_with and
 # exit_on_user_error (augbench/logs.py), also inside input and params functions.
 # Under a default storage provider the jobs run on machines the sweep provisions (a cloud
-# sweep): config gpu: auto is then required there (augbench.config.gpu_mode).
+# sweep): config gpu: auto is then required there (augbench.planning.config.gpu_mode).
 PROVISIONED_MACHINES = bool(workflow.storage_settings.default_storage_provider)
 with exit_on_user_error():
     config.update(
@@ -110,7 +104,7 @@ MODULE_PIPELINE_LIBRARY = wi.MODULE_PIPELINE_LIBRARY
 MODULE_PIPELINES = INPUTS.module_pipelines
 resolve_pipeline_env = INPUTS.resolve_pipeline_env
 
-# timed rules: one pattern for every job kind of augbench/regimes/
+# timed rules: one pattern for every job kind of augbench/planning/regimes/
 TIMED_SHELL = wi.TIMED_SHELL
 timed_result = wi.timed_result
 timed_log = wi.timed_log
@@ -153,7 +147,7 @@ def measured_run_fingerprint():
     return wi.measured_run_fingerprint(CLOUD["estimate_from"])
 
 
-# -- the end of a run (augbench.run_end) ---------------------------------------------------------
+# -- the end of a run (augbench.analysis.run_end) ---------------------------------------------------------
 def print_recommendation():
     """The answer page's short form, where this run (or an earlier one) has made it."""
     run_end.print_recommendation(Path(RECOMMENDATION["table"]))

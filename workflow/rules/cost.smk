@@ -22,7 +22,7 @@ rule cost:
         config=config,
         run_dir=CLOUD["estimate_from"],
         measured=measured_run_fingerprint(),
-        # The cost model is the package's code (augbench.cost counts with the engines' own
+        # The cost model is the package's code (augbench.planning.cost counts with the engines' own
         # functions): a new version of it prices the sweep again.
         analysis_code=ANALYSIS_CODE,
     script:

@@ -3,7 +3,7 @@
 # ("setting": cloud sweeps; its rule is timed.smk's, as every timed kind's), or one per library x
 # shard measuring every setting in turn in one process ("library": local runs; the library is
 # imported once), this rule. Same result files either way. Jobs, flags and placement:
-# augbench/regimes/ (kind "cpu_dataloader").
+# augbench/planning/regimes/ (kind "cpu_dataloader").
 
 # As every timed rule, defined only where its regime is configured (TIMED_KINDS, common.smk).
 if (

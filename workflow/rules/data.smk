@@ -1,5 +1,5 @@
 # The dataset: one archive (local, gs:// or the embedded default), staged once.
-from augbench.dataset import check_staged_file
+from augbench.planning.dataset import check_staged_file
 from augbench.logs import exit_with
 
 
@@ -72,7 +72,7 @@ rule stage_dataset:
 
 
 # Resolution sweep: the staged dataset resized once per configured resolution into a derived
-# dataset (augbench/resize.py): an archive of its own, staged like any archive, under its own key.
+# dataset (augbench/planning/resize.py): an archive of its own, staged like any archive, under its own key.
 # Defined only when a sweep is configured.
 if DERIVED:
 

@@ -1,6 +1,6 @@
-# User pipelines (augbench/pipelines.py, docs/pipelines.md): the per-step breakdown (micro
+# User pipelines (augbench/workload/pipelines.py, docs/pipelines.md): the per-step breakdown (micro
 # regime, one thread), each pipeline as the recipe of the DataLoader, GPU DataLoader and DALI
-# regimes, and their tables and figure. Jobs, flags and placement: augbench/regimes/ (the
+# regimes, and their tables and figure. Jobs, flags and placement: augbench/planning/regimes/ (the
 # kinds of role "pipelines").
 
 
@@ -25,7 +25,7 @@ rule resolve_pipeline:
         python=str(Path(venv_dir(MODULE_PIPELINE_LIBRARY)) / "bin" / "python"),
     shell:
         'PYTHONPATH="$AUGBENCH_ROOT" {params.python:q} -m '
-        "augbench.pipeline_sources.torchvision_module {params.ref:q} --source {params.ref:q} "
+        "augbench.workload.pipeline_sources.torchvision_module {params.ref:q} --source {params.ref:q} "
         "--out {output.resolved:q} > {log:q} 2>&1"
 
 

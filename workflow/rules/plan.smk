@@ -1,13 +1,13 @@
 # Before the first job: the plan (jobs per phase and regime) and an ETA from the per-job time model
-# the cloud cost estimate uses (augbench.plan, augbench.cost). Snakemake then prints one progress
+# the cloud cost estimate uses (augbench.planning.plan, augbench.planning.cost). Snakemake then prints one progress
 # line per finished job ("N of M steps done").
 
 
 def rule_path(file):
-    """A job's file as its rule names it (what augbench.sweep plans). Under a default storage
+    """A job's file as its rule names it (what augbench.planning.sweep plans). Under a default storage
     provider Snakemake names it by its local copy (.snakemake/storage/...); the rule's path is
     the storage query less the prefix."""
-    from augbench import plan
+    from augbench.planning import plan
 
     if not file.is_storage:
         return str(file)
@@ -19,7 +19,7 @@ def rule_path(file):
 def print_plan(planned_only=False):
     """Advisory only: a plan that cannot be made never stops the run. ``planned_only``: after a
     dry run, whose jobs count as finished once planned."""
-    from augbench import plan
+    from augbench.planning import plan
 
     try:
         jobs = list(workflow.dag.needrun_jobs(exclude_finished=not planned_only))
@@ -52,7 +52,7 @@ def machine_plan_lines(planned, jobs, found, source, by_output, models):
     """The plan where the executor sends jobs to machines of their own (a cloud or cluster
     executor): one submission per group job of the run's groups (its members one after another
     on one machine) and per other job that does not run here (localrules)."""
-    from augbench import plan
+    from augbench.planning import plan
 
     seconds = plan.job_seconds(planned, by_output, models, config)
     submissions = {}

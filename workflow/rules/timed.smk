@@ -1,4 +1,4 @@
-# Every timed rule: one per job kind of augbench/regimes/, which declares what the kind's jobs
+# Every timed rule: one per job kind of augbench/planning/regimes/, which declares what the kind's jobs
 # run, on which libraries, where, with which flags, memory and threads; the shell is TIMED_SHELL
 # (common.smk). A kind of role "pipelines" also waits for the module pipelines it resolves. The
 # cpu_dataloader rule of `cpu_dataloader.job_per: library` (one job measuring every setting in one

@@ -5,8 +5,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
-from augbench.dataset import build_default_archive
 from augbench.logs import redirect_to_log
+from augbench.planning.dataset import build_default_archive
 
 with redirect_to_log(snakemake.log[0]):  # noqa: F821
     info = build_default_archive(

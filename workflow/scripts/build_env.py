@@ -8,7 +8,7 @@ An env that cannot be built here (a library compiled from source without its com
 a lock uv cannot install) loses only its own library: the marker records ``status: failed`` and
 the one-line reason, that line is printed, and the rule ends well, so the other libraries' jobs run
 with or without --keep-going. The library's timed jobs write rows that say ``env_failed``
-(augbench.provision), and the next run tries the build again (workflow/rules/envs.smk).
+(augbench.planning.provision), and the next run tries the build again (workflow/rules/envs.smk).
 """
 
 import json
@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
 from augbench.logs import redirect_to_log
-from augbench.provision import EnvBuildError, ensure_env, failed_marker, sha256_bytes
+from augbench.planning.provision import EnvBuildError, ensure_env, failed_marker, sha256_bytes
 
 
 def interpreter_report(python: str) -> dict:
@@ -46,7 +46,7 @@ def main() -> None:
         reused = True
         lock_sha = sha256_bytes(lock)
     else:
-        # The same code path benchmark jobs use on any node (augbench.provision).
+        # The same code path benchmark jobs use on any node (augbench.planning.provision).
         try:
             python = sm.params.python or sys.executable
             env = ensure_env(library, lock, Path(sm.params.venv), python)

@@ -3,9 +3,10 @@
     uv run snakemake cost --config preset=paper
 
 Prices the profile named by config `cloud.profile` (read as a file). Learns per-job times from the
-finished local run in config `cloud.estimate_from` (augbench.cost) where there is one and takes
-every job kind it lacks from the shipped reference timings (workflow/resources/time_model.json),
-saying which; writes results/cost/estimate.tsv and prints the table (docs/cloud.md).
+finished local run in config `cloud.estimate_from` (augbench.planning.cost) where there is one and
+takes every job kind it lacks from the shipped reference timings
+(workflow/resources/time_model.json), saying which; writes results/cost/estimate.tsv and prints the
+table (docs/cloud.md).
 """
 
 import sys
@@ -13,9 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
-from augbench import cost, slurm
 from augbench.logs import redirect_to_log
-from augbench.plan import load_reference
+from augbench.planning import cost, slurm
+from augbench.planning.plan import load_reference
 
 
 def main() -> str:
@@ -29,10 +30,11 @@ def main() -> str:
     reference = load_reference(reference_file)
     borrowed = cost.borrow_shares(local, reference.models)
     models = {**reference.models, **local}
-    # Every job of the sweep (augbench.sweep.Sweep.cost_jobs: the same job list the rules run).
+    # Every job of the sweep (augbench.planning.sweep.Sweep.cost_jobs: the same job list the rules
+    # run).
     jobs, planned = plan["jobs"], plan["planned"]
     # A SLURM cluster: node-hours of its partitions; setup and analysis jobs run on the login
-    # node (augbench/slurm.py) and cost no node-hours.
+    # node (augbench/planning/slurm.py) and cost no node-hours.
     nodes = plan["executor"] == slurm.EXECUTOR
     if nodes:
         config = slurm.cost_config(config)

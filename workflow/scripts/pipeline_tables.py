@@ -6,9 +6,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
-from augbench import starvation_model
 from augbench.analysis import allocator_effect, pipelines, starvation, tidy
 from augbench.logs import redirect_to_log
+from augbench.planning import starvation_model
 from augbench.results import write_table_atomic
 
 with redirect_to_log(snakemake.log[0]):  # noqa: F821

@@ -1,13 +1,14 @@
-"""Rule resize_dataset: one derived dataset of the resolution sweep (augbench/resize.py)."""
+"""Rule resize_dataset: one derived dataset of the resolution sweep
+(augbench/planning/resize.py)."""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
-from augbench.dataset import DatasetIdentity
 from augbench.logs import redirect_to_log
-from augbench.resize import ResizeSpec, build_derived
+from augbench.planning.dataset import DatasetIdentity
+from augbench.planning.resize import ResizeSpec, build_derived
 
 with redirect_to_log(snakemake.log[0]):  # noqa: F821
     sm = snakemake  # noqa: F821

@@ -1,7 +1,7 @@
 """Rule stage_dataset: extract and validate the archive once, write manifest.json last.
 
-A bad dataset (augbench.dataset.DatasetError: no usable images, fewer usable images than the
-configuration asks for, a truncated archive, ...) ends the job with one line on the terminal and
+A bad dataset (augbench.planning.dataset.DatasetError: no usable images, fewer usable images than
+the configuration asks for, a truncated archive, ...) ends the job with one line on the terminal and
 in the log, and exit status 1 (augbench.logs.redirect_to_log), before any benchmark job.
 """
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
-from augbench.dataset import DatasetError, stage_archive
 from augbench.logs import redirect_to_log
-from augbench.sweep import Sweep
+from augbench.planning.dataset import DatasetError, stage_archive
+from augbench.planning.sweep import Sweep
 
 sm = snakemake  # noqa: F821
 with redirect_to_log(sm.log[0]):

@@ -63,7 +63,7 @@ def write(
         import pandas as pd
 
         from augbench.analysis import starvation
-        from augbench.starvation_model import FED_DEFINITION
+        from augbench.planning.starvation_model import FED_DEFINITION
 
         # "Fed" is defined once: by the training section where the summary has one.
         section = starvation.markdown(

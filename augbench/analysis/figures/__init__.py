@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
-from augbench import regimes
+from augbench.planning import regimes
 from augbench.result_format import MEDIAN_THROUGHPUT
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ def _per_regime(kind: str) -> list[Family]:
 
 
 # Every family the workflow knows, in the order figures are listed: the one registration (the
-# per-regime ones come from the regime declarations, augbench/regimes/).
+# per-regime ones come from the regime declarations, augbench/planning/regimes/).
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (

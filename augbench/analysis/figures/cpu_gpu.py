@@ -16,7 +16,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from augbench import adapters, regimes
 from augbench.analysis import gpu
 from augbench.analysis.figures.style import (
     Drawn,
@@ -27,8 +26,10 @@ from augbench.analysis.figures.style import (
     use_log_scale,
 )
 from augbench.analysis.groups import library_order, normalized
+from augbench.planning import regimes
+from augbench.workload import adapters
 
-# The regimes declared as GPU regimes (augbench/regimes/).
+# The regimes declared as GPU regimes (augbench/planning/regimes/).
 GPU_REGIMES = regimes.gpu_regimes()
 CPU_REGIME = "cpu_dataloader"
 # The CPU library the GPU rows are divided by: the GPU tables' (augbench.analysis.gpu).

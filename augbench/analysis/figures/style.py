@@ -18,8 +18,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure
 
-from augbench import adapters
 from augbench.analysis.groups import library_order, regime_order
+from augbench.workload import adapters
 
 UNKNOWN_LIBRARY_COLOR = "#555555"  # a library no declaration names (rows of an older run)
 

@@ -1,0 +1,140 @@
+"""When a repeated measurement is precise enough to stop: one rule for every timing engine.
+
+A row reports the median of its values, so its precision is the relative half-width of the
+interval of that median (augbench.intervals: the order-statistic interval of one process's values,
+or a bootstrap over processes where a row has several; the wider side over the median). Engines
+repeat a measurement until that is at most ``policy.RELATIVE_CI_TARGET`` or until their configured
+maximum number of values, never fewer than their minimum; every row records what it reached, and
+the summary flags rows that stopped above the target.
+
+Checking after every new value and stopping at the first lucky one makes the reported interval
+too narrow (the rule picks the moment it looks best). The rule therefore looks only at block
+boundaries: at the minimum, then every ``block`` values after it (the minimum by default), and
+engines that add values in groups (a process's values, a round of arms) check once per group.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from augbench.intervals import median_interval, process_median_interval
+from augbench.policy import MICRO_MAX_LOOPS, MICRO_MIN_VALUE_SECONDS, RELATIVE_CI_TARGET
+
+
+def relative_ci(
+    values: Sequence[float], groups: Sequence[Sequence[float]] | None = None
+) -> float | None:
+    """Relative half-width of the interval of the median of ``values`` (of ``groups``, one list
+    per process, where given); None with fewer than two values."""
+    interval = process_median_interval(groups) if groups else median_interval(values)
+    return interval.relative_half_width
+
+
+@dataclass(frozen=True)
+class StoppingRule:
+    """Take at least ``min_values`` and at most ``max_values``; stop earlier once the relative
+    interval of the median is at most ``target``, looked at only at the minimum and then every
+    ``block`` values (``min_values`` when 0)."""
+
+    min_values: int
+    max_values: int
+    target: float = RELATIVE_CI_TARGET
+    block: int = 0
+
+    def __post_init__(self) -> None:
+        if self.min_values < 1 or self.max_values < self.min_values:
+            raise ValueError(f"bad stopping bounds {self.min_values}..{self.max_values}")
+
+    @property
+    def step(self) -> int:
+        return max(1, self.block or self.min_values)
+
+    def looks_at(self, n: int) -> bool:
+        """Whether the rule looks at the interval after ``n`` values (a block boundary)."""
+        return n >= self.min_values and (n - self.min_values) % self.step == 0
+
+    def done(
+        self, values: Sequence[float], groups: Sequence[Sequence[float]] | None = None
+    ) -> bool:
+        n = len(values)
+        if n >= self.max_values:
+            return True
+        if not self.looks_at(n):
+            return False
+        ci = relative_ci(values, groups)
+        return ci is not None and ci <= self.target
+
+
+def passes_per_value(seconds_per_image: float, num_images: int) -> int:
+    """Passes over the images per timed value, so that one value lasts at least
+    ``MICRO_MIN_VALUE_SECONDS`` (pyperf's own loop calibration targets the same): a fast
+    transform's value is then not a handful of milliseconds at the mercy of one interrupt."""
+    per_pass = max(seconds_per_image * num_images, 1e-9)
+    return max(1, min(MICRO_MAX_LOOPS, math.ceil(MICRO_MIN_VALUE_SECONDS / per_pass)))
+
+
+def epoch_batches(batches_per_run: int, workers: int) -> int:
+    """Batches per timed DataLoader epoch: ``batches_per_run`` rounded up to a whole number of
+    batches per worker, so each of ``workers`` workers makes the same number and the epoch runs
+    at the rate they deliver together (3 batches from 2 workers time one worker's tail)."""
+    per = max(1, workers)
+    return per * math.ceil(max(1, batches_per_run) / per)
+
+
+# The most batches one sized window holds (window_batches): a preflight that ran far faster than
+# the loader can cannot make a timed epoch run for minutes.
+MAX_WINDOW_BATCHES = 256
+
+
+def window_batches(
+    seconds: float, rate: float, batch_size: int, batches_per_run: int, workers: int, cores: int
+) -> int:
+    """Batches per timed epoch that last about ``seconds`` at ``rate`` images per second per
+    process (the preflight's, one sample at a time) times the workers that run at once
+    (``min(workers, cores)``, at least one), at least ``batches_per_run``, at most
+    MAX_WINDOW_BATCHES, in whole batches per worker (:func:`epoch_batches`). A window of a few
+    batches is one round of one batch per worker: its rate is the workers' start from idle more
+    than their pace, and does not repeat from one process to the next."""
+    wanted = batches_per_run
+    if seconds > 0 and rate > 0 and math.isfinite(rate):
+        parallel = max(1, min(workers, cores))
+        wanted = max(batches_per_run, math.ceil(seconds * rate * parallel / max(1, batch_size)))
+    return epoch_batches(min(wanted, MAX_WINDOW_BATCHES), workers)
+
+
+def training_counts(workers: int, warmup_steps: int, prefetch_factor: int) -> tuple[int, int]:
+    """(untimed warm-up steps, loader-only batches) of one training feed
+    (augbench.measuring.engines.training.measure_feed, and the cost model's count of it): the
+    loader-only pass reads at least 6 batches and 3 per worker; the warm-up drains what the workers
+    prefetched meanwhile, so it takes at least one step more than they hold."""
+    return max(warmup_steps, prefetch_factor * workers + 1), max(6, 3 * workers)
+
+
+def model_alone_counts(warmup_steps: int, model_steps: int) -> tuple[int, int]:
+    """(untimed, timed) steps of a training feed's step-alone pass
+    (augbench.measuring.engines.training .model_rate, and the cost model's count of it): as many
+    warm-up steps as the loop is configured with, at least one (allocations, cuDNN's choices, a
+    GPU's clocks leaving idle), then ``model_steps`` timed ones."""
+    return max(1, warmup_steps), model_steps
+
+
+# The pipeline breakdown's kinds of pass (augbench.measuring.engines.pipeline_breakdown): each runs
+# in its own fresh processes, so each costs the same passes.
+BREAKDOWN_KINDS = ("steps", "whole", "bare")
+
+
+def breakdown_value_bounds(min_values: int, max_values: int, per_process: int) -> tuple[int, int]:
+    """The fewest and most timed values per kind of pass, in whole processes of
+    ``per_process`` values (a round runs one process of each kind)."""
+    least = per_process * math.ceil(max(1, min_values) / per_process)
+    most = max(least, per_process * math.ceil(max(1, max_values) / per_process))
+    return least, most
+
+
+def breakdown_passes(values: int, warmups: int, per_process: int) -> int:
+    """Passes over the images for ``values`` timed values of one kind: every process of
+    ``per_process`` values first runs ``warmups`` untimed passes."""
+    processes = math.ceil(max(1, values) / per_process)
+    return processes * (warmups + per_process)

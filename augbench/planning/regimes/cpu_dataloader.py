@@ -1,0 +1,557 @@
+"""The ``cpu_dataloader`` regime: recipes and the user pipelines through a torch DataLoader with
+CPU workers, in the memory and decode scopes. Its declaration, how its jobs are planned, what they
+hold in memory and how they are priced."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from augbench.measuring.stopping import epoch_batches
+from augbench.paths import (
+    DECODERS_TABLE,
+    LOADERS_TABLE,
+    PIPELINE_RAW,
+    RAW,
+    loader_name,
+    loader_pattern,
+    loader_suffix,
+)
+from augbench.planning.regimes.pricing import (
+    Estimate,
+    JobTiming,
+    Key,
+    KindModel,
+    Learned,
+    PricedJob,
+    Pricing,
+    WallTime,
+    median_of,
+)
+from augbench.planning.regimes.records import (
+    SCOPES,
+    WORKERS,
+    Job,
+    JobKind,
+    Planner,
+    Regime,
+    Table,
+    Wildcards,
+    job_kind,
+    one_thread,
+    value_bytes,
+    workers_threads,
+)
+from augbench.policy import DATALOADER_MIN_RUNS, MAIN_PROCESS_CORES
+from augbench.workload import decoders, loaders
+from augbench.workload.adapters.base import CPU_TRANSFORMS
+
+if TYPE_CHECKING:
+    from augbench.planning.memory import Footprint
+
+NAME = "cpu_dataloader"
+
+
+# -- planning --------------------------------------------------------------------------------
+def settings_at(dl: Mapping[str, Any], workers: list[int]) -> list[dict[str, str]]:
+    """The cpu_dataloader settings at ``workers``: each scope's, then the decode scope's under
+    every configured loader besides process (``loader``: its result-name part, empty for
+    process)."""
+    out = [
+        {"scope": scope, "workers": str(w), "loader": ""} for scope in dl["scopes"] for w in workers
+    ]
+    if "decode" in dl["scopes"]:
+        out += [
+            {"scope": "decode", "workers": str(w), "loader": loader_suffix(name)}
+            for name in dl.get("loaders") or [loaders.DEFAULT]
+            if name != loaders.DEFAULT
+            for w in workers
+        ]
+    return out
+
+
+def dataloader_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
+    """One job per library x setting x shard (job_per: setting), or per library x shard writing
+    every setting's file (job_per: library)."""
+    out = []
+    for lib in s.libraries_of(kind.regime):
+        for shard, transforms in s.dataloader_shards.items():
+            if s.dataloader_job_per_library:
+                outputs = [
+                    kind.result_path(s.machine, dataset, lib, **setting, shard=shard)
+                    for setting in s.dataloader_settings_of(shard)
+                ]
+                out.append(s.job(kind, lib, dataset, {"shard": shard}, transforms, outputs))
+            else:
+                out += [
+                    s.job(kind, lib, dataset, {**setting, "shard": shard}, transforms)
+                    for setting in s.dataloader_settings_of(shard)
+                ]
+    return out
+
+
+def _dataloader_common(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
+    dl = s.config["cpu_dataloader"]
+    return {
+        "library": w["library"],
+        "machine": w["machine"],
+        "num-images": s.num_images_for(kind),
+        "batch-size": dl["batch_size"],
+        "prefetch-factor": dl["prefetch_factor"],
+        "persistent-workers": dl["persistent_workers"],
+        "cap-workers-at-cores": dl["cap_workers_at_cores"],
+        "batch-timeout": dl["batch_timeout_s"],
+        "policy": s.policy_json,
+    }
+
+
+def dataloader_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
+    from augbench.workload import matrix
+
+    dl = s.config["cpu_dataloader"]
+    which: dict[str, Any] = (
+        {"settings": [matrix.dataloader_setting(**x) for x in s.dataloader_settings]}
+        if s.dataloader_job_per_library
+        else {
+            "scope": w["scope"],
+            "workers": w["workers"],
+            **({"loader": loader_name(w["loader"])} if w.get("loader") else {}),
+        }
+    )
+    # A loader besides process measures the regime's rows only (docs/cpu_dataloader.md).
+    baselines = dl["baseline_runs"] if not w.get("loader") else 0
+    return {
+        **which,
+        **_dataloader_common(s, kind, w),
+        "shard": w["shard"],
+        "transforms": s.dataloader_shards[w["shard"]],
+        "batches-per-run": dl["batches_per_run"],
+        "num-runs": dl["num_runs"],
+        "baseline-runs": baselines,
+        "processes": int(dl.get("processes", 1)),
+        "window-seconds": float(dl.get("window_s", 0.0)),
+    }
+
+
+def dataloader_threads(s: Planner, w: Wildcards) -> int:
+    """The main process plus its workers (Snakemake lowers it to --cores where it is larger);
+    a job_per: library job, the most workers any of its settings starts."""
+    if "workers" in w:
+        return int(w["workers"]) + 1
+    return max(int(x["workers"]) for x in s.dataloader_settings) + 1
+
+
+def pipeline_dataloader_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
+    """One job per library x scope x workers runs every pipeline as its recipe."""
+    if not s.pipelines or dataset != s.dataset:
+        return []
+    runs = s.config["pipeline_runs"]
+    return [
+        s.job(kind, lib, dataset, {"scope": scope, "workers": str(w)}, s.pipeline_names)
+        for lib in s.libraries_of(kind.regime)
+        for scope in runs["dataloader_scopes"]
+        for w in runs["dataloader_workers"]
+    ]
+
+
+def pipeline_processes(runs: Mapping[str, Any]) -> int:
+    """Fresh processes per pipeline DataLoader row (config
+    ``pipeline_runs.dataloader_processes``; one where the key is absent): each gives the row one
+    value (augbench.measuring.engines.dataloader.processes)."""
+    return int(runs.get("dataloader_processes", 1))
+
+
+def pipeline_dataloader_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
+    runs = s.config["pipeline_runs"]
+    return {
+        "scope": w["scope"],
+        "workers": w["workers"],
+        **_dataloader_common(s, kind, w),
+        "shard": "pipelines",
+        "transforms": s.pipeline_names,
+        "pipelines": s.pipelines_json,
+        "batches-per-run": runs["dataloader_batches_per_run"],
+        "num-runs": runs["dataloader_num_runs"],
+        "baseline-runs": runs["dataloader_baseline_runs"],
+        "processes": pipeline_processes(runs),
+        "window-seconds": float(runs.get("dataloader_window_s", 0.0)),
+    }
+
+
+def decoders_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
+    """The decoders table's job (augbench.measuring.engines.decoders): one, in one library's env
+    (augbench.workload.decoders.ENV_LIBRARY where configured, else the first configured library),
+    where ``cpu_dataloader.decoders`` names a decoder besides ``native``; none otherwise."""
+    configured = list(s.config["cpu_dataloader"].get("decoders") or [decoders.NATIVE])
+    libraries = s.libraries_of(kind.regime)
+    if not decoders.non_native(configured) or not libraries:
+        return []
+    host = decoders.ENV_LIBRARY if decoders.ENV_LIBRARY in libraries else libraries[0]
+    return [s.job(kind, host, dataset, {}, configured)]
+
+
+def decoders_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
+    return {
+        "library": w["library"],
+        "decoders": list(s.config["cpu_dataloader"].get("decoders") or [decoders.NATIVE]),
+        "num-images": min(s.num_images_for(kind), decoders.MAX_IMAGES),
+        "machine": w["machine"],
+        "min-values": decoders.MIN_VALUES,
+        "max-values": decoders.MAX_VALUES,
+        "warmups": 1,
+    }
+
+
+# -- memory (augbench.planning.memory)
+# ----------------------------------------------------------------
+def output_pixels(steps: list[Any], pixels: float) -> float:
+    """Pixels of a pipeline's output image (its steps: augbench.workload.pipelines.Step): the last
+    size a step sets (``size``: an int or (h, w); ``max_size``: its square, an upper bound), else
+    the input's."""
+    for step in steps:
+        params = step.params or {}
+        if "size" in params:
+            size = params["size"]
+            pixels = size * size if isinstance(size, int) else size[0] * size[1]
+        elif "max_size" in params:
+            pixels = params["max_size"] ** 2
+    return float(pixels)
+
+
+def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
+    """The main process (torch and the library) holds the memory scope's decoded images (in the
+    decode scope too, for its memory-scope companion); every live DataLoader (the regime's, the
+    bare loop's, the companion's) has its own forked workers; the loader measured at a time has
+    workers x prefetch_factor batches in flight and the main process one more (float32 CHW
+    outputs, masks included). A job_per: library job runs its settings one after another: its
+    largest."""
+    from augbench.planning.memory import Footprint
+    from augbench.workload import recipes
+
+    dl = s.config["cpu_dataloader"]
+    pipelines = kind.role == "pipelines"
+    runs = s.config["pipeline_runs"]
+    baselines = runs["dataloader_baseline_runs"] if pipelines else dl["baseline_runs"]
+    batch = dl["batch_size"]
+    settings = (
+        [{"scope": w["scope"], "workers": w["workers"]}] if "scope" in w
+        else s.dataloader_settings
+    )  # fmt: skip
+    images = min(s.num_images_for(kind), s.dataset_images(w["dataset"]))
+    pixels = s.mean_pixels(w["dataset"], images)
+    loaders = max(
+        1 + (baselines > 0) + (x["scope"] == "decode" and baselines > 0) for x in settings
+    )
+    workers = max(int(x["workers"]) for x in settings)
+    if pipelines:  # the largest output of the pipelines the library runs, masks included
+        from augbench.workload import adapters
+        from augbench.workload import pipelines as user_pipelines
+
+        adapter = adapters.get(w["library"])
+        largest = max(s.sizes[w["dataset"]].first(images) or [0])
+        mask = value_bytes(w["library"])
+        per_image = max(
+            [
+                output_pixels(p.steps, largest) * (12 + (mask if "mask" in p.targets else 0))
+                for p in user_pipelines.from_json(s.pipelines_json).values()
+                if user_pipelines.support_problem(adapter, p) is None
+            ],
+            default=0.0,
+        )
+    else:
+        per_image = recipes.OUTPUT_SIZE**2 * 12.0  # every recipe ends in a 224 px float32 crop
+    in_flight = (workers * dl["prefetch_factor"] + 1) * batch
+    # Each row (and the baselines) runs in a fresh fork of the job process, which forks the
+    # loaders' workers: all of them share the job process's pages. With several processes per
+    # row, each later one is a fresh interpreter started while the job's process waits.
+    later = (pipeline_processes(runs) if pipelines else int(dl.get("processes", 1))) > 1
+    return Footprint(
+        w["library"], torch=True, forked=1 + workers * loaders, processes=1 + later,
+        images=images if baselines > 0 or any(x["scope"] == "memory" for x in settings) else 0,
+        pixels=pixels, value_bytes=value_bytes(w["library"]),
+        batches_mb=in_flight * per_image / 2**20,
+    )  # fmt: skip
+
+
+def decoders_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
+    """The decoders job imports the library with torch and every decoder; a child forked from it
+    holds one file's bytes and its decoded image at a time (the largest of the job's images)."""
+    from augbench.planning.memory import Footprint
+
+    images = min(s.num_images_for(kind), decoders.MAX_IMAGES, s.dataset_images(w["dataset"]))
+    largest = max(s.sizes[w["dataset"]].first(images) or [0])
+    return Footprint(
+        w["library"], torch=True, forked=1, images=1, pixels=largest, copies=2,
+        value_bytes=value_bytes(w["library"]),
+    )  # fmt: skip
+
+
+# -- pricing (augbench.planning.cost)
+# -------------------------------------------------------------------- The arms of a DataLoader job
+# and the row fields holding each arm's per-epoch rates.
+DATALOADER_ARMS = {
+    "regime": "throughputs",
+    "bare": "bare_loop_throughputs",
+    "memory": "memory_row_throughputs",
+    "floor": "decode_floor_throughputs",
+}
+
+
+def setting_of(row: Mapping[str, Any], params: Mapping[str, Any]) -> str:
+    """The loader setting a row was measured at (``memory-w2``), '' where the kind has none."""
+    scope = row.get("scope") or params.get("scope")
+    workers = row.get("workers", params.get("workers"))
+    return f"{scope}-w{workers}" if scope and workers is not None else ""
+
+
+def dataloader_row_work(row: Mapping[str, Any], params: Mapping[str, Any]) -> float:
+    """Seconds of the epochs a DataLoader row timed, every arm (its rates' lists; a row measured
+    in several processes lists every process's epochs, each of its own ``images_per_run``)."""
+    per_epoch = row.get("images_per_run") or params["images_per_run"]
+    rates = [r for name in DATALOADER_ARMS.values() for r in row.get(name) or [] if r]
+    return sum(per_epoch / rate for rate in rates)
+
+
+def _baseline_work(results: Mapping[str, Any], params: Mapping[str, Any]) -> float:
+    """Seconds of a DataLoader job's transport baseline (rows repeat the job's one baseline)."""
+    for row in results.values():
+        rates = [r for r in row.get("transport_throughputs") or [] if r]
+        if rates:
+            return sum(params["images_per_run"] / r for r in rates)
+    return 0.0
+
+
+class DataLoader(Pricing):
+    """Per recipe, the epochs of each arm the job interleaves (the regime's loader; while
+    baselines run, the bare loop, and in the decode scope the memory companion and the decode
+    floor) x images per epoch / that arm's measured rate at the same setting (scope, workers);
+    epochs *expected* from the local rows' early stopping, *max* = num_runs."""
+
+    name = "dataloader"
+
+    def row_work(self, row: Mapping[str, Any], params: Mapping[str, Any]) -> float:
+        return dataloader_row_work(row, params)
+
+    def learn_row(
+        self, learned: Learned, key: Key, name: str, row: Mapping[str, Any],
+        params: Mapping[str, Any],
+    ) -> None:  # fmt: skip
+        if (row.get("loader") or loaders.DEFAULT) != loaders.DEFAULT:
+            # A thread loader's job is priced as the process rows of its setting: its rates
+            # stay out of theirs.
+            return
+        setting = setting_of(row, params)
+        for arm, field in DATALOADER_ARMS.items():
+            rates = [r for r in row.get(field) or [] if r]
+            if rates:
+                learned.arms[key][f"{name}|{setting}|{arm}"].append(1.0 / statistics.median(rates))
+        rounds = row.get("timed_rounds") or len(row.get("throughputs") or [])
+        # Each fresh process (--processes) times up to num_runs rounds of its own.
+        per_process = rounds / max(1, int(row.get("processes") or 1))
+        learned.run_shares[key].append(per_process / max(params["num_runs"], 1))
+        if row.get("window_batches") and params.get("window_seconds"):
+            batch = row.get("batch_size") or params["batch_size"]
+            learned.epochs[key][f"{name}|{setting}"].append(row["window_batches"] * batch)
+        if params["num_runs"] > params.get("min_runs", DATALOADER_MIN_RUNS):
+            learned.observed.add(key)
+        transport = [r for r in row.get("transport_throughputs") or [] if r]
+        if transport:
+            learned.baselines[key][setting].append(1.0 / statistics.median(transport))
+
+    def learn_file(
+        self, learned: Learned, key: Key, payload: Mapping[str, Any],
+        params: Mapping[str, Any], work: float,
+    ) -> tuple[float, JobTiming | None]:  # fmt: skip
+        # The job's transport baseline: once per result file.
+        baseline = _baseline_work(payload["results"], params)
+        work += baseline
+        if params.get("usable_cores"):
+            learned.cores[key].append(int(params["usable_cores"]))
+        timing = payload["metadata"].get("job_timing")
+        if not timing:
+            return baseline, None
+        first = next(iter(payload["results"].values()), {})
+        setting = setting_of({"scope": payload["metadata"].get("scope"), **first}, params)
+        # Later processes (--processes): their time, windows included, is what the estimate
+        # charges them, not the setting's fixed cost; ``work`` holds every process's windows,
+        # the first's about 1/processes of it.
+        later = timing.get("later_processes_seconds") or 0.0
+        count = max(1, int(params.get("processes") or 1))
+        first_work = work / count
+        if later and count > 1:
+            learned.laters[key].append((later - (work - first_work)) / (count - 1))
+        return baseline, JobTiming(
+            setting, first_work + later, timing["setting_seconds"], timing["import_seconds"]
+        )
+
+    def estimate(self, model: KindModel, job: PricedJob, params: Mapping[str, Any]) -> Estimate:
+        return dataloader_estimate(model, job, params)
+
+
+def dataloader_estimate(model: KindModel, job: PricedJob, params: Mapping[str, Any]) -> Estimate:
+    """Epochs of every arm at the job's setting, plus its baselines and fixed costs; the arms'
+    rates are the measured ones at the setting, scaled to the cores of the machine the job will
+    run on (``params['target_cores']``; 0 or absent: the measuring machine's)."""
+    # The engine's epoch: batches_per_run rounded up to a whole number of batches per worker.
+    per_epoch = params["batch_size"] * epoch_batches(
+        params["batches_per_run"], int(params.get("workers") or 0)
+    )
+    most_runs = params["num_runs"]
+    expected_runs = min(max(model.run_share * most_runs, DATALOADER_MIN_RUNS), most_runs)
+    baseline_runs = params.get("baseline_runs", 0)
+    # Fresh processes per row (augbench.measuring.engines.dataloader.processes), each its own
+    # epochs.
+    processes = max(1, int(params.get("processes") or 1))
+    window_s = float(params.get("window_seconds") or 0.0)
+    scope = params.get("scope") or ""
+    setting = f"{scope}-w{params.get('workers')}" if scope else ""
+    totals = {"expected": 0.0, "most": 0.0}
+    warmups = 0.0  # a later process's untimed warm-up epochs, one per row
+    for transform in job.transforms:
+        cores = int(params.get("target_cores") or 0)
+        s_warm = arm_seconds(model, transform, setting, "regime", job.megapixels, cores)
+        warmups += params["batch_size"] * max(1, int(params.get("workers") or 0)) * s_warm
+        for label, runs in (("expected", expected_runs), ("most", most_runs)):
+            seconds = 0.0
+            for arm in DATALOADER_ARMS:
+                epochs = runs if arm == "regime" else min(baseline_runs, runs)
+                if arm in ("memory", "floor") and scope != "decode":
+                    epochs = 0
+                if epochs:
+                    s_img = arm_seconds(
+                        model, transform, setting, arm, job.megapixels,
+                        int(params.get("target_cores") or 0),
+                    )  # fmt: skip
+                    # A sized epoch (--window-seconds) lasts at least that long, and as long
+                    # as the images the measured rows' epochs held where the model has them.
+                    sized = model.epoch_images.get(f"{transform}|{setting}") if window_s else None
+                    epoch_s = max(per_epoch * s_img, window_s, (sized or 0.0) * s_img)
+                    # The regime's epochs run in every process, the baselines in the first.
+                    seconds += epochs * epoch_s * (processes if arm == "regime" else 1)
+            totals[label] += seconds
+    transport = model.baseline_s.get(setting) or median_of(model.baseline_s.values())
+    baseline = baseline_runs * per_epoch * transport
+    if model.setting_s:  # the process's fixed cost, shared by its settings, + this setting's
+        own = model.setting_s.get(setting, median_of(model.setting_s.values()))
+        overhead = model.process_s / job.share + own + baseline
+        start = model.process_s
+    else:
+        overhead = model.overhead_s / job.share + baseline
+        start = model.overhead_s
+    # A later process imports the library again and warms each row up; the setting's own fixed
+    # cost (the hand-over probe, the rows' preflights) is the first process's.
+    overhead += (processes - 1) * (model.later_process_s or start + warmups)
+    return Estimate(overhead + totals["expected"], overhead + totals["most"])
+
+
+def parallelism(workers: int, cores: int) -> float:
+    """How many images a DataLoader setting transforms at once: its workers, at most the cores
+    the main process leaves them, at least one (0 workers: the main process itself)."""
+    if not cores:
+        return float(max(1, workers))
+    return max(1.0, min(float(workers), cores - MAIN_PROCESS_CORES))
+
+
+def arm_seconds(
+    model: KindModel, transform: str, setting: str, arm: str, mp: float, target_cores: int = 0
+) -> float:
+    """An arm's seconds per image at a setting on a machine of ``target_cores`` (0: the measuring
+    machine's): measured at that setting, else at the nearest measured one of the same scope
+    (fewest workers above, or the most below), scaled by how many images each transforms at once
+    (:func:`parallelism`, with the measuring machine's cores and the target's). A recipe the run
+    did not measure takes the median of the library's measured recipes at that setting; without
+    any, the regime's per-image time."""
+    scope, _, workers = setting.partition("-w")
+    target = target_cores or model.cores
+
+    def nearest(name: str) -> tuple[int, float] | None:
+        exact = model.arm_s.get(f"{name}|{setting}|{arm}")
+        if exact is not None or not workers.isdigit():
+            return None if exact is None else (int(workers or 0), exact)
+        same = sorted(
+            (int(k.split("|")[1].partition("-w")[2]), v)
+            for k, v in model.arm_s.items()
+            if k.startswith(f"{name}|{scope}-w") and k.endswith(f"|{arm}")
+        )
+        above = [(w, v) for w, v in same if w >= int(workers)]
+        return above[0] if above else (same[-1] if same else None)
+
+    def scaled(found: tuple[int, float]) -> float:
+        measured_workers, seconds = found
+        if workers.isdigit() and model.cores:
+            seconds *= parallelism(measured_workers, model.cores) / parallelism(
+                int(workers), target
+            )
+        return seconds
+
+    found = nearest(transform)
+    if found is not None:
+        seconds, measured = scaled(found), model.megapixels.get(transform)
+    else:
+        names = {k.split("|")[0] for k in model.arm_s}
+        others = [scaled(f) for f in (nearest(n) for n in sorted(names)) if f is not None]
+        if not others:
+            return model.seconds_per_image(transform, mp)
+        seconds, measured = statistics.median(others), None
+    measured = measured or median_of(model.megapixels.values())
+    return seconds * (mp / measured) if mp and measured else seconds
+
+
+# -- the declaration ---------------------------------------------------------------------------
+_kind = partial(job_kind, NAME)
+
+CPU_DATALOADER = Regime(
+    NAME,
+    CPU_TRANSFORMS,
+    (
+        _kind(
+            "cpu_dataloader", "results",
+            f"{RAW}/cpu_dataloader/{{library}}/{{scope}}-w{{workers}}{{loader}}-{{shard}}.json",
+            "{machine}/{dataset}/cpu_dataloader/{library}/{scope}-w{workers}{loader}-{shard}",
+            placement="cpu_dataloader", engine="augbench.measuring.engines.cpu_dataloader",
+            pricing=DataLoader(), jobs=dataloader_jobs, args=dataloader_args,
+            threads=dataloader_threads, thread_policy="dataloader", memory=dataloader_memory,
+            constraints={"scope": SCOPES, "workers": WORKERS, "loader": loader_pattern()},
+            config_block="cpu_dataloader",
+            images_key="cpu_dataloader.num_images",
+            memory_fix="lower cpu_dataloader.num_images or the largest cpu_dataloader.workers",
+            caps_workers="cpu_dataloader.cap_workers_at_cores", runs_key="cpu_dataloader.runs",
+        ),
+        _kind(
+            "pipeline_dataloader", "pipelines",
+            f"{PIPELINE_RAW}/cpu_dataloader/{{library}}/{{scope}}-w{{workers}}.json",
+            "{machine}/{dataset}/pipelines/cpu_dataloader/{library}/{scope}-w{workers}",
+            placement="cpu_dataloader", engine="augbench.measuring.engines.cpu_dataloader",
+            pricing=DataLoader(), jobs=pipeline_dataloader_jobs, args=pipeline_dataloader_args,
+            threads=workers_threads, thread_policy="dataloader", memory=dataloader_memory,
+            constraints={"scope": SCOPES, "workers": WORKERS},
+            images_key="cpu_dataloader.num_images",
+            memory_fix="lower cpu_dataloader.num_images or pipeline_runs.dataloader_workers",
+            caps_workers="cpu_dataloader.cap_workers_at_cores", runs_key="cpu_dataloader.runs",
+        ),
+        _kind(
+            "decoders", "results",
+            f"{RAW}/cpu_dataloader/{{library}}/decoders.json",
+            "{machine}/{dataset}/cpu_dataloader/{library}/decoders",
+            placement="micro", engine="augbench.measuring.engines.decoders", pricing=WallTime(),
+            jobs=decoders_jobs, args=decoders_args, threads=one_thread, thread_policy="micro",
+            memory=decoders_memory, config_block="cpu_dataloader",
+            images_key="cpu_dataloader.num_images", memory_fix="lower cpu_dataloader.num_images",
+        ),
+    ),
+    tables={
+        "worker_scaling_cpu_dataloader": Table(
+            "results/tables/worker_scaling_cpu_dataloader.csv",
+            "augbench.analysis.dataloader:worker_scaling",
+        ),
+        "starvation_cpu_dataloader": Table(
+            "results/tables/starvation_cpu_dataloader.csv",
+            "augbench.analysis.dataloader:starvation",
+            ("cpu_dataloader.required_throughput",),
+        ),
+        "decoders": Table(DECODERS_TABLE, "augbench.analysis.decoders:table"),
+        "loaders": Table(LOADERS_TABLE, "augbench.analysis.loaders:table"),
+    },
+)  # fmt: skip
