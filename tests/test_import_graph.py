@@ -1,4 +1,5 @@
-"""The package's modules import each other without a circle: no module reaches itself through its
+"""The package's modules import each other without a circle and only downward through the layers
+of what runs where (augbench/__init__.py): no module reaches itself through its
 imports, counting the ones inside functions and those only for type checking (a circle hidden in
 a function is still two modules that each need the other); no module is longer than a maintainer
 reads whole; each regime family is one module."""
@@ -87,6 +88,47 @@ def test_the_package_has_no_import_circle() -> None:
         in graph["augbench.measuring.engines.dataloader.timing"]
     )
     assert circles(graph) == []
+
+
+# What runs where, bottom to top: a module imports only its own layer and those below it.
+SHARED = {
+    "augbench", "augbench.cuda_env", "augbench.decision", "augbench.intervals", "augbench.logs",
+    "augbench.paired", "augbench.paths", "augbench.policy", "augbench.result_format",
+    "augbench.results",
+}  # fmt: skip
+LAYERS = (
+    "shared",
+    "augbench.workload",
+    "augbench.measuring",
+    "augbench.planning",
+    "augbench.analysis",
+    "entry",  # augbench.workflow_inputs (the rules' questions) and augbench.gpu_node (the kit)
+)
+ENTRY = ("augbench.workflow_inputs", "augbench.gpu_node")
+
+
+def layer(name: str) -> int:
+    if name in SHARED:
+        return 0
+    if name.startswith(ENTRY):
+        return len(LAYERS) - 1
+    for index, package in enumerate(LAYERS[1:-1], start=1):
+        if name == package or name.startswith(f"{package}."):
+            return index
+    raise AssertionError(f"{name} belongs to no layer: put it in a package of {LAYERS}")
+
+
+def test_imports_run_only_downward_through_the_layers() -> None:
+    modules = module_names()
+    upward = sorted(
+        f"{name} ({LAYERS[layer(name)]}) imports {target} ({LAYERS[layer(target)]})"
+        for name, path in modules.items()
+        for target in imported(name, path, modules)
+        if layer(target) > layer(name)
+    )
+    assert upward == []
+    # Code that runs in a library's env reaches nothing of the driver's planning or analysis.
+    assert layer("augbench.measuring.engines.skeleton") < layer("augbench.planning.cost")
 
 
 def test_a_circle_hidden_in_a_function_is_found() -> None:
