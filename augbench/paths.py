@@ -46,6 +46,9 @@ def table(name: str) -> str:
 # Decode-only rows of the JPEG decoders (augbench.workload.decoders; the cpu_dataloader regime's
 # table).
 DECODERS_TABLE = table("decoders")
+# The cpu_dataloader loaders side by side (augbench.workload.loaders): thread / process, spdl /
+# process.
+LOADERS_TABLE = table("loaders")
 LAZY_TABLES = {"csv": f"{ANALYSIS}/lazy_outputs.csv", "markdown": f"{ANALYSIS}/lazy_outputs.md"}
 PIPELINE_FIGURE = f"{ANALYSIS}/pipeline_breakdown.png"
 PIPELINE_ALLOCATOR_FIGURE = f"{ANALYSIS}/allocator_effect_pipelines.png"
@@ -75,6 +78,9 @@ ALLOCATOR_ROLES = ("results", "pipelines")
 RUN_WILDCARD = "{run}"
 RUN_PREFIX = "-run"
 RUN_PATTERN = r"(|-run[0-9]+)"
+# The loader (config ``cpu_dataloader.loaders``, augbench.workload.loaders) of a cpu_dataloader
+# result: after its setting, ``decode-w2-thread``, empty for ``process`` (today's names).
+LOADER_WILDCARD = "{loader}"
 
 
 # -- the allocator dimension (config allocators; augbench.measuring.allocator)
@@ -94,6 +100,29 @@ def split_allocator(name: str) -> tuple[str, str]:
     of a library's results, and the allocator setting it was measured under."""
     library, separator, setting = name.partition(ALLOCATOR_SEPARATOR)
     return library, allocator_setting(separator + setting)
+
+
+# -- the loader dimension (config cpu_dataloader.loaders; augbench.workload.loaders)
+# ------------------
+def loader_pattern() -> str:
+    """The ``{loader}`` wildcard's regex: empty (``process``) or ``-<loader>``."""
+    from augbench.workload.loaders import PATTERN
+
+    return PATTERN
+
+
+def loader_suffix(name: str) -> str:
+    """The ``{loader}`` wildcard of a loader: empty for ``process``."""
+    from augbench.workload.loaders import suffix
+
+    return suffix(name)
+
+
+def loader_name(text: str) -> str:
+    """The loader of a ``{loader}`` wildcard (:func:`loader_suffix` reversed)."""
+    from augbench.workload.loaders import from_suffix
+
+    return from_suffix(text)
 
 
 # -- the run dimension (a kind's runs_key) -------------------------------------------------------

@@ -128,6 +128,7 @@ ROW_TYPES: dict[str, tuple[str, ...]] = {
     "scope": ("string", "null"),
     "pipeline": ("string", "null"),
     "decoder": ("string", "null"),
+    "loader": ("string", "null"),
 }
 NUMBER_LISTS: tuple[str, ...] = (THROUGHPUTS, TIMES)  # arrays of numbers
 

@@ -20,14 +20,33 @@ def test_settings_pair_with_outputs_in_order() -> None:
     settings = cpu_dataloader.parse_args(
         [*COMMON, "--settings", "memory-w0,decode-w2", "--outputs", "a.json", "b.json"]
     )
-    assert settings.setting_list == (("memory", 0), ("decode", 2))
+    assert settings.setting_list == (("memory", 0, "process"), ("decode", 2, "process"))
     assert settings.outputs == (Path("a.json"), Path("b.json"))
     # The first setting doubles as the single-setting arguments (checks, labels).
     assert (settings.scope, settings.workers, settings.output) == ("memory", 0, Path("a.json"))
-    assert [matrix.dataloader_setting(s, w) for s, w in settings.setting_list] == [
+    assert [matrix.dataloader_setting(s, w) for s, w, _ in settings.setting_list] == [
         "memory-w0",
         "decode-w2",
     ]
+
+
+def test_a_loader_is_a_settings_last_part_and_the_decode_scopes_only() -> None:
+    settings = cpu_dataloader.parse_args(
+        [*COMMON, "--settings", "decode-w2,decode-w2-thread", "--outputs", "a.json", "b.json"]
+    )
+    assert settings.setting_list == (("decode", 2, "process"), ("decode", 2, "thread"))
+    assert settings.loader == "process"
+    single = cpu_dataloader.parse_args(
+        [*COMMON, "--scope", "decode", "--workers", "2", "--loader", "spdl", "--output", "o.json"]
+    )
+    assert single.loader == "spdl"
+    for bad in ("memory-w2-thread", "decode-w2-fibers"):
+        with pytest.raises(Exception, match="loader in"):
+            cpu_dataloader.parse_settings(bad)
+    with pytest.raises(SystemExit):  # a thread loader measures the decode scope only
+        cpu_dataloader.parse_args(
+            [*COMMON, "--scope", "memory", "--workers", "2", "--loader", "thread", "--output", "o"]
+        )
 
 
 def test_a_single_setting_job_is_unchanged() -> None:
@@ -35,6 +54,7 @@ def test_a_single_setting_job_is_unchanged() -> None:
         [*COMMON, "--scope", "decode", "--workers", "1", "--output", "o.json"]
     )
     assert settings.setting_list == () and (settings.scope, settings.workers) == ("decode", 1)
+    assert settings.loader == "process"
 
 
 @pytest.mark.parametrize(

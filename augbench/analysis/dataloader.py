@@ -28,6 +28,8 @@ SERIES_COLUMNS: tuple[str, ...] = (
     "scope",
     "batch_size",
     "variant",
+    # What made the samples in parallel (augbench.workload.loaders): a series is one loader's.
+    "loader",
     "library",
     "transform",
 )
@@ -284,9 +286,15 @@ def _recipe(row: pd.Series) -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
+def with_loader(part: pd.DataFrame) -> pd.DataFrame:
+    """``part`` with its ``loader`` column filled ("" where a table has none)."""
+    loader = part["loader"] if "loader" in part.columns else pd.Series(None, index=part.index)
+    return part.assign(loader=loader.astype(object).where(loader.notna(), "").astype(str))
+
+
 def worker_scaling(tidy: pd.DataFrame, regime: str = "cpu_dataloader") -> pd.DataFrame:
     """Throughput versus workers per library, recipe and scope, with parallel efficiency."""
-    part = add_baselines(tidy[tidy["regime"] == regime])
+    part = with_loader(add_baselines(tidy[tidy["regime"] == regime]))
     records: list[dict[str, Any]] = []
     for key, group in part.groupby(list(SERIES_COLUMNS), dropna=False, sort=True):
         thr0 = _ok_throughput(group, 0)
@@ -343,7 +351,7 @@ def starvation(
     ``min_workers_keeping_up`` is the smallest measured worker count of the same series that
     keeps up (blank when none does).
     """
-    part = add_baselines(tidy[tidy["regime"] == regime])
+    part = with_loader(add_baselines(tidy[tidy["regime"] == regime]))
     records: list[dict[str, Any]] = []
     for target in targets:
         required = float(target["images_per_second"])

@@ -57,6 +57,10 @@ def group_label(
         parts.append(f"batch {batch}")
     if key.get("variant"):
         parts.append(str(key["variant"]))
+    if (
+        key.get("loader") and key["loader"] != "process"
+    ):  # augbench.workload.loaders; process unnamed
+        parts.append(f"{key['loader']} loader")
     if with_dataset and key.get("dataset") and key["dataset"] != "unknown":
         parts.append(f"dataset {key['dataset']}")
     label = " · ".join(parts)
@@ -100,6 +104,7 @@ def normalized(frame: pd.DataFrame) -> pd.DataFrame:
         if col not in out.columns:
             out[col] = None
     out["scope"] = out["scope"].fillna("memory").astype(str)
+    out["loader"] = out["loader"].astype(object).where(out["loader"].notna(), "").astype(str)
     out["variant"] = out["variant"].fillna("").astype(str)
     out["dataset"] = out["dataset"].astype(object).where(out["dataset"].notna(), "unknown")
     out["dataset"] = out["dataset"].astype(str)
@@ -123,7 +128,7 @@ def iter_groups(frame: pd.DataFrame, regime: str | None = None) -> Iterator[Grou
     rank = {r: i for i, r in enumerate(regime_order(data["regime"]))}
     keys = data[list(GROUP_COLUMNS)].drop_duplicates()
     keys = keys.assign(_rank=keys["regime"].map(rank)).sort_values(
-        ["machine", "dataset", "_rank", "scope", "workers", "batch_size", "variant"]
+        ["machine", "dataset", "_rank", "scope", "workers", "batch_size", "variant", "loader"]
     )
     for _, key_row in keys.iterrows():
         key = {col: key_row[col] for col in GROUP_COLUMNS}
@@ -217,7 +222,14 @@ def read_table(path: str | Path) -> pd.DataFrame:
     """A tidy table written by ``aggregate`` (all_results.csv), with group columns normalized."""
     frame = pd.read_csv(
         path,
-        dtype={"variant": str, "scope": str, "reason": str, "dataset": str, "scenario": str},
+        dtype={
+            "variant": str,
+            "scope": str,
+            "reason": str,
+            "dataset": str,
+            "scenario": str,
+            "loader": str,
+        },
         keep_default_na=True,
     )
     for col in (

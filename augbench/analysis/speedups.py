@@ -138,7 +138,12 @@ def versus(interval: Interval) -> str:
 def _with_dataset(tidy: pd.DataFrame) -> pd.DataFrame:
     """Rows grouped by dataset; a table without the column (older tables) is one dataset."""
     dataset = tidy["dataset"] if "dataset" in tidy.columns else pd.Series(None, index=tidy.index)
-    return tidy.assign(dataset=dataset.astype(object).where(dataset.notna(), "unknown").astype(str))
+    # Rows of one loader only are compared (augbench.workload.loaders; "" outside cpu_dataloader).
+    loader = tidy["loader"] if "loader" in tidy.columns else pd.Series(None, index=tidy.index)
+    return tidy.assign(
+        dataset=dataset.astype(object).where(dataset.notna(), "unknown").astype(str),
+        loader=loader.astype(object).where(loader.notna(), "").astype(str),
+    )
 
 
 def compute(tidy: pd.DataFrame) -> pd.DataFrame:

@@ -20,7 +20,7 @@ from augbench.measuring.allocator import DEFAULT_SETTING, setting_of
 from augbench.measuring.allocator import label as allocator_label
 from augbench.planning import regimes
 from augbench.result_format import MEDIAN_THROUGHPUT, METADATA, RESULTS, STATUS
-from augbench.workload import adapters
+from augbench.workload import adapters, loaders
 
 # Columns every tidy table has, in this order; extra keys found in rows are appended after them.
 COLUMNS: tuple[str, ...] = (
@@ -98,6 +98,7 @@ COLUMNS: tuple[str, ...] = (
     "pipeline",
     "step",
     "step_index",
+    "loader",
 )
 
 # Columns that split measurements into comparable groups within a machine and regime. Rows of two
@@ -110,6 +111,9 @@ GROUP_COLUMNS: tuple[str, ...] = (
     "batch_size",
     "variant",
     "dataset",
+    # What made a cpu_dataloader row's samples in parallel (augbench.workload.loaders); ""
+    # elsewhere.
+    "loader",
 )
 
 
@@ -363,6 +367,9 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
         for key in ("workers", "batch_size", "variant", "scope", "decoder", "randomness"):
             if key in row and row[key] is not None:
                 record[key] = row[key]
+        # A cpu_dataloader row's loader (rows written before loaders were declared: process).
+        if record["regime"] == "cpu_dataloader":
+            record["loader"] = row.get("loader") or loaders.DEFAULT
         if tag := allocator_tag(record["allocator_setting"]):
             record["variant"] = f"{record['variant']} · {tag}" if record["variant"] else tag
         out.append(record)
@@ -440,6 +447,7 @@ def load(paths: list[Path], unreadable: list[tuple[Path, str]] | None = None) ->
     frame["variant"] = frame["variant"].fillna("")
     frame["dataset"] = frame["dataset"].fillna("unknown").astype(str)
     frame["scope"] = frame["scope"].fillna("memory")
+    frame["loader"] = frame["loader"].fillna("").astype(str)
     # A job's runs (augbench.planning.regimes.run_suffix) are one row each setting: their values
     # pooled.
     frame = pool_job_runs(frame)

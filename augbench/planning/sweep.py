@@ -22,6 +22,7 @@ from augbench import paths
 from augbench.measuring import allocator, media
 from augbench.planning import memory, profile, regimes
 from augbench.planning.regimes import Job, JobKind, Regime
+from augbench.planning.regimes.cpu_dataloader import settings_at
 from augbench.policy import DATALOADER_THREADS, MICRO_THREADS, SlowTransformPolicy
 from augbench.results import usable_cores
 from augbench.workload import catalog, gpu_recipes, matrix
@@ -98,17 +99,11 @@ class Sweep:
             f"s{len(self.dataloader_swept) + i:03d}": part
             for i, part in enumerate(numbered.values())
         }
-        # Every (scope, workers) setting, in the order a job_per: library job measures them.
-        self.dataloader_settings = [
-            {"scope": scope, "workers": str(workers)}
-            for scope in dl["scopes"]
-            for workers in dl["workers"]
-        ]
-        self.dataloader_other_settings = [
-            {"scope": scope, "workers": str(workers)}
-            for scope in dl["scopes"]
-            for workers in dl["other_workers"]
-        ]
+        # Every (scope, workers, loader) setting, in the order a job_per: library job measures
+        # them: the loaders besides process (augbench.workload.loaders) measure the decode scope
+        # only.
+        self.dataloader_settings = settings_at(dl, dl["workers"])
+        self.dataloader_other_settings = settings_at(dl, dl["other_workers"])
         # Which jobs run under the allocator settings after the first (Sweep.sweeps_allocators).
         chosen = config.get("allocator_jobs") or {}
         rules, layouts = chosen.get("rules"), chosen.get("layouts")

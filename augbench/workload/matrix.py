@@ -31,9 +31,11 @@ STATUSES: tuple[str, ...] = result_format.STATUSES
 DATALOADER_JOB_PER: tuple[str, ...] = ("setting", "library")
 
 
-def dataloader_setting(scope: str, workers: int) -> str:
-    """The name of one cpu_dataloader setting, as its result files are named: ``decode-w2``."""
-    return f"{scope}-w{workers}"
+def dataloader_setting(scope: str, workers: int | str, loader: str = "") -> str:
+    """The name of one cpu_dataloader setting, as its result files are named: ``decode-w2``,
+    and with a loader besides process its result-name part (augbench.paths.loader_suffix):
+    ``decode-w2-thread``."""
+    return f"{scope}-w{workers}{loader}"
 
 
 def dataloader_library_job(shard: str) -> str:

@@ -10,7 +10,15 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from augbench.measuring.stopping import epoch_batches
-from augbench.paths import DECODERS_TABLE, PIPELINE_RAW, RAW
+from augbench.paths import (
+    DECODERS_TABLE,
+    LOADERS_TABLE,
+    PIPELINE_RAW,
+    RAW,
+    loader_name,
+    loader_pattern,
+    loader_suffix,
+)
 from augbench.planning.regimes.pricing import (
     Estimate,
     JobTiming,
@@ -37,7 +45,7 @@ from augbench.planning.regimes.records import (
     workers_threads,
 )
 from augbench.policy import DATALOADER_MIN_RUNS, MAIN_PROCESS_CORES
-from augbench.workload import decoders
+from augbench.workload import decoders, loaders
 from augbench.workload.adapters.base import CPU_TRANSFORMS
 
 if TYPE_CHECKING:
@@ -47,6 +55,23 @@ NAME = "cpu_dataloader"
 
 
 # -- planning --------------------------------------------------------------------------------
+def settings_at(dl: Mapping[str, Any], workers: list[int]) -> list[dict[str, str]]:
+    """The cpu_dataloader settings at ``workers``: each scope's, then the decode scope's under
+    every configured loader besides process (``loader``: its result-name part, empty for
+    process)."""
+    out = [
+        {"scope": scope, "workers": str(w), "loader": ""} for scope in dl["scopes"] for w in workers
+    ]
+    if "decode" in dl["scopes"]:
+        out += [
+            {"scope": "decode", "workers": str(w), "loader": loader_suffix(name)}
+            for name in dl.get("loaders") or [loaders.DEFAULT]
+            if name != loaders.DEFAULT
+            for w in workers
+        ]
+    return out
+
+
 def dataloader_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
     """One job per library x setting x shard (job_per: setting), or per library x shard writing
     every setting's file (job_per: library)."""
@@ -89,8 +114,14 @@ def dataloader_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     which: dict[str, Any] = (
         {"settings": [matrix.dataloader_setting(**x) for x in s.dataloader_settings]}
         if s.dataloader_job_per_library
-        else {"scope": w["scope"], "workers": w["workers"]}
+        else {
+            "scope": w["scope"],
+            "workers": w["workers"],
+            **({"loader": loader_name(w["loader"])} if w.get("loader") else {}),
+        }
     )
+    # A loader besides process measures the regime's rows only (docs/cpu_dataloader.md).
+    baselines = dl["baseline_runs"] if not w.get("loader") else 0
     return {
         **which,
         **_dataloader_common(s, kind, w),
@@ -98,7 +129,7 @@ def dataloader_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
         "transforms": s.dataloader_shards[w["shard"]],
         "batches-per-run": dl["batches_per_run"],
         "num-runs": dl["num_runs"],
-        "baseline-runs": dl["baseline_runs"],
+        "baseline-runs": baselines,
         "processes": int(dl.get("processes", 1)),
         "window-seconds": float(dl.get("window_s", 0.0)),
     }
@@ -307,6 +338,10 @@ class DataLoader(Pricing):
         self, learned: Learned, key: Key, name: str, row: Mapping[str, Any],
         params: Mapping[str, Any],
     ) -> None:  # fmt: skip
+        if (row.get("loader") or loaders.DEFAULT) != loaders.DEFAULT:
+            # A thread loader's job is priced as the process rows of its setting: its rates
+            # stay out of theirs.
+            return
         setting = setting_of(row, params)
         for arm, field in DATALOADER_ARMS.items():
             rates = [r for r in row.get(field) or [] if r]
@@ -473,12 +508,13 @@ CPU_DATALOADER = Regime(
     (
         _kind(
             "cpu_dataloader", "results",
-            f"{RAW}/cpu_dataloader/{{library}}/{{scope}}-w{{workers}}-{{shard}}.json",
-            "{machine}/{dataset}/cpu_dataloader/{library}/{scope}-w{workers}-{shard}",
+            f"{RAW}/cpu_dataloader/{{library}}/{{scope}}-w{{workers}}{{loader}}-{{shard}}.json",
+            "{machine}/{dataset}/cpu_dataloader/{library}/{scope}-w{workers}{loader}-{shard}",
             placement="cpu_dataloader", engine="augbench.measuring.engines.cpu_dataloader",
             pricing=DataLoader(), jobs=dataloader_jobs, args=dataloader_args,
             threads=dataloader_threads, thread_policy="dataloader", memory=dataloader_memory,
-            constraints={"scope": SCOPES, "workers": WORKERS}, config_block="cpu_dataloader",
+            constraints={"scope": SCOPES, "workers": WORKERS, "loader": loader_pattern()},
+            config_block="cpu_dataloader",
             images_key="cpu_dataloader.num_images",
             memory_fix="lower cpu_dataloader.num_images or the largest cpu_dataloader.workers",
             caps_workers="cpu_dataloader.cap_workers_at_cores", runs_key="cpu_dataloader.runs",
@@ -516,5 +552,6 @@ CPU_DATALOADER = Regime(
             ("cpu_dataloader.required_throughput",),
         ),
         "decoders": Table(DECODERS_TABLE, "augbench.analysis.decoders:table"),
+        "loaders": Table(LOADERS_TABLE, "augbench.analysis.loaders:table"),
     },
 )  # fmt: skip

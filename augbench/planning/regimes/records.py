@@ -143,7 +143,7 @@ class JobKind:
     def result_path(self, machine: str, dataset: str, library: str, **wildcards: str) -> str:
         """A result file's path; ``allocator`` (the suffix, :func:`allocator_suffix`) defaults to
         glibc's empty one, ``run`` (:func:`run_suffix`) to the first run's."""
-        wildcards = {"allocator": "", "run": "", **wildcards}
+        wildcards = {"allocator": "", "run": "", "loader": "", **wildcards}
         return self.result.format(machine=machine, dataset=dataset, library=library, **wildcards)
 
     def wildcard_constraints(self) -> dict[str, str]:
@@ -161,13 +161,14 @@ class JobKind:
             "library": f"{{library,{libraries}}}",
             "allocator": f"{{allocator,{ALLOCATOR_PATTERN}}}",
             "run": f"{{run,{RUN_PATTERN}}}",
+            "loader": f"{{loader,{paths.loader_pattern()}}}",
         }
         return self.result.format(**{**inline, **fixed})
 
     def wildcards_of(self, path: str) -> dict[str, str] | None:
         """The wildcards of a result path of this kind (any machine, dataset), None if not one."""
 
-        own = {"allocator": ALLOCATOR_PATTERN, "run": RUN_PATTERN}
+        own = {"allocator": ALLOCATOR_PATTERN, "run": RUN_PATTERN, "loader": paths.loader_pattern()}
 
         def group(found: re.Match[str]) -> str:
             name = found.group(1)

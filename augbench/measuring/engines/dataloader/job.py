@@ -35,7 +35,7 @@ from augbench.measuring.engines.dataloader.settings import REGIME, DataLoaderSet
 from augbench.measuring.engines.dataloader.timing import TIMING_NOTE
 from augbench.policy import DATALOADER_THREADS, RELATIVE_CI_TARGET
 from augbench.results import non_ok_row
-from augbench.workload import adapters, matrix, recipes
+from augbench.workload import adapters, loaders, matrix, recipes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,13 +45,17 @@ def main(argv: list[str] | None = None) -> int:
     if not settings.setting_list:
         return measure_setting(settings)
     failed = []
-    for (scope, workers), output in zip(settings.setting_list, settings.outputs, strict=True):
-        setting = dataclasses.replace(settings, scope=scope, workers=workers, output=output)
+    for (scope, workers, loader), output in zip(
+        settings.setting_list, settings.outputs, strict=True
+    ):
+        setting = dataclasses.replace(
+            settings, scope=scope, workers=workers, loader=loader, output=output
+        )
         try:
             measure_setting(setting)
         except Exception:  # a harness bug: report it, measure the other settings, fail the job
             traceback.print_exc()
-            failed.append(f"{scope}-w{workers}")
+            failed.append(matrix.dataloader_setting(scope, workers, loaders.suffix(loader)))
     return skeleton.exit_status(f"{REGIME} | {settings.library}", failed)
 
 
@@ -59,6 +63,9 @@ def measure_setting(settings: DataLoaderSettings) -> int:
     """One (scope, workers) setting of the job: every recipe, its baselines, one result file."""
     started = time.perf_counter()
     from tqdm import tqdm
+
+    if settings.loader != loaders.DEFAULT:  # its rows only: no baselines (docs/cpu_dataloader.md)
+        settings = dataclasses.replace(settings, baseline_runs=0)
 
     adapter = adapters.get(settings.library)
     transforms = list(settings.transforms)
@@ -82,9 +89,13 @@ def measure_setting(settings: DataLoaderSettings) -> int:
             thread_settings["main_process"] = DATALOADER_THREADS.apply_runtime()
         except Exception as exc:  # the library is broken in this env: every row says so
             setup_error = skeleton.setup_problem("import failed", exc)
+        problem = loaders.get(settings.loader).problem()
+        if problem is not None and setup_error is None:  # its package is missing here
+            setup_error = ("skipped", problem)
 
     label = (
-        f"{REGIME} | {settings.library} | {settings.scope} w{settings.workers} | {settings.shard}"
+        f"{REGIME} | {settings.library} | {settings.scope} w{settings.workers}"
+        f"{loaders.suffix(settings.loader)} | {settings.shard}"
     )
     job = skeleton.Job(settings, adapter, REGIME, settings.scope, label)
     with tempfile.TemporaryDirectory(prefix=f"dl-{settings.library}-") as tmp:
@@ -103,7 +114,8 @@ def measure_setting(settings: DataLoaderSettings) -> int:
         baselines: dict[str, Any] = dict.fromkeys((*BASELINE_FIELDS, *HANDOVER_FIELDS))
         baselines_meta: dict[str, Any] = {"runs": settings.baseline_runs}
         bar = tqdm(transforms, desc=label, unit="recipe")
-        if not over_cap and setup_error is None:
+        # A loader besides process: its rows only (no transport baseline, no hand-over probe).
+        if not over_cap and setup_error is None and settings.loader == loaders.DEFAULT:
             bar.set_postfix_str("baselines")
 
             def job_baselines() -> dict[str, Any]:
@@ -302,7 +314,11 @@ def benchmark_params(settings: DataLoaderSettings, cores: int) -> dict[str, Any]
         # A --settings job (job_per: library): the settings its one process measured, in
         # order; its log and benchmark file are matrix.dataloader_library_job(shard). Empty
         # for a job of one setting, named after its result file.
-        "settings_in_job": [matrix.dataloader_setting(s, w) for s, w in settings.setting_list],
+        "settings_in_job": [
+            matrix.dataloader_setting(s, w, loaders.suffix(x)) for s, w, x in settings.setting_list
+        ],
+        "loader": settings.loader,
+        "loader_impl": loaders.impl_of(settings.loader),
         "transforms": list(settings.transforms),
         "recipes": {
             t: settings.pipelines[t].recipe if t in settings.pipelines else recipes.recipe_name(t)

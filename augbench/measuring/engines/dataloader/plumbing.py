@@ -120,10 +120,27 @@ def regime_loader(
     record_dir: Path,
 ) -> Any:
     """The regime's DataLoader: the job's batch size, workers, prefetch, persistence and batch
-    timeout; every worker applies the thread policy and records it in ``record_dir``."""
+    timeout; every worker applies the thread policy and records it in ``record_dir``. A thread
+    loader (a cpu_dataloader setting's ``loader``, augbench.measuring.engines.dataloader.threads)
+    instead: the same batch size, prefetch depth and timeout, one thread per worker."""
     from torch.utils.data import DataLoader
 
     workers = settings.workers
+    # What makes the samples in parallel (augbench.workload.loaders): the cpu_dataloader settings'
+    # field (training's loader is always process workers).
+    loader = getattr(settings, "loader", "process")
+    if loader != "process":
+        from augbench.measuring.engines.dataloader.threads import thread_loader
+
+        return thread_loader(
+            loader,
+            dataset,
+            sampler,
+            settings.batch_size,
+            workers,
+            settings.prefetch_factor,
+            settings.batch_timeout,
+        )
     return DataLoader(
         dataset,
         batch_size=settings.batch_size,
@@ -156,6 +173,42 @@ def start_method() -> str | None:
     import multiprocessing
 
     return multiprocessing.get_start_method(allow_none=True) or "fork (platform default)"
+
+
+def process_tree_pss_mb() -> float | None:
+    """Proportional set size of this process plus its live children (shared pages divided among
+    the processes sharing them, so the sum is the tree's footprint); None where the kernel
+    reports none (then the row's ``total_rss_mb`` stands)."""
+    try:
+        import psutil
+    except ImportError:
+        return None
+    total = 0
+    try:
+        me = psutil.Process()
+        for process in (me, *me.children(recursive=True)):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                total += process.memory_full_info().pss
+    except (psutil.Error, AttributeError, OSError):  # no smaps (not Linux, or not permitted)
+        return None
+    return total / 2**20
+
+
+def process_tree_cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process and its live children so far: over a window,
+    its difference / the window's seconds is the cores the loader kept busy."""
+    try:
+        import psutil
+    except ImportError:
+        times = os.times()
+        return times.user + times.system
+    me = psutil.Process()
+    total = 0.0
+    for process in (me, *me.children(recursive=True)):
+        with contextlib.suppress(psutil.NoSuchProcess):
+            cpu = process.cpu_times()
+            total += cpu.user + cpu.system
+    return total
 
 
 def process_tree_rss_mb() -> float | None:

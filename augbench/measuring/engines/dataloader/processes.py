@@ -61,7 +61,13 @@ def later_process(
     return skeleton.in_fresh_interpreter(
         "augbench.measuring.engines.cpu_dataloader",
         settings.argv,
-        {"scope": settings.scope, "workers": settings.workers, "windows": windows, "index": index},
+        {
+            "scope": settings.scope,
+            "workers": settings.workers,
+            "loader": settings.loader,
+            "windows": windows,
+            "index": index,
+        },
         ("--process-request", "--process-output"),
         f"process {index}",
     )
@@ -86,7 +92,11 @@ def run_process_request(settings: DataLoaderSettings, measure: MeasureRow) -> in
     assert settings.process_request is not None and settings.process_output is not None
     request = json.loads(settings.process_request.read_text())
     setting = dataclasses.replace(
-        settings, scope=request["scope"], workers=int(request["workers"]), baseline_runs=0
+        settings,
+        scope=request["scope"],
+        workers=int(request["workers"]),
+        loader=request.get("loader") or settings.loader,
+        baseline_runs=0,
     )
     windows: dict[str, int] = request["windows"]
     rows = {

@@ -24,7 +24,7 @@ from augbench.measuring.engines.dataloader.timing import RecipeError, measure_lo
 from augbench.measuring.stopping import window_batches
 from augbench.paired import composition_expectation, paired_ratio
 from augbench.results import non_ok_row, ok_row
-from augbench.workload import adapters, pipelines, recipes
+from augbench.workload import adapters, loaders, pipelines, recipes
 
 
 def recipe_row_fields(
@@ -34,6 +34,10 @@ def recipe_row_fields(
     common = {
         "scope": settings.scope,
         "workers": settings.workers,
+        # What made the samples in parallel (augbench.workload.loaders), and the implementation
+        # measured.
+        "loader": settings.loader,
+        "loader_impl": loaders.impl_of(settings.loader),
         "batch_size": settings.batch_size,
         "decoder": adapter.decoder,
         "decode_in_timed_window": settings.scope == "decode",

@@ -13,7 +13,7 @@ import augbench.measuring.engines.dataloader as package
 from augbench.measuring.engines import cli
 from augbench.measuring.engines.dataloader.timing import EpochSettings
 from augbench.policy import DATALOADER_MIN_RUNS
-from augbench.workload import catalog
+from augbench.workload import catalog, loaders
 
 REGIME = "cpu_dataloader"
 SCOPES: tuple[str, ...] = ("memory", "decode")
@@ -26,7 +26,10 @@ class DataLoaderSettings(cli.ShardSettings, cli.LibraryFlag, cli.PipelinesFlag, 
     setting is measured with a copy holding its own."""
 
     scope: str
-    setting_list: tuple[tuple[str, int], ...]
+    # What makes the samples in parallel (augbench.workload.loaders): worker processes or threads.
+    loader: str
+    # The (scope, workers, loader) of each setting of a --settings job.
+    setting_list: tuple[tuple[str, int, str], ...]
     outputs: tuple[Path, ...] = field(metadata={cli.FROM_FLAG: tuple})
     processes: int
     window_seconds: float
@@ -50,10 +53,19 @@ def parse_args(argv: list[str] | None = None) -> DataLoaderSettings:
     p.add_argument("--scope", choices=SCOPES)
     p.add_argument("--workers", type=int)
     p.add_argument(
+        "--loader",
+        choices=loaders.NAMES,
+        default=None,
+        help="what makes the samples in parallel (augbench.workload.loaders; default process): "
+        "worker processes of a torch DataLoader, or threads of this process (thread, spdl; decode "
+        "scope only)",
+    )
+    p.add_argument(
         "--settings",
         default="",
-        help="comma-separated <scope>-w<workers> settings measured in turn (instead of --scope "
-        "and --workers); --outputs gives one result file per setting, in the same order",
+        help="comma-separated <scope>-w<workers>[-<loader>] settings measured in turn (instead "
+        "of --scope, --workers and --loader); --outputs gives one result file per setting, in "
+        "the same order",
     )
     p.add_argument("--outputs", nargs="+", type=Path, default=[])
     p.add_argument("--batch-size", type=int, default=32)
@@ -109,12 +121,15 @@ def parse_args(argv: list[str] | None = None) -> DataLoaderSettings:
                 f"--outputs needs one file per setting: {len(setting_list)} settings, "
                 f"{len(args.outputs)} outputs"
             )
-        if args.scope is not None or args.workers is not None or args.output is not None:
-            p.error("--settings replaces --scope, --workers and --output")
-        args.scope, args.workers = setting_list[0]
+        if (args.scope, args.workers, args.output, args.loader) != (None,) * 4:
+            p.error("--settings replaces --scope, --workers, --loader and --output")
+        args.scope, args.workers, args.loader = setting_list[0]
         args.output = args.outputs[0]
     elif args.scope is None or args.workers is None or args.output is None:
         p.error("give --scope, --workers and --output, or --settings and --outputs")
+    args.loader = args.loader or loaders.DEFAULT
+    if args.loader != loaders.DEFAULT and args.scope != "decode":
+        p.error(f"--loader {args.loader} measures the decode scope only")
     for name in (
         "workers",
         "batch_size",
@@ -142,14 +157,25 @@ def parse_args(argv: list[str] | None = None) -> DataLoaderSettings:
     )
 
 
-def parse_settings(text: str) -> list[tuple[str, int]]:
-    """``memory-w0,decode-w2`` -> [("memory", 0), ("decode", 2)]."""
+def parse_settings(text: str) -> list[tuple[str, int, str]]:
+    """``memory-w0,decode-w2,decode-w2-thread`` -> [("memory", 0, "process"), ("decode", 2,
+    "process"), ("decode", 2, "thread")]: a loader besides process is a setting's last part
+    (augbench.paths.loader_suffix), the decode scope's only."""
     settings = []
     for item in (t.strip() for t in text.split(",")):
-        scope, sep, workers = item.rpartition("-w")
-        if not sep or scope not in SCOPES or not workers.isdigit():
+        scope, sep, rest = item.rpartition("-w")
+        workers, _, loader = rest.partition(loaders.SEPARATOR)
+        loader = loader or loaders.DEFAULT
+        if (
+            not sep
+            or scope not in SCOPES
+            or not workers.isdigit()
+            or loader not in loaders.NAMES
+            or (loader != loaders.DEFAULT and scope != "decode")
+        ):
             raise argparse.ArgumentTypeError(
-                f"bad setting {item!r}: expected <scope>-w<workers> with scope in {SCOPES}"
+                f"bad setting {item!r}: expected <scope>-w<workers>[-<loader>] with scope in "
+                f"{SCOPES} and loader in {loaders.NAMES} (decode only)"
             )
-        settings.append((scope, int(workers)))
+        settings.append((scope, int(workers), loader))
     return settings

@@ -20,6 +20,8 @@ from augbench.measuring.engines.dataloader.plumbing import (
     EpochSampler,
     LoaderSettings,
     RecipeDataset,
+    process_tree_cpu_seconds,
+    process_tree_pss_mb,
     process_tree_rss_mb,
     regime_loader,
 )
@@ -174,8 +176,10 @@ def counted_epoch(
 ) -> tuple[int, float]:
     """:func:`timed_epoch`, with the minor page faults of the main process and its workers
     counted around it, outside its clock (augbench.measuring.allocator)."""
-    before = tree_minor_faults()
+    before, cpu_before = tree_minor_faults(), process_tree_cpu_seconds()
     images, elapsed = timed_epoch(loader, waits, steady, first_round)
+    faults["cpu_seconds"] += process_tree_cpu_seconds() - cpu_before
+    faults["seconds"] += elapsed
     faults["minor_faults"] += tree_minor_faults() - before
     faults["images"] += images
     return images, elapsed
@@ -274,7 +278,12 @@ def measure_loader(
         sampler.n_items = images_per_run
         batch_waits: list[float] = []
         steady: list[float] = []
-        faults = {"minor_faults": 0, "images": 0}
+        faults: dict[str, float] = {
+            "minor_faults": 0,
+            "images": 0,
+            "cpu_seconds": 0.0,
+            "seconds": 0.0,
+        }
 
         arms["regime"] = functools.partial(
             counted_epoch, loader, batch_waits, faults, steady, max(1, workers)
@@ -330,6 +339,7 @@ def measure_loader(
             if precise_enough(rule, values, companions_left=run < bare_runs):
                 break
         total_rss = process_tree_rss_mb()  # persistent workers are still alive here
+        total_pss = process_tree_pss_mb()
     finally:
         arms.clear()  # the partials hold the loaders
         del loader, bare_loader, memory_loader  # shuts persistent workers down
@@ -352,6 +362,11 @@ def measure_loader(
         "window_batches": window,
         "images_per_run": images_per_run,
         "total_rss_mb": total_rss,
+        # The whole tree's footprint with shared pages divided (None: no PSS here).
+        "total_pss_mb": total_pss,
+        # Cores the process tree kept busy over the regime's timed epochs (CPU seconds of the
+        # main process and its workers / the epochs' seconds; the clock's reads included).
+        "cpu_utilisation": faults["cpu_seconds"] / faults["seconds"] if faults["seconds"] else None,
         "bare_throughputs": values.get("bare", []),
         "memory_throughputs": values.get("memory", []),
         "floor_throughputs": values.get("floor", []),
