@@ -78,13 +78,12 @@ ALLOCATOR_ROLES = ("results", "pipelines")
 RUN_WILDCARD = "{run}"
 RUN_PREFIX = "-run"
 RUN_PATTERN = r"(|-run[0-9]+)"
-# The loader (config ``cpu_dataloader.loaders``, augbench.workload.loaders) of a cpu_dataloader
-# result: after its setting, ``decode-w2-thread``, empty for ``process`` (today's names).
+# The loader (config ``cpu_dataloader.loaders``) of a cpu_dataloader result: after its setting,
+# ``decode-w2-thread``, empty for ``process``; its values and regex: augbench.workload.loaders.
 LOADER_WILDCARD = "{loader}"
 
 
-# -- the allocator dimension (config allocators; augbench.measuring.allocator)
-# --------------------------
+# -- the allocator dimension (config allocators; augbench.measuring.allocator) -------------
 def allocator_suffix(setting: str) -> str:
     """The ``{allocator}`` wildcard of a setting: empty for glibc as shipped."""
     return "" if setting == DEFAULT_ALLOCATOR else f"{ALLOCATOR_SEPARATOR}{setting}"
@@ -100,29 +99,6 @@ def split_allocator(name: str) -> tuple[str, str]:
     of a library's results, and the allocator setting it was measured under."""
     library, separator, setting = name.partition(ALLOCATOR_SEPARATOR)
     return library, allocator_setting(separator + setting)
-
-
-# -- the loader dimension (config cpu_dataloader.loaders; augbench.workload.loaders)
-# ------------------
-def loader_pattern() -> str:
-    """The ``{loader}`` wildcard's regex: empty (``process``) or ``-<loader>``."""
-    from augbench.workload.loaders import PATTERN
-
-    return PATTERN
-
-
-def loader_suffix(name: str) -> str:
-    """The ``{loader}`` wildcard of a loader: empty for ``process``."""
-    from augbench.workload.loaders import suffix
-
-    return suffix(name)
-
-
-def loader_name(text: str) -> str:
-    """The loader of a ``{loader}`` wildcard (:func:`loader_suffix` reversed)."""
-    from augbench.workload.loaders import from_suffix
-
-    return from_suffix(text)
 
 
 # -- the run dimension (a kind's runs_key) -------------------------------------------------------

@@ -389,8 +389,7 @@ class WorkflowInputs:
             for name in self.module_pipelines
         }
 
-    # -- timed rules: one pattern for every job kind of augbench/planning/regimes/
-    # ---------------------
+    # -- timed rules: one pattern for every job kind of augbench/planning/regimes/ -----------------
     def launcher(self, wildcards: Any) -> str:
         """The job's launcher (Sweep.launcher) with the driver's interpreter as $AUGBENCH_PYTHON,
         left for the shell to expand (the launcher quotes every word it is given)."""

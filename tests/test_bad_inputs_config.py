@@ -153,8 +153,7 @@ TABLE = [
         ("config error at plot_from.x: result source 'nowhere' does not exist",),
         targets=("plots",),
     ),
-    # -- a job that cannot fit its machine: refused before any job (augbench.planning.memory)
-    # -----------
+    # -- a job that cannot fit its machine: refused before any job (augbench.planning.memory) ------
     Case(
         "does-not-fit-the-memory-given",
         ("libraries=[kornia]", "regimes=[micro]", "pipelines=[]", "lazy_outputs={enabled: false}"),

@@ -434,8 +434,7 @@ def test_gpu_required_fails_with_driver_runtime_and_advice() -> None:
     cuda_env.require(ok, "required", "job")
 
 
-# -- process isolation of recipes (augbench.measuring.engines.skeleton), real spawned processes
-# ------------
+# -- process isolation of recipes (augbench.measuring.engines.skeleton), real spawned processes ----
 def test_a_crashing_recipe_is_one_error_row_and_the_others_are_measured() -> None:
     import sys
 
@@ -463,8 +462,7 @@ def test_a_crashing_recipe_is_one_error_row_and_the_others_are_measured() -> Non
     assert all(row["recipe"] == name for name, row in rows.items())
 
 
-# -- the shared row building (augbench.measuring.engines.skeleton)
-# ---------------------------------------
+# -- the shared row building (augbench.measuring.engines.skeleton) ---------------------------------
 def test_an_output_on_the_wrong_device_or_of_the_wrong_shape_is_an_error_row() -> None:
     from augbench.measuring.engines.streaming import StreamResult
 

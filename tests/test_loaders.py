@@ -10,7 +10,6 @@ import pytest
 import yaml
 from conftest import REPO
 
-from augbench import paths
 from augbench.analysis import dataloader as dataloader_tables
 from augbench.analysis import groups, speedups, tidy
 from augbench.analysis import loaders as loaders_table
@@ -86,9 +85,9 @@ def test_a_loader_adds_the_decode_settings_named_after_it() -> None:
         )
     # Each result maps back to its kind, with the loader's wildcard.
     kind, found = regimes.kind_of_result(next(p for p in added if "-thread-" in p))
-    assert kind.rule == "cpu_dataloader" and paths.loader_name(found["loader"]) == "thread"
+    assert kind.rule == "cpu_dataloader" and loaders.from_suffix(found["loader"]) == "thread"
     kind, found = regimes.kind_of_result(decode[0])
-    assert found["loader"] == "" and paths.loader_name(found["loader"]) == "process"
+    assert found["loader"] == "" and loaders.from_suffix(found["loader"]) == "process"
 
 
 def test_a_loader_job_measures_its_rows_only_and_is_priced_as_its_setting() -> None:

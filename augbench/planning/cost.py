@@ -70,7 +70,6 @@ def whole_job_kinds() -> tuple[str, ...]:
 
 
 # -- the jobs a plan prices: augbench.planning.regimes.Job, the plan's own record (Sweep.cost_jobs)
-# ------
 
 
 def _benchmark_seconds(tsv: Path) -> float | None:

@@ -538,8 +538,7 @@ class Sweep:
                                 output=paths.DATASET_ARCHIVE.format(dataset=key)))  # fmt: skip
         return out
 
-    # -- memory (augbench.planning.memory)
-    # ---------------------------------------------------------------
+    # -- memory (augbench.planning.memory) ---------------------------------------------------------
     def dataset_images(self, dataset: str) -> int:
         """Images of a dataset, as far as the plan knows (an assumed size: any number)."""
         sizes = self.sizes[dataset]

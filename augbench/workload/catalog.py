@@ -383,8 +383,7 @@ _CANDIDATES: tuple[TransformSpec, ...] = (
         snow_coefficient=(0.3, 0.5),
         brightness=2.0,
     ),
-    # -- pipeline steps (augbench.workload.pipelines; never in a paper set)
-    # -------------------------------
+    # -- pipeline steps (augbench.workload.pipelines; never in a paper set) ------------------------
     _spec(
         "PadIfNeeded",
         "geometric",

@@ -119,8 +119,7 @@ def output_hw(transform: str) -> tuple[int, int]:
     return h, w
 
 
-# -- user pipelines (augbench.workload.pipelines) in the GPU regimes
-# -----------------------------------
+# -- user pipelines (augbench.workload.pipelines) in the GPU regimes -------------------------------
 def step_output_hw(name: str, params: dict[str, Any], hw: tuple[int, int]) -> tuple[int, int]:
     """Height and width after one step on ``hw`` images (the rules of :func:`output_hw`, on any
     input size): a ``size`` parameter is the output, PadIfNeeded pads up to it, Pad adds its

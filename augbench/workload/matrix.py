@@ -33,7 +33,7 @@ DATALOADER_JOB_PER: tuple[str, ...] = ("setting", "library")
 
 def dataloader_setting(scope: str, workers: int | str, loader: str = "") -> str:
     """The name of one cpu_dataloader setting, as its result files are named: ``decode-w2``,
-    and with a loader besides process its result-name part (augbench.paths.loader_suffix):
+    and with a loader besides process its result-name part (augbench.workload.loaders.suffix):
     ``decode-w2-thread``."""
     return f"{scope}-w{workers}{loader}"
 

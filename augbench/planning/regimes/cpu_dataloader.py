@@ -15,9 +15,6 @@ from augbench.paths import (
     LOADERS_TABLE,
     PIPELINE_RAW,
     RAW,
-    loader_name,
-    loader_pattern,
-    loader_suffix,
 )
 from augbench.planning.regimes.pricing import (
     Estimate,
@@ -64,7 +61,7 @@ def settings_at(dl: Mapping[str, Any], workers: list[int]) -> list[dict[str, str
     ]
     if "decode" in dl["scopes"]:
         out += [
-            {"scope": "decode", "workers": str(w), "loader": loader_suffix(name)}
+            {"scope": "decode", "workers": str(w), "loader": loaders.suffix(name)}
             for name in dl.get("loaders") or [loaders.DEFAULT]
             if name != loaders.DEFAULT
             for w in workers
@@ -117,7 +114,7 @@ def dataloader_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
         else {
             "scope": w["scope"],
             "workers": w["workers"],
-            **({"loader": loader_name(w["loader"])} if w.get("loader") else {}),
+            **({"loader": loaders.from_suffix(w["loader"])} if w.get("loader") else {}),
         }
     )
     # A loader besides process measures the regime's rows only (docs/cpu_dataloader.md).
@@ -204,8 +201,7 @@ def decoders_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     }
 
 
-# -- memory (augbench.planning.memory)
-# ----------------------------------------------------------------
+# -- memory (augbench.planning.memory) -------------------------------------------------------------
 def output_pixels(steps: list[Any], pixels: float) -> float:
     """Pixels of a pipeline's output image (its steps: augbench.workload.pipelines.Step): the last
     size a step sets (``size``: an int or (h, w); ``max_size``: its square, an upper bound), else
@@ -513,7 +509,7 @@ CPU_DATALOADER = Regime(
             placement="cpu_dataloader", engine="augbench.measuring.engines.cpu_dataloader",
             pricing=DataLoader(), jobs=dataloader_jobs, args=dataloader_args,
             threads=dataloader_threads, thread_policy="dataloader", memory=dataloader_memory,
-            constraints={"scope": SCOPES, "workers": WORKERS, "loader": loader_pattern()},
+            constraints={"scope": SCOPES, "workers": WORKERS, "loader": loaders.PATTERN},
             config_block="cpu_dataloader",
             images_key="cpu_dataloader.num_images",
             memory_fix="lower cpu_dataloader.num_images or the largest cpu_dataloader.workers",

@@ -134,8 +134,7 @@ def pipeline_dali_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
     return [s.job(kind, lib, dataset, {}, s.pipeline_names) for lib in s.libraries_of(kind.regime)]
 
 
-# -- memory (augbench.planning.memory)
-# ----------------------------------------------------------------
+# -- memory (augbench.planning.memory) -------------------------------------------------------------
 def gpu_dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     """Host side: torch with a CUDA context and the DataLoader's forked workers (batches live
     on the GPU)."""
@@ -157,8 +156,7 @@ def dali_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     )  # fmt: skip
 
 
-# -- pricing (augbench.planning.cost)
-# --------------------------------------------------------------------
+# -- pricing (augbench.planning.cost) --------------------------------------------------------------
 def stream_images(params: Mapping[str, Any]) -> float:
     """Images one recipe streams in a GPU DataLoader or DALI job: warm-ups and values."""
     return params["num_images"] * (params.get("values", 1) + params.get("warmups", 0))

@@ -138,8 +138,7 @@ def breakdown_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     }
 
 
-# -- memory (augbench.planning.memory)
-# ----------------------------------------------------------------
+# -- memory (augbench.planning.memory) -------------------------------------------------------------
 def _working_mb(
     s: Planner, library: str, dataset: str, images: int, transforms: list[str] | None = None
 ) -> float:
@@ -197,8 +196,7 @@ def held_images_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     )  # fmt: skip
 
 
-# -- pricing (augbench.planning.cost)
-# --------------------------------------------------------------------
+# -- pricing (augbench.planning.cost) --------------------------------------------------------------
 def micro_row_images(row: Mapping[str, Any], params: Mapping[str, Any]) -> float | None:
     """Images a micro row actually processed, where it records how (pyperf processes and loops:
     rows stop early and fast transforms repeat passes); None for older result files."""

@@ -47,7 +47,7 @@ from augbench.paths import (
     RUN_WILDCARD,
 )
 from augbench.planning.regimes.pricing import Pricing
-from augbench.workload import adapters
+from augbench.workload import adapters, loaders
 
 if TYPE_CHECKING:
     from augbench.planning.memory import Footprint, ImageSizes
@@ -161,14 +161,14 @@ class JobKind:
             "library": f"{{library,{libraries}}}",
             "allocator": f"{{allocator,{ALLOCATOR_PATTERN}}}",
             "run": f"{{run,{RUN_PATTERN}}}",
-            "loader": f"{{loader,{paths.loader_pattern()}}}",
+            "loader": f"{{loader,{loaders.PATTERN}}}",
         }
         return self.result.format(**{**inline, **fixed})
 
     def wildcards_of(self, path: str) -> dict[str, str] | None:
         """The wildcards of a result path of this kind (any machine, dataset), None if not one."""
 
-        own = {"allocator": ALLOCATOR_PATTERN, "run": RUN_PATTERN, "loader": paths.loader_pattern()}
+        own = {"allocator": ALLOCATOR_PATTERN, "run": RUN_PATTERN, "loader": loaders.PATTERN}
 
         def group(found: re.Match[str]) -> str:
             name = found.group(1)

@@ -80,8 +80,7 @@ def training_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     }
 
 
-# -- memory (augbench.planning.memory)
-# ----------------------------------------------------------------
+# -- memory (augbench.planning.memory) -------------------------------------------------------------
 def training_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     """The DataLoader of the decode scope (forked workers, batches in flight) and the model's
     training state in the main process (policy.TRAINING_MODEL_MB: weights, gradients, momentum
@@ -115,8 +114,7 @@ def training_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     )  # fmt: skip
 
 
-# -- pricing (augbench.planning.cost)
-# --------------------------------------------------------------------
+# -- pricing (augbench.planning.cost) --------------------------------------------------------------
 def training_row_work(row: Mapping[str, Any], params: Mapping[str, Any]) -> float:
     """Seconds of a training row's three passes (augbench.measuring.engines.training.measure_feed):
     the step alone, the loader alone and the loop's warm-up and timed steps."""

@@ -160,7 +160,7 @@ def parse_args(argv: list[str] | None = None) -> DataLoaderSettings:
 def parse_settings(text: str) -> list[tuple[str, int, str]]:
     """``memory-w0,decode-w2,decode-w2-thread`` -> [("memory", 0, "process"), ("decode", 2,
     "process"), ("decode", 2, "thread")]: a loader besides process is a setting's last part
-    (augbench.paths.loader_suffix), the decode scope's only."""
+    (augbench.workload.loaders.suffix), the decode scope's only."""
     settings = []
     for item in (t.strip() for t in text.split(",")):
         scope, sep, rest = item.rpartition("-w")
