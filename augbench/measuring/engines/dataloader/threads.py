@@ -42,9 +42,10 @@ def _batches(sampler: Any, batch_size: int) -> Iterator[list[int]]:
         yield batch
 
 
-class ThreadLoader:
-    """``thread``: samples on ``threads`` threads, ``threads x prefetch_factor`` batches ahead
-    (module docstring); ``impl`` is what it measures (augbench.workload.loaders.thread_impl)."""
+class _ThreadedLoader:
+    """What both thread loaders share: ``threads`` threads, ``threads x prefetch_factor``
+    batches ahead, and with no threads every sample made in the calling thread, as the
+    DataLoader does without workers."""
 
     def __init__(
         self,
@@ -59,20 +60,37 @@ class ThreadLoader:
         self.batch_size, self.threads = batch_size, threads
         self.depth = max(1, threads * prefetch_factor)
         self.timeout = timeout or None
-        self.impl = loaders.thread_impl()
-        self.pool: ThreadPoolExecutor | None = None
-        if threads and self.impl == loaders.FUTURES_IMPL:
-            self.pool = ThreadPoolExecutor(
-                threads, thread_name_prefix="augbench-loader", initializer=_thread_init
-            )
 
     def __iter__(self) -> Iterator[Any]:
-        batches = _batches(self.sampler, self.batch_size)
         if not self.threads:
+            batches = _batches(self.sampler, self.batch_size)
             return (_collate([self.dataset[i] for i in b]) for b in batches)
+        return self._threaded()
+
+    def _threaded(self) -> Iterator[Any]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class ThreadLoader(_ThreadedLoader):
+    """``thread``: samples on ``threads`` threads, ``threads x prefetch_factor`` batches ahead
+    (module docstring); ``impl`` is what it measures (augbench.workload.loaders.thread_impl)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.impl = loaders.thread_impl()
+        self.pool: ThreadPoolExecutor | None = None
+        if self.threads and self.impl == loaders.FUTURES_IMPL:
+            self.pool = ThreadPoolExecutor(
+                self.threads, thread_name_prefix="augbench-loader", initializer=_thread_init
+            )
+
+    def _threaded(self) -> Iterator[Any]:
         if self.pool is None:
             return self._torchdata()
-        return self._futures(batches)
+        return self._futures(_batches(self.sampler, self.batch_size))
 
     def _futures(self, batches: Iterator[list[int]]) -> Iterator[Any]:
         assert self.pool is not None
@@ -121,29 +139,12 @@ class ThreadLoader:
         self.close()
 
 
-class SpdlLoader:
+class SpdlLoader(_ThreadedLoader):
     """``spdl``: SPDL's pipeline, the recipe on ``threads`` threads (module docstring)."""
 
     impl = loaders.SPDL_IMPL
 
-    def __init__(
-        self,
-        dataset: Any,
-        sampler: Any,
-        batch_size: int,
-        threads: int,
-        prefetch_factor: int,
-        timeout: float,
-    ) -> None:
-        self.dataset, self.sampler = dataset, sampler
-        self.batch_size, self.threads = batch_size, threads
-        self.depth = max(1, threads * prefetch_factor)
-        self.timeout = timeout or None
-
-    def __iter__(self) -> Iterator[Any]:
-        if not self.threads:
-            batches = _batches(self.sampler, self.batch_size)
-            return (_collate([self.dataset[i] for i in b]) for b in batches)
+    def _threaded(self) -> Iterator[Any]:
         return self._pipeline()
 
     def _pipeline(self) -> Iterator[Any]:
@@ -161,9 +162,6 @@ class SpdlLoader:
         )
         with pipeline.auto_stop():
             yield from pipeline.get_iterator(timeout=self.timeout or 300.0)
-
-    def close(self) -> None:
-        pass
 
 
 def thread_loader(
