@@ -16,6 +16,11 @@ def number(value: Any) -> float:
     return float(out) if not pd.isna(out) else float("nan")
 
 
+def text(value: Any) -> str:
+    """A cell as a string; empty where it is None or NaN (not recorded)."""
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+
 def is_true(value: Any) -> bool:
     """A flag cell as a bool: a bool or numpy bool as pandas holds it, the strings "True" and
     "False" as a CSV gives them back; empty, None or NaN (not measured) is False."""

@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from augbench.analysis.cells import number, text
 from augbench.result_format import MEDIAN_THROUGHPUT
 from augbench.workload import decoders
 
@@ -37,23 +38,14 @@ COLUMNS: tuple[str, ...] = (
 )
 
 
-def _number(value: Any) -> float:
-    number = pd.to_numeric(value, errors="coerce")
-    return float(number) if pd.notna(number) else math.nan
-
-
-def _text(value: Any) -> str:
-    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
-
-
 def _count(value: Any) -> int:
-    number = _number(value)
-    return 0 if math.isnan(number) else int(number)
+    count = number(value)
+    return 0 if math.isnan(count) else int(count)
 
 
 def _image_size(row: pd.Series) -> str:
     """'as staged' or '<px> px shorter side' (a derived dataset of the resolution sweep)."""
-    resolution = _number(row.get("resolution"))
+    resolution = number(row.get("resolution"))
     return "as staged" if math.isnan(resolution) else f"{int(resolution)} px shorter side"
 
 
@@ -65,32 +57,32 @@ def table(tidy: pd.DataFrame) -> pd.DataFrame:
     records = []
     for _, row in part.iterrows():
         ok = row["status"] == "ok"
-        threads = _number(row.get("threads"))
+        threads = number(row.get("threads"))
         threads = 1.0 if math.isnan(threads) or threads < 1 else threads
-        rate = _number(row[MEDIAN_THROUGHPUT]) / threads if ok else math.nan
-        megapixels = _number(row.get("megapixels"))
+        rate = number(row[MEDIAN_THROUGHPUT]) / threads if ok else math.nan
+        megapixels = number(row.get("megapixels"))
         records.append(
             {
                 "machine": row["machine"],
                 "dataset": row["dataset"],
                 "image_size": _image_size(row),
                 "megapixels": megapixels,
-                "decoder": _text(row.get("decoder")) or row["transform"],
+                "decoder": text(row.get("decoder")) or row["transform"],
                 "library_env": row["library"],
                 "img_s_per_core": rate,
-                "ci_low": _number(row.get("ci_low")) / threads if ok else math.nan,
-                "ci_high": _number(row.get("ci_high")) / threads if ok else math.nan,
-                "ci_level": _number(row.get("ci_level")) if ok else math.nan,
+                "ci_low": number(row.get("ci_low")) / threads if ok else math.nan,
+                "ci_high": number(row.get("ci_high")) / threads if ok else math.nan,
+                "ci_level": number(row.get("ci_level")) if ok else math.nan,
                 "n": _count(row.get("num_successful_runs")) if ok else 0,
                 "megapixels_per_s": rate * megapixels if ok else math.nan,
                 "status": row["status"],
-                "reason": _text(row.get("reason")),
-                "decoder_call": _text(row.get("decoder_call")),
-                "decoder_version": _text(row.get("decoder_version")),
-                "output_layout": _text(row.get("output_layout")),
-                "allocator_setting": _text(row.get("allocator_setting")),
+                "reason": text(row.get("reason")),
+                "decoder_call": text(row.get("decoder_call")),
+                "decoder_version": text(row.get("decoder_version")),
+                "output_layout": text(row.get("output_layout")),
+                "allocator_setting": text(row.get("allocator_setting")),
                 "under_load": row.get("under_load"),
-                "source_file": _text(row.get("source_file")),
+                "source_file": text(row.get("source_file")),
             }
         )
     out = pd.DataFrame(records, columns=list(COLUMNS))

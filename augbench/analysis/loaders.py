@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from augbench import intervals
+from augbench.analysis.cells import number, text
 from augbench.result_format import MEDIAN_THROUGHPUT
 from augbench.workload import loaders
 
@@ -49,22 +50,13 @@ COLUMNS: tuple[str, ...] = (
 )
 
 
-def _number(value: Any) -> float:
-    number = pd.to_numeric(value, errors="coerce")
-    return float(number) if pd.notna(number) else math.nan
-
-
-def _text(value: Any) -> str:
-    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
-
-
 def _fields(row: pd.Series | None, prefix: str = "") -> dict[str, float]:
     ok = row is not None and row["status"] == "ok"
     return {
-        f"{prefix}img_s": _number(row[MEDIAN_THROUGHPUT]) if ok else math.nan,
-        f"{prefix}cpu_utilisation": _number(row.get("cpu_utilisation")) if ok else math.nan,
-        f"{prefix}total_pss_mb": _number(row.get("total_pss_mb")) if ok else math.nan,
-        f"{prefix}first_batch_s": _number(row.get("first_batch_s")) if ok else math.nan,
+        f"{prefix}img_s": number(row[MEDIAN_THROUGHPUT]) if ok else math.nan,
+        f"{prefix}cpu_utilisation": number(row.get("cpu_utilisation")) if ok else math.nan,
+        f"{prefix}total_pss_mb": number(row.get("total_pss_mb")) if ok else math.nan,
+        f"{prefix}first_batch_s": number(row.get("first_batch_s")) if ok else math.nan,
     }
 
 
@@ -85,11 +77,11 @@ def table(tidy: pd.DataFrame) -> pd.DataFrame:
         record: dict[str, Any] = {k: row[k] for k in KEYS}
         record.update(
             loader=row["loader"],
-            loader_impl=_text(row.get("loader_impl")),
+            loader_impl=text(row.get("loader_impl")),
             **_fields(row),
             **_fields(base, "process_"),
             status=row["status"],
-            reason=_text(row.get("reason")) if row["status"] != "ok" else "",
+            reason=text(row.get("reason")) if row["status"] != "ok" else "",
         )
         ratio = intervals.Interval(math.nan, None, None, None, "no ok process row", 0)
         if base is None:
