@@ -20,11 +20,14 @@ def test_settings_pair_with_outputs_in_order() -> None:
     settings = cpu_dataloader.parse_args(
         [*COMMON, "--settings", "memory-w0,decode-w2", "--outputs", "a.json", "b.json"]
     )
-    assert settings.setting_list == (("memory", 0, "process"), ("decode", 2, "process"))
+    assert settings.setting_list == (
+        ("memory", 0, "native", "process"),
+        ("decode", 2, "native", "process"),
+    )
     assert settings.outputs == (Path("a.json"), Path("b.json"))
     # The first setting doubles as the single-setting arguments (checks, labels).
     assert (settings.scope, settings.workers, settings.output) == ("memory", 0, Path("a.json"))
-    assert [matrix.dataloader_setting(s, w) for s, w, _ in settings.setting_list] == [
+    assert [matrix.dataloader_setting(s, w) for s, w, *_ in settings.setting_list] == [
         "memory-w0",
         "decode-w2",
     ]
@@ -34,7 +37,10 @@ def test_a_loader_is_a_settings_last_part_and_the_decode_scopes_only() -> None:
     settings = cpu_dataloader.parse_args(
         [*COMMON, "--settings", "decode-w2,decode-w2-thread", "--outputs", "a.json", "b.json"]
     )
-    assert settings.setting_list == (("decode", 2, "process"), ("decode", 2, "thread"))
+    assert settings.setting_list == (
+        ("decode", 2, "native", "process"),
+        ("decode", 2, "native", "thread"),
+    )
     assert settings.loader == "process"
     single = cpu_dataloader.parse_args(
         [*COMMON, "--scope", "decode", "--workers", "2", "--loader", "spdl", "--output", "o.json"]

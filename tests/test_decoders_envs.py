@@ -94,3 +94,62 @@ def test_each_decoders_output_converts_to_each_librarys_native_input(
     assert len(report) == len(names) * 4  # albumentationsx, torchvision, pillow, kornia
     failed = {check: r["detail"] for check, r in report.items() if not r["ok"]}
     assert not failed, json.dumps(failed, indent=1)
+
+
+def test_dataloader_rows_with_a_chosen_decoder_are_ok_and_name_it(
+    albumentationsx_env: Path, torchvision_env: Path, tmp_path: Path
+) -> None:
+    """A decode-scope setting with a decoder besides native: ok rows whose decoder and call are
+    the chosen one's, its output converted to the library's input (numpy for AlbumentationsX,
+    a CHW tensor for torchvision), under worker processes and threads alike; its rows only."""
+    manifest = jpeg_manifest(tmp_path, count=8)
+    cases = [
+        (
+            albumentationsx_env,
+            "albumentationsx",
+            "decode-w2-simplejpeg,decode-w2-simplejpeg-thread",
+        ),
+        (torchvision_env, "torchvision", "decode-w2-pil"),
+    ]
+    for python, library, settings in cases:
+        outputs = [tmp_path / f"{library}-{s}.json" for s in settings.split(",")]
+        subprocess.run(
+            [str(python), "-m", "augbench.measuring.engines.cpu_dataloader", "--library", library,
+             "--settings", settings, "--outputs", *map(str, outputs), "--manifest", str(manifest),
+             "--num-images", "8", "--transforms", "HorizontalFlip", "--batch-size", "4",
+             "--batches-per-run", "2", "--num-runs", "3", "--baseline-runs", "1"],
+            check=True, cwd=REPO, capture_output=True, text=True,
+        )  # fmt: skip
+        for setting, output in zip(settings.split(","), outputs, strict=True):
+            payload = json.loads(output.read_text())
+            row = payload["results"]["HorizontalFlip"]
+            decoder = setting.split("-")[2]
+            assert row["status"] == "ok", row
+            assert row["decoder"] == decoder
+            assert row["decoder_call"] == decoders.get(decoder).call
+            assert row["loader"] == ("thread" if setting.endswith("-thread") else "process")
+            assert payload["metadata"]["decode"]["decoder"] == decoder
+            assert payload["metadata"]["benchmark_params"]["baseline_runs"] == 0
+            assert not row.get("bare_loop_throughputs")
+            assert len(row["throughputs"]) >= 3
+
+
+def test_a_decoder_missing_here_or_unusable_by_the_library_loses_only_its_rows(
+    torchvision_env: Path, tmp_path: Path
+) -> None:
+    payload = run_engine(
+        torchvision_env, "cpu_dataloader", "--library", "torchvision", "--scope", "decode",
+        "--workers", "1", "--decoder", "simplejpeg", "--manifest",
+        str(jpeg_manifest(tmp_path, count=4)), "--num-images", "4", "--transforms",
+        "HorizontalFlip", "--batch-size", "2", output=tmp_path / "simplejpeg.json",
+    )  # fmt: skip
+    (row,) = payload["results"].values()
+    assert row["decoder"] == "simplejpeg"
+    lacks = subprocess.run([str(torchvision_env), "-c", "import simplejpeg"], check=False)
+    if lacks.returncode != 0:
+        assert row["status"] == "skipped"
+        assert row["reason"] == (
+            "simplejpeg: Python package simplejpeg not installed (PyPI simplejpeg==1.9.0)"
+        )
+    else:
+        assert row["status"] == "ok"

@@ -107,7 +107,10 @@ def test_the_values_are_parsed_once_into_their_types() -> None:
     assert settings.transforms == ("HorizontalFlip", "Rotate")
     assert settings.policy.preflight_items == 3 and settings.max_megapixels == 5.0
     loader = cpu_dataloader.parse_args(EXAMPLES["cpu_dataloader"])
-    assert loader.setting_list == (("memory", 0, "process"), ("decode", 2, "process"))
+    assert loader.setting_list == (
+        ("memory", 0, "native", "process"),
+        ("decode", 2, "native", "process"),
+    )
     assert loader.outputs == (Path("a.json"), Path("b.json")) and loader.persistent_workers is False
     # The command line a later process of a --processes job is started with.
     assert loader.argv == tuple(EXAMPLES["cpu_dataloader"])

@@ -248,7 +248,9 @@ def test_rules_constrain_library_and_allocator_inline() -> None:
         assert both.fullmatch(lib).group("library", "allocator") == (lib, "")
         setting = both.fullmatch(f"{lib}+glibc-steady").group("library", "allocator")
         assert setting == (lib, "+glibc-steady")
-    cpu = regimes.KINDS["cpu_dataloader"].output_pattern(scope="memory", workers="0", loader="")
+    cpu = regimes.KINDS["cpu_dataloader"].output_pattern(
+        scope="memory", workers="0", loader="", decoder=""
+    )
     assert cpu.endswith("/memory-w0-{shard}{run,(|-run[0-9]+)}.json")
     assert "?" not in cpu
 

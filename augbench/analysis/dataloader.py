@@ -28,8 +28,10 @@ SERIES_COLUMNS: tuple[str, ...] = (
     "scope",
     "batch_size",
     "variant",
-    # What made the samples in parallel (augbench.workload.loaders): a series is one loader's.
+    # What made the samples in parallel and what decoded them (augbench.workload.loaders and
+    # .decoders): a series is one loader's and one decoder's.
     "loader",
+    "decoder",
     "library",
     "transform",
 )
@@ -287,9 +289,12 @@ def _recipe(row: pd.Series) -> str:
 
 
 def with_loader(part: pd.DataFrame) -> pd.DataFrame:
-    """``part`` with its ``loader`` column filled ("" where a table has none)."""
-    loader = part["loader"] if "loader" in part.columns else pd.Series(None, index=part.index)
-    return part.assign(loader=loader.astype(object).where(loader.notna(), "").astype(str))
+    """``part`` with its ``loader`` and ``decoder`` columns filled ("" where a table has none)."""
+    filled = {}
+    for col in ("loader", "decoder"):
+        found = part[col] if col in part.columns else pd.Series(None, index=part.index)
+        filled[col] = found.astype(object).where(found.notna(), "").astype(str)
+    return part.assign(**filled)
 
 
 def worker_scaling(tidy: pd.DataFrame, regime: str = "cpu_dataloader") -> pd.DataFrame:

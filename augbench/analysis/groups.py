@@ -57,9 +57,10 @@ def group_label(
         parts.append(f"batch {batch}")
     if key.get("variant"):
         parts.append(str(key["variant"]))
-    if (
-        key.get("loader") and key["loader"] != "process"
-    ):  # augbench.workload.loaders; process unnamed
+    # augbench.workload.decoders and .loaders; native and process unnamed.
+    if key.get("decoder") and key["decoder"] != "native":
+        parts.append(f"{key['decoder']} decoder")
+    if key.get("loader") and key["loader"] != "process":
         parts.append(f"{key['loader']} loader")
     if with_dataset and key.get("dataset") and key["dataset"] != "unknown":
         parts.append(f"dataset {key['dataset']}")
@@ -104,7 +105,11 @@ def normalized(frame: pd.DataFrame) -> pd.DataFrame:
         if col not in out.columns:
             out[col] = None
     out["scope"] = out["scope"].fillna("memory").astype(str)
-    out["loader"] = out["loader"].astype(object).where(out["loader"].notna(), "").astype(str)
+    for col in ("loader", "decoder"):
+        out[col] = out[col].astype(object).where(out[col].notna(), "").astype(str)
+    # The decoders table's rows differ by decoder and are one group (augbench.analysis.decoders):
+    # the decoder is a factor of the cpu_dataloader rows only.
+    out.loc[out["regime"] != "cpu_dataloader", "decoder"] = ""
     out["variant"] = out["variant"].fillna("").astype(str)
     out["dataset"] = out["dataset"].astype(object).where(out["dataset"].notna(), "unknown")
     out["dataset"] = out["dataset"].astype(str)
@@ -128,7 +133,17 @@ def iter_groups(frame: pd.DataFrame, regime: str | None = None) -> Iterator[Grou
     rank = {r: i for i, r in enumerate(regime_order(data["regime"]))}
     keys = data[list(GROUP_COLUMNS)].drop_duplicates()
     keys = keys.assign(_rank=keys["regime"].map(rank)).sort_values(
-        ["machine", "dataset", "_rank", "scope", "workers", "batch_size", "variant", "loader"]
+        [
+            "machine",
+            "dataset",
+            "_rank",
+            "scope",
+            "workers",
+            "batch_size",
+            "variant",
+            "decoder",
+            "loader",
+        ]
     )
     for _, key_row in keys.iterrows():
         key = {col: key_row[col] for col in GROUP_COLUMNS}

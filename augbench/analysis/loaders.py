@@ -1,8 +1,9 @@
 """The loaders table (results/tables/loaders.csv): each cpu_dataloader decode row of a loader
 besides process (augbench.workload.loaders) beside the process row of the same machine, dataset,
-setting (workers, batch size, variant), library and recipe: the ratio of their medians with the
-interval of a ratio of independent medians (augbench.intervals.ratio_interval), and what each kept
-busy (cores of the process tree over the timed epochs) and held (PSS of the tree). The only table
+setting (workers, batch size, variant), decoder (augbench.workload.decoders), library and
+recipe: the ratio of their medians with the interval of a ratio of independent medians
+(augbench.intervals.ratio_interval), and what each kept busy (cores of the process tree over the
+timed epochs) and held (PSS of the tree). The only table
 where rows of two loaders are divided by each other; the speedups tables compare libraries of
 one loader. A row whose loader or process side is not ``ok`` is kept, its ratio blank."""
 
@@ -16,7 +17,7 @@ import pandas as pd
 from augbench import intervals
 from augbench.analysis.cells import number, text
 from augbench.result_format import MEDIAN_THROUGHPUT
-from augbench.workload import loaders
+from augbench.workload import decoders, loaders
 
 KEYS: tuple[str, ...] = (
     "machine",
@@ -25,6 +26,7 @@ KEYS: tuple[str, ...] = (
     "workers",
     "batch_size",
     "variant",
+    "decoder",
     "library",
     "transform",
 )
@@ -67,6 +69,9 @@ def table(tidy: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=list(COLUMNS))
     part = tidy[(tidy["regime"] == "cpu_dataloader") & tidy["loader"].notna()].copy()
     part["variant"] = part["variant"].fillna("") if "variant" in part else ""
+    # Tables written before decoders were a factor: every row's decoder was the library's own.
+    native = decoders.NATIVE
+    part["decoder"] = part["decoder"].fillna(native) if "decoder" in part else native
     process = {
         tuple(row[k] for k in KEYS): row
         for _, row in part[part["loader"] == loaders.DEFAULT].iterrows()

@@ -32,7 +32,7 @@ from typing import Any
 import pandas as pd
 
 from augbench import decision
-from augbench.analysis import runs
+from augbench.analysis import feeds, runs
 from augbench.analysis.cells import is_true, number
 from augbench.analysis.speedups import margin
 from augbench.analysis.starvation import FEED_COLUMNS
@@ -53,6 +53,10 @@ COLUMNS: tuple[str, ...] = (
     "setting",
     "workers",
     "batch_size",
+    # What decoded the ranked rows' files and made their samples in parallel
+    # (augbench.workload.decoders, .loaders): a DataLoader setting's; empty for one-thread rows.
+    "decoder",
+    "loader",
     # The winner (the highest median) and its interval at the ACHIEVED level.
     "library",
     "library_version",
@@ -93,6 +97,9 @@ COLUMNS: tuple[str, ...] = (
     "one_thread_verdict",
     "target",
     "target_img_per_s",
+    # The fastest decoder x loader at the ranked setting and its gain over the default feed
+    # (augbench.analysis.feeds).
+    *feeds.COLUMNS,
     # The starvation table's answer for the winner's series (augbench.analysis.starvation).
     *FEED_COLUMNS,
     "fed_answer",
@@ -366,7 +373,10 @@ def _answer(
     record.update(
         target=model.name if model else "", target_img_per_s=model.img_per_s if model else math.nan
     )
-    part = _one_allocator(part)
+    every_feed = _one_allocator(part)
+    # Libraries are ranked on their own decode in worker processes; other feeds are compared
+    # beside it (augbench.analysis.feeds).
+    part = feeds.default_rows(every_feed)
     regime, ok, not_ok = _ranked_rows(part)
     if not regime:
         record.update(
@@ -392,6 +402,8 @@ def _answer(
         setting=_setting_label(regime, best),
         workers=workers if workers >= 0 else None,
         batch_size=int(best["batch_size"]) if regime == "cpu_dataloader" else None,
+        decoder=feeds.decoder_of(best) if regime == "cpu_dataloader" else "",
+        loader=feeds.loader_of(best) if regime == "cpu_dataloader" else "",
         usable_cores=usable,
         library=best["library"],
         library_version=_text(best.get("library_version")),
@@ -427,6 +439,7 @@ def _answer(
     else:
         record.update(verdict=ONLY_LIBRARY, decided=False)
         record["verdict_text"] = sentence(record, [], (1, 0))
+    record.update(feeds.answer(every_feed, best))
     record.update(_feed(starved, model, key, best))
     return record
 
@@ -666,6 +679,8 @@ def _machine_section(part: pd.DataFrame, depth: str) -> list[str]:
     # A run without the one-thread breakdown (pipeline_runs.breakdown: false) has no such column.
     one_thread = _has_one_thread(part)
     head = ["pipeline", *(h for _, h in heads), "verdict", *(["one thread"] if one_thread else [])]
+    fed_by = feeds.measured(part)  # a decoder or loader besides the default was measured
+    head += ["fastest decoder x loader"] if fed_by else []
     if has_target:
         head += [
             f"share of {first['target']}'s {_rate(first['target_img_per_s'])} img/s",
@@ -677,6 +692,7 @@ def _machine_section(part: pd.DataFrame, depth: str) -> list[str]:
         row = [_pipeline_cell(r), *(_lib_cell(r, lib) for lib, _ in heads)]
         verdict = _text(r.get("verdict_text")) or _text(r.get("verdict")) or "–"
         row += [verdict, *([_one_thread_cell(r)] if one_thread else [])]
+        row += [feeds.cell(r)] if fed_by else []
         if has_target:
             row += [_share_cell(r), _feed_cell(r)]
         body.append([*row, _cost_cell(r)])
@@ -765,6 +781,8 @@ def short_text(rec: pd.DataFrame) -> str:
                 + "; workers to feed it: "
                 + (_feed_cell(r) if _feed_cell(r) != "–" else _text(r.get("fed_answer")))
             )
+        if feeds.measured(rec.loc[[r.name]]):
+            feed += f"; fastest feed: {feeds.cell(r)}"
         cost = _num(r["usd_per_million_images"])
         lines.append(
             f"  {name} on {r['machine']}: {title(str(r['library']))} {_rate(r['img_per_s'])} "

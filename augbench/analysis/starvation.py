@@ -62,6 +62,7 @@ SERIES_COLUMNS: tuple[str, ...] = (
     "variant",
     "randomness",
     "loader",
+    "decoder",
     "library",
     "transform",
 )
@@ -190,7 +191,7 @@ def end_to_end_rows(frame: pd.DataFrame) -> pd.DataFrame:
             part[col] = None
     for col in ("workers", "batch_size"):
         part[col] = pd.to_numeric(part[col], errors="coerce").fillna(-1).astype(int)
-    for col in ("variant", "randomness", "loader", "dataset", "machine"):
+    for col in ("variant", "randomness", "loader", "decoder", "dataset", "machine"):
         part[col] = part[col].fillna("").astype(str)
     part["resolution"] = pd.to_numeric(part["resolution"], errors="coerce")
     part["usable_cores"] = pd.to_numeric(part["usable_cores"], errors="coerce")

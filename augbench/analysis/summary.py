@@ -27,6 +27,7 @@ from augbench.policy import (
     UNDER_LOAD_STEAL_FRACTION,
 )
 from augbench.result_format import MEDIAN_THROUGHPUT
+from augbench.workload import decoders
 
 
 def _fmt(value: float, digits: int = 0) -> str:
@@ -126,8 +127,10 @@ def markdown(
         contested = int((win["contenders"] >= 2).sum())
         lines += [f"## {group.label}", ""]
         info = rows.iloc[0]
+        # A decoders-table row's ``transform`` is its decoder (augbench.analysis.decoders).
+        counted = "decoders" if group.key["regime"] == decoders.REGIME else "transforms"
         lines += [
-            f"{rows['transform'].nunique()} transforms, dataset {info.get('dataset')} "
+            f"{rows['transform'].nunique()} {counted}, dataset {info.get('dataset')} "
             f"({_fmt(pd.to_numeric(info.get('num_images'), errors='coerce'))} images), "
             f"processor {info.get('processor')}.",
             "",

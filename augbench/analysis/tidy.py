@@ -20,7 +20,7 @@ from augbench.measuring.allocator import DEFAULT_SETTING, setting_of
 from augbench.measuring.allocator import label as allocator_label
 from augbench.planning import regimes
 from augbench.result_format import MEDIAN_THROUGHPUT, METADATA, RESULTS, STATUS
-from augbench.workload import adapters, loaders
+from augbench.workload import adapters, decoders, loaders
 
 # Columns every tidy table has, in this order; extra keys found in rows are appended after them.
 COLUMNS: tuple[str, ...] = (
@@ -52,6 +52,7 @@ COLUMNS: tuple[str, ...] = (
     "layout",
     "randomness",
     "decoder",
+    "decoder_call",
     "device",
     "telemetry",
     # The memory allocator in force in the timed process (augbench.measuring.allocator), with the
@@ -111,9 +112,10 @@ GROUP_COLUMNS: tuple[str, ...] = (
     "batch_size",
     "variant",
     "dataset",
-    # What made a cpu_dataloader row's samples in parallel (augbench.workload.loaders); ""
-    # elsewhere.
+    # What made a cpu_dataloader row's samples in parallel (augbench.workload.loaders) and what
+    # decoded its files (augbench.workload.decoders); "" elsewhere.
     "loader",
+    "decoder",
 )
 
 
@@ -364,9 +366,10 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
             record["reason"] = "not supported (supported: false in the file)"
         if record["status"] != "ok" and not record.get("reason"):
             record["reason"] = row.get("early_stop_reason") or row.get("error") or ""
-        for key in ("workers", "batch_size", "variant", "scope", "decoder", "randomness"):
+        for key in ("workers", "batch_size", "variant", "scope", "randomness"):
             if key in row and row[key] is not None:
                 record[key] = row[key]
+        record.update(_decoder_fields(record["regime"], row))
         # A cpu_dataloader row's loader (rows written before loaders were declared: process).
         if record["regime"] == "cpu_dataloader":
             record["loader"] = row.get("loader") or loaders.DEFAULT
@@ -374,6 +377,21 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
             record["variant"] = f"{record['variant']} · {tag}" if record["variant"] else tag
         out.append(record)
     return out
+
+
+def _decoder_fields(regime: str, row: dict[str, Any]) -> dict[str, Any]:
+    """``decoder``: the declared decoder (augbench.workload.decoders) of a row that has one to
+    choose, a group column (rows of one decoder are compared with each other): a cpu_dataloader
+    row's (native where the file names none, or names only its call: written before decoders were
+    declared) and a decoders-table row's; None elsewhere. ``decoder_call``: the call it made."""
+    named = row.get("decoder")
+    declared = named if named in decoders.NAMES else None
+    call = row.get("decoder_call") or (None if declared else named)
+    if regime == "cpu_dataloader":
+        return {"decoder": declared or decoders.NATIVE, "decoder_call": call}
+    if regime == decoders.REGIME:
+        return {"decoder": named, "decoder_call": call}
+    return {"decoder": None, "decoder_call": call}
 
 
 def _why(exc: result_format.ResultFormatError, path: Path) -> str:

@@ -133,6 +133,11 @@ DECODERS: tuple[Decoder, ...] = (
 )  # fmt: skip
 BY_NAME: dict[str, Decoder] = {d.name: d for d in DECODERS}
 NAMES: tuple[str, ...] = tuple(BY_NAME)
+# A decoder besides native is a dimension of a cpu_dataloader result's name, before its loader:
+# ``decode-w2`` -> ``decode-w2-simplejpeg`` (-> ``decode-w2-simplejpeg-thread``). The regex of
+# that part, empty for native: tried last, so it is never read as the start of what follows.
+SEPARATOR = "-"
+PATTERN = "(" + "".join(SEPARATOR + n + "|" for n in NAMES if n != NATIVE) + ")"
 
 
 def get(name: str) -> Decoder:
@@ -143,6 +148,17 @@ def get(name: str) -> Decoder:
         raise UnknownDecoder(
             f"unknown decoder {name!r}; valid decoders: {', '.join(NAMES)}"
         ) from None
+
+
+def suffix(name: str) -> str:
+    """The part of a cpu_dataloader result's name a decoder adds after its setting:
+    ``simplejpeg`` -> ``-simplejpeg`` (``decode-w2-simplejpeg``); ``native`` -> ``''``."""
+    return "" if get(name).name == NATIVE else f"{SEPARATOR}{name}"
+
+
+def from_suffix(text: str) -> str:
+    """:func:`suffix` reversed."""
+    return get(text.removeprefix(SEPARATOR)).name if text else NATIVE
 
 
 def non_native(names: list[str] | tuple[str, ...]) -> list[str]:
@@ -220,6 +236,35 @@ def convert(output: Any, layout: str, library: str) -> Any:
     if layout == library_layout(library):
         return output
     return adapters.get(library).from_array(to_hwc(output, layout))
+
+
+class LoadStep:
+    """A chosen decoder as the per-sample load step of a loader: a file's path to ``library``'s
+    native input, the decode and the conversion both (the cpu_dataloader decode scope times them
+    together, as it times a library's own decode). Made in the job, where :class:`Unavailable`
+    and the ValueError of a library that takes no decoded image (DALI) lose that setting's rows
+    only; picklable, so a worker started by any method sets the decoder up again on first use."""
+
+    def __init__(self, name: str, library: str) -> None:
+        from augbench.workload import adapters
+
+        self.decoder = get(name)
+        self.library = library
+        self.target = library_layout(library)
+        self.layout = layout_of(self.decoder, library)
+        self.adapter = adapters.get(library)
+        self._function: Callable[[Path], Any] | None = self.decoder.load(library)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_function": None}
+
+    def __call__(self, path: Any) -> Any:
+        if self._function is None:
+            self._function = self.decoder.load(self.library)
+        output = decode_file(self._function, self.decoder, Path(path))
+        if self.layout == self.target:
+            return output
+        return self.adapter.from_array(to_hwc(output, self.layout))
 
 
 # -- the decode functions (imported in the library's env only) --------------------------------

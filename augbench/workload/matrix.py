@@ -31,11 +31,12 @@ STATUSES: tuple[str, ...] = result_format.STATUSES
 DATALOADER_JOB_PER: tuple[str, ...] = ("setting", "library")
 
 
-def dataloader_setting(scope: str, workers: int | str, loader: str = "") -> str:
+def dataloader_setting(scope: str, workers: int | str, loader: str = "", decoder: str = "") -> str:
     """The name of one cpu_dataloader setting, as its result files are named: ``decode-w2``,
-    and with a loader besides process its result-name part (augbench.workload.loaders.suffix):
-    ``decode-w2-thread``."""
-    return f"{scope}-w{workers}{loader}"
+    and with a decoder besides native and a loader besides process their result-name parts
+    (augbench.workload.decoders.suffix, augbench.workload.loaders.suffix), decoder first:
+    ``decode-w2-simplejpeg``, ``decode-w2-thread``, ``decode-w2-simplejpeg-thread``."""
+    return f"{scope}-w{workers}{decoder}{loader}"
 
 
 def dataloader_library_job(shard: str) -> str:

@@ -53,20 +53,52 @@ NAME = "cpu_dataloader"
 
 # -- planning --------------------------------------------------------------------------------
 def settings_at(dl: Mapping[str, Any], workers: list[int]) -> list[dict[str, str]]:
-    """The cpu_dataloader settings at ``workers``: each scope's, then the decode scope's under
-    every configured loader besides process (``loader``: its result-name part, empty for
-    process)."""
+    """The cpu_dataloader settings at ``workers`` (:func:`feed_settings` of the regime's scopes)."""
+    return feed_settings(dl, dl["scopes"], workers)
+
+
+def feed_settings(
+    dl: Mapping[str, Any], scopes: list[str], workers: list[int]
+) -> list[dict[str, str]]:
+    """Each scope's settings at ``workers``, then the decode scope's under every other
+    configured (decoder, loader) pair of ``dl`` (the cpu_dataloader block): the decoders
+    (augbench.workload.decoders) crossed with the loaders (augbench.workload.loaders), so the
+    fastest pair is one measured row. ``decoder`` and ``loader`` are their result-name parts,
+    empty for native and process."""
     out = [
-        {"scope": scope, "workers": str(w), "loader": ""} for scope in dl["scopes"] for w in workers
+        {"scope": scope, "workers": str(w), "decoder": "", "loader": ""}
+        for scope in scopes
+        for w in workers
     ]
-    if "decode" in dl["scopes"]:
+    if "decode" in scopes:
+        chosen_decoders = dl.get("decoders") or [decoders.NATIVE]
         out += [
-            {"scope": "decode", "workers": str(w), "loader": loaders.suffix(name)}
-            for name in dl.get("loaders") or [loaders.DEFAULT]
-            if name != loaders.DEFAULT
+            {
+                "scope": "decode",
+                "workers": str(w),
+                "decoder": decoders.suffix(decoder),
+                "loader": loaders.suffix(loader),
+            }
+            for decoder in [decoders.NATIVE, *decoders.non_native(chosen_decoders)]
+            for loader in dl.get("loaders") or [loaders.DEFAULT]
+            if (decoder, loader) != (decoders.NATIVE, loaders.DEFAULT)
             for w in workers
         ]
     return out
+
+
+def feed_flags(w: Wildcards) -> dict[str, str]:
+    """A setting's ``--decoder`` and ``--loader`` from its wildcards: none for the default feed."""
+    return {
+        **({"decoder": decoders.from_suffix(w["decoder"])} if w.get("decoder") else {}),
+        **({"loader": loaders.from_suffix(w["loader"])} if w.get("loader") else {}),
+    }
+
+
+def default_feed(w: Wildcards) -> bool:
+    """A setting of the regime's own feed (native decode, worker processes): it has baselines;
+    another decoder or loader measures its rows only (docs/cpu_dataloader.md)."""
+    return not (w.get("decoder") or w.get("loader"))
 
 
 def dataloader_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
@@ -114,11 +146,10 @@ def dataloader_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
         else {
             "scope": w["scope"],
             "workers": w["workers"],
-            **({"loader": loaders.from_suffix(w["loader"])} if w.get("loader") else {}),
+            **feed_flags(w),
         }
     )
-    # A loader besides process measures the regime's rows only (docs/cpu_dataloader.md).
-    baselines = dl["baseline_runs"] if not w.get("loader") else 0
+    baselines = dl["baseline_runs"] if default_feed(w) else 0
     return {
         **which,
         **_dataloader_common(s, kind, w),
@@ -141,15 +172,18 @@ def dataloader_threads(s: Planner, w: Wildcards) -> int:
 
 
 def pipeline_dataloader_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
-    """One job per library x scope x workers runs every pipeline as its recipe."""
+    """One job per library x setting runs every pipeline as its recipe: each scope x workers,
+    and the decode scope's under the configured decoders x loaders (:func:`feed_settings`)."""
     if not s.pipelines or dataset != s.dataset:
         return []
     runs = s.config["pipeline_runs"]
+    settings = feed_settings(
+        s.config["cpu_dataloader"], runs["dataloader_scopes"], runs["dataloader_workers"]
+    )
     return [
-        s.job(kind, lib, dataset, {"scope": scope, "workers": str(w)}, s.pipeline_names)
+        s.job(kind, lib, dataset, setting, s.pipeline_names)
         for lib in s.libraries_of(kind.regime)
-        for scope in runs["dataloader_scopes"]
-        for w in runs["dataloader_workers"]
+        for setting in settings
     ]
 
 
@@ -165,13 +199,14 @@ def pipeline_dataloader_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[st
     return {
         "scope": w["scope"],
         "workers": w["workers"],
+        **feed_flags(w),
         **_dataloader_common(s, kind, w),
         "shard": "pipelines",
         "transforms": s.pipeline_names,
         "pipelines": s.pipelines_json,
         "batches-per-run": runs["dataloader_batches_per_run"],
         "num-runs": runs["dataloader_num_runs"],
-        "baseline-runs": runs["dataloader_baseline_runs"],
+        "baseline-runs": runs["dataloader_baseline_runs"] if default_feed(w) else 0,
         "processes": pipeline_processes(runs),
         "window-seconds": float(runs.get("dataloader_window_s", 0.0)),
     }
@@ -334,9 +369,11 @@ class DataLoader(Pricing):
         self, learned: Learned, key: Key, name: str, row: Mapping[str, Any],
         params: Mapping[str, Any],
     ) -> None:  # fmt: skip
-        if (row.get("loader") or loaders.DEFAULT) != loaders.DEFAULT:
-            # A thread loader's job is priced as the process rows of its setting: its rates
-            # stay out of theirs.
+        if (row.get("loader") or loaders.DEFAULT) != loaders.DEFAULT or (
+            row.get("decoder") or decoders.NATIVE
+        ) in decoders.non_native(decoders.NAMES):
+            # A thread loader's or a chosen decoder's job is priced as the native process rows
+            # of its setting: its rates stay out of theirs.
             return
         setting = setting_of(row, params)
         for arm, field in DATALOADER_ARMS.items():
@@ -504,12 +541,15 @@ CPU_DATALOADER = Regime(
     (
         _kind(
             "cpu_dataloader", "results",
-            f"{RAW}/cpu_dataloader/{{library}}/{{scope}}-w{{workers}}{{loader}}-{{shard}}.json",
-            "{machine}/{dataset}/cpu_dataloader/{library}/{scope}-w{workers}{loader}-{shard}",
+            f"{RAW}/cpu_dataloader/{{library}}/{{scope}}-w{{workers}}{{decoder}}{{loader}}-{{shard}}.json",
+            "{machine}/{dataset}/cpu_dataloader/{library}/{scope}-w{workers}{decoder}{loader}-{shard}",
             placement="cpu_dataloader", engine="augbench.measuring.engines.cpu_dataloader",
             pricing=DataLoader(), jobs=dataloader_jobs, args=dataloader_args,
             threads=dataloader_threads, thread_policy="dataloader", memory=dataloader_memory,
-            constraints={"scope": SCOPES, "workers": WORKERS, "loader": loaders.PATTERN},
+            constraints={
+                "scope": SCOPES, "workers": WORKERS, "decoder": decoders.PATTERN,
+                "loader": loaders.PATTERN,
+            },
             config_block="cpu_dataloader",
             images_key="cpu_dataloader.num_images",
             memory_fix="lower cpu_dataloader.num_images or the largest cpu_dataloader.workers",
@@ -517,12 +557,15 @@ CPU_DATALOADER = Regime(
         ),
         _kind(
             "pipeline_dataloader", "pipelines",
-            f"{PIPELINE_RAW}/cpu_dataloader/{{library}}/{{scope}}-w{{workers}}.json",
-            "{machine}/{dataset}/pipelines/cpu_dataloader/{library}/{scope}-w{workers}",
+            f"{PIPELINE_RAW}/cpu_dataloader/{{library}}/{{scope}}-w{{workers}}{{decoder}}{{loader}}.json",
+            "{machine}/{dataset}/pipelines/cpu_dataloader/{library}/{scope}-w{workers}{decoder}{loader}",
             placement="cpu_dataloader", engine="augbench.measuring.engines.cpu_dataloader",
             pricing=DataLoader(), jobs=pipeline_dataloader_jobs, args=pipeline_dataloader_args,
             threads=workers_threads, thread_policy="dataloader", memory=dataloader_memory,
-            constraints={"scope": SCOPES, "workers": WORKERS},
+            constraints={
+                "scope": SCOPES, "workers": WORKERS, "decoder": decoders.PATTERN,
+                "loader": loaders.PATTERN,
+            },
             images_key="cpu_dataloader.num_images",
             memory_fix="lower cpu_dataloader.num_images or pipeline_runs.dataloader_workers",
             caps_workers="cpu_dataloader.cap_workers_at_cores", runs_key="cpu_dataloader.runs",

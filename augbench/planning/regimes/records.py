@@ -47,7 +47,7 @@ from augbench.paths import (
     RUN_WILDCARD,
 )
 from augbench.planning.regimes.pricing import Pricing
-from augbench.workload import adapters, loaders
+from augbench.workload import adapters, decoders, loaders
 
 if TYPE_CHECKING:
     from augbench.planning.memory import Footprint, ImageSizes
@@ -143,7 +143,7 @@ class JobKind:
     def result_path(self, machine: str, dataset: str, library: str, **wildcards: str) -> str:
         """A result file's path; ``allocator`` (the suffix, :func:`allocator_suffix`) defaults to
         glibc's empty one, ``run`` (:func:`run_suffix`) to the first run's."""
-        wildcards = {"allocator": "", "run": "", "loader": "", **wildcards}
+        wildcards = {"allocator": "", "run": "", "loader": "", "decoder": "", **wildcards}
         return self.result.format(machine=machine, dataset=dataset, library=library, **wildcards)
 
     def wildcard_constraints(self) -> dict[str, str]:
@@ -162,13 +162,19 @@ class JobKind:
             "allocator": f"{{allocator,{ALLOCATOR_PATTERN}}}",
             "run": f"{{run,{RUN_PATTERN}}}",
             "loader": f"{{loader,{loaders.PATTERN}}}",
+            "decoder": f"{{decoder,{decoders.PATTERN}}}",
         }
         return self.result.format(**{**inline, **fixed})
 
     def wildcards_of(self, path: str) -> dict[str, str] | None:
         """The wildcards of a result path of this kind (any machine, dataset), None if not one."""
 
-        own = {"allocator": ALLOCATOR_PATTERN, "run": RUN_PATTERN, "loader": loaders.PATTERN}
+        own = {
+            "allocator": ALLOCATOR_PATTERN,
+            "run": RUN_PATTERN,
+            "loader": loaders.PATTERN,
+            "decoder": decoders.PATTERN,
+        }
 
         def group(found: re.Match[str]) -> str:
             name = found.group(1)

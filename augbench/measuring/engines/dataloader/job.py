@@ -35,7 +35,7 @@ from augbench.measuring.engines.dataloader.settings import REGIME, DataLoaderSet
 from augbench.measuring.engines.dataloader.timing import TIMING_NOTE
 from augbench.policy import DATALOADER_THREADS, RELATIVE_CI_TARGET
 from augbench.results import non_ok_row
-from augbench.workload import adapters, loaders, matrix, recipes
+from augbench.workload import adapters, decoders, loaders, matrix, recipes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,18 +45,46 @@ def main(argv: list[str] | None = None) -> int:
     if not settings.setting_list:
         return measure_setting(settings)
     failed = []
-    for (scope, workers, loader), output in zip(
+    for (scope, workers, decoder, loader), output in zip(
         settings.setting_list, settings.outputs, strict=True
     ):
         setting = dataclasses.replace(
-            settings, scope=scope, workers=workers, loader=loader, output=output
+            settings, scope=scope, workers=workers, decoder=decoder, loader=loader, output=output
         )
         try:
             measure_setting(setting)
         except Exception:  # a harness bug: report it, measure the other settings, fail the job
             traceback.print_exc()
-            failed.append(matrix.dataloader_setting(scope, workers, loaders.suffix(loader)))
+            failed.append(setting_name(scope, workers, decoder, loader))
     return skeleton.exit_status(f"{REGIME} | {settings.library}", failed)
+
+
+def setting_name(scope: str, workers: int, decoder: str, loader: str) -> str:
+    """``decode-w2-simplejpeg-thread``: a setting's result-name part (augbench.workload.matrix)."""
+    return matrix.dataloader_setting(
+        scope, workers, loaders.suffix(loader), decoders.suffix(decoder)
+    )
+
+
+def default_feed(settings: DataLoaderSettings) -> bool:
+    """The regime's own feed: the library's decode in worker processes (native, process)."""
+    return (settings.decoder, settings.loader) == (decoders.NATIVE, loaders.DEFAULT)
+
+
+def decoder_problem(decoder: str, library: str) -> tuple[str, str] | None:
+    """Why a chosen decoder's rows cannot be measured here, as (status, one-line reason): its
+    package or system library is missing (``skipped``), or the library takes no decoded image
+    on the CPU (``unsupported``: DALI's pipeline decodes for itself); None where they can."""
+    if decoder == decoders.NATIVE:
+        return None
+    problem = decoders.get(decoder).problem()
+    if problem is not None:
+        return ("skipped", problem)
+    try:
+        decoders.library_layout(library)
+    except ValueError as exc:
+        return ("unsupported", f"decoder {decoder}: {exc}")
+    return None
 
 
 def measure_setting(settings: DataLoaderSettings) -> int:
@@ -64,7 +92,7 @@ def measure_setting(settings: DataLoaderSettings) -> int:
     started = time.perf_counter()
     from tqdm import tqdm
 
-    if settings.loader != loaders.DEFAULT:  # its rows only: no baselines (docs/cpu_dataloader.md)
+    if not default_feed(settings):  # its rows only: no baselines (docs/cpu_dataloader.md)
         settings = dataclasses.replace(settings, baseline_runs=0)
 
     adapter = adapters.get(settings.library)
@@ -92,10 +120,12 @@ def measure_setting(settings: DataLoaderSettings) -> int:
         problem = loaders.get(settings.loader).problem()
         if problem is not None and setup_error is None:  # its package is missing here
             setup_error = ("skipped", problem)
+        if setup_error is None:
+            setup_error = decoder_problem(settings.decoder, settings.library)
 
     label = (
         f"{REGIME} | {settings.library} | {settings.scope} w{settings.workers}"
-        f"{loaders.suffix(settings.loader)} | {settings.shard}"
+        f"{decoders.suffix(settings.decoder)}{loaders.suffix(settings.loader)} | {settings.shard}"
     )
     job = skeleton.Job(settings, adapter, REGIME, settings.scope, label)
     with tempfile.TemporaryDirectory(prefix=f"dl-{settings.library}-") as tmp:
@@ -105,7 +135,11 @@ def measure_setting(settings: DataLoaderSettings) -> int:
         if not over_cap and setup_error is None:
             try:
                 items, load, load_info = load_items(
-                    adapter, settings.manifest, settings.num_images, settings.scope
+                    adapter,
+                    settings.manifest,
+                    settings.num_images,
+                    settings.scope,
+                    settings.decoder,
                 )
             except Exception as exc:
                 setup_error = skeleton.setup_problem(
@@ -114,8 +148,9 @@ def measure_setting(settings: DataLoaderSettings) -> int:
         baselines: dict[str, Any] = dict.fromkeys((*BASELINE_FIELDS, *HANDOVER_FIELDS))
         baselines_meta: dict[str, Any] = {"runs": settings.baseline_runs}
         bar = tqdm(transforms, desc=label, unit="recipe")
-        # A loader besides process: its rows only (no transport baseline, no hand-over probe).
-        if not over_cap and setup_error is None and settings.loader == loaders.DEFAULT:
+        # A loader besides process or a decoder besides native: its rows only (no transport
+        # baseline, no hand-over probe).
+        if not over_cap and setup_error is None and default_feed(settings):
             bar.set_postfix_str("baselines")
 
             def job_baselines() -> dict[str, Any]:
@@ -256,7 +291,7 @@ def later_process_main(settings: DataLoaderSettings) -> int:
     def measure(setting: DataLoaderSettings, name: str, window: int, bar: Any) -> dict[str, Any]:
         if "items" not in loaded:  # once per process, as the job's own process loads them
             loaded["items"], loaded["load"], _ = load_items(
-                adapter, setting.manifest, setting.num_images, setting.scope
+                adapter, setting.manifest, setting.num_images, setting.scope, setting.decoder
             )
         items, load = loaded["items"], loaded["load"]
         return skeleton.in_fresh_fork(
@@ -314,10 +349,9 @@ def benchmark_params(settings: DataLoaderSettings, cores: int) -> dict[str, Any]
         # A --settings job (job_per: library): the settings its one process measured, in
         # order; its log and benchmark file are matrix.dataloader_library_job(shard). Empty
         # for a job of one setting, named after its result file.
-        "settings_in_job": [
-            matrix.dataloader_setting(s, w, loaders.suffix(x)) for s, w, x in settings.setting_list
-        ],
+        "settings_in_job": [setting_name(*setting) for setting in settings.setting_list],
         "loader": settings.loader,
+        "decoder": settings.decoder,
         "loader_impl": loaders.impl_of(settings.loader),
         "transforms": list(settings.transforms),
         "recipes": {

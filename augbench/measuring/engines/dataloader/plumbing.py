@@ -19,7 +19,7 @@ from typing import Any
 from augbench.measuring import media, pipeline_builders
 from augbench.policy import DATALOADER_THREADS
 from augbench.results import usable_cores  # noqa: F401  (the engines import it from here)
-from augbench.workload import adapters, catalog, pipelines, recipes
+from augbench.workload import adapters, catalog, decoders, pipelines, recipes
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -241,19 +241,32 @@ def build_recipe(
 
 
 def load_items(
-    adapter: adapters.Adapter, manifest: Path, num_images: int, scope: str
+    adapter: adapters.Adapter, manifest: Path, num_images: int, scope: str, decoder: str = "native"
 ) -> tuple[list[Any], Callable[[Any], Any], dict[str, Any]]:
-    """Dataset items and the per-sample load step for the scope; preloading is untimed."""
+    """Dataset items and the per-sample load step for the scope; preloading is untimed. The
+    decode scope's load step is the library's own decode, or ``decoder``'s
+    (augbench.workload.decoders.LoadStep: its decode and the conversion to the library's input)."""
     files = media.select_files(manifest, num_images)
     if scope == "decode":
-        return [str(f) for f in files], adapter.decode, {"decoder": adapter.decoder}
+        if decoder == decoders.NATIVE:
+            info = {"decoder": decoder, "decoder_call": adapter.decoder}
+            return [str(f) for f in files], adapter.decode, info
+        step = decoders.LoadStep(decoder, adapter.name)
+        info = {
+            "decoder": decoder,
+            "decoder_call": step.decoder.call,
+            "decoder_version": step.decoder.version(),
+            "converted_from": step.layout if step.layout != step.target else None,
+        }
+        return [str(f) for f in files], step, info
     start = time.perf_counter()
     images = [adapter.decode(f) for f in files]
     return (
         images,
         identity,
         {
-            "decoder": adapter.decoder,
+            "decoder": decoders.NATIVE,
+            "decoder_call": adapter.decoder,
             "preload_seconds": time.perf_counter() - start,
             "preloaded_images": len(images),
         },

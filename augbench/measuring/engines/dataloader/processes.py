@@ -65,6 +65,7 @@ def later_process(
             "scope": settings.scope,
             "workers": settings.workers,
             "loader": settings.loader,
+            "decoder": settings.decoder,
             "windows": windows,
             "index": index,
         },
@@ -96,6 +97,7 @@ def run_process_request(settings: DataLoaderSettings, measure: MeasureRow) -> in
         scope=request["scope"],
         workers=int(request["workers"]),
         loader=request.get("loader") or settings.loader,
+        decoder=request.get("decoder") or settings.decoder,
         baseline_runs=0,
     )
     windows: dict[str, int] = request["windows"]

@@ -24,7 +24,7 @@ from augbench.measuring.engines.dataloader.timing import RecipeError, measure_lo
 from augbench.measuring.stopping import window_batches
 from augbench.paired import composition_expectation, paired_ratio
 from augbench.results import non_ok_row, ok_row
-from augbench.workload import adapters, loaders, pipelines, recipes
+from augbench.workload import adapters, decoders, loaders, pipelines, recipes
 
 
 def recipe_row_fields(
@@ -39,7 +39,14 @@ def recipe_row_fields(
         "loader": settings.loader,
         "loader_impl": loaders.impl_of(settings.loader),
         "batch_size": settings.batch_size,
-        "decoder": adapter.decoder,
+        # What decoded the files (augbench.workload.decoders; the memory scope's, before the
+        # clock): its declared name and the call it makes.
+        "decoder": settings.decoder,
+        "decoder_call": (
+            adapter.decoder
+            if settings.decoder == decoders.NATIVE
+            else decoders.get(settings.decoder).call
+        ),
         "decode_in_timed_window": settings.scope == "decode",
     }
     if transform in settings.pipelines:  # recipe, its calls, pipeline name, variant "pipeline"

@@ -13,7 +13,7 @@ import augbench.measuring.engines.dataloader as package
 from augbench.measuring.engines import cli
 from augbench.measuring.engines.dataloader.timing import EpochSettings
 from augbench.policy import DATALOADER_MIN_RUNS
-from augbench.workload import catalog, loaders
+from augbench.workload import catalog, decoders, loaders
 
 REGIME = "cpu_dataloader"
 SCOPES: tuple[str, ...] = ("memory", "decode")
@@ -28,8 +28,10 @@ class DataLoaderSettings(cli.ShardSettings, cli.LibraryFlag, cli.PipelinesFlag, 
     scope: str
     # What makes the samples in parallel (augbench.workload.loaders): worker processes or threads.
     loader: str
-    # The (scope, workers, loader) of each setting of a --settings job.
-    setting_list: tuple[tuple[str, int, str], ...]
+    # What decodes the decode scope's files (augbench.workload.decoders): native, the library's own.
+    decoder: str
+    # The (scope, workers, decoder, loader) of each setting of a --settings job.
+    setting_list: tuple[tuple[str, int, str, str], ...]
     outputs: tuple[Path, ...] = field(metadata={cli.FROM_FLAG: tuple})
     processes: int
     window_seconds: float
@@ -61,11 +63,19 @@ def parse_args(argv: list[str] | None = None) -> DataLoaderSettings:
         "scope only)",
     )
     p.add_argument(
+        "--decoder",
+        choices=decoders.NAMES,
+        default=None,
+        help="what decodes the files (augbench.workload.decoders; default native: the library's "
+        "own decode), its output converted to the library's input inside the clock; decode scope "
+        "only",
+    )
+    p.add_argument(
         "--settings",
         default="",
-        help="comma-separated <scope>-w<workers>[-<loader>] settings measured in turn (instead "
-        "of --scope, --workers and --loader); --outputs gives one result file per setting, in "
-        "the same order",
+        help="comma-separated <scope>-w<workers>[-<decoder>][-<loader>] settings measured in turn "
+        "(instead of --scope, --workers, --decoder and --loader); --outputs gives one result file "
+        "per setting, in the same order",
     )
     p.add_argument("--outputs", nargs="+", type=Path, default=[])
     p.add_argument("--batch-size", type=int, default=32)
@@ -121,15 +131,18 @@ def parse_args(argv: list[str] | None = None) -> DataLoaderSettings:
                 f"--outputs needs one file per setting: {len(setting_list)} settings, "
                 f"{len(args.outputs)} outputs"
             )
-        if (args.scope, args.workers, args.output, args.loader) != (None,) * 4:
-            p.error("--settings replaces --scope, --workers, --loader and --output")
-        args.scope, args.workers, args.loader = setting_list[0]
+        if (args.scope, args.workers, args.output, args.loader, args.decoder) != (None,) * 5:
+            p.error("--settings replaces --scope, --workers, --decoder, --loader and --output")
+        args.scope, args.workers, args.decoder, args.loader = setting_list[0]
         args.output = args.outputs[0]
     elif args.scope is None or args.workers is None or args.output is None:
         p.error("give --scope, --workers and --output, or --settings and --outputs")
     args.loader = args.loader or loaders.DEFAULT
+    args.decoder = args.decoder or decoders.NATIVE
     if args.loader != loaders.DEFAULT and args.scope != "decode":
         p.error(f"--loader {args.loader} measures the decode scope only")
+    if args.decoder != decoders.NATIVE and args.scope != "decode":
+        p.error(f"--decoder {args.decoder} measures the decode scope only")
     for name in (
         "workers",
         "batch_size",
@@ -157,25 +170,32 @@ def parse_args(argv: list[str] | None = None) -> DataLoaderSettings:
     )
 
 
-def parse_settings(text: str) -> list[tuple[str, int, str]]:
-    """``memory-w0,decode-w2,decode-w2-thread`` -> [("memory", 0, "process"), ("decode", 2,
-    "process"), ("decode", 2, "thread")]: a loader besides process is a setting's last part
-    (augbench.workload.loaders.suffix), the decode scope's only."""
+def parse_settings(text: str) -> list[tuple[str, int, str, str]]:
+    """``memory-w0,decode-w2,decode-w2-simplejpeg-thread`` -> [("memory", 0, "native",
+    "process"), ("decode", 2, "native", "process"), ("decode", 2, "simplejpeg", "thread")]: a
+    decoder besides native, then a loader besides process, are a setting's last parts
+    (augbench.workload.decoders.suffix, augbench.workload.loaders.suffix), the decode scope's
+    only."""
     settings = []
     for item in (t.strip() for t in text.split(",")):
         scope, sep, rest = item.rpartition("-w")
-        workers, _, loader = rest.partition(loaders.SEPARATOR)
-        loader = loader or loaders.DEFAULT
+        workers, _, named = rest.partition(loaders.SEPARATOR)
+        parts = named.split(loaders.SEPARATOR) if named else []
+        decoder = parts.pop(0) if parts and parts[0] in decoders.non_native(decoders.NAMES) else ""
+        loader = parts.pop(0) if parts else ""
+        decoder, loader = decoder or decoders.NATIVE, loader or loaders.DEFAULT
         if (
             not sep
+            or parts
             or scope not in SCOPES
             or not workers.isdigit()
             or loader not in loaders.NAMES
-            or (loader != loaders.DEFAULT and scope != "decode")
+            or ((loader, decoder) != (loaders.DEFAULT, decoders.NATIVE) and scope != "decode")
         ):
             raise argparse.ArgumentTypeError(
-                f"bad setting {item!r}: expected <scope>-w<workers>[-<loader>] with scope in "
-                f"{SCOPES} and loader in {loaders.NAMES} (decode only)"
+                f"bad setting {item!r}: expected <scope>-w<workers>[-<decoder>][-<loader>] with "
+                f"scope in {SCOPES}, decoder in {decoders.NAMES} and loader in {loaders.NAMES} "
+                "(those two: decode only)"
             )
-        settings.append((scope, int(workers), loader))
+        settings.append((scope, int(workers), decoder, loader))
     return settings
