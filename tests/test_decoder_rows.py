@@ -185,3 +185,22 @@ def test_other_regimes_keep_the_call_and_no_decoder_group(tmp_path: Path) -> Non
     frame = tidy.load([path])
     assert frame["decoder"].isna().all() and list(frame["decoder_call"]) == ["decode_image"]
     assert isinstance(groups.normalized(frame), pd.DataFrame)
+
+
+def test_feed_workers_and_the_recipes_outside_the_sweep_keep_the_plan_small() -> None:
+    """``feed_workers`` limits the other decoders and loaders to those worker counts; recipes
+    outside ``sweep_transforms`` are measured with each library's own decode in processes."""
+    chosen = config(
+        cpu_dataloader={
+            "transforms": ["HorizontalFlip", "GaussianBlur"],
+            "sweep_transforms": ["HorizontalFlip"], "other_workers": [2], "shard_size": 1,
+            "decoders": ["native", "pil"], "loaders": ["process", "thread"],
+            "feed_workers": [2],
+        }
+    )  # fmt: skip
+    added = [p for p in dataloader_outputs(chosen) if "-pil" in p or "-thread" in p]
+    assert added and all("/decode-w2-" in p for p in added)  # not at 0 workers
+    assert all(p.endswith("-s000.json") for p in added)  # the swept recipe's shard only
+    assert len(added) == 3 * len({p.split("/")[-2] for p in added})  # pil, thread, pil-thread
+    paper = config(preset="paper")
+    assert paper["cpu_dataloader"]["feed_workers"] == [8]

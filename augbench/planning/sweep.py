@@ -99,11 +99,13 @@ class Sweep:
             f"s{len(self.dataloader_swept) + i:03d}": part
             for i, part in enumerate(numbered.values())
         }
-        # Every (scope, workers, loader) setting, in the order a job_per: library job measures
-        # them: the loaders besides process (augbench.workload.loaders) measure the decode scope
-        # only.
+        # Every (scope, workers, decoder, loader) setting, in the order a job_per: library job
+        # measures them: the decoders besides native and the loaders besides process
+        # (augbench.workload.decoders, .loaders) measure the decode scope only.
         self.dataloader_settings = settings_at(dl, dl["workers"])
-        self.dataloader_other_settings = settings_at(dl, dl["other_workers"])
+        # The recipes outside the worker sweep: the default feed only (decoders and loaders
+        # besides it are compared on the swept recipes and the pipelines).
+        self.dataloader_other_settings = settings_at(dl, dl["other_workers"], feeds=False)
         # Which jobs run under the allocator settings after the first (Sweep.sweeps_allocators).
         chosen = config.get("allocator_jobs") or {}
         rules, layouts = chosen.get("rules"), chosen.get("layouts")

@@ -52,9 +52,13 @@ NAME = "cpu_dataloader"
 
 
 # -- planning --------------------------------------------------------------------------------
-def settings_at(dl: Mapping[str, Any], workers: list[int]) -> list[dict[str, str]]:
-    """The cpu_dataloader settings at ``workers`` (:func:`feed_settings` of the regime's scopes)."""
-    return feed_settings(dl, dl["scopes"], workers)
+def settings_at(
+    dl: Mapping[str, Any], workers: list[int], feeds: bool = True
+) -> list[dict[str, str]]:
+    """The cpu_dataloader settings at ``workers`` (:func:`feed_settings` of the regime's scopes;
+    ``feeds`` False: each library's own decode in worker processes only, as the recipes outside
+    the worker sweep are measured)."""
+    return feed_settings(dl if feeds else {}, dl["scopes"], workers)
 
 
 def feed_settings(
@@ -63,8 +67,9 @@ def feed_settings(
     """Each scope's settings at ``workers``, then the decode scope's under every other
     configured (decoder, loader) pair of ``dl`` (the cpu_dataloader block): the decoders
     (augbench.workload.decoders) crossed with the loaders (augbench.workload.loaders), so the
-    fastest pair is one measured row. ``decoder`` and ``loader`` are their result-name parts,
-    empty for native and process."""
+    fastest pair is one measured row, at the worker counts ``feed_workers`` lists (all where it is
+    empty). ``decoder`` and ``loader`` are their result-name parts, empty for native and
+    process."""
     out = [
         {"scope": scope, "workers": str(w), "decoder": "", "loader": ""}
         for scope in scopes
@@ -72,6 +77,7 @@ def feed_settings(
     ]
     if "decode" in scopes:
         chosen_decoders = dl.get("decoders") or [decoders.NATIVE]
+        chosen_workers = set(dl.get("feed_workers") or workers)
         out += [
             {
                 "scope": "decode",
@@ -83,6 +89,7 @@ def feed_settings(
             for loader in dl.get("loaders") or [loaders.DEFAULT]
             if (decoder, loader) != (decoders.NATIVE, loaders.DEFAULT)
             for w in workers
+            if w in chosen_workers
         ]
     return out
 
