@@ -198,6 +198,12 @@ CHECKS = (
                 "a row in fresh processes learned per process; the pipelines' DataLoader jobs "
                 "refitted from two default runs",
             ),
+            Model(
+                "reference-2026-11-29-evening",
+                "1318704917b2c816a400ac9e27be428d24baa4e8",
+                "reference timings learned the same evening as the runs that check them, every "
+                "env built from uv's warm cache as a fresh clone builds it",
+            ),
         ),
     ),
     Check(
@@ -365,6 +371,12 @@ RUNS = (
     Run("cost-validation", VM, "2026-11-29-cost-validation-shape-check", "cost_validation.tsv",
         "2026-11-29", "c90e8ef39d3f594c6b7bcd417ece0b3f9102329a", "reference-2026-11-29",
         what="tools/checks/cost_shape_check.yaml"),
+    Run("cost-validation", VM, "2026-11-29-cost-validation-paper-lite-same-day-reference",
+        "cost_validation.tsv", "2026-11-29", "1318704917b2c816a400ac9e27be428d24baa4e8",
+        "reference-2026-11-29-evening", what="paper-lite preset"),
+    Run("cost-validation", VM, "2026-11-29-cost-validation-shape-check-same-day-reference",
+        "cost_validation.tsv", "2026-11-29", "1318704917b2c816a400ac9e27be428d24baa4e8",
+        "reference-2026-11-29-evening", what="tools/checks/cost_shape_check.yaml"),
     Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
         "training_memory.tsv", "2026-11-25", "287abb80889acebe1531fc213bf13bc0ff372ea8",
         "gpu-context", what="ResNet-18 on the CPU"),
