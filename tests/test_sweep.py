@@ -55,12 +55,17 @@ def test_the_paper_preset_counts_match_the_workflow_plan() -> None:
     counts = per_rule(s.jobs())
     # micro at the staged size in the native layout (56 jobs) and the breakdown under each of
     # the preset's four allocator settings, the rest under glibc; the worker sweep on one shard
-    # of six recipes, the other nine at 8 workers.
+    # of six recipes, the other nine at 8 workers; the swept shard and the pipelines also at 8
+    # workers under the other 11 decoder x loader pairs (6 decoders x 2 loaders, less the default).
     assert s.allocators == ["glibc", "glibc-steady", "mimalloc", "jemalloc"]
-    assert counts["micro"] == 420 + 3 * 56 and counts["cpu_dataloader"] == 4 * (12 + 9 * 2)
+    feeds = 6 * 2 - 1
+    assert counts["micro"] == 420 + 3 * 56
+    assert counts["cpu_dataloader"] == 4 * (12 + 9 * 2 + feeds)
     assert counts["pipeline_breakdown"] == 4 * 4
     assert counts["gpu_dataloader"] == 135 and counts["dali"] == counts["dali_cpu"] == 15
-    assert counts["pipeline_dataloader"] == 48 and counts["pipeline_gpu_dataloader"] == 9
+    assert counts["pipeline_dataloader"] == 48 + 4 * feeds
+    assert counts["pipeline_gpu_dataloader"] == 9
+    assert counts["decoders"] == 1
     # Resolution datasets get the resolution regimes' single-transform jobs only.
     derived = [j for j in s.jobs() if j.dataset != s.dataset]
     assert derived and {j.kind.role for j in derived} == {"results"}

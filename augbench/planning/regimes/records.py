@@ -153,11 +153,14 @@ class JobKind:
     def output_pattern(self, **fixed: str) -> str:
         """The result pattern a Snakemake rule declares (``fixed`` fills some wildcards), the
         library and the allocator constrained inline: under a default storage provider an output's
-        storage query keeps no global or rule constraint, and the two wildcards are adjacent."""
+        storage query keeps no global or rule constraint, and the two wildcards are adjacent (so
+        are the workers, the decoder and the loader: each of the kind's own constraints is inline
+        too)."""
         names = re.findall(r"\{(\w+)\}", self.result)
         libraries = self.wildcard_constraints()["library"]
         inline = {
             **{name: f"{{{name}}}" for name in names},
+            **{n: f"{{{n},{c}}}" for n, c in self.constraints.items() if n in names},
             "library": f"{{library,{libraries}}}",
             "allocator": f"{{allocator,{ALLOCATOR_PATTERN}}}",
             "run": f"{{run,{RUN_PATTERN}}}",
