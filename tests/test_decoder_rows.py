@@ -204,3 +204,35 @@ def test_feed_workers_and_the_recipes_outside_the_sweep_keep_the_plan_small() ->
     assert len(added) == 3 * len({p.split("/")[-2] for p in added})  # pil, thread, pil-thread
     paper = config(preset="paper")
     assert paper["cpu_dataloader"]["feed_workers"] == [8]
+
+
+def test_the_answer_names_the_fastest_feed_and_its_gain_over_the_default() -> None:
+    from augbench.analysis import feeds
+
+    def row(library: str, decoder: str, loader: str, rate: float) -> dict:
+        values = [rate * f for f in (0.98, 1.0, 1.02, 0.99, 1.01)]
+        return {
+            "regime": "cpu_dataloader", "scope": "decode", "workers": 2, "batch_size": 4,
+            "status": "ok", "library": library, "decoder": decoder, "loader": loader,
+            "median_throughput": rate, "process_throughputs": values, "under_load": False,
+        }  # fmt: skip
+
+    rows = pd.DataFrame(
+        [
+            row("albumentationsx", "native", "process", 300.0),
+            row("torchvision", "native", "process", 400.0),
+            row("albumentationsx", "simplejpeg", "thread", 600.0),
+        ]
+    )
+    best = rows.iloc[1]  # the library ranking's winner, on the default feed
+    found = feeds.answer(rows, best)
+    assert (found["feed_library"], found["feed_decoder"], found["feed_loader"]) == (
+        "albumentationsx", "simplejpeg", "thread",
+    )  # fmt: skip
+    assert found["feed_gain"] == pytest.approx(2.0, rel=0.05)  # over albumentationsx's default
+    assert found["feed_answer"].startswith(
+        "AlbumentationsX with the simplejpeg decoder and the thread loader: 2.00x"
+    )
+    only = feeds.answer(rows.iloc[:2], best)
+    assert only["feed_library"] is None and only["feed_answer"] == feeds.ONLY_DEFAULT
+    assert list(feeds.default_rows(rows)["library"]) == ["albumentationsx", "torchvision"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes.util
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -117,8 +118,10 @@ def test_dataloader_rows_with_a_chosen_decoder_are_ok_and_name_it(
             [str(python), "-m", "augbench.measuring.engines.cpu_dataloader", "--library", library,
              "--settings", settings, "--outputs", *map(str, outputs), "--manifest", str(manifest),
              "--num-images", "8", "--transforms", "HorizontalFlip", "--batch-size", "4",
-             "--batches-per-run", "2", "--num-runs", "3", "--baseline-runs", "1"],
+             "--batches-per-run", "2", "--num-runs", "3", "--baseline-runs", "1",
+             "--machine", "test"],
             check=True, cwd=REPO, capture_output=True, text=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
         )  # fmt: skip
         for setting, output in zip(settings.split(","), outputs, strict=True):
             payload = json.loads(output.read_text())

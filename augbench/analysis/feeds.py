@@ -25,7 +25,7 @@ from augbench import decision
 from augbench.analysis.cells import is_true, number, text
 from augbench.analysis.speedups import margin
 from augbench.result_format import MEDIAN_THROUGHPUT
-from augbench.workload import decoders, loaders
+from augbench.workload import adapters, decoders, loaders
 
 COLUMNS: tuple[str, ...] = (
     "feed_library",
@@ -93,7 +93,8 @@ def answer(rows: pd.DataFrame, best: pd.Series) -> dict[str, Any]:
         out["feed_answer"] = ONLY_DEFAULT
         return out
     top = at.sort_values("_rate", ascending=False, kind="stable").iloc[0]
-    own = at[(at["library"] == top["library"]) & [is_default(r) for _, r in at.iterrows()]]
+    defaults = pd.Series([is_default(r) for _, r in at.iterrows()], index=at.index, dtype=bool)
+    own = at[(at["library"] == top["library"]) & defaults]
     out.update(
         feed_library=str(top["library"]),
         feed_decoder=decoder_of(top),
@@ -132,9 +133,12 @@ def sentence(feed: dict[str, Any], loaded: bool = False) -> str:
         parts.append(f"the {feed['feed_decoder']} decoder")
     if feed["feed_loader"] != loaders.DEFAULT:
         parts.append(f"the {feed['feed_loader']} loader")
-    what = f"{feed['feed_library']} with {' and '.join(parts)}"
+    what = f"{_title(str(feed['feed_library']))} with {' and '.join(parts)}"
     low, high = number(feed["feed_gain_low"]), number(feed["feed_gain_high"])
-    interval = f" [{low:.2f}, {high:.2f}]" if math.isfinite(low) and math.isfinite(high) else ""
+    level = number(feed["feed_gain_level"])
+    # An interval is printed where the processes give one (one process a side gives none).
+    shown = all(math.isfinite(v) for v in (low, high, level)) and level > 0
+    interval = f" [{low:.2f}, {high:.2f}]" if shown else ""
     verdict = feed["feed_verdict"]
     said = {
         decision.FASTER: "",
@@ -158,5 +162,13 @@ def cell(r: pd.Series) -> str:
     if not text(r.get("feed_library")):
         return text(r.get("feed_answer")) or "–"
     if r.get("feed_verdict") == "default fastest":
-        return f"{r['feed_library']}'s own decode in worker processes"
+        return f"{_title(str(r['feed_library']))}'s own decode in worker processes"
     return sentence(r.to_dict())
+
+
+def _title(library: str) -> str:
+    """How tables name a library (its adapter's title)."""
+    try:
+        return adapters.declared(library).title or library
+    except KeyError:
+        return library

@@ -188,11 +188,19 @@ def library_layout(library: str) -> str:
 
 def decode_file(function: Callable[[Path], Any], decoder: Decoder, path: Path) -> Any:
     """``function(path)`` (a :meth:`Decoder.load` result); a file it cannot decode raises
-    :class:`DecodeError` with the decoder's own error in one line."""
+    :class:`DecodeError` with the decoder's own error in one line, or the shape of the empty
+    image it returned."""
     try:
-        return function(path)
+        output = function(path)
     except Exception as exc:
         raise DecodeError(f"{decoder.name} could not decode {path.name}: {one_line(exc)}") from exc
+    # Some decoders hand back an empty array for data they cannot read (PyTurboJPEG on a file
+    # that is not a JPEG) instead of raising.
+    if getattr(output, "ndim", None) is not None and 0 in tuple(output.shape):
+        raise DecodeError(
+            f"{decoder.name} could not decode {path.name}: empty image {tuple(output.shape)}"
+        )
+    return output
 
 
 def touch(output: Any, layout: str) -> int:
