@@ -11,31 +11,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
-from conftest import REPO
+from test_loaders import config, dataloader_outputs
 
 from augbench.analysis import groups, speedups, tidy
 from augbench.analysis import loaders as loaders_table
 from augbench.measuring.engines.dataloader.settings import parse_args, parse_settings
 from augbench.planning import regimes, sweep
-from augbench.planning.config import deep_merge, resolve
 from augbench.results import ok_row, write_result_file
 from augbench.workload import decoders, loaders, matrix
-
-
-def config(**extra: object) -> dict:
-    base = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    settings = {"preset": "smoke", "machine": "m", "dataset": {"archive": None}, **extra}
-    return resolve(deep_merge(base, settings), REPO)
-
-
-def dataloader_outputs(cfg: dict) -> list[str]:
-    return sorted(
-        path
-        for job in sweep.Sweep(cfg, "d").jobs()
-        if job.rule == "cpu_dataloader"
-        for path in job.outputs
-    )
 
 
 # -- names ----------------------------------------------------------------------------------------

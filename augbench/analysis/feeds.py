@@ -68,7 +68,8 @@ def default_rows(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[[is_default(row) for _, row in rows.iterrows()]]
 
 
-def _rate(row: pd.Series) -> float:
+def rate_of(row: pd.Series) -> float:
+    """The row's median over its processes (``throughput_median``), else its median."""
     median = number(row.get("throughput_median"))
     return median if math.isfinite(median) else number(row.get(MEDIAN_THROUGHPUT))
 
@@ -87,7 +88,7 @@ def answer(rows: pd.DataFrame, best: pd.Series) -> dict[str, Any]:
         & (pd.to_numeric(rows["batch_size"], errors="coerce") == number(best["batch_size"]))
         & (rows["status"] == "ok")
     ]
-    at = at.assign(_rate=[_rate(r) for _, r in at.iterrows()])
+    at = at.assign(_rate=[rate_of(r) for _, r in at.iterrows()])
     at = at[at["_rate"] > 0]
     if at.empty or all(is_default(r) for _, r in at.iterrows()):
         out["feed_answer"] = ONLY_DEFAULT
@@ -113,7 +114,7 @@ def answer(rows: pd.DataFrame, best: pd.Series) -> dict[str, Any]:
     loaded = is_true(top.get("under_load")) or is_true(own.iloc[0].get("under_load"))
     if loaded and verdict in (decision.FASTER, decision.SLOWER):
         verdict = decision.NOT_DECIDED
-    ratio = found.ratio if math.isfinite(found.ratio) else top["_rate"] / _rate(own.iloc[0])
+    ratio = found.ratio if math.isfinite(found.ratio) else top["_rate"] / rate_of(own.iloc[0])
     out.update(
         feed_gain=ratio,
         feed_gain_low=found.low,
@@ -133,7 +134,7 @@ def sentence(feed: dict[str, Any], loaded: bool = False) -> str:
         parts.append(f"the {feed['feed_decoder']} decoder")
     if feed["feed_loader"] != loaders.DEFAULT:
         parts.append(f"the {feed['feed_loader']} loader")
-    what = f"{_title(str(feed['feed_library']))} with {' and '.join(parts)}"
+    what = f"{title(str(feed['feed_library']))} with {' and '.join(parts)}"
     low, high = number(feed["feed_gain_low"]), number(feed["feed_gain_high"])
     level = number(feed["feed_gain_level"])
     # An interval is printed where the processes give one (one process a side gives none).
@@ -162,11 +163,11 @@ def cell(r: pd.Series) -> str:
     if not text(r.get("feed_library")):
         return text(r.get("feed_answer")) or "–"
     if r.get("feed_verdict") == "default fastest":
-        return f"{_title(str(r['feed_library']))}'s own decode in worker processes"
+        return f"{title(str(r['feed_library']))}'s own decode in worker processes"
     return sentence(r.to_dict())
 
 
-def _title(library: str) -> str:
+def title(library: str) -> str:
     """How tables name a library (its adapter's title)."""
     try:
         return adapters.declared(library).title or library

@@ -34,12 +34,12 @@ import pandas as pd
 from augbench import decision
 from augbench.analysis import feeds, runs
 from augbench.analysis.cells import is_true, number
+from augbench.analysis.feeds import rate_of, title
 from augbench.analysis.speedups import margin
 from augbench.analysis.starvation import FEED_COLUMNS
 from augbench.planning.starvation_model import Model
 from augbench.policy import DECISION_LEVEL, MAIN_PROCESS_CORES
 from augbench.result_format import MEDIAN_THROUGHPUT
-from augbench.workload import adapters
 
 COLUMNS: tuple[str, ...] = (
     "pipeline",
@@ -138,12 +138,6 @@ def _setting_label(regime: str, row: pd.Series) -> str:
         f"DataLoader, {what} + pipeline, {int(row['workers'])} workers, "
         f"batch {int(row['batch_size'])}"
     )
-
-
-def rate_of(row: pd.Series) -> float:
-    """The row's median over its processes (``throughput_median``), else its median."""
-    median = number(row.get("throughput_median"))
-    return median if math.isfinite(median) else number(row.get(MEDIAN_THROUGHPUT))
 
 
 def row_interval(row: pd.Series) -> dict[str, float]:
@@ -510,13 +504,6 @@ def _rate(value: Any) -> str:
 def _x(value: float) -> str:
     """A ratio as the page prints it: two decimals under 2, one from 2."""
     return f"{value:.1f}" if value >= 2 else f"{value:.2f}"
-
-
-def title(library: str) -> str:
-    try:
-        return adapters.declared(library).title or library
-    except KeyError:
-        return library
 
 
 def _names(libraries: str) -> str:
