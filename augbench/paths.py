@@ -81,9 +81,6 @@ RUN_PATTERN = r"(|-run[0-9]+)"
 # The loader (config ``cpu_dataloader.loaders``) of a cpu_dataloader result: after its setting,
 # ``decode-w2-thread``, empty for ``process``; its values and regex: augbench.workload.loaders.
 LOADER_WILDCARD = "{loader}"
-# The decoder (config ``cpu_dataloader.decoders``) of a cpu_dataloader result: before its loader,
-# ``decode-w2-simplejpeg``, empty for ``native``; its values and regex: augbench.workload.decoders.
-DECODER_WILDCARD = "{decoder}"
 
 
 # -- the allocator dimension (config allocators; augbench.measuring.allocator) -------------
