@@ -297,6 +297,15 @@ QUIETNESS_MIN_WALL_SECONDS = 1.0
 # paid once per engine process (a fifth of a second on each of a smoke run's ~36 jobs).
 QUIETNESS_PRESTART_SECONDS = 0.2
 
+# A timed job's whole process tree is sampled for its peak memory by a process of its own
+# (augbench.measuring.memory_peak), since Snakemake's benchmark file samples every 30 s after a
+# job's first 30 s and misses a long job's peaks: resident sets (statm, a counter) every
+# JOB_MEMORY_SAMPLE_SECONDS, proportional sets (smaps_rollup, a page-table walk of about 10 ms per
+# 600 MB resident on amd-epyc-2c) every JOB_MEMORY_PSS_EVERY-th sample, so a 3 GB tree costs
+# about 5 % of one core (Snakemake's own sampler reads the full smaps twice a second for 30 s).
+JOB_MEMORY_SAMPLE_SECONDS = 0.25
+JOB_MEMORY_PSS_EVERY = 4
+
 
 # The DataLoader's main process (collation, the hand-over from the workers, the timing loop) keeps
 # about half a core busy while the workers fill the machine: on the 2-core machine of the shipped

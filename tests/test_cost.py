@@ -566,3 +566,29 @@ def test_a_row_in_fresh_processes_is_learned_per_process_and_priced_back(tmp_pat
     job = _job("pipeline_dataloader", "pillow", ("p",), params)
     found, _ = cost.estimate_jobs([job], {("pipeline_dataloader", "pillow"): model}, CONFIG)
     assert found[job].expected == pytest.approx(11.0)
+
+
+def test_a_setup_kind_is_priced_at_the_mean_of_its_jobs(tmp_path: Path) -> None:
+    """An estimate sums a setup kind's jobs, so one slow env build counts: the mean, not the
+    median (1.5, 1.5 and 6.0 s: 3.0 s, where the median would say 1.5 s)."""
+    for name, seconds in (("a", 1.5), ("b", 1.5), ("c", 6.0)):
+        tsv = tmp_path / "benchmarks/setup/build_env" / f"{name}.tsv"
+        tsv.parent.mkdir(parents=True, exist_ok=True)
+        tsv.write_text(f"s\th:m:s\n{seconds}\t0:00:01\n")
+    models = cost.learn(tmp_path)
+    assert models[("build_env", "")].overhead_s == pytest.approx(3.0)
+
+
+def test_a_pipeline_the_library_cannot_run_costs_nothing() -> None:
+    """A pipeline with a step the library lacks is an `unsupported` row written without timing:
+    only the pipelines it runs are priced (on the CPU and, with their own rule, on the GPU)."""
+    from augbench.workload import pipelines
+
+    defined = [
+        pipelines.parse({"name": "runs", "steps": ["HorizontalFlip"]}),
+        pipelines.parse({"name": "lacks", "steps": ["HorizontalFlip", "CLAHE"]}),
+    ]
+    payload = pipelines.to_json(defined)
+    job = _job("pipeline_dataloader", "torchvision", ("runs", "lacks"), {"pipelines": payload})
+    assert cost.supported(job) == ("runs",)
+    assert cost.supported(job, gpu=True) == ()  # no Normalize at the end: an error row there

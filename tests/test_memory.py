@@ -6,11 +6,17 @@ benchmarked library."""
 
 from __future__ import annotations
 
+import ast
 import functools
 import io
 import json
 import math
+import os
+import subprocess
+import sys
 import tarfile
+import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -419,3 +425,35 @@ def test_a_training_job_counts_a_cuda_context_only_where_it_can_have_a_gpu() -> 
     without = memory.predict(kind.memory(s, kind, w)).mem_mb
     s.host_gpu = True
     assert memory.predict(kind.memory(s, kind, w)).mem_mb == pytest.approx(without + cuda, abs=1)
+
+
+def test_the_job_sampler_sees_a_childs_peak_that_is_gone_before_the_job_ends(
+    tmp_path: Path,
+) -> None:
+    """A child process that holds 300 MB for a second and exits: its peak is in the job's
+    record although nothing holds it when the job writes its results, and the sampler removes
+    its file once the sampled process has ended."""
+    script = textwrap.dedent(
+        """
+        import os, subprocess, sys, time
+        from augbench.measuring import memory_peak
+        os.environ.update(memory_peak.start())
+        child = "b = bytearray(300 * 2**20)\\nfor i in range(0, len(b), 4096): b[i] = 1\\n"
+        subprocess.run([sys.executable, "-c", child + "import time; time.sleep(1)"], check=True)
+        time.sleep(0.6)
+        print(os.environ[memory_peak.FILE_ENV_VAR])
+        print(memory_peak.recorded())
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    name, record = done.stdout.strip().splitlines()
+    peak = ast.literal_eval(record)
+    assert peak["peak_rss_mb"] > 300 and peak["peak_pss_mb"] > 290, peak
+    assert peak["samples"] >= 4 and peak["interval_s"] == policy.JOB_MEMORY_SAMPLE_SECONDS
+    deadline = time.monotonic() + 10
+    while Path(name).exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(name).exists()

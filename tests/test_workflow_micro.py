@@ -121,6 +121,23 @@ def test_every_raw_result_file_validates_against_the_schema(smoke_run: WorkflowR
     assert "micro" in regimes_seen and len(regimes_seen) > 1, regimes_seen
 
 
+def test_every_timed_job_records_the_peak_memory_of_its_processes(smoke_run: WorkflowRun) -> None:
+    """The launcher's sampler (augbench.measuring.memory_peak) saw every engine's process tree:
+    its peaks are in the result's metadata, at least the engine's own resident set at its
+    imports."""
+    results = smoke_run.workdir / "results"
+    raw = sorted(
+        path for folder in ("raw", "pipelines/raw") for path in (results / folder).rglob("*.json")
+    )
+    for path in raw:
+        memory = json.loads(path.read_text())["metadata"].get("job_memory")
+        if "env_failed" in path.read_text():
+            continue  # written by the launcher itself: no engine ran
+        assert memory and memory["samples"] >= 1, path
+        assert 40 < memory["peak_rss_mb"] < 20_000, (path, memory)
+        assert 0 < memory["peak_pss_mb"] <= memory["peak_rss_mb"] * 1.01, (path, memory)
+
+
 def test_every_timed_job_records_quietness(smoke_run: WorkflowRun) -> None:
     """Every engine of the run writes the block (all regimes, the pipelines' jobs and the
     lazy-output diagnostic), and the tidy table reads it."""

@@ -269,7 +269,9 @@ def borrow_shares(models: dict[Key, KindModel], reference: Mapping[Key, KindMode
 
 
 def _learn_fixed_kinds(run_dir: Path, models: dict[tuple[str, str], KindModel]) -> None:
-    """Setup, analysis and whole-job kinds: their measured wall time."""
+    """Setup, analysis and whole-job kinds: their measured wall time. A setup kind's jobs are
+    priced at their mean, not their median: an estimate sums them, and a few of them (an env
+    build beside another job's start-up) take several times the others."""
     for kind in SETUP_KINDS:
         times = [
             s
@@ -277,7 +279,7 @@ def _learn_fixed_kinds(run_dir: Path, models: dict[tuple[str, str], KindModel]) 
             if (s := _benchmark_seconds(tsv)) is not None
         ]
         if times:
-            models[(kind, "")] = KindModel({}, statistics.median(times))
+            models[(kind, "")] = KindModel({}, statistics.fmean(times))
     # A resize job also starts a process, imports Pillow and writes and stages an archive, as a
     # staging job does: that fixed time is the staging job's; the rest scales with megapixels.
     staged = models.get(("stage_dataset", ""))
@@ -290,7 +292,7 @@ def _learn_fixed_kinds(run_dir: Path, models: dict[tuple[str, str], KindModel]) 
     ]
     if rates:  # a resize job's time is its megapixels read and written
         models[("resize_dataset", "")] = KindModel(
-            {}, 0.0, per_megapixel_s=statistics.median(rates)
+            {}, 0.0, per_megapixel_s=statistics.fmean(rates)
         )
     for kind in ANALYSIS_KINDS:  # benchmarks/analysis/[<root>/]<kind>.tsv
         times = [
@@ -325,17 +327,26 @@ def resized_megapixels(data_dir: Path, key: str) -> float | None:
 
 
 # -- pricing one planned job ----------------------------------------------------------------
-def supported(job: Job) -> tuple[str, ...]:
-    """The job's transforms its library runs: a catalog transform the library's adapter does not
-    support is an `unsupported` row, written without timing anything, so it costs nothing.
-    Names outside the catalog (pipelines, the GPU regimes' Identity baseline) are kept."""
-    from augbench.workload import adapters, catalog
+def supported(job: Job, gpu: bool = False) -> tuple[str, ...]:
+    """The job's transforms and pipelines its library runs: a catalog transform the library's
+    adapter does not support, or a pipeline with a step it lacks (in the GPU regimes, ``gpu``: a
+    step it cannot run on CUDA tensors), is an `unsupported` row, written without timing
+    anything, so it costs nothing. Other names (the GPU regimes' Identity baseline) are kept."""
+    from augbench.workload import adapters, catalog, pipelines
 
     if not job.library or job.library not in adapters.names():
         return job.transforms
     adapter = adapters.get(job.library)
     known = set(catalog.names())
-    return tuple(t for t in job.transforms if t not in known or adapter.supports(t))
+    defined = pipelines.from_json(job.params["pipelines"]) if "pipelines" in job.params else {}
+    problem = pipelines.gpu_support_problem if gpu else pipelines.support_problem
+
+    def runs(name: str) -> bool:
+        if name in defined:
+            return problem(adapter, defined[name]) is None
+        return name not in known or adapter.supports(name)
+
+    return tuple(t for t in job.transforms if runs(t))
 
 
 def estimate_jobs(
@@ -393,7 +404,7 @@ def estimate_jobs(
         params["target_cores"] = target_cores(job) if target_cores else 0
         params["target_device"] = target_device(job) if target_device else ""
         if model is not None and (model.per_image_s or declared.pricing.prices_without_rows):
-            priced = dataclasses.replace(job, transforms=supported(job))
+            priced = dataclasses.replace(job, transforms=supported(job, declared.gpu))
             out[job], basis[job] = declared.pricing.estimate(model, priced, params), "measured"
             continue
         rate = assumed.get(declared.placement, assumed.get(job.rule, {})).get(job.library)

@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from augbench.measuring import allocator, telemetry
+from augbench.measuring import allocator, memory_peak, telemetry
 from augbench.policy import NETWORK_GUARD_ENV_VAR
 from augbench.workload import adapters
 
@@ -480,7 +480,9 @@ def main(argv: list[str] | None = None) -> int:
         if problem := base.get(allocator.PROBLEM_ENV_VAR):
             print(f"provision | {args.library}: allocator {problem}", file=sys.stderr)
     sys.stderr.flush()
-    os.execve(cmd[0], cmd, engine_environment(base, setup))
+    # The job's true peak memory, which Snakemake's benchmark samples too sparsely to catch.
+    sampled = memory_peak.start()
+    os.execve(cmd[0], cmd, {**engine_environment(base, setup), **sampled})
     return 0  # not reached
 
 

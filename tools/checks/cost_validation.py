@@ -11,7 +11,9 @@
    augbench.planning.memory). ``--prediction`` reads such a jobs.tsv made already instead (one
    prediction held against several runs).
 2. Reads the measured run's Snakemake benchmark files (``s``, ``max_rss``, ``max_pss``) of the
-   same jobs.
+   same jobs, and the peaks each job's own sampler recorded in its result files' metadata
+   (``job_memory``, augbench.measuring.memory_peak): Snakemake samples every 30 s after a job's
+   first 30 s, so a long job's peak is the larger of the two.
 3. Writes one row per rule: jobs, predicted and measured seconds (sums over the rule's jobs) and
    their ratio, the largest predicted and measured memory, and the range over the rule's jobs of
    predicted / measured memory, for two pairs:
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -93,6 +96,19 @@ def measured_setup(run: Path, rule: str) -> list[dict[str, str]]:
     ]
 
 
+def job_memory(run: Path, outputs: list[str]) -> dict[str, float]:
+    """The largest peaks a job's sampler recorded over its result files (0 where none did)."""
+    peaks = {"peak_rss_mb": 0.0, "peak_pss_mb": 0.0}
+    for output in outputs:
+        try:
+            recorded = json.loads((run / output).read_text())["metadata"].get("job_memory")
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        for key in peaks:
+            peaks[key] = max(peaks[key], float((recorded or {}).get(key) or 0.0))
+    return peaks
+
+
 def compare(predicted: list[dict[str, str]], run: Path) -> list[dict[str, object]]:
     # One benchmark file per job: a job writing several result files is the sum of its rows.
     jobs: dict[tuple[str, str], dict[str, float]] = {}
@@ -105,15 +121,19 @@ def compare(predicted: list[dict[str, str]], run: Path) -> list[dict[str, object
         key = (row["rule"], row["benchmark"])
         memory = {"mem": float(row["mem_mb"]), "rss": float(row["rss_mb"]),
                   "forked": float(row["forked"])}  # fmt: skip
-        job = jobs.setdefault(key, {"expected": 0.0, "max": 0.0, **memory})
+        job = jobs.setdefault(key, {"expected": 0.0, "max": 0.0, "outputs": [], **memory})
+        job["outputs"].append(row["output"])
         job["expected"] += float(row["expected_s"])
         job["max"] += float(row["max_s"])
     for (rule, bench), job in jobs.items():
         measured = benchmark_row(run / bench)
         if measured is None:
             sys.exit(f"{run / bench}: no benchmark file; is {run} a finished run of this config?")
-        job |= {"s": float(measured["s"]), "max_rss": _number(measured.get("max_rss")) or 0.0,
-                "max_pss": _number(measured.get("max_pss")) or 0.0}  # fmt: skip
+        sampled = job_memory(run, job.pop("outputs"))
+        job["s"] = float(measured["s"])
+        for name in ("rss", "pss"):
+            benchmark = _number(measured.get(f"max_{name}")) or 0.0
+            job[f"max_{name}"] = max(benchmark, sampled[f"peak_{name}_mb"])
         job["held"] = job["max_pss"] if job["forked"] else job["max_rss"]
         by_rule[rule].append(job)
     out: list[dict[str, object]] = []
