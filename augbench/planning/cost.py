@@ -291,9 +291,7 @@ def _learn_fixed_kinds(run_dir: Path, models: dict[tuple[str, str], KindModel]) 
         and (mp := resized_megapixels(run_dir / "results" / "data", tsv.stem))
     ]
     if rates:  # a resize job's time is its megapixels read and written
-        models[("resize_dataset", "")] = KindModel(
-            {}, 0.0, per_megapixel_s=statistics.fmean(rates)
-        )
+        models[("resize_dataset", "")] = KindModel({}, 0.0, per_megapixel_s=statistics.fmean(rates))
     for kind in ANALYSIS_KINDS:  # benchmarks/analysis/[<root>/]<kind>.tsv
         times = [
             s
