@@ -446,6 +446,37 @@ def test_a_recipe_the_run_did_not_measure_takes_the_librarys_median_at_that_sett
     assert arm(model, "Elastic", "memory-w16", "regime", 0.4, 16) == pytest.approx(2 * at_16)
 
 
+def test_an_unmeasured_recipe_costs_the_base_recipe_plus_its_transforms_micro_time() -> None:
+    """With the library's micro rows, a recipe the DataLoader run never measured costs the base
+    recipe at the setting plus its transform's one-thread time on the 224 px crop, spread over
+    the setting's parallelism; a crop replaces the base crop on the whole image; the decode
+    floor runs no recipe."""
+    model = cost.KindModel(
+        {}, 1.0, megapixels={"RandomCrop224": 0.2},
+        arm_s={"RandomCrop224|memory-w0|regime": 0.002, "RandomCrop224|memory-w2|regime": 0.001,
+               "GaussianBlur|memory-w2|regime": 0.03, "RandomCrop224|decode-w2|floor": 0.004},
+        cores=2,
+    )  # fmt: skip
+    crop_mp = 224 * 224 / 1e6
+    # Blur measured at the crop's pixels (slope 1: seconds grow with pixels).
+    single = cost.KindModel(
+        {"Blur": 0.005, "RandomCrop224": 0.0001, "RandomResizedCrop": 0.0031},
+        megapixels={"Blur": crop_mp, "RandomCrop224": 0.2, "RandomResizedCrop": 0.2},
+    )  # fmt: skip
+    arm = cpu_dataloader.arm_seconds
+    assert arm(model, "Blur", "memory-w0", "regime", 0.2, 0, single) == pytest.approx(0.007)
+    spread = 2 - policy.MAIN_PROCESS_CORES
+    assert arm(model, "Blur", "memory-w2", "regime", 0.2, 0, single) == pytest.approx(
+        0.001 + 0.005 / spread
+    )
+    assert arm(model, "RandomResizedCrop", "memory-w0", "regime", 0.2, 0, single) == pytest.approx(
+        0.002 + 0.003
+    )
+    assert arm(model, "Blur", "decode-w2", "floor", 0.2, 0, single) == pytest.approx(0.004)
+    # Without the micro rows: the median of the recipes measured at the setting, as before.
+    assert arm(model, "Blur", "memory-w2", "regime", 0.2) == pytest.approx((0.001 + 0.03) / 2)
+
+
 def test_the_longest_vm_job_bounds_the_wall_time_and_a_missing_price_names_its_key() -> None:
     micro = [_job("micro", "pillow", ("HorizontalFlip",), MICRO_TARGET, output=f"r{i}.json")
              for i in range(4)]  # fmt: skip

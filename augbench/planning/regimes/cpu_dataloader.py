@@ -42,7 +42,7 @@ from augbench.planning.regimes.records import (
     workers_threads,
 )
 from augbench.policy import DATALOADER_MIN_RUNS, MAIN_PROCESS_CORES
-from augbench.workload import decoders, loaders
+from augbench.workload import catalog, decoders, loaders, recipes
 from augbench.workload.adapters.base import CPU_TRANSFORMS
 
 if TYPE_CHECKING:
@@ -368,6 +368,7 @@ class DataLoader(Pricing):
     epochs *expected* from the local rows' early stopping, *max* = num_runs."""
 
     name = "dataloader"
+    single_kind = "micro"  # a catalog recipe the run did not measure: its transform's micro cost
 
     def row_work(self, row: Mapping[str, Any], params: Mapping[str, Any]) -> float:
         return dataloader_row_work(row, params)
@@ -451,7 +452,8 @@ def dataloader_estimate(model: KindModel, job: PricedJob, params: Mapping[str, A
     warmups = 0.0  # a later process's untimed warm-up epochs, one per row
     for transform in job.transforms:
         cores = int(params.get("target_cores") or 0)
-        s_warm = arm_seconds(model, transform, setting, "regime", job.megapixels, cores)
+        single = params.get("single_model")
+        s_warm = arm_seconds(model, transform, setting, "regime", job.megapixels, cores, single)
         warmups += params["batch_size"] * max(1, int(params.get("workers") or 0)) * s_warm
         for label, runs in (("expected", expected_runs), ("most", most_runs)):
             seconds = 0.0
@@ -461,9 +463,8 @@ def dataloader_estimate(model: KindModel, job: PricedJob, params: Mapping[str, A
                     epochs = 0
                 if epochs:
                     s_img = arm_seconds(
-                        model, transform, setting, arm, job.megapixels,
-                        int(params.get("target_cores") or 0),
-                    )  # fmt: skip
+                        model, transform, setting, arm, job.megapixels, cores, single
+                    )
                     # A sized epoch (--window-seconds) lasts at least that long, and as long
                     # as the images the measured rows' epochs held where the model has them.
                     sized = model.epoch_images.get(f"{transform}|{setting}") if window_s else None
@@ -495,14 +496,24 @@ def parallelism(workers: int, cores: int) -> float:
 
 
 def arm_seconds(
-    model: KindModel, transform: str, setting: str, arm: str, mp: float, target_cores: int = 0
+    model: KindModel,
+    transform: str,
+    setting: str,
+    arm: str,
+    mp: float,
+    target_cores: int = 0,
+    single: KindModel | None = None,
 ) -> float:
     """An arm's seconds per image at a setting on a machine of ``target_cores`` (0: the measuring
     machine's): measured at that setting, else at the nearest measured one of the same scope
     (fewest workers above, or the most below), scaled by how many images each transforms at once
-    (:func:`parallelism`, with the measuring machine's cores and the target's). A recipe the run
-    did not measure takes the median of the library's measured recipes at that setting; without
-    any, the regime's per-image time."""
+    (:func:`parallelism`, with the measuring machine's cores and the target's).
+
+    A catalog recipe the run did not measure costs the base recipe (``RandomCrop224 + Normalize
+    + ToTensor``, measured at the setting) plus what its transform adds in the library's micro
+    rows (``single``: one thread, scaled to the pixels it sees in the recipe, spread over the
+    setting's parallelism); without those, the median of the library's measured recipes at that
+    setting; without any, the regime's per-image time."""
     scope, _, workers = setting.partition("-w")
     target = target_cores or model.cores
 
@@ -527,8 +538,17 @@ def arm_seconds(
         return seconds
 
     found = nearest(transform)
+    base = nearest(recipes.BASE_CROP) if found is None and single is not None else None
     if found is not None:
         seconds, measured = scaled(found), model.megapixels.get(transform)
+    elif base is not None and transform in catalog.names():
+        measured = model.megapixels.get(recipes.BASE_CROP) or median_of(model.megapixels.values())
+        seconds = scaled(base) * (mp / measured if mp and measured else 1.0)
+        if arm == "floor":  # the decode floor runs no recipe
+            return seconds
+        added = transform_seconds(single, transform, mp)
+        spread = parallelism(int(workers), target) if workers.isdigit() else 1.0
+        return seconds + added / spread
     else:
         names = {k.split("|")[0] for k in model.arm_s}
         others = [scaled(f) for f in (nearest(n) for n in sorted(names)) if f is not None]
@@ -537,6 +557,16 @@ def arm_seconds(
         seconds, measured = statistics.median(others), None
     measured = measured or median_of(model.megapixels.values())
     return seconds * (mp / measured) if mp and measured else seconds
+
+
+def transform_seconds(single: KindModel, transform: str, mp: float) -> float:
+    """One thread's seconds per image that ``transform`` adds to the base recipe, from the
+    library's micro rows: a crop replaces the base crop on the whole image, any other transform
+    runs on the base crop's output."""
+    if catalog.get(transform).is_crop:
+        whole = single.seconds_per_image(transform, mp)
+        return max(whole - single.seconds_per_image(recipes.BASE_CROP, mp), 0.0)
+    return single.seconds_per_image(transform, (recipes.OUTPUT_SIZE**2) / 1e6)
 
 
 # -- the declaration ---------------------------------------------------------------------------

@@ -205,6 +205,9 @@ class Pricing:
     prices_without_rows = False
     # Whether a job's fixed cost grows with the megapixels it holds (else a median).
     overhead_grows_with_pixels = False
+    # The kind whose model of the same library prices what this kind never measured (its
+    # estimate finds it as ``params["single_model"]``); '' for none.
+    single_kind = ""
 
     def row_work(self, row: Mapping[str, Any], params: Mapping[str, Any]) -> float:
         """Seconds of measured work an ok row took (what its job's time holds beyond its fixed
