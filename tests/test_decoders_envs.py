@@ -148,3 +148,32 @@ def test_a_decoder_missing_here_loses_only_its_rows(torchvision_env: Path, tmp_p
     (row,) = payload["results"].values()
     assert row["decoder"] == "opencv" and row["status"] == "skipped"
     assert row["reason"] == "opencv: Python package cv2 not installed (PyPI opencv-python-headless)"
+
+
+def test_training_feeds_its_loader_with_the_chosen_decoder(
+    torchvision_env: Path, tmp_path: Path
+) -> None:
+    """The training regime reads cpu_dataloader.decoders: its cpu feed's workers decode with
+    simplejpeg (an ok row naming it, the call its declaration's), and a decoder missing from the
+    env (OpenCV in torchvision's) loses only its rows, saying why."""
+    manifest = str(jpeg_manifest(tmp_path, count=8))
+    common = ["--library", "torchvision", "--workers", "1", "--manifest", manifest,
+              "--num-images", "8", "--transforms", "HorizontalFlip", "--batch-size", "4",
+              "--accelerator", "sleep:5", "--steps", "4", "--warmup-steps", "1",
+              "--model-steps", "2", "--blocks", "2"]  # fmt: skip
+    chosen = run_engine(
+        torchvision_env, "training", *common, "--decoder", "simplejpeg",
+        output=tmp_path / "simplejpeg.json",
+    )  # fmt: skip
+    (row,) = chosen["results"].values()
+    assert row["status"] == "ok", row
+    assert row["decoder"] == "simplejpeg" and row["feed"] == "cpu"
+    assert row["decoder_call"] == decoders.get("simplejpeg").call
+    assert chosen["metadata"]["benchmark_params"]["decoder"] == "simplejpeg"
+    missing = run_engine(
+        torchvision_env, "training", *common, "--decoder", "opencv",
+        output=tmp_path / "opencv.json",
+    )  # fmt: skip
+    (row,) = missing["results"].values()
+    assert row["status"] == "skipped" and row["decoder"] == "opencv"
+    assert "cv2 not installed" in row["reason"]

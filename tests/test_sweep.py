@@ -432,3 +432,32 @@ def test_a_local_run_does_not_refuse_jobs_that_would_only_write_skipped_rows() -
 )
 def test_the_command_line_targets_are_read_with_snakemakes_parser(argv, targets) -> None:
     assert command_line.targets(argv) == targets
+
+
+def test_training_runs_each_decoder_where_the_cpu_dataloader_regime_measures_it() -> None:
+    """cpu_dataloader.decoders is read by training too: each other decoder at the training
+    worker counts its supply is measured at (feed_workers), on the cpu feed only; the library's
+    own decode at every training worker count, the results named as before."""
+    cfg = config(
+        "smoke", libraries=["torchvision"], regimes=["cpu_dataloader", "training"],
+        cpu_dataloader={"decoders": ["native", "simplejpeg"], "feed_workers": [2],
+                        "workers": [0, 2], "scopes": ["decode"]},
+        training={"workers": [0, 2], "feeds": ["cpu", "gpu"]},
+    )  # fmt: skip
+    planned = sweep.Sweep(cfg, "d")
+    jobs = [j for j in planned.jobs() if j.rule == "training"]
+    names = sorted(Path(j.outputs[0]).name for j in jobs)
+    assert names == ["w0.json", "w2-simplejpeg.json", "w2.json"]
+    kind = regimes.KINDS["training"]
+    flags = {
+        Path(j.outputs[0]).name: kind.args(
+            planned, kind, {"library": j.library, "machine": "m", **dict(j.wildcards)}
+        )
+        for j in jobs
+    }
+    assert flags["w2-simplejpeg.json"]["decoder"] == "simplejpeg"
+    assert flags["w2-simplejpeg.json"]["feeds"] == "cpu"
+    assert "decoder" not in flags["w2.json"] and flags["w2.json"]["feeds"] == "cpu,gpu"
+    # Its supply is the cpu_dataloader row of the same decoder and workers.
+    supply = [Path(o).name for j in planned.jobs() if j.rule == "cpu_dataloader" for o in j.outputs]
+    assert "decode-w2-simplejpeg-s000.json" in supply

@@ -99,7 +99,7 @@ KNOWN_COST_LOOP = """
 import json, sys, time
 import torch
 from torch.utils.data import DataLoader, Dataset
-from augbench.measuring.engines import training
+from augbench.measuring.engines import accelerators, training
 
 class Slow(Dataset):
     def __len__(self):
@@ -113,7 +113,7 @@ for workers in (0, 1, 2):
     loader = DataLoader(Slow(), batch_size={batch}, num_workers=workers,
                         prefetch_factor=2 if workers else None)
     batches = training.endless(loader)
-    step = training.sleep_accelerator({step_ms}).step
+    step = accelerators.sleep_accelerator({step_ms}).step
     warmup = 2 * workers + 2
     window = training.train(batches, step, warmup=warmup, steps=30)
     out[workers] = window.data_wait_fraction

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from augbench.analysis import training as training_tables
-from augbench.measuring.engines import training
+from augbench.measuring.engines import accelerators, training
 from augbench.planning.starvation_model import Supply, predict, shared_period
 
 
@@ -100,6 +100,27 @@ def test_the_table_counts_the_cores_a_cpu_step_keeps_and_not_a_sleeping_ones() -
     assert measured["model_cpu_share_source"].iloc[0] == "measured with the step alone"
 
 
+def test_a_row_is_predicted_from_the_supply_of_its_own_decoder() -> None:
+    """Training rows of two decoders at one setting: each is its own row, predicted from the
+    DataLoader row of the same decoder and loader (sleep stand-in at 640 img/s: the supply's
+    rate is the prediction)."""
+    feed = {"loader": "process"}
+    frame = pd.DataFrame(
+        [
+            _row("sleep:50", decoder="native", **feed),
+            _row("sleep:50", decoder="simplejpeg", **feed),
+            _supply(decoder="native", **feed),
+            _supply(decoder="simplejpeg", median_throughput=400.0, ci_low=390.0, ci_high=410.0,
+                    **feed),
+            _supply(decoder="simplejpeg", loader="thread", median_throughput=500.0),
+        ]
+    )  # fmt: skip
+    table = training_tables.predicted_vs_measured(frame).set_index("decoder")
+    assert table.loc["native", "supply_img_per_s"] == pytest.approx(320.0)
+    assert table.loc["simplejpeg", "supply_img_per_s"] == pytest.approx(400.0)
+    assert table.loc["simplejpeg", "runs"] == 1
+
+
 def test_a_pooled_row_keeps_one_value_per_run() -> None:
     """Each run of a training job is one process: the table lists each run's throughput and
     data wait, the median of its blocks (the unit of augbench.decision's intervals)."""
@@ -123,16 +144,16 @@ def test_a_pooled_row_keeps_one_value_per_run() -> None:
 def test_the_cpu_stand_in_spends_its_time_on_the_cpu_and_the_sleeping_one_does_not() -> None:
     """The CPU stand-in's step is fixed work: 20 ms of its thread's CPU time however long the
     machine takes to give it (a busy machine stretches its wall time, not its work)."""
-    cpu = training.stand_in_accelerator("cpu:20")
+    cpu = accelerators.stand_in_accelerator("cpu:20")
     assert cpu.label == "cpu-20ms" and cpu.settings["device"] == "cpu"
     start = time.thread_time()
     cpu.step(None)
     assert time.thread_time() - start >= 0.020
-    sleep = training.stand_in_accelerator("sleep:20")
+    sleep = accelerators.stand_in_accelerator("sleep:20")
     start = time.thread_time()
     sleep.step(None)
     assert time.thread_time() - start < 0.010
-    assert training.stand_in("model") is None
+    assert accelerators.stand_in("model") is None
     with pytest.raises(SystemExit):
         training.parse_args(["--library", "torchvision", "--workers", "0", "--accelerator",
                              "cpu:fast"])  # fmt: skip

@@ -370,8 +370,9 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
             if key in row and row[key] is not None:
                 record[key] = row[key]
         record.update(_decoder_fields(record["regime"], row))
-        # A cpu_dataloader row's loader (rows written before loaders were declared: process).
-        if record["regime"] == "cpu_dataloader":
+        # A cpu_dataloader or training row's loader (rows written before loaders were declared,
+        # and training's DataLoader: process).
+        if record["regime"] in DECODER_REGIMES:
             record["loader"] = row.get("loader") or loaders.DEFAULT
         if tag := allocator_tag(record["allocator_setting"]):
             record["variant"] = f"{record['variant']} · {tag}" if record["variant"] else tag
@@ -379,15 +380,21 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+# The regimes whose rows choose their decoder and loader (the training regime's cpu feed is the
+# cpu_dataloader decode scope's loader).
+DECODER_REGIMES = ("cpu_dataloader", "training")
+
+
 def _decoder_fields(regime: str, row: dict[str, Any]) -> dict[str, Any]:
     """``decoder``: the declared decoder (augbench.workload.decoders) of a row that has one to
     choose, a group column (rows of one decoder are compared with each other): a cpu_dataloader
-    row's (native where the file names none, or names only its call: written before decoders were
-    declared) and a decoders-table row's; None elsewhere. ``decoder_call``: the call it made."""
+    or training row's (native where the file names none, or names only its call: written before
+    decoders were declared; a training row's GPU feed decodes with torchvision.io, its own) and a
+    decoders-table row's; None elsewhere. ``decoder_call``: the call it made."""
     named = row.get("decoder")
     declared = named if named in decoders.NAMES else None
     call = row.get("decoder_call") or (None if declared else named)
-    if regime == "cpu_dataloader":
+    if regime in DECODER_REGIMES:
         return {"decoder": declared or decoders.NATIVE, "decoder_call": call}
     if regime == decoders.REGIME:
         return {"decoder": named, "decoder_call": call}

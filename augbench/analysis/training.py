@@ -61,16 +61,19 @@ from augbench.analysis.starvation import batch_mb, first_read_s, handover_s
 from augbench.planning.starvation_model import FED_DEFINITION, Supply, fewest_fed, predict, verdict
 from augbench.policy import FED_WAIT, TRAINING_PREDICTION_TOLERANCE, TRAINING_WAIT_TOLERANCE
 from augbench.result_format import MEDIAN_THROUGHPUT
-from augbench.workload import adapters
+from augbench.workload import adapters, decoders
 from augbench.workload.adapters.base import DALI_PIPELINE
 
-SERIES: tuple[str, ...] = ("machine", "dataset", "variant", "library", "transform")
+# The decoder of the cpu feed's workers (augbench.workload.decoders; native: the library's own).
+SERIES: tuple[str, ...] = ("machine", "dataset", "variant", "library", "transform", "decoder")
 # What a supply row must share with a training row to stand for its loader.
 MATCH: tuple[str, ...] = (
     "machine",
     "dataset",
     "library",
     "transform",
+    "decoder",
+    "loader",
     "workers",
     "batch_size",
     "allocator_setting",
@@ -609,5 +612,7 @@ def summary_lines(frame: pd.DataFrame) -> list[str]:
             and not r["fed_monotone"]
         ):
             said += "; not monotone: a count above a fed one is starved"
-        lines.append(f"- {r['library']} {r['transform']} ({r['variant']}): {said}.")
+        named = _text(r.get("decoder"))
+        decoder = f", {named} decoder" if named not in ("", decoders.NATIVE) else ""
+        lines.append(f"- {r['library']} {r['transform']} ({r['variant']}{decoder}): {said}.")
     return [*lines, "", *notes, *([""] if notes else [])]

@@ -112,13 +112,13 @@ sys.path.insert(0, {root!r})
 from augbench.policy import DATALOADER_THREADS
 DATALOADER_THREADS.apply_environment()
 import torch
-from augbench.measuring.engines import training
+from augbench.measuring.engines import accelerators
 DATALOADER_THREADS.apply_runtime()
 def peak():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 batch = torch.zeros(32, 3, {size}, {size})
 before = peak()
-step = training.model_accelerator("cpu", {size}, {model!r}).step
+step = accelerators.model_accelerator("cpu", {size}, {model!r}).step
 for _ in range(2):
     step(batch)
 print(json.dumps({{"state_mb": peak() - before}}))

@@ -2,8 +2,9 @@
 
 Per recipe (a catalog recipe or a user pipeline), the loader is built exactly as in the
 cpu_dataloader regime's ``decode`` scope (``augbench.measuring.engines.dataloader``: the files read
-and decoded by the library's decoder in the workers, the recipe, default collation) and feeds an
-**accelerator** (``--accelerator``):
+and decoded in the workers by the library's decoder or ``--decoder``'s, the recipe, default
+collation) and feeds an **accelerator** (``--accelerator``, built by
+augbench.measuring.engines.accelerators):
 
 - ``model``: a real training step, forward + backward + SGD step of a torchvision model with
   random weights (no download): ResNet-50 on CUDA with AMP and channels_last; on CPU ResNet-18
@@ -44,7 +45,6 @@ from __future__ import annotations
 import augbench.measuring.engines.dataloader  # noqa: F401  # isort: skip
 
 import itertools
-import re
 import resource
 import statistics
 import sys
@@ -57,6 +57,16 @@ from typing import Any
 
 from augbench.intervals import median_interval
 from augbench.measuring.engines import cli, skeleton
+from augbench.measuring.engines.accelerators import (
+    MODELS,
+    Accelerator,
+    choose_device,
+    model_accelerator,
+    out_of_memory_errors,
+    stand_in,
+    stand_in_accelerator,
+)
+from augbench.measuring.engines.dataloader.job import decoder_problem
 from augbench.measuring.engines.dataloader.plumbing import (
     EpochSampler,
     LoaderSettings,
@@ -72,13 +82,10 @@ from augbench.measuring.engines.dataloader.timing import wait_percentiles_ms
 from augbench.measuring.stopping import model_alone_counts, training_counts
 from augbench.policy import DATALOADER_THREADS
 from augbench.results import non_ok_row, ok_row
-from augbench.workload import adapters, catalog
+from augbench.workload import adapters, catalog, decoders
 from augbench.workload.adapters.base import DALI_PIPELINE
 
 REGIME = "training"
-SLEEP = re.compile(r"^sleep:(?P<ms>\d+(\.\d+)?)$")
-CPU_STEP = re.compile(r"^cpu:(?P<ms>\d+(\.\d+)?)$")
-MODELS: dict[str, str] = {"cuda": "resnet50", "cpu": "resnet18"}
 # Where the recipe runs: in the DataLoader workers (cpu) or on the accelerator's device (gpu).
 FEEDS: dict[str, str] = {"cpu": "", "gpu": " · gpu-feed"}
 
@@ -96,6 +103,7 @@ class TrainingSettings(cli.ShardSettings, cli.LibraryFlag, cli.PipelinesFlag, Lo
     blocks: int
     device: str
     feeds: tuple[str, ...] = field(metadata={cli.FROM_FLAG: cli.comma_list})
+    decoder: str
     worker_crop: int
     allow_cpu_device_feed: bool
 
@@ -122,136 +130,27 @@ def parse_args(argv: list[str] | None = None) -> TrainingSettings:
         "the recipe runs on the accelerator's device: torchvision and Kornia, on CUDA)",
     )
     p.add_argument("--worker-crop", type=int, default=256, help="the GPU feed's crop side")
+    p.add_argument(
+        "--decoder",
+        choices=decoders.NAMES,
+        default=decoders.NATIVE,
+        help="what decodes the cpu feed's files (augbench.workload.decoders; native: the "
+        "library's own, as in the cpu_dataloader regime's rows of the same name)",
+    )
     # Tests only: run the GPU feed's device-side chain on CPU tensors (its rows say device cpu).
     p.add_argument("--allow-cpu-device-feed", type=cli.as_bool, default=False)
     args = p.parse_args(argv)
     feeds = cli.comma_list(args.feeds)
     if not feeds or set(feeds) - set(FEEDS):
         p.error(f"--feeds {args.feeds!r}: expected a comma-separated subset of {list(FEEDS)}")
+    if args.decoder != decoders.NATIVE and "gpu" in feeds:
+        p.error(f"--decoder {args.decoder}: the cpu feed's only; the GPU feed's workers cut crops")
     if args.accelerator != "model" and not stand_in(args.accelerator):
         p.error(f"--accelerator {args.accelerator!r}: expected model, sleep:<ms> or cpu:<ms>")
     if args.steps < args.blocks or args.blocks < 2:
         p.error("--steps must be at least --blocks, and --blocks at least 2")
     names = cli.recipe_names(args.transforms, args.pipelines, catalog.get)
     return cli.settings_from(TrainingSettings, args, transforms=names)
-
-
-# -- the accelerator ---------------------------------------------------------------------------
-@dataclass
-class Accelerator:
-    """One training step on a batch (``step``), what the rows call it, and its settings."""
-
-    label: str
-    step: Callable[[Any], None]
-    settings: dict[str, Any]
-
-
-def stand_in(spec: str) -> re.Match[str] | None:
-    """The ``sleep:<ms>`` or ``cpu:<ms>`` stand-in ``spec`` names (None for ``model``)."""
-    return SLEEP.match(spec) or CPU_STEP.match(spec)
-
-
-def stand_in_accelerator(spec: str) -> Accelerator:
-    match = stand_in(spec)
-    assert match is not None, spec
-    ms = float(match["ms"])
-    return sleep_accelerator(ms) if SLEEP.match(spec) else cpu_accelerator(ms)
-
-
-def cpu_accelerator(ms: float) -> Accelerator:
-    """``ms`` of this thread's CPU time per batch: fixed work, as a CPU model's step is, so a
-    core shared with the workers stretches its wall time as it stretches that step's."""
-
-    def step(batch: Any) -> None:
-        clock = time.thread_time
-        end = clock() + ms / 1000.0
-        while clock() < end:
-            pass
-
-    label = f"cpu-{ms:g}ms"
-    return Accelerator(label, step, {"accelerator": f"cpu:{ms:g}", "model": label, "device": "cpu"})
-
-
-def sleep_accelerator(ms: float) -> Accelerator:
-    def step(batch: Any) -> None:
-        time.sleep(ms / 1000.0)
-
-    label = f"sleep-{ms:g}ms"
-    return Accelerator(label, step, {"accelerator": f"sleep:{ms:g}", "model": label})
-
-
-def model_accelerator(device: str, cpu_input_size: int, model: str = "auto") -> Accelerator:
-    """A real step: the model's forward and backward on the batch and an SGD step; on CUDA
-    with AMP (autocast + GradScaler) and channels_last, synchronized before the step returns."""
-    import torch
-    import torchvision
-
-    name = MODELS[device] if model == "auto" else model
-    net = getattr(torchvision.models, name)(weights=None).to(device)
-    net.train()
-    cuda = device == "cuda"
-    if cuda:
-        net = net.to(memory_format=torch.channels_last)
-    optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    scaler = torch.amp.GradScaler("cuda") if cuda else None
-    size = None if cuda else cpu_input_size
-
-    def step(batch: Any) -> None:
-        x = batch.to(device, non_blocking=True)
-        if cuda:
-            x = x.contiguous(memory_format=torch.channels_last)
-        if size is not None and x.shape[-1] != size:
-            x = torch.nn.functional.interpolate(
-                x, size=(size, size), mode="bilinear", antialias=False
-            )
-        labels = torch.zeros(x.shape[0], dtype=torch.long, device=device)
-        optimizer.zero_grad(set_to_none=True)
-        with torch.autocast(device_type=device, dtype=torch.float16, enabled=cuda):
-            loss = loss_fn(net(x), labels)
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.step(optimizer)
-            scaler.update()
-            torch.cuda.synchronize()
-        else:
-            loss.backward()
-            optimizer.step()
-
-    side = "224px" if cuda else f"{cpu_input_size}px"
-    amp = "amp-" if cuda else ""
-    return Accelerator(
-        f"{name}-{side}-{amp}{device}",
-        step,
-        {
-            "accelerator": "model",
-            "model": name,
-            "model_input": side,
-            "device": device,
-            "amp": cuda,
-            "channels_last": cuda,
-            "optimizer": "SGD(lr=0.1, momentum=0.9)",
-        },
-    )
-
-
-def choose_device(requested: str) -> str:
-    if requested != "auto":
-        return requested
-    try:
-        import torch
-    except ImportError:  # the DALI env: no torch, DALI's own probe says whether a GPU is there
-        return "cpu"
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def out_of_memory_errors() -> tuple[type[BaseException], ...]:
-    """The exception a model too large for its GPU raises (none where torch is absent)."""
-    try:
-        import torch
-    except ImportError:
-        return ()
-    return (torch.cuda.OutOfMemoryError,)
 
 
 # -- the three measurements ----------------------------------------------------------------------
@@ -687,6 +586,7 @@ def main(argv: list[str] | None = None) -> int:
     unsupported: str | None = None
     accelerator: Accelerator | None = None
     items: list[Any] = []
+    decoded: dict[str, Any] = {"decoder": settings.decoder}
     load: Callable[[Any], Any] = lambda item: item  # noqa: E731
     over_cap = settings.workers > cores
     device = "cpu"
@@ -709,12 +609,19 @@ def main(argv: list[str] | None = None) -> int:
                 if unsupported
                 else model_accelerator(device, settings.cpu_input_size, settings.model)
             )
-            # The loader is the cpu_dataloader decode scope's.
-            items, load, _ = load_items(adapter, settings.manifest, settings.num_images, "decode")
+            # The loader is the cpu_dataloader decode scope's, with the same decoder.
+            setup_error = decoder_problem(settings.decoder, settings.library)
+            if setup_error is None:
+                items, load, decoded = load_items(
+                    adapter, settings.manifest, settings.num_images, "decode", settings.decoder
+                )
         except Exception as exc:
             setup_error = skeleton.setup_problem("setup failed", exc)
     variant = accelerator.label if accelerator is not None else settings.accelerator
-    label = f"{REGIME} | {settings.library} | w{settings.workers} | {variant}"
+    label = (
+        f"{REGIME} | {settings.library} | w{settings.workers}{decoders.suffix(settings.decoder)}"
+        f" | {variant}"
+    )
     job = skeleton.Job(settings, adapter, REGIME, "decode", label)
     units = [f"{name}{FEEDS[feed]}" for feed in settings.feeds for name in transforms]
     bar = tqdm(units, desc=label, unit="recipe")
@@ -749,6 +656,7 @@ def main(argv: list[str] | None = None) -> int:
             row.update(
                 transform=name,
                 feed=feed,
+                **(decoded if feed == "cpu" else {}),
                 workers=settings.workers,
                 batch_size=settings.batch_size,
                 # Never ranked across accelerators, devices or feeds.
@@ -777,6 +685,7 @@ def main(argv: list[str] | None = None) -> int:
             "model_steps": settings.model_steps,
             "blocks": settings.blocks,
             "feeds": list(settings.feeds),
+            "decoder": settings.decoder,
             "worker_crop": settings.worker_crop,
             "transforms": transforms,
             "timing": "images over the wall time of the timed steps (next(loader) + step, CUDA "

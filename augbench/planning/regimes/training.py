@@ -34,7 +34,7 @@ from augbench.planning.regimes.records import (
     workers_threads,
 )
 from augbench.result_format import MEDIAN_THROUGHPUT
-from augbench.workload import adapters
+from augbench.workload import adapters, decoders
 from augbench.workload.adapters.base import DALI_PIPELINE, TRAINING_FEED
 
 if TYPE_CHECKING:
@@ -45,13 +45,31 @@ NAME = "training"
 
 # -- planning --------------------------------------------------------------------------------
 def training_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
-    """One job per library x worker count, every training recipe (catalog recipes and user
-    pipelines) in it."""
+    """One job per library x worker count x decoder, every training recipe (catalog recipes and
+    user pipelines) in it: the library's own decode, and each other decoder of
+    ``cpu_dataloader.decoders`` at the worker counts the cpu_dataloader regime measures it at
+    (the supply its rows are predicted from)."""
     transforms = list(s.config["training"]["transforms"])
     return [
-        s.job(kind, lib, dataset, {"workers": str(workers)}, transforms)
+        s.job(kind, lib, dataset, {"workers": str(workers), "decoder": decoder}, transforms)
         for lib in s.libraries_of(kind.regime)
-        for workers in s.config["training"]["workers"]
+        for workers, decoder in decoder_settings(s.config)
+    ]
+
+
+def decoder_settings(config: Mapping[str, Any]) -> list[tuple[int, str]]:
+    """(workers, decoder's result-name part) of every training job of a library: the training
+    worker counts with the library's own decode (part ''), then each other configured decoder at
+    the training worker counts that ``cpu_dataloader.feed_workers`` lists (all where it is
+    empty) and the regime's decode scope measures."""
+    dl = config["cpu_dataloader"]
+    workers = list(config["training"]["workers"])
+    measured = set(dl.get("feed_workers") or dl["workers"]) if "decode" in dl["scopes"] else set()
+    return [(w, "") for w in workers] + [
+        (w, decoders.suffix(name))
+        for name in decoders.non_native(dl.get("decoders") or [])
+        for w in workers
+        if w in measured
     ]
 
 
@@ -63,6 +81,7 @@ def training_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
         "library": w["library"],
         "machine": w["machine"],
         "workers": w["workers"],
+        **({"decoder": decoders.from_suffix(w["decoder"])} if w.get("decoder") else {}),
         "transforms": transforms,
         "num-images": s.num_images_for(kind),
         "batch-size": t["batch_size"],
@@ -74,7 +93,8 @@ def training_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
         "warmup-steps": t["warmup_steps"],
         "model-steps": t["model_steps"],
         "blocks": t["blocks"],
-        "feeds": ",".join(t["feeds"]),
+        # Another decoder feeds the cpu feed only (the GPU feed's workers cut crops).
+        "feeds": "cpu" if w.get("decoder") else ",".join(t["feeds"]),
         "worker-crop": s.config["gpu_dataloader"]["worker_crop"],
         **({"pipelines": json.dumps(used, sort_keys=True)} if used else {}),
     }
@@ -154,7 +174,9 @@ class Training(Pricing):
             return
         # The CPU feed's loader is the recipe's (the GPU feed's cuts crops only).
         setting = f"decode-w{row.get('workers', params.get('workers'))}"
-        if row.get("feed", "cpu") == "cpu":
+        # Another decoder's job is priced as the library's own decode at its setting.
+        native = (row.get("decoder") or decoders.NATIVE) == decoders.NATIVE
+        if row.get("feed", "cpu") == "cpu" and native:
             recipe = row.get("transform", name)
             learned.arms[key][f"{recipe}|{setting}|loader"].append(1 / row["loader_img_per_s"])
         accelerator = str(row.get("accelerator") or params.get("accelerator"))
@@ -229,12 +251,13 @@ TRAINING = Regime(
     (
         _kind(
             "training", "results",
-            f"{RAW}/training/{{library}}/w{{workers}}.json",
-            "{machine}/{dataset}/training/{library}/w{workers}",
+            f"{RAW}/training/{{library}}/w{{workers}}{{decoder}}.json",
+            "{machine}/{dataset}/training/{library}/w{workers}{decoder}",
             placement="training", engine="augbench.measuring.engines.training", pricing=Training(),
             jobs=training_jobs, args=training_args, threads=workers_threads,
             thread_policy="dataloader", memory=training_memory,
-            constraints={"workers": WORKERS}, config_block="training",
+            constraints={"workers": WORKERS, "decoder": decoders.PATTERN},
+            config_block="training",
             images_key="training.num_images",
             memory_fix="lower training.batch_size or the largest training.workers",
             caps_workers="always", runs_key="training.runs",
