@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from augbench.analysis.tidy import GROUP_COLUMNS
+from augbench.analysis.tidy import GROUP_COLUMNS, group_decoder
 from augbench.planning.regimes import NAMES as REGIME_NAMES
 from augbench.result_format import MEDIAN_THROUGHPUT
 from augbench.workload import adapters
@@ -105,11 +105,8 @@ def normalized(frame: pd.DataFrame) -> pd.DataFrame:
         if col not in out.columns:
             out[col] = None
     out["scope"] = out["scope"].fillna("memory").astype(str)
-    for col in ("loader", "decoder"):
-        out[col] = out[col].astype(object).where(out[col].notna(), "").astype(str)
-    # The decoders table's rows differ by decoder and are one group (augbench.analysis.decoders):
-    # the decoder is a factor of the cpu_dataloader rows only.
-    out.loc[out["regime"] != "cpu_dataloader", "decoder"] = ""
+    out["loader"] = out["loader"].astype(object).where(out["loader"].notna(), "").astype(str)
+    out["decoder"] = group_decoder(out)
     out["variant"] = out["variant"].fillna("").astype(str)
     out["dataset"] = out["dataset"].astype(object).where(out["dataset"].notna(), "unknown")
     out["dataset"] = out["dataset"].astype(str)

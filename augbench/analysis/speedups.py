@@ -16,7 +16,7 @@ import pandas as pd
 from augbench import decision
 from augbench.analysis.cells import decoded, number
 from augbench.analysis.runs import process_values
-from augbench.analysis.tidy import GROUP_COLUMNS
+from augbench.analysis.tidy import GROUP_COLUMNS, group_decoder
 from augbench.intervals import Interval, median_interval
 from augbench.result_format import MEDIAN_THROUGHPUT
 
@@ -139,15 +139,12 @@ def _with_dataset(tidy: pd.DataFrame) -> pd.DataFrame:
     """Rows grouped by dataset; a table without the column (older tables) is one dataset."""
     dataset = tidy["dataset"] if "dataset" in tidy.columns else pd.Series(None, index=tidy.index)
     # Rows of one loader and one decoder only are compared (augbench.workload.loaders and
-    # .decoders; "" outside cpu_dataloader, whose rows alone choose them).
-    empty = pd.Series(None, index=tidy.index)
-    loader = tidy["loader"] if "loader" in tidy.columns else empty
-    decoder = tidy["decoder"] if "decoder" in tidy.columns else empty
-    decoder = decoder.where(tidy["regime"] == "cpu_dataloader") if "regime" in tidy else empty
+    # .decoders; augbench.analysis.tidy.group_decoder).
+    loader = tidy["loader"] if "loader" in tidy.columns else pd.Series(None, index=tidy.index)
     return tidy.assign(
         dataset=dataset.astype(object).where(dataset.notna(), "unknown").astype(str),
         loader=loader.astype(object).where(loader.notna(), "").astype(str),
-        decoder=decoder.astype(object).where(decoder.notna(), "").astype(str),
+        decoder=group_decoder(tidy),
     )
 
 

@@ -385,6 +385,16 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
 DECODER_REGIMES = ("cpu_dataloader", "training")
 
 
+def group_decoder(frame: pd.DataFrame) -> pd.Series:
+    """The ``decoder`` group column: a row's declared decoder where its regime chooses one
+    (DECODER_REGIMES; rows of one decoder are compared with each other), '' elsewhere (the
+    decoders table's rows differ by decoder and are one group: augbench.analysis.decoders)."""
+    if "decoder" not in frame.columns or "regime" not in frame.columns:
+        return pd.Series("", index=frame.index, dtype=object)
+    named = frame["decoder"].astype(object).where(frame["decoder"].notna(), "").astype(str)
+    return named.where(frame["regime"].isin(DECODER_REGIMES), "")
+
+
 def _decoder_fields(regime: str, row: dict[str, Any]) -> dict[str, Any]:
     """``decoder``: the declared decoder (augbench.workload.decoders) of a row that has one to
     choose, a group column (rows of one decoder are compared with each other): a cpu_dataloader
