@@ -366,6 +366,28 @@ def test_a_dataloader_job_grows_with_its_workers() -> None:
         assert memory.predict(four).rss_mb > memory.predict(four).mem_mb
 
 
+def test_a_decoder_or_loader_setting_counts_its_own_rows_and_threads_fork_nothing() -> None:
+    """Another decoder or loader runs its rows only (no baselines: one live loader, no images
+    kept); a loader of threads runs its workers in the row's process (no forked workers), its
+    batches in flight as many as worker processes would have."""
+    s = sweep.Sweep(config("smoke", cpu_dataloader={"job_per": "setting"}), "d")
+    kind = regimes.KINDS["cpu_dataloader"]
+
+    def footprint(decoder: str, loader: str) -> memory.Footprint:
+        setting = {"scope": "decode", "workers": "4", "decoder": decoder, "loader": loader}
+        wildcards = {"machine": "m", "dataset": "d", "library": "pillow", "shard": "s000"}
+        return kind.memory(s, kind, {**wildcards, **setting})
+
+    native = footprint("", "")
+    other = footprint("-simplejpeg", "")
+    threads = footprint("-simplejpeg", "-thread")
+    assert (native.forked, native.images > 0) == (1 + 4 * 3, True)
+    assert (other.forked, other.images) == (1 + 4, 0)
+    assert (threads.forked, threads.images) == (1, 0)
+    assert threads.batches_mb == other.batches_mb == native.batches_mb
+    assert memory.predict(threads).mem_mb < memory.predict(other).mem_mb
+
+
 def test_only_a_job_that_keeps_images_in_memory_holds_them() -> None:
     """Protects the resident images of a cpu_dataloader job: the memory scope holds its decoded
     images; the decode scope without baselines (no memory-scope companion) holds none."""

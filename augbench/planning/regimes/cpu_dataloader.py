@@ -279,7 +279,7 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     )  # fmt: skip
     images = min(s.num_images_for(kind), s.dataset_images(w["dataset"]))
     pixels = s.mean_pixels(w["dataset"], images)
-    loaders = max(
+    live_loaders = max(
         1 + (baselines > 0) + (x["scope"] == "decode" and baselines > 0) for x in settings
     )
     workers = max(int(x["workers"]) for x in settings)
@@ -305,8 +305,15 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     # loaders' workers: all of them share the job process's pages. With several processes per
     # row, each later one is a fresh interpreter started while the job's process waits.
     later = (pipeline_processes(runs) if pipelines else int(dl.get("processes", 1))) > 1
+    if not default_feed(w):
+        # Another decoder or loader measures its rows only, no baselines
+        # (augbench.measuring.engines.dataloader.job); a loader of threads (thread, spdl) runs
+        # its workers in the row's own process, whose batches in flight are all they add.
+        baselines, live_loaders = 0, 1
+        if loaders.from_suffix(w.get("loader", "")) != loaders.PROCESS:
+            workers = 0
     return Footprint(
-        w["library"], torch=True, forked=1 + workers * loaders, processes=1 + later,
+        w["library"], torch=True, forked=1 + workers * live_loaders, processes=1 + later,
         images=images if baselines > 0 or any(x["scope"] == "memory" for x in settings) else 0,
         pixels=pixels, value_bytes=value_bytes(w["library"]),
         batches_mb=in_flight * per_image / 2**20,
