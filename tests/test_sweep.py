@@ -439,15 +439,18 @@ def test_training_runs_each_decoder_where_the_cpu_dataloader_regime_measures_it(
     worker counts its supply is measured at (feed_workers), on the cpu feed only; the library's
     own decode at every training worker count, the results named as before."""
     cfg = config(
-        "smoke", libraries=["torchvision"], regimes=["cpu_dataloader", "training"],
+        "smoke", libraries=["torchvision", "dali"], regimes=["cpu_dataloader", "training"],
         cpu_dataloader={"decoders": ["native", "simplejpeg"], "feed_workers": [2],
                         "workers": [0, 2], "scopes": ["decode"]},
         training={"workers": [0, 2], "feeds": ["cpu", "gpu"]},
     )  # fmt: skip
     planned = sweep.Sweep(cfg, "d")
-    jobs = [j for j in planned.jobs() if j.rule == "training"]
+    jobs = [j for j in planned.jobs() if j.rule == "training" and j.library == "torchvision"]
     names = sorted(Path(j.outputs[0]).name for j in jobs)
     assert names == ["w0.json", "w2-simplejpeg.json", "w2.json"]
+    # DALI's own pipeline decodes: its library's decode only.
+    dali = [Path(j.outputs[0]).name for j in planned.jobs() if j.library == "dali"]
+    assert "w2.json" in dali and "w2-simplejpeg.json" not in dali
     kind = regimes.KINDS["training"]
     flags = {
         Path(j.outputs[0]).name: kind.args(

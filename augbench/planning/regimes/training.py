@@ -54,6 +54,8 @@ def training_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
         s.job(kind, lib, dataset, {"workers": str(workers), "decoder": decoder}, transforms)
         for lib in s.libraries_of(kind.regime)
         for workers, decoder in decoder_settings(s.config)
+        # A library whose own pipeline decodes (DALI) takes no other decoder.
+        if not decoder or adapters.get(adapters.base_of(lib)).decoded_layout
     ]
 
 
