@@ -481,10 +481,11 @@ def job_label(rule: str, w: Mapping[str, str]) -> str:
     from augbench.planning.regimes import run_number
 
     run = f" run {run_number(w['run'])}" if w.get("run") else ""
+    feed = f"{w.get('decoder', '')}{w.get('loader', '')}"  # another decoder or loader: its name
     if rule == "training":
-        return f"{w['library']} w{w['workers']}{run}"
+        return f"{w['library']} w{w['workers']}{feed}{run}"
     if rule == "cpu_dataloader":
-        return f"{w['library']} {w['scope']} w{w['workers']}{run}"
+        return f"{w['library']} {w['scope']} w{w['workers']}{feed}{run}"
     if rule == "pipeline_gpu_dataloader":
         return f"pipeline {w['library']} {w['scope']} w{w['workers']} {w['randomness']}"
     return f"{w['library']} {w['scope']} w{w['workers']} {w['randomness']}"
