@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from augbench.measuring import allocator, media, quietness
+from augbench.measuring import allocator, media, memory_peak, quietness
 from augbench.measuring.engines import cli
 from augbench.measuring.engines.common import job_metadata
 from augbench.measuring.engines.streaming import StreamPlan, StreamResult
@@ -444,10 +444,13 @@ def write_result(
     the exit status of a job that wrote it. ``versioned`` False: the metadata as given, without
     the result schema's version (the lazy-outputs diagnostic is not a result file). The
     metadata's ``quietness`` (augbench.measuring.quietness) runs from ``started`` (the Job's start),
-    else from the engine process's start, to now; none where neither is known."""
+    else from the engine process's start, to now; none where neither is known. ``job_memory``:
+    the peaks of the job's processes so far, where the engine's metadata has none yet."""
     started = started or quietness.claim_engine_start()
     if started is not None:
         metadata = {**metadata, "quietness": quietness.finish(started)}
+    # The peak memory of the job's processes (augbench.measuring.memory_peak), diagnostics too.
+    metadata.setdefault("job_memory", memory_peak.recorded())
     if versioned:  # checked against the result schema's requirements before it is written
         write_result_file(output, metadata, rows)
     else:
