@@ -204,6 +204,14 @@ CHECKS = (
                 "reference timings learned the same evening as the runs that check them, every "
                 "env built from uv's warm cache as a fresh clone builds it",
             ),
+            Model(
+                "reference-2026-11-29-night",
+                "3bb8a57e8121861c8c0af7db448de3f104d9ff6d",
+                "reference timings of ten micro transforms in up to five processes; a DataLoader "
+                "recipe the reference never measured costs its base recipe plus its micro time; "
+                "pipelines a library cannot run cost nothing; setup jobs at their mean; a job's "
+                "held memory includes its own sampled peak",
+            ),
         ),
     ),
     Check(
@@ -377,6 +385,12 @@ RUNS = (
     Run("cost-validation", VM, "2026-11-29-cost-validation-shape-check-same-day-reference",
         "cost_validation.tsv", "2026-11-29", "1318704917b2c816a400ac9e27be428d24baa4e8",
         "reference-2026-11-29-evening", what="tools/checks/cost_shape_check.yaml"),
+    Run("cost-validation", VM, "2026-11-29-cost-validation-paper-lite-night",
+        "cost_validation.tsv", "2026-11-29", "dc35c1b46a6d5f878b5fe43e4132c2d30bb383ef",
+        "reference-2026-11-29-night", what="paper-lite preset"),
+    Run("cost-validation", VM, "2026-11-29-cost-validation-shape-check-night",
+        "cost_validation.tsv", "2026-11-29", "dc35c1b46a6d5f878b5fe43e4132c2d30bb383ef",
+        "reference-2026-11-29-night", what="tools/checks/cost_shape_check.yaml"),
     Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
         "training_memory.tsv", "2026-11-25", "287abb80889acebe1531fc213bf13bc0ff372ea8",
         "gpu-context", what="ResNet-18 on the CPU"),
