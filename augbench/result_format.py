@@ -103,6 +103,7 @@ METADATA_TYPES: dict[str, tuple[str, ...]] = {
     "environment": ("object",),
     "allocator": ("object", "null"),
     "quietness": ("object", "null"),
+    "job_memory": ("object", "null"),
     SLOW_THRESHOLD: ("number", "null"),
 }
 ROW_TYPES: dict[str, tuple[str, ...]] = {
