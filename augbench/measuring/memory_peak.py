@@ -75,18 +75,21 @@ def rss_kb(pid: int) -> int | None:
         return None
 
 
-def pss_kb(pid: int) -> int | None:
-    """Proportional set of ``pid`` in kB from ``smaps_rollup`` (a walk of its page tables: about
-    10 ms per 600 MB resident, hence read less often); None where the process has gone."""
+def rollup_kb(pid: int) -> tuple[int, int] | None:
+    """(resident set, proportional set) of ``pid`` in kB from ``smaps_rollup`` (a walk of its
+    page tables: about 10 ms per 600 MB resident, hence read less often; both from one read, so
+    the proportional set never exceeds the resident set it is part of); None where the process
+    has gone."""
     try:
         text = (PROC / str(pid) / "smaps_rollup").read_text()
     except OSError:
         return None
+    found = {}
     for line in text.splitlines():
         key, _, rest = line.partition(":")
-        if key == "Pss":
-            return int(rest.split()[0])
-    return None
+        if key in ("Rss", "Pss"):
+            found[key] = int(rest.split()[0])
+    return (found["Rss"], found["Pss"]) if len(found) == 2 else None
 
 
 def alive(pid: int) -> bool:
@@ -125,9 +128,13 @@ def sample_until_gone(
         if rss > peak["peak_rss_mb"]:
             peak["peak_rss_mb"], peak["processes_at_peak"], grew = round(rss, 1), count, True
         if peak["samples"] % pss_every == 0:
-            pss, _ = _sum([pss_kb(pid) for pid in pids])
+            rollups = [rollup_kb(pid) for pid in pids]
+            pss, _ = _sum([r[1] if r else None for r in rollups])
+            rolled, count = _sum([r[0] if r else None for r in rollups])
             if pss > peak["peak_pss_mb"]:
                 peak["peak_pss_mb"], grew = round(pss, 1), True
+            if rolled > peak["peak_rss_mb"]:
+                peak["peak_rss_mb"], peak["processes_at_peak"], grew = round(rolled, 1), count, True
         peak["samples"] += 1
         if grew:
             _write(path, peak)
