@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from augbench.measuring import allocator, cloud, memory_peak, telemetry
+from augbench.measuring import allocator, cloud, telemetry
 from augbench.measuring.media import dataset_metadata
 from augbench.policy import NETWORK_GUARD_ENV_VAR
 from augbench.results import system_info
@@ -72,9 +72,6 @@ def job_metadata(
     meta["allocator"] = allocator.in_force()
     # The setting the workflow launched the job under (config allocators; None when run by hand).
     meta["allocator_setting"] = allocator.requested()
-    # The peak memory of the job's processes so far (augbench.measuring.memory_peak; None when
-    # the engine runs without the launcher).
-    meta["job_memory"] = memory_peak.recorded()
     setup = os.environ.get("AUGBENCH_SETUP")
     if setup:
         # What augbench.planning.provision did before this engine started (env build/reuse,

@@ -445,12 +445,13 @@ def write_result(
     the result schema's version (the lazy-outputs diagnostic is not a result file). The
     metadata's ``quietness`` (augbench.measuring.quietness) runs from ``started`` (the Job's start),
     else from the engine process's start, to now; none where neither is known. ``job_memory``:
-    the peaks of the job's processes so far, where the engine's metadata has none yet."""
+    the peaks of the job's processes so far."""
     started = started or quietness.claim_engine_start()
     if started is not None:
         metadata = {**metadata, "quietness": quietness.finish(started)}
-    # The peak memory of the job's processes (augbench.measuring.memory_peak), diagnostics too.
-    metadata.setdefault("job_memory", memory_peak.recorded())
+    # The peak memory of the job's processes so far (augbench.measuring.memory_peak; None when
+    # the engine runs without the launcher): every result file, diagnostics too, is written here.
+    metadata = {**metadata, "job_memory": memory_peak.recorded()}
     if versioned:  # checked against the result schema's requirements before it is written
         write_result_file(output, metadata, rows)
     else:
