@@ -305,6 +305,11 @@ QUIETNESS_PRESTART_SECONDS = 0.2
 # about 5 % of one core (Snakemake's own sampler reads the full smaps twice a second for 30 s).
 JOB_MEMORY_SAMPLE_SECONDS = 0.25
 JOB_MEMORY_PSS_EVERY = 4
+# The sampler is a child of the job's engine, so the machine holds it with the job and Snakemake's
+# benchmark counts it: its resident set, measured on amd-epyc-2c (2026-11-30, `python -m
+# augbench.measuring.memory_peak` sampling a sleeping process: 15.2 MB resident, 8.9 MB
+# proportional), is part of every timed job's predicted memory (augbench.planning.memory.predict).
+JOB_MEMORY_SAMPLER_MB = 15.0
 
 
 # The DataLoader's main process (collation, the hand-over from the workers, the timing loop) keeps

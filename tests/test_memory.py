@@ -78,15 +78,17 @@ def test_images_within_budget(
 # -- 2. the prediction --------------------------------------------------------------------------
 def expected(fp: memory.Footprint) -> tuple[int, int, float]:
     """(mem_mb, rss_mb, process_mb) by the formula of augbench/planning/memory.py's docstring, from
-    the policy constants: shared pages once plus each forked worker's private pages and the batches
-    in flight (mem_mb); the same plus each forked worker's copy of the pages it shares with the
-    main process (rss_mb); both times the headroom factor plus its MB."""
+    the policy constants: shared pages once plus each forked worker's private pages, the batches
+    in flight and the job's memory sampler (mem_mb); the same plus each forked worker's copy of
+    the pages it shares with the main process (rss_mb); both times the headroom factor plus its
+    MB."""
     alone, with_torch = memory.measured()["import_rss_mb"][fp.library]
     base = (with_torch if fp.torch else alone) + (policy.CUDA_CONTEXT_HOST_MB if fp.gpu else 0)
     image = fp.images * fp.pixels * fp.channels * fp.value_bytes * fp.copies / 2**20
     main = base + image + fp.extra_mb + fp.working_mb
     others = (fp.processes - 1) * base
     needed = main + others + fp.forked * policy.WORKER_PRIVATE_MB + fp.batches_mb
+    needed += policy.JOB_MEMORY_SAMPLER_MB  # the job's memory sampler, a process of its own
     rss = needed + fp.forked * (base + image)
     room = policy.MEMORY_HEADROOM
     return math.ceil(needed * room.factor + room.mb), math.ceil(rss * room.factor + room.mb), base

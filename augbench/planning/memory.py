@@ -151,7 +151,8 @@ def predict(footprint: Footprint) -> Prediction:
     main = shared + footprint.extra_mb + footprint.working_mb
     others = (footprint.processes - 1) * base
     private = footprint.forked * footprint.worker_private_mb
-    needed = main + others + private + footprint.batches_mb
+    # Every timed job runs with its memory sampler (augbench.measuring.memory_peak) beside it.
+    needed = main + others + private + footprint.batches_mb + policy.JOB_MEMORY_SAMPLER_MB
     rss = needed + footprint.forked * shared
     headroom = policy.MEMORY_HEADROOM
     return Prediction(
