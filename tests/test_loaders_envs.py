@@ -1,15 +1,17 @@
 """The cpu_dataloader engine with each loader (augbench/workload/loaders.py) in a library env on a
-tiny staged dataset: process and thread give ok rows with their loader, throughput, first batch, CPU
-utilisation and PSS; spdl gives ok rows where SPDL is installed in the env (torchvision's lock
-carries it), else `skipped` rows naming the package to install."""
+tiny staged dataset: every loader gives ok rows with its loader, throughput, first batch, CPU
+utilisation and PSS (every torch env's lock carries torchdata and SPDL: envs/common.in); where
+SPDL cannot be imported, its rows are `skipped`, naming the package to install."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import jpeg_manifest, run_engine
+from conftest import REPO, jpeg_manifest, run_engine
 
 from augbench.workload import loaders
 
@@ -20,10 +22,6 @@ def test_each_loader_measures_the_decode_rows_or_says_why_not(
     torchvision_env: Path, tmp_path: Path
 ) -> None:
     manifest = jpeg_manifest(tmp_path, count=8)
-    spdl_here = (
-        subprocess.run([str(torchvision_env), "-c", "import spdl.pipeline"], check=False).returncode
-        == 0
-    )
     for name in loaders.NAMES:
         payload = run_engine(
             torchvision_env, "cpu_dataloader", "--library", "torchvision", "--scope", "decode",
@@ -33,16 +31,9 @@ def test_each_loader_measures_the_decode_rows_or_says_why_not(
         )  # fmt: skip
         row = payload["results"]["HorizontalFlip"]
         assert row["loader"] == name
-        # What thread measures depends on the env (torchdata or the futures pool): recorded.
-        assert row["loader_impl"] in (
-            (loaders.FUTURES_IMPL, loaders.TORCHDATA_IMPL)
-            if name == loaders.THREAD
-            else (loaders.impl_of(name),)
-        )
-        if name == loaders.SPDL and not spdl_here:
-            assert row["status"] == "skipped"
-            assert row["reason"] == "loader spdl: not installed in this env (PyPI spdl==0.8.0)"
-            continue
+        # thread measures torchdata's mapper: the lock carries torchdata.
+        expected = loaders.TORCHDATA_IMPL if name == loaders.THREAD else loaders.impl_of(name)
+        assert row["loader_impl"] == expected
         assert row["status"] == "ok", row
         assert len(row["throughputs"]) >= 3 and row["first_batch_s"] > 0
         assert row["cpu_utilisation"] > 0 and (row["total_pss_mb"] or row["total_rss_mb"]) > 0
@@ -52,18 +43,34 @@ def test_each_loader_measures_the_decode_rows_or_says_why_not(
             assert params["baseline_runs"] == 0 and not row.get("bare_loop_throughputs")
 
 
-def test_spdl_rows_are_skipped_naming_the_package_where_the_env_lacks_it(
+SPDL_HIDDEN = """
+import runpy, sys
+sys.modules["spdl"] = None  # what an env without SPDL finds: no module of that name
+runpy.run_module("augbench.measuring.engines.cpu_dataloader", run_name="__main__")
+"""
+
+
+def test_spdl_measures_another_library_and_is_skipped_naming_the_package_where_missing(
     albumentationsx_env: Path, tmp_path: Path
 ) -> None:
-    lacks = subprocess.run([str(albumentationsx_env), "-c", "import spdl"], check=False)
-    if lacks.returncode == 0:
-        pytest.skip("this env has SPDL")
+    """AlbumentationsX's env has SPDL too (ok rows); with SPDL not importable the same job writes
+    its rows ``skipped`` with one line naming the PyPI pin."""
+    manifest = str(jpeg_manifest(tmp_path, count=4))
+    args = [
+        "--library", "albumentationsx", "--scope", "decode", "--workers", "2", "--loader",
+        "spdl", "--manifest", manifest, "--num-images", "4", "--transforms", "HorizontalFlip",
+        "--batch-size", "2", "--machine", "t",
+    ]  # fmt: skip
     payload = run_engine(
-        albumentationsx_env, "cpu_dataloader", "--library", "albumentationsx", "--scope",
-        "decode", "--workers", "2", "--loader", "spdl", "--manifest",
-        str(jpeg_manifest(tmp_path, count=4)), "--num-images", "4", "--transforms",
-        "HorizontalFlip", "--batch-size", "2", output=tmp_path / "spdl.json",
-    )  # fmt: skip
+        albumentationsx_env, "cpu_dataloader", *args[:-2], output=tmp_path / "spdl.json"
+    )
     (row,) = payload["results"].values()
+    assert row["status"] == "ok" and row["loader"] == "spdl", row
+    hidden = tmp_path / "hidden.json"
+    subprocess.run(
+        [str(albumentationsx_env), "-c", SPDL_HIDDEN, *args, "--output", str(hidden)],
+        check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    (row,) = json.loads(hidden.read_text())["results"].values()
     assert row["status"] == "skipped" and row["loader"] == "spdl"
     assert row["reason"] == "loader spdl: not installed in this env (PyPI spdl==0.8.0)"
