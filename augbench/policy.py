@@ -301,8 +301,10 @@ QUIETNESS_PRESTART_SECONDS = 0.2
 # (augbench.measuring.memory_peak), since Snakemake's benchmark file samples every 30 s after a
 # job's first 30 s and misses a long job's peaks: resident sets (statm, a counter) every
 # JOB_MEMORY_SAMPLE_SECONDS, proportional sets (smaps_rollup, a page-table walk of about 10 ms per
-# 600 MB resident on amd-epyc-2c) every JOB_MEMORY_PSS_EVERY-th sample, so a 3 GB tree costs
-# about 5 % of one core (Snakemake's own sampler reads the full smaps twice a second for 30 s).
+# 600 MB resident on amd-epyc-2c) every JOB_MEMORY_PSS_EVERY-th sample and followed from the
+# resident sets in between; on amd-epyc-2c (2026-11-30) the sampler used 9 % of one core beside a
+# 3.2 GB tree (AlbumentationsX's pipeline DataLoader job, 2 workers) and 19 % beside a 5.1 GB one
+# (Kornia's). Snakemake's own sampler reads the full smaps twice a second for 30 s.
 JOB_MEMORY_SAMPLE_SECONDS = 0.25
 JOB_MEMORY_PSS_EVERY = 4
 # The sampler is a child of the job's engine, so the machine holds it with the job and Snakemake's

@@ -481,3 +481,18 @@ def test_the_job_sampler_sees_a_childs_peak_that_is_gone_before_the_job_ends(
     while Path(name).exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not Path(name).exists()
+
+
+def test_between_reads_the_proportional_set_follows_each_read_process_resident_growth() -> None:
+    """Protects the sampler's estimate between two smaps reads: a process read at (600 MB
+    resident, 200 MB proportional) that has grown by 250 MB of its own pages holds 450 MB; one
+    that has shrunk by 50 MB holds 50 MB less; one that has ended since holds nothing; one
+    started since counts from the next read (a fork shares its parent's pages)."""
+    from augbench.measuring.memory_peak import pss_between_reads
+
+    mb = 1024
+    last_read = {1: (600 * mb, 200 * mb), 2: (300 * mb, 100 * mb), 3: (400 * mb, 150 * mb)}
+    now = {1: 850 * mb, 2: 250 * mb, 4: 700 * mb}  # 3 has ended, 4 is new
+    assert pss_between_reads(last_read, now) == (200 + 250 + 100 - 50) * mb
+    assert pss_between_reads(last_read, {pid: r for pid, (r, _) in last_read.items()}) == 450 * mb
+    assert pss_between_reads({}, now) == 0

@@ -10,7 +10,8 @@ sample):
 * the launcher (augbench.planning.provision) calls :func:`start` just before it becomes the
   engine: a separate interpreter (never a thread of a timed process) reads the engine's process
   tree from ``/proc`` and keeps the largest sum of resident set sizes and of proportional set
-  sizes seen in one sample, in a small JSON file named by ``AUGBENCH_JOB_MEMORY_FILE``;
+  sizes seen in one sample (between two reads of the proportional sets, followed from the
+  resident sets), in a small JSON file named by ``AUGBENCH_JOB_MEMORY_FILE``;
 * the engine copies that file into its result's metadata (``job_memory``, :func:`recorded`) when
   it writes its results;
 * the sampler ends when the engine's process does, and removes its file.
@@ -116,30 +117,55 @@ def sample_until_gone(
 ) -> dict[str, Any]:
     """Sample ``root``'s tree while ``root`` lives: resident sets every ``interval`` seconds,
     proportional sets every ``pss_every``-th sample; rewrite ``path`` whenever a peak grows and
-    return the last peaks."""
+    return the last peaks.
+
+    Between two proportional-set reads the tree's proportional set is followed from the resident
+    sets (:func:`pss_between_reads`): a DataLoader worker's batch lives for a fraction of a second,
+    shorter than the reads' interval, and the pages it adds are the worker's own."""
     own = os.getpid()
-    peak: dict[str, Any] = {"peak_rss_mb": 0.0, "peak_pss_mb": 0.0, "processes_at_peak": 0,
-                            "samples": 0, "interval_s": interval,
+    peak: dict[str, Any] = {"peak_rss_mb": 0.0, "peak_pss_mb": 0.0, "peak_pss_read_mb": 0.0,
+                            "processes_at_peak": 0, "samples": 0, "interval_s": interval,
                             "pss_interval_s": interval * pss_every, "scope": SCOPE}  # fmt: skip
+    last_read: dict[int, tuple[int, int]] = {}  # pid -> (resident, proportional) kB at the read
     while alive(root):
         pids = tree(root, own)
-        rss, count = _sum([rss_kb(pid) for pid in pids])
+        resident = {pid: kb for pid in pids if (kb := rss_kb(pid)) is not None}
+        rss, count = sum(resident.values()) / 1024, len(resident)
         grew = peak["samples"] == 0
         if rss > peak["peak_rss_mb"]:
             peak["peak_rss_mb"], peak["processes_at_peak"], grew = round(rss, 1), count, True
         if peak["samples"] % pss_every == 0:
-            rollups = [rollup_kb(pid) for pid in pids]
-            pss, _ = _sum([r[1] if r else None for r in rollups])
-            rolled, count = _sum([r[0] if r else None for r in rollups])
-            if pss > peak["peak_pss_mb"]:
-                peak["peak_pss_mb"], grew = round(pss, 1), True
+            last_read = {pid: r for pid in pids if (r := rollup_kb(pid)) is not None}
+            pss = sum(r[1] for r in last_read.values()) / 1024
+            rolled = sum(r[0] for r in last_read.values()) / 1024
+            if pss > peak["peak_pss_read_mb"]:
+                peak["peak_pss_read_mb"], grew = round(pss, 1), True
             if rolled > peak["peak_rss_mb"]:
-                peak["peak_rss_mb"], peak["processes_at_peak"], grew = round(rolled, 1), count, True
+                peak["peak_rss_mb"], peak["processes_at_peak"] = round(rolled, 1), len(last_read)
+                grew = True
+        else:
+            pss = pss_between_reads(last_read, resident) / 1024
+        if pss > peak["peak_pss_mb"]:
+            peak["peak_pss_mb"], grew = round(pss, 1), True
         peak["samples"] += 1
         if grew:
             _write(path, peak)
         time.sleep(interval)
     return peak
+
+
+def pss_between_reads(last_read: dict[int, tuple[int, int]], resident: dict[int, int]) -> int:
+    """The tree's proportional set (kB) followed from resident sets since the last read
+    (``last_read``: pid -> (resident, proportional) then; ``resident``: pid -> resident now): the
+    last read's sum, plus what each process read then has grown or shrunk by since (new pages are
+    its own, counted whole in both), less the last read's share of each that has ended. A process
+    started since the read counts from the next read (a fork shares its parent's pages: no more
+    than that of the tree's proportional set is new)."""
+    total = 0
+    for pid, (then_resident, then_pss) in last_read.items():
+        if pid in resident:
+            total += max(0, then_pss + resident[pid] - then_resident)
+    return total
 
 
 def start(pid: int | None = None, interval: float = JOB_MEMORY_SAMPLE_SECONDS) -> dict[str, str]:
