@@ -195,8 +195,9 @@ def test_the_training_check_runs_every_supply_and_training_job_in_runs_in_run_or
     runs = [int(j["wildcards"]["run"].removeprefix("-run") or 1) for j in jobs]
     assert runs == sorted(runs) and set(runs) == set(range(1, plan.CHECK_RUNS + 1))
     settings = {(j["rule"], j["wildcards"]["workers"]) for j in jobs}
+    # A worker curve from data-bound (1 worker) to the node's cores.
     assert settings == {
-        (rule, w) for rule in ("cpu_dataloader", "training") for w in ["4", "8", "12"]
+        (rule, w) for rule in ("cpu_dataloader", "training") for w in ["1", "2", "4", "8", "12"]
     }
     assert len(jobs) == len(settings) * plan.CHECK_RUNS
     assert len({j["output"] for j in jobs}) == len(jobs)  # each run its own result file
@@ -216,6 +217,38 @@ def test_the_training_check_runs_every_supply_and_training_job_in_runs_in_run_or
     reserve = plan.FINISH_RESERVE_S
     assert sum(check["budgets_s"].values()) + 30 + reserve <= check["total_budget_s"] < 570
     assert "sync_check" not in check["budgets_s"]
+
+
+def test_cores_per_gpu_is_the_fewest_workers_fed_on_every_runs_interval() -> None:
+    """Protects the node summary's answer: a count is fed only where every run's data-wait
+    interval lies below policy.FED_WAIT (one run straddling it makes it borderline); the answer is
+    the fewest fed count with no larger count starved, plus the training process's core; a
+    curve starved at its largest count says so, and one where more workers fared worse is
+    flagged."""
+    from augbench.gpu_node.summary import cores_answer, cores_per_gpu
+
+    def row(feed: str, workers: int, low: float, high: float, run: str = "") -> dict:
+        return {"recipe": "RandomResizedCrop", "feed": feed, "workers": workers, "run": run,
+                "status": "ok", "data_wait_ci_low": low, "data_wait_ci_high": high}  # fmt: skip
+
+    fed, starved = (0.0, 0.02), (0.3, 0.5)
+    rows = [
+        row("cpu", 1, *starved), row("cpu", 2, *starved), row("cpu", 4, 0.01, 0.03),
+        row("cpu", 4, 0.02, 0.06, "-run2"), row("cpu", 8, *fed), row("cpu", 8, *fed, "-run2"),
+        row("gpu", 1, *starved), row("gpu", 2, *starved),
+        row("odd", 1, *fed), row("odd", 2, *starved),
+    ]  # fmt: skip
+    curves = {c["feed"]: c for c in cores_per_gpu(rows)}
+    cpu = curves["cpu"]
+    assert cpu["verdicts"] == {"1": "starved", "2": "starved", "4": "borderline", "8": "fed"}
+    assert (cpu["fewest_fed_workers"], cpu["cores"], cpu["runs"]) == (8, 9, 2)
+    assert cores_answer(cpu).startswith("fed from 8 workers: 9 cores per GPU")
+    assert curves["gpu"]["cores"] is None
+    assert cores_answer(curves["gpu"]).startswith("starved at every count up to 2 workers")
+    assert not curves["odd"]["monotone"] and curves["odd"]["cores"] is None
+    assert "more workers fared worse" in cores_answer(curves["odd"])
+    failed = [{**row("cpu", 1, *fed), "status": "error", "data_wait_ci_low": None}]
+    assert cores_per_gpu(failed)[0]["verdicts"] == {"1": "unknown"}
 
 
 # -- the prover's budgets ----------------------------------------------------------------------
@@ -503,3 +536,6 @@ def test_the_dry_mode_runs_every_step_and_leaves_a_small_out_folder(
     assert "no CUDA device: the torch.cuda._sleep kernel check needs one" in text
     assert "dry run: GPU rows measured on CPU tensors" in text
     assert "kornia decode per-sample" in text and "| training | ok |" in text
+    # The worker curve's answer, per feed (the dry run's 1 worker: any verdict).
+    assert {c["feed"] for c in summary["cores_per_gpu"]} == {"cpu", "gpu"}
+    assert "## Cores per GPU" in text

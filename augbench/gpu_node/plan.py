@@ -26,9 +26,11 @@ Two modes:
   (``prove.sh --resume``).
 - ``training_check``: the starvation answer checked out of sample on the node, with each job in
   :data:`CHECK_RUNS` runs: the supply (the recipe's cpu_dataloader rows) and ResNet-50 training
-  fed from the CPU at 4, 8 and 12 workers (12 workers and the training process still fit 16
-  cores), in run order (every job's run k before any run k + 1, a supply before the training it
-  predicts), so the tables pool each setting's runs as processes. No sync check, no GPU
+  fed from the CPU along a worker curve, 1, 2, 4, 8 and 12 workers (12 workers and the training
+  process still fit 16 cores; the curve runs from data-bound to fed, where the answer could
+  fail), in run order (every job's run k before any run k + 1, a supply before the training it
+  predicts), so the tables pool each setting's runs as processes. The summary reads the curve as
+  the cores one GPU needs (augbench.gpu_node.summary.cores_per_gpu). No sync check, no GPU
   DataLoader: ``node`` measures those.
 - ``calibration``: the GPU DataLoader's A/A pairs (docs/calibration.md), equal work under two
   names in separate jobs, each job in :data:`CALIBRATION_RUNS` runs so that a row's interval spans
@@ -65,9 +67,12 @@ PIPELINE = "config/pipelines/train_medium.yaml"
 AS_TIME_ALLOWS = ("batch_shared",)
 # Runs of each job in the training check: the fewest that give an interval over processes.
 CHECK_RUNS = 3
-# The training check's whole wall time: its 18 jobs took 227-270 s on H100 nodes (supply jobs
-# 13-25 s, training jobs 9-14 s; 2026-11-27), the installation, environment and dataset 20-25 s.
-CHECK_BUDGET_S = 420.0
+# The training check's whole wall time, within a 10-minute scheduler slot: at 4, 8 and
+# 12 workers its 18 jobs took 227-270 s on H100 nodes (supply jobs 13-25 s, training jobs
+# 9-14 s; 2026-11-27), the installation, environment and dataset 20-25 s; the curve's 1 and 2
+# workers add 12 jobs of at most twice the 4 workers' time. A job the deadline cannot hold is not
+# started, and a resumed run measures it.
+CHECK_BUDGET_S = 560.0
 # The GPU DataLoader's A/A pairs are augbench.gpu_node.libraries.calibration_pairs. Runs of each
 # A/A job: three processes a side are the fewest whose ratio interval reaches the decision level
 # (90 %, augbench.decision). Their result files go below this folder, apart from the workflow's
@@ -106,7 +111,7 @@ STEP_BUDGETS_S: dict[str, dict[str, float]] = {
     "training_check": {
         "environment": 20,
         "dataset": 15,
-        "supply_and_training": 340,
+        "supply_and_training": 480,
     },
     "dry": {
         "environment": 60,
@@ -152,8 +157,8 @@ NODE_TRAINING: dict[str, Any] = {
     "model_steps": 10,
     "blocks": 5,
 }
-# The training check's worker counts: 12 workers and the training process still fit 16 cores.
-CHECK_WORKERS = [4, 8, 12]
+# The training check's worker curve: 12 workers and the training process still fit 16 cores.
+CHECK_WORKERS = [1, 2, 4, 8, 12]
 
 # The modes, in plan.json's order.
 MODES = ("node", "training_check", "calibration", "dry")

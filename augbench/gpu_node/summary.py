@@ -135,6 +135,61 @@ def training_table(files: list[tuple[str, str, dict[str, Any]]]) -> list[dict[st
     return sorted(out, key=lambda e: (int(e["workers"] or 0), str(e["feed"]), e["run"]))
 
 
+def cores_per_gpu(training: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """How many CPU cores one GPU needs, per recipe and feed, from the training rows (their
+    :func:`training_table` entries): at each worker count the data wait's verdict
+    (augbench.planning.starvation_model.verdict) over every run's interval together, so a count
+    is fed only where each run's whole interval lies below policy.FED_WAIT; the fewest fed count
+    with no larger count starved (``fewest_fed``), and the cores that takes: the workers and the
+    training process. ``monotone`` is False where more workers fared worse."""
+    from augbench.planning.starvation_model import fewest_fed, verdict
+
+    curves: dict[tuple[str, str], dict[int, list[dict[str, Any]]]] = {}
+    for entry in training:
+        key = (str(entry["recipe"]), str(entry["feed"]))
+        curves.setdefault(key, {}).setdefault(int(entry["workers"] or 0), []).append(entry)
+    out = []
+    for (recipe, feed), by_workers in sorted(curves.items()):
+        verdicts: dict[int, str] = {}
+        for workers, entries in sorted(by_workers.items()):
+            ok = [e for e in entries if e["status"] == "ok"]
+            lows = [e.get("data_wait_ci_low") for e in ok]
+            highs = [e.get("data_wait_ci_high") for e in ok]
+            if not ok or None in lows or None in highs:
+                verdicts[workers] = "unknown"
+                continue
+            verdicts[workers] = verdict(min(lows), max(highs))  # type: ignore[type-var]
+        fewest, monotone = fewest_fed(verdicts)
+        out.append(
+            {
+                "recipe": recipe,
+                "feed": feed,
+                "verdicts": {str(w): v for w, v in verdicts.items()},
+                "fewest_fed_workers": fewest,
+                "cores": None if fewest is None else fewest + 1,
+                "monotone": monotone,
+                "runs": max(len(e) for e in by_workers.values()),
+            }
+        )
+    return out
+
+
+def cores_answer(curve: dict[str, Any]) -> str:
+    """One line: how many cores feed one GPU with this recipe and feed, or that none measured
+    does."""
+    counts = sorted(int(w) for w in curve["verdicts"])
+    if curve["cores"] is not None:
+        text = (
+            f"fed from {curve['fewest_fed_workers']} workers: {curve['cores']} cores per GPU "
+            "(the workers and the training process)"
+        )
+    elif curve["verdicts"][str(counts[-1])] == "starved":
+        text = f"starved at every count up to {counts[-1]} workers: more cores, or another feed"
+    else:
+        text = f"not decided up to {counts[-1]} workers (no count fed on every run's interval)"
+    return text + ("" if curve["monotone"] else "; more workers fared worse at some count")
+
+
 def calibration_table(
     results: Path, pairs: list[list[Any]] | list[tuple[str, str, str | None]] | None = None
 ) -> dict[str, Any]:
@@ -331,6 +386,7 @@ def summarize(
         "gpu_dataloader": gpu_table(files, "gpu_dataloader", order),
         "pipeline": gpu_table(files, "pipeline", order),
         "training": training_table(files),
+        "cores_per_gpu": cores_per_gpu(training_table(files)),
         "calibration": calibration_table(results, node["calibration_pairs"]),
         "sync_check": sync,
         "lock_differences": lock_differences(results, node["key_packages"]),
@@ -447,6 +503,23 @@ def markdown(doc: dict[str, Any]) -> str:
               _num(t.get("model_img_per_s")), _num(t.get("loader_img_per_s")),
               f"{_pct(t.get('data_wait_ci_low'))}-{_pct(t.get('data_wait_ci_high'))}"
               if t["status"] == "ok" else ""] for t in doc["training"]],
+        )  # fmt: skip
+    curves = doc.get("cores_per_gpu") or []
+    if curves:
+        lines += [
+            "",
+            "## Cores per GPU: the fewest DataLoader workers that feed the model",
+            "",
+            "A worker count is fed when every run's data-wait interval lies below "
+            "policy.FED_WAIT of the loop's time.",
+            "",
+        ]
+        counts = sorted({int(w) for c in curves for w in c["verdicts"]})
+        lines += _table(
+            ["recipe", "feed", "runs", *(f"w{w}" for w in counts), "answer"],
+            [[c["recipe"], c["feed"], c["runs"],
+              *(c["verdicts"].get(str(w), "") for w in counts), cores_answer(c)]
+             for c in curves],
         )  # fmt: skip
     aa = doc.get("calibration") or {}
     if aa.get("rows"):
