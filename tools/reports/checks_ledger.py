@@ -212,6 +212,13 @@ CHECKS = (
                 "pipelines a library cannot run cost nothing; setup jobs at their mean; a job's "
                 "held memory includes its own sampled peak",
             ),
+            Model(
+                "sampler-2026-11-30",
+                "fca5f4108fac8714159ce448fcf143e3b6c71973",
+                "the same reference timings; every job's planned memory counts its memory "
+                "sampler; a job's held proportional set is followed between two reads from each "
+                "process's resident growth",
+            ),
         ),
     ),
     Check(
@@ -391,6 +398,12 @@ RUNS = (
     Run("cost-validation", VM, "2026-11-29-cost-validation-shape-check-night",
         "cost_validation.tsv", "2026-11-29", "dc35c1b46a6d5f878b5fe43e4132c2d30bb383ef",
         "reference-2026-11-29-night", what="tools/checks/cost_shape_check.yaml"),
+    Run("cost-validation", VM, "2026-11-30-cost-validation-paper-lite", "cost_validation.tsv",
+        "2026-11-30", "fca5f4108fac8714159ce448fcf143e3b6c71973", "sampler-2026-11-30",
+        what="paper-lite preset"),
+    Run("cost-validation", VM, "2026-11-30-cost-validation-shape-check", "cost_validation.tsv",
+        "2026-11-30", "fca5f4108fac8714159ce448fcf143e3b6c71973", "sampler-2026-11-30",
+        what="tools/checks/cost_shape_check.yaml"),
     Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
         "training_memory.tsv", "2026-11-25", "287abb80889acebe1531fc213bf13bc0ff372ea8",
         "gpu-context", what="ResNet-18 on the CPU"),
