@@ -144,13 +144,10 @@ def random_crop(image: Any, crop_hw: tuple[int, int], name: str) -> Any:
 
 
 def read_bytes(path: str) -> Any:
-    """A file's bytes as a 1-D uint8 CPU tensor (what decode_jpeg takes, on any device), in
-    memory of its own: read_file's tensor maps the file, which a worker cannot hand over to the
-    main process through shared memory."""
-    import torch
+    """A file's bytes as a 1-D uint8 CPU tensor (what decode_jpeg takes, on any device)."""
+    from torchvision.io import read_file
 
-    with open(path, "rb") as fh:
-        return torch.frombuffer(bytearray(fh.read()), dtype=torch.uint8)
+    return read_file(path)
 
 
 class FileBytes:

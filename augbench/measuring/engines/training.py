@@ -144,7 +144,7 @@ def parse_args(argv: list[str] | None = None) -> TrainingSettings:
     feeds = cli.comma_list(args.feeds)
     if not feeds or set(feeds) - set(FEEDS):
         p.error(f"--feeds {args.feeds!r}: expected a comma-separated subset of {list(FEEDS)}")
-    if args.decoder == decoders.NVJPEG and list(feeds) != ["gpu"]:
+    if args.decoder == decoders.NVJPEG and feeds != ["gpu"]:
         p.error("--decoder nvjpeg: the gpu feed's only (--feeds gpu)")
     if args.decoder not in (decoders.NATIVE, decoders.NVJPEG) and "gpu" in feeds:
         p.error(f"--decoder {args.decoder}: the cpu feed's only; the GPU feed's workers cut crops")
