@@ -205,15 +205,9 @@ def train(batches: Iterator[Any], step: Callable[[Any], None], warmup: int, step
         done = clock()
         window.waits.append(got - before)
         window.steps.append(done - got)
-        window.images.append(images_in(batch))
+        window.images.append(int(batch.shape[0]))
     window.wall = clock() - start
     return window
-
-
-def images_in(batch: Any) -> int:
-    """Images in a batch: a tensor's (or DALI batch's) first dimension, a list's length (the
-    GPU feed's file bytes with nvJPEG)."""
-    return int(batch.shape[0]) if hasattr(batch, "shape") else len(batch)
 
 
 def loader_rate(batches: Iterator[Any], ahead: int, count: int) -> float:
@@ -226,7 +220,7 @@ def loader_rate(batches: Iterator[Any], ahead: int, count: int) -> float:
     images = 0
     start = time.perf_counter()
     for _ in range(count):
-        images += images_in(next(batches))
+        images += int(next(batches).shape[0])
     return images / (time.perf_counter() - start)
 
 
@@ -247,7 +241,7 @@ def model_rate(
         step(batch)
         times.append(time.perf_counter() - start)
     share = (time.process_time() - cpu_start) / (time.perf_counter() - wall_start)
-    return images_in(batch) / statistics.median(times), times, share
+    return batch.shape[0] / statistics.median(times), times, share
 
 
 def endless(loader: Any) -> Iterator[Any]:
@@ -500,9 +494,8 @@ def measure_feed(
         timed_steps=settings.steps,
         process_tree_rss_mb=tree_rss,
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        # A batch of file bytes (the GPU feed's nvJPEG) is a list: its length.
-        batch_shape=list(first.shape) if hasattr(first, "shape") else [len(first)],
-        batch_dtype=str(first.dtype) if hasattr(first, "dtype") else "file bytes",
+        batch_shape=list(first.shape),
+        batch_dtype=str(first.dtype),
         **feed.fields,
     )
 
