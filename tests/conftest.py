@@ -198,25 +198,13 @@ def smoke_settings(libraries: Iterable[str], regimes: list[str], **extra: Any) -
     return resolve(config, REPO)
 
 
-# An engine started with some modules made unimportable: what an env without their packages finds.
-HIDING_RUNNER = """
-import runpy, sys
-for name in sys.argv.pop(1).split(","):
-    sys.modules[name] = None
-runpy.run_module(sys.argv.pop(1), run_name="__main__", alter_sys=True)
-"""
-
-
-def run_engine(
-    python: Path | str, module: str, *args: str, output: Path, hide: tuple[str, ...] = ()
-) -> dict:
+def run_engine(python: Path | str, module: str, *args: str, output: Path) -> dict:
     """Run ``python -m augbench.measuring.engines.<module> *args`` as machine ``t``, writing
     ``output``, with the repository on PYTHONPATH (a failed run raises); return the JSON document
-    written. ``hide``: modules the engine finds missing, as in an env without their package."""
-    engine = f"augbench.measuring.engines.{module}"
-    start = ["-c", HIDING_RUNNER, ",".join(hide), engine] if hide else ["-m", engine]
+    written."""
     subprocess.run(
-        [str(python), *start, *args, "--machine", "t", "--output", str(output)],
+        [str(python), "-m", f"augbench.measuring.engines.{module}", *args,
+         "--machine", "t", "--output", str(output)],
         check=True, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
     )  # fmt: skip
     return json.loads(output.read_text())

@@ -51,8 +51,6 @@ def schema(basedir: Path) -> dict[str, Any]:
     props["cpu_dataloader"]["properties"]["job_per"]["enum"] = list(matrix.DATALOADER_JOB_PER)
     props["cpu_dataloader"]["properties"]["decoders"]["items"]["enum"] = list(decoders.NAMES)
     props["cpu_dataloader"]["properties"]["loaders"]["items"]["enum"] = list(loaders.NAMES)
-    gpu = props["gpu_dataloader"]["properties"]
-    gpu["decoders"]["items"]["enum"] = list(decoders.DEVICE_NAMES)
     props["transforms"]["oneOf"][1]["items"]["enum"] = catalog.names()
     return doc
 

@@ -25,7 +25,7 @@ from augbench.planning.regimes import Job, JobKind, Regime
 from augbench.planning.regimes.cpu_dataloader import settings_at
 from augbench.policy import DATALOADER_THREADS, MICRO_THREADS, SlowTransformPolicy
 from augbench.results import usable_cores
-from augbench.workload import catalog, decoders, gpu_recipes, matrix
+from augbench.workload import catalog, gpu_recipes, matrix
 
 THREAD_POLICIES = {"micro": MICRO_THREADS, "dataloader": DATALOADER_THREADS}
 
@@ -140,18 +140,14 @@ class Sweep:
         return regimes.libraries_for(regime, self.libraries)
 
     def gpu_settings(self, library: str) -> list[dict[str, str]]:
-        """(scope, decoder, workers, randomness) of the GPU DataLoader: scope memory times batches
-        already on the GPU, so it has no workers (one job) and no decoder; the decode scope has
-        each configured decoder (``decoder``: its result-name part, empty for native); the
-        randomness modes the library has."""
+        """(scope, workers, randomness) of the GPU DataLoader: scope memory times batches already
+        on the GPU, so it has no workers (one job); the randomness modes the library has."""
         gpu = self.config["gpu_dataloader"]
         allowed = gpu_recipes.randomness_of(library)
         modes = [r for r in gpu["torchvision_randomness"] if r in allowed] or list(allowed)
-        chosen = gpu.get("decoders") or [decoders.NATIVE]
         return [
-            {"scope": scope, "decoder": decoder, "workers": str(workers), "randomness": mode}
+            {"scope": scope, "workers": str(workers), "randomness": mode}
             for scope in gpu["scopes"]
-            for decoder in ([""] if scope == "memory" else map(decoders.device_suffix, chosen))
             for workers in ([0] if scope == "memory" else gpu["workers"])
             for mode in modes
         ]
