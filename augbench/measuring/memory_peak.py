@@ -107,11 +107,6 @@ def _write(path: Path, peak: dict[str, Any]) -> None:
     os.replace(scratch, path)
 
 
-def _sum(values: list[int | None]) -> tuple[float, int]:
-    found = [v for v in values if v is not None]
-    return sum(found) / 1024, len(found)
-
-
 def sample_until_gone(
     root: int, path: Path, interval: float, pss_every: int = JOB_MEMORY_PSS_EVERY
 ) -> dict[str, Any]:
