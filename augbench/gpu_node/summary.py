@@ -345,6 +345,7 @@ def summarize(
     node = node or _node()
     order = [lib["name"] for lib in node["libraries"]]
     files = result_files(results)
+    training = training_table(files)
     sync_path = results / "checks" / "sync_check.json"
     sync = json.loads(sync_path.read_text()) if sync_path.is_file() else None
     return {
@@ -385,8 +386,8 @@ def summarize(
         "result_files": [rel for _, rel, _ in files],
         "gpu_dataloader": gpu_table(files, "gpu_dataloader", order),
         "pipeline": gpu_table(files, "pipeline", order),
-        "training": training_table(files),
-        "cores_per_gpu": cores_per_gpu(training_table(files)),
+        "training": training,
+        "cores_per_gpu": cores_per_gpu(training),
         "calibration": calibration_table(results, node["calibration_pairs"]),
         "sync_check": sync,
         "lock_differences": lock_differences(results, node["key_packages"]),
