@@ -70,6 +70,14 @@ def compile_lock(
             raise SystemExit(f"{output}: holds {', '.join(sorted(both))}, which {library} replaces")
 
 
+def drop_constraint_notes(lock: Path) -> None:
+    """Remove the ``-c <file>`` notes from a lock's comments: a constraints file (often a
+    temporary one) is no provenance worth keeping, and the locks stay the same whichever way
+    they were made."""
+    text = re.sub(r"-c [^,\s]+(, )?", "", lock.read_text())
+    lock.write_text(re.sub(r",[ \t]*$", "", text, flags=re.M))
+
+
 def constraints_for(library: str, shared: Path, envs: Path = ENVS) -> Path | None:
     """The constraints ``library``'s lock is compiled under (its declaration's lock_mode)."""
     mode = adapters.declared(library).lock_mode if library in adapters.names() else LOCK_JOINT
@@ -107,9 +115,7 @@ def relock_one(library: str, envs: Path = ENVS) -> None:
         combined = Path(tmp) / "constraints.txt"
         combined.write_text("".join(c.read_text() for c in sources))
         compile_lock([envs / f"{library}.in"], lock, combined, library)
-    # The temporary constraints file is no provenance worth keeping in the lock's comments.
-    text = re.sub(r"-c [^,\s]+(, )?", "", lock.read_text())
-    lock.write_text(re.sub(r",[ \t]*$", "", text, flags=re.M))
+    drop_constraint_notes(lock)
     (envs / f"{library}.yaml").write_text(conda_mirror(library, lock))
     print(f"locked {lock} (previous pins kept)")
 
@@ -137,6 +143,7 @@ def main() -> int:
         for lib in libraries:
             lock = envs / f"{lib}.txt"
             compile_lock([envs / f"{lib}.in"], lock, constraints_for(lib, shared, envs), lib)
+            drop_constraint_notes(lock)
             (envs / f"{lib}.yaml").write_text(conda_mirror(lib, lock))
             print(f"locked {lock}")
     # The driver's own conda mirror, from uv.lock.
