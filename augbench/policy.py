@@ -163,12 +163,13 @@ class ThreadPolicy:
         import sys
 
         applied: dict[str, Any] = {"environment": {k: os.environ.get(k) for k in THREAD_ENV_VARS}}
-        if "cv2" in sys.modules:
-            cv2 = sys.modules["cv2"]
+        # sys.modules may map a name to None (a module made unimportable): not imported.
+        cv2 = sys.modules.get("cv2")
+        if cv2 is not None:
             cv2.setNumThreads(self.opencv_threads)
             applied["opencv"] = {"threads": cv2.getNumThreads()}
-        if "torch" in sys.modules:
-            torch = sys.modules["torch"]
+        torch = sys.modules.get("torch")
+        if torch is not None:
             torch.set_num_threads(self.threads)
             applied["pytorch"] = {"threads": torch.get_num_threads()}
         return applied

@@ -198,14 +198,33 @@ def smoke_settings(libraries: Iterable[str], regimes: list[str], **extra: Any) -
     return resolve(config, REPO)
 
 
-def run_engine(python: Path | str, module: str, *args: str, output: Path) -> dict:
+# What makes modules unimportable in a process and every process it starts (its sitecustomize).
+HIDDEN_MODULES_PATH = REPO / "tests" / "helpers" / "hidden_modules"
+
+
+def hiding(*modules: str) -> dict[str, str]:
+    """The environment (this one's, the repository on PYTHONPATH) in which Python processes find
+    ``modules`` missing, as in an env without their packages: fresh interpreters that an engine
+    starts inherit it."""
+    if not modules:
+        return {**os.environ, "PYTHONPATH": str(REPO)}
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join((str(REPO), str(HIDDEN_MODULES_PATH))),
+        "AUGBENCH_TEST_HIDDEN_MODULES": ",".join(modules),
+    }
+
+
+def run_engine(
+    python: Path | str, module: str, *args: str, output: Path, hide: tuple[str, ...] = ()
+) -> dict:
     """Run ``python -m augbench.measuring.engines.<module> *args`` as machine ``t``, writing
     ``output``, with the repository on PYTHONPATH (a failed run raises); return the JSON document
-    written."""
+    written. ``hide``: modules the engine's processes find missing (:func:`hiding`)."""
     subprocess.run(
         [str(python), "-m", f"augbench.measuring.engines.{module}", *args,
          "--machine", "t", "--output", str(output)],
-        check=True, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True,
+        check=True, env=hiding(*hide), capture_output=True,
     )  # fmt: skip
     return json.loads(output.read_text())
 
