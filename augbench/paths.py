@@ -78,9 +78,6 @@ ALLOCATOR_ROLES = ("results", "pipelines")
 RUN_WILDCARD = "{run}"
 RUN_PREFIX = "-run"
 RUN_PATTERN = r"(|-run[0-9]+)"
-# The loader (config ``cpu_dataloader.loaders``) of a cpu_dataloader result: after its setting,
-# ``decode-w2-thread``, empty for ``process``; its values and regex: augbench.workload.loaders.
-LOADER_WILDCARD = "{loader}"
 
 
 # -- the allocator dimension (config allocators; augbench.measuring.allocator) -------------
