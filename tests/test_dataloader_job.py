@@ -151,3 +151,25 @@ def test_timed_epoch_records_the_steady_rate_of_a_loader() -> None:
     images, seconds = timed_epoch(loader(), steady=steady, first_round=1)
     assert images == 16 and len(steady) == 1
     assert steady[0] > images / seconds  # the start is outside the steady rate
+
+
+def test_a_failure_inside_a_thread_pipeline_names_the_original_error() -> None:
+    """A thread loader (SPDL) reports a failed sample as a group of errors raised from the
+    library's: the row's reason names that original error, not only the group."""
+    from augbench.measuring.engines import skeleton
+
+    try:
+        try:
+            raise RuntimeError("Invalid thread pool!")
+        except RuntimeError as exc:
+            raise RuntimeError("the pipeline stage failed 1 times") from exc
+    except RuntimeError as exc:
+        group = ExceptionGroup("pipeline stages failed", [exc])
+    error = cpu_dataloader.RecipeError("warm-up epoch", group)
+    assert str(error) == (
+        "warm-up epoch: ExceptionGroup: pipeline stages failed (1 sub-exception)"
+        " (from RuntimeError: Invalid thread pool!)"
+    )
+    plain = ValueError("bad crop")
+    assert skeleton.describe(plain) == "ValueError: bad crop"
+    assert skeleton.error_row(group)["reason"].endswith("(from RuntimeError: Invalid thread pool!)")

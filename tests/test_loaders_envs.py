@@ -5,10 +5,12 @@ SPDL cannot be imported, its rows are `skipped`, naming the package to install."
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import jpeg_manifest, run_engine
+from conftest import REPO, jpeg_manifest, run_engine
 
 from augbench.workload import loaders
 
@@ -64,3 +66,48 @@ def test_spdl_measures_another_library_and_is_skipped_naming_the_package_where_m
     (row,) = hidden["results"].values()
     assert row["status"] == "skipped" and row["loader"] == "spdl"
     assert row["reason"] == "loader spdl: not installed in this env (PyPI spdl==0.8.0)"
+
+
+FORKED_THREADS = """
+import threading, torch
+from augbench.measuring.engines import skeleton
+
+torch.ones(1000, 1000).sum()  # the parent has used torch's thread pool, as a job's parent has
+torch.set_num_threads(1)
+
+
+def four_threads_first_use_the_pool():
+    errors, start = [], threading.Barrier(4)
+
+    def flip():
+        start.wait()
+        try:
+            torch.zeros(3, 256, 256, dtype=torch.uint8).flip(-1)
+        except RuntimeError as exc:
+            errors.append(str(exc))
+
+    threads = [threading.Thread(target=flip) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
+failed = [e for _ in range(40) for e in skeleton.in_fresh_fork(four_threads_first_use_the_pool)]
+print(len(failed), failed[:1])
+"""
+
+
+def test_threads_in_a_measurement_fork_use_torch_as_in_a_fresh_process(
+    torchvision_env: Path,
+) -> None:
+    """Every measurement runs in a child forked from the job's process (skeleton.in_fresh_fork),
+    where torch re-creates its thread pool on first use: racily when a thread loader's threads
+    use it first together. The child re-creates it first, so none of 40 children fails."""
+    done = subprocess.run(
+        [str(torchvision_env), "-c", FORKED_THREADS], capture_output=True, text=True, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[0] == "0", done.stdout

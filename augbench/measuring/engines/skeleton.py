@@ -235,6 +235,29 @@ def stream_row(
     )
 
 
+def original_error(exc: BaseException) -> BaseException:
+    """The error ``exc`` wraps, followed down: an exception group's first member, an error's
+    ``__cause__`` (a thread pipeline reports a failed sample as a group of errors raised from
+    it); ``exc`` itself where it wraps none."""
+    seen = {id(exc)}
+    while True:
+        if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+            inner: BaseException | None = exc.exceptions[0]
+        else:
+            inner = exc.__cause__
+        if inner is None or id(inner) in seen:
+            return exc
+        seen.add(id(inner))
+        exc = inner
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message``, followed by the original error's where ``exc`` wraps one."""
+    text = f"{type(exc).__name__}: {exc}"
+    root = original_error(exc)
+    return text if root is exc else f"{text} (from {type(root).__name__}: {root})"
+
+
 def traceback_tail(exc: BaseException) -> str:
     """The end of ``exc``'s traceback, as much as a row keeps."""
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]
@@ -246,12 +269,12 @@ def stage_error_row(stage: str, exc: BaseException, **extra: Any) -> Row:
     in force: its own status and reason, :func:`setup_problem`)."""
     if isinstance(exc, allocator.NotApplied):
         return non_ok_row(*setup_problem(stage, exc), **extra)
-    message = f"{stage}: {type(exc).__name__}: {exc}"
+    message = f"{stage}: {describe(exc)}"
     return non_ok_row("error", message, traceback=traceback_tail(exc), **extra)
 
 
 def error_row(exc: BaseException) -> Row:
-    message = f"{type(exc).__name__}: {exc}"
+    message = describe(exc)
     row = non_ok_row("error", message, traceback=traceback_tail(exc))
     if any(marker in message for marker in CUDA_ERROR_MARKERS):
         # The CUDA context of the process that raised this is unusable from here on; only the
@@ -333,7 +356,18 @@ def measure_isolated(measure: Callable[..., Row], kwargs: dict[str, Any]) -> Row
     return row
 
 
+def recreate_torch_thread_pool() -> None:
+    """In a process forked after torch used its thread pool: have the pool re-created now, in
+    this one thread. torch marks it for re-creation in a forked child and re-creates it on first
+    use, racily where several threads use it first at once (a thread loader's threads fail with
+    "Invalid thread pool!"). A fresh process, a user's, has no pool to re-create."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(torch.get_num_threads())
+
+
 def _forked_child(measure: Callable[[], Any], out: str) -> None:
+    recreate_torch_thread_pool()
     try:
         result = measure()
     except Exception as exc:  # one failing unit never loses the others

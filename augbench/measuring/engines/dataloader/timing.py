@@ -51,7 +51,7 @@ class RecipeError(Exception):
     """A recipe failed at a named stage; the row keeps the stage and the library's message."""
 
     def __init__(self, stage: str, exc: BaseException) -> None:
-        super().__init__(f"{stage}: {type(exc).__name__}: {exc}")
+        super().__init__(f"{stage}: {skeleton.describe(exc)}")
         self.stage = stage
         self.tb = skeleton.traceback_tail(exc)
 
