@@ -265,14 +265,16 @@ def test_injected_sleep_is_measured_by_the_regime_and_every_baseline(
     """A 5 ms sleep per sample (a test-only recipe step, tail or decoder) must read as about
     200 img/s per worker that runs in parallel, in the regime's loader, the bare loop, the
     transport baseline and the decode floor (tests/helpers/sleep_baselines.py, torchvision env).
-    The best of the runs is compared: on a shared machine other tenants only ever slow a run
+    The best of the runs is compared: on a shared machine other processes only ever slow a run
     down, while a timing window that missed or double-counted work would be off in every run."""
     cores = len(os.sched_getaffinity(0))
     load = os.getloadavg()[0]
     if load > 1.5 * cores:
         # Runnable processes beyond the cores: a sleeping sample wakes up late and its few
-        # microseconds of work wait their turn, so wall-clock rates measure the other tenants.
-        pytest.skip(f"load average {load:.1f} on {cores} cores: rates would measure other tenants")
+        # microseconds of work wait their turn, so wall-clock rates measure the other processes.
+        pytest.skip(
+            f"load average {load:.1f} on {cores} cores: rates would measure the other processes"
+        )
     out = tmp_path / "sleep.json"
     # Two workers only where the main process has a core of its own to receive their batches.
     workers = [0, 1, 2] if cores >= 3 else [0, 1]
