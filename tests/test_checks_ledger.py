@@ -15,7 +15,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "docs" / "results"
-MACHINES = ("amd-epyc-2c", "intel-xeon-16c-nvidia-h100-80gb-hbm3")
+MACHINES = ("amd-epyc-2c", "intel-xeon-2c", "intel-xeon-16c-nvidia-h100-80gb-hbm3")
 LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]*checks\.md)#([^)\s]+)\)")
 COMMIT = re.compile(r"\b[0-9a-f]{40}\b")
 DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
