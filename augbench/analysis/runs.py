@@ -139,14 +139,13 @@ def with_process_intervals(frame: pd.DataFrame) -> pd.DataFrame:
     """Every ok row with :data:`PROCESS_COLUMNS` (blank for rows that measured nothing)."""
     if frame.empty:
         return frame
-    ok = frame["status"] == "ok" if "status" in frame.columns else pd.Series(True, frame.index)
-    found = {
-        i: process_interval(row).fields(PROCESS_PREFIX) if ok[i] else {}
-        for i, row in frame.iterrows()
-    }
+    found = [
+        process_interval(row).fields(PROCESS_PREFIX) if row.get("status", "ok") == "ok" else {}
+        for row in frame.to_dict("records")
+    ]
     out = frame.copy()
     for column in PROCESS_COLUMNS:
-        out[column] = [found[i].get(column, math.nan) for i in frame.index]
+        out[column] = [fields.get(column, math.nan) for fields in found]
     return out
 
 

@@ -9,6 +9,7 @@ decided" below policy.DECISION_LEVEL or where either row was measured under load
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
@@ -155,11 +156,10 @@ def compute(tidy: pd.DataFrame) -> pd.DataFrame:
     not ok or has no ok competitor.
     """
     records = []
-    tidy = _with_dataset(tidy)
     keys = [*GROUP_COLUMNS, "transform"]
-    for key, group in tidy.groupby(keys, dropna=False, sort=True):
-        ok = group[group["status"] == "ok"]
-        for _, row in group.iterrows():
+    for key, group in _groups(_with_dataset(tidy), keys):
+        ok = [row for row in group if row["status"] == "ok"]
+        for row in group:
             record = dict(zip(keys, key, strict=True))
             record.update(
                 library=row["library"],
@@ -180,9 +180,8 @@ def compute(tidy: pd.DataFrame) -> pd.DataFrame:
             if row["status"] == "ok":
                 own = decision.median_interval(process_values(row))
                 record.update(own.fields("throughput"))
-            others = ok[ok["library"] != row["library"]]
-            if row["status"] == "ok" and len(others):
-                best = others.loc[others[MEDIAN_THROUGHPUT].idxmax()]
+            best = _fastest(o for o in ok if o["library"] != row["library"])
+            if row["status"] == "ok" and best is not None:
                 m, mo = float(row[MEDIAN_THROUGHPUT]), float(best[MEDIAN_THROUGHPUT])
                 found = margin_fields(row, best, "speedup")
                 record.update(
@@ -202,6 +201,29 @@ def compute(tidy: pd.DataFrame) -> pd.DataFrame:
                 record["is_fastest"] = True
             records.append(record)
     return pd.DataFrame.from_records(records, columns=list(SPEEDUP_COLUMNS))
+
+
+def _groups(
+    frame: pd.DataFrame, keys: list[str]
+) -> list[tuple[tuple[Any, ...], list[dict[str, Any]]]]:
+    """(key, rows as dicts in the frame's order) of each group of ``keys``, in groupby's sorted
+    order, missing keys a group of their own: the frame read once, not filtered per group (a
+    sweep of thousands of recipes has thousands of groups)."""
+    grouped = frame.groupby(keys, dropna=False, sort=True)
+    members: list[list[dict[str, Any]]] = [[] for _ in range(grouped.ngroups)]
+    for group, row in zip(grouped.ngroup(), frame.to_dict("records"), strict=True):
+        members[group].append(row)
+    return [(tuple(rows[0][k] for k in keys), rows) for rows in members]
+
+
+def _fastest(rows: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+    """The row of the highest median throughput (the first of equals); None without one."""
+    best = None
+    for row in rows:
+        value = row[MEDIAN_THROUGHPUT]
+        if not pd.isna(value) and (best is None or value > best[MEDIAN_THROUGHPUT]):
+            best = row
+    return best
 
 
 def throughput_table(tidy: pd.DataFrame) -> pd.DataFrame:
