@@ -219,3 +219,31 @@ def test_the_answer_names_the_fastest_feed_and_its_gain_over_the_default() -> No
     only = feeds.answer(rows.iloc[:2], best)
     assert only["feed_library"] is None and only["feed_answer"] == feeds.ONLY_DEFAULT
     assert list(feeds.default_rows(rows)["library"]) == ["albumentationsx", "torchvision"]
+
+
+def test_gpu_rows_decoded_on_the_device_are_their_own_group(tmp_path: Path) -> None:
+    """A GPU DataLoader row names its decoder (native: the workers'; nvjpeg: the device's) and
+    is compared only with rows of the same one; a row written before the decoder was a column
+    names only its call and reads as native."""
+    metadata = {
+        "machine": "m", "regime": "gpu_dataloader", "scope": "decode", "library": "torchvision",
+        "dataset": {"key": "d-0123456789ab", "name": "d"},
+        "benchmark_params": {"num_images": 8, "workers": 2, "batch_size": 4},
+    }  # fmt: skip
+    calls = {
+        "older": "torchvision.io.decode_image(read_file(path), RGB) in DataLoader workers",
+        "native": "native",
+        "nvjpeg": "nvjpeg",
+    }
+    paths = []
+    for name, decoder in calls.items():
+        row = {**ok_row([1.0, 1.0, 1.0], [0.1] * 3, warmup_iterations=1), "decoder": decoder,
+               "variant": "per-sample", "scope": "decode", "workers": 2}  # fmt: skip
+        paths.append(tmp_path / f"{name}.json")
+        write_result_file(paths[-1], {**metadata, "library": "torchvision"}, {"Identity": row})
+    frame = tidy.load(paths)
+    assert sorted(frame["decoder"]) == ["native", "native", "nvjpeg"]
+    assert calls["older"] in set(frame["decoder_call"])
+    labels = [g.short_label for g in groups.iter_groups(frame)]
+    assert any(label.endswith("nvjpeg decoder") for label in labels)
+    assert len(labels) == 2

@@ -178,3 +178,32 @@ def test_training_feeds_its_loader_with_the_chosen_decoder(
     (row,) = missing["results"].values()
     assert row["status"] == "skipped" and row["decoder"] == "opencv"
     assert "cv2 not installed" in row["reason"]
+
+
+def test_the_gpu_feed_decodes_on_the_device_with_nvjpeg(
+    torchvision_env: Path, tmp_path: Path
+) -> None:
+    """--decoder nvjpeg feeds the GPU feed (on CPU tensors here): the workers read the files'
+    bytes and the step decodes each batch on the device; the row names the decoder and what its
+    step timed. nvJPEG with the cpu feed is refused in one line."""
+    manifest = str(jpeg_manifest(tmp_path, count=8))
+    common = ["--library", "torchvision", "--workers", "1", "--manifest", manifest,
+              "--num-images", "8", "--transforms", "HorizontalFlip", "--batch-size", "4",
+              "--accelerator", "sleep:5", "--steps", "4", "--warmup-steps", "1",
+              "--model-steps", "2", "--blocks", "2", "--decoder", "nvjpeg"]  # fmt: skip
+    doc = run_engine(
+        torchvision_env, "training", *common, "--feeds", "gpu", "--allow-cpu-device-feed",
+        "true", output=tmp_path / "nvjpeg.json",
+    )  # fmt: skip
+    (row,) = doc["results"].values()
+    assert row["status"] == "ok", row
+    assert (row["feed"], row["decoder"]) == ("gpu", "nvjpeg")
+    assert row["decoder_call"] == decoders.device_decoder("nvjpeg").call
+    assert "decode_jpeg on cpu" in row["feed_timed"]
+    refused = subprocess.run(
+        [str(torchvision_env), "-m", "augbench.measuring.engines.training", *common,
+         "--feeds", "cpu", "--machine", "t", "--output", str(tmp_path / "x.json")],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert refused.returncode == 2
+    assert "--decoder nvjpeg: the gpu feed's only (--feeds gpu)" in refused.stderr

@@ -23,6 +23,7 @@ from conftest import REPO, jpeg_manifest, run_engine
 
 from augbench.gpu_node import bundle, plan
 from augbench.planning import provision
+from augbench.workload import gpu_recipes
 
 BUNDLE_SCRIPT = REPO / "tools/gpu_node/bundle"
 PROVE = REPO / "tools/gpu_node/prove.sh"
@@ -173,8 +174,28 @@ def test_the_node_plan_runs_the_gpu_regimes_with_the_rules_flags_within_the_budg
     assert sum(fixed.values()) + 30 + full["finish_reserve_s"] <= full["total_budget_s"] <= 570
     # What predicts and measures training out of sample runs first; batch-shared last.
     assert list(node["steps"]) == [
-        "supply", "training", "gpu_dataloader", "pipeline", "batch_shared"
+        "supply", "training", "gpu_dataloader", "pipeline", "nvjpeg", "batch_shared"
     ]  # fmt: skip
+    # nvJPEG, as time allows: the training's GPU feed decoded on the device at its fewest
+    # workers, and each library's decode-scope Identity; no other step (nor the A/A pairs) runs
+    # a job of that decoder.
+    nvjpeg = node["steps"]["nvjpeg"]
+    assert [j["label"] for j in nvjpeg] == [
+        "torchvision w4-nvjpeg", "torchvision decode nvjpeg w2 per-sample",
+        "kornia decode nvjpeg w2 per-sample",
+    ]  # fmt: skip
+    for job in nvjpeg:
+        engine = job["engine"]
+        assert engine[engine.index("--decoder") + 1] == "nvjpeg"
+        if job["rule"] == "gpu_dataloader":
+            assert engine[engine.index("--transforms") + 1] == "Identity"
+        else:
+            assert engine[engine.index("--feeds") + 1] == "gpu"
+    assert "nvjpeg" in full["as_time_allows"]
+    others = [j for step, jobs in node["steps"].items() if step != "nvjpeg" for j in jobs]
+    calibration = full["modes"]["calibration"]["steps"]["calibration"]
+    assert not [j for j in [*others, *calibration] if "--decoder" in j["engine"]
+                and "nvjpeg" in j["engine"]]  # fmt: skip
     assert all(
         j["wildcards"]["randomness"] == "batch-shared" for j in node["steps"]["batch_shared"]
     )
@@ -185,7 +206,9 @@ def test_the_node_plan_runs_the_gpu_regimes_with_the_rules_flags_within_the_budg
             assert all("--allow-cpu-device" not in job["engine"] for job in jobs)
             continue
         for job in jobs:
-            switch = "--allow-cpu-device-feed" if step == "training" else "--allow-cpu-device"
+            switch = (
+                "--allow-cpu-device-feed" if job["rule"] == "training" else "--allow-cpu-device"
+            )
             assert switch in job["engine"], job["label"]
 
 
@@ -237,6 +260,7 @@ def test_cores_per_gpu_is_the_fewest_workers_fed_on_every_runs_interval() -> Non
         row("cpu", 4, 0.02, 0.06, "-run2"), row("cpu", 8, *fed), row("cpu", 8, *fed, "-run2"),
         row("gpu", 1, *starved), row("gpu", 2, *starved),
         row("odd", 1, *fed), row("odd", 2, *starved),
+        {**row("gpu", 1, *fed), "decoder": "nvjpeg"},
     ]  # fmt: skip
     curves = {c["feed"]: c for c in cores_per_gpu(rows)}
     cpu = curves["cpu"]
@@ -244,6 +268,7 @@ def test_cores_per_gpu_is_the_fewest_workers_fed_on_every_runs_interval() -> Non
     assert (cpu["fewest_fed_workers"], cpu["cores"], cpu["runs"]) == (8, 9, 2)
     assert cores_answer(cpu).startswith("fed from 8 workers: 9 cores per GPU")
     assert curves["gpu"]["cores"] is None
+    assert curves["gpu (nvjpeg)"]["cores"] == 2  # its own curve: decoded on the device
     assert cores_answer(curves["gpu"]).startswith("starved at every count up to 2 workers")
     assert not curves["odd"]["monotone"] and curves["odd"]["cores"] is None
     assert "more workers fared worse" in cores_answer(curves["odd"])
@@ -326,6 +351,48 @@ def test_the_gpu_dataloader_cpu_switch_measures_on_cpu_tensors_and_says_so(
     assert row["status"] == "ok", row.get("reason")
     assert row["output_device"] == "cpu" and row["device"].startswith("cpu (--allow-cpu-device")
     assert doc["metadata"]["cpu_stand_in"] is True
+
+
+@pytest.mark.envs
+def test_the_nvjpeg_decoder_reads_bytes_in_workers_and_decodes_each_batch_on_the_device(
+    tmp_path: Path, torchvision_env: Path
+) -> None:
+    """--decoder nvjpeg on CPU tensors (the dry mode's switch): the workers hand over the files'
+    bytes, one decode_jpeg call per batch decodes them on the device, the crop is cut there and
+    the transform runs after it (each recipe is a process: one here, Identity in the dry mode);
+    the rows say which decoder fed them and what was timed. The decoder needs the decode scope,
+    and a file that is not a JPEG is the row's error in one line."""
+    manifest = jpeg_manifest(tmp_path, count=4)
+    common = [
+        "--library", "torchvision", "--manifest", str(manifest), "--num-images", "4",
+        "--scope", "decode", "--workers", "1", "--randomness", "per-sample", "--batch-size", "2",
+        "--values", "2", "--warmups", "0", "--allow-cpu-device", "true", "--decoder", "nvjpeg",
+    ]  # fmt: skip
+    doc = run_engine(
+        torchvision_env, "gpu_dataloader", *common, "--transforms", "HorizontalFlip",
+        output=tmp_path / "ok.json",
+    )  # fmt: skip
+    for row in doc["results"].values():
+        assert row["status"] == "ok", row.get("reason")
+        assert row["decoder"] == "nvjpeg" and row["timed"] == gpu_recipes.NVJPEG_TIMED
+        assert row["output_shape"] == [2, 3, 224, 224] and row["output_device"] == "cpu"
+        assert row["input"] == "DataLoader of file bytes, decoded on the device"
+    assert doc["metadata"]["benchmark_params"]["decoder"] == "nvjpeg"
+    (tmp_path / "images" / "2.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a JPEG")
+    broken = run_engine(
+        torchvision_env, "gpu_dataloader", *common, "--transforms", "Identity",
+        output=tmp_path / "broken.json",
+    )  # fmt: skip
+    row = broken["results"]["Identity"]
+    assert row["status"] == "error" and "\n" not in row["reason"], row
+    refused = subprocess.run(
+        [str(torchvision_env), "-m", "augbench.measuring.engines.gpu_dataloader",
+         *common[:-2], "--decoder", "nvjpeg", "--scope", "memory", "--workers", "0",
+         "--transforms", "Identity", "--machine", "t", "--output", str(tmp_path / "x.json")],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert refused.returncode == 2
+    assert "--decoder nvjpeg: the decode scope's single transforms only" in refused.stderr
 
 
 # -- the node command --------------------------------------------------------------------------
@@ -497,7 +564,7 @@ def test_the_dry_mode_runs_every_step_and_leaves_a_small_out_folder(
     assert files == ["prove.log", "results.tar.gz", "summary.json", "summary.md"]
     # Progress: labelled lines with the elapsed time, per step.
     for step in ("install", "environment", "dataset", "sync_check", "gpu_dataloader", "pipeline",
-                 "training", "calibration"):  # fmt: skip
+                 "nvjpeg", "training", "calibration"):  # fmt: skip
         assert f"s] {step} | " in proc.stdout, step
     with tarfile.open(out / "results.tar.gz") as tar:
         docs = {
@@ -510,15 +577,22 @@ def test_the_dry_mode_runs_every_step_and_leaves_a_small_out_folder(
     assert machine.endswith("-dry") and key.startswith("default-12-")
     raw = f"results/raw/{machine}/{key}"
     gpu = docs[f"{raw}/gpu_dataloader/kornia/decode_w1_per-sample_s000.json"]
+    nvjpeg = docs[f"{raw}/gpu_dataloader/kornia/decode-nvjpeg_w1_per-sample_s000.json"]
     training = docs[f"{raw}/training/torchvision/w1.json"]
     pipeline = docs[
         f"results/pipelines/raw/{machine}/{key}/gpu_dataloader/torchvision/memory-w0_per-sample.json"
     ]
-    for doc in (gpu, training, pipeline):
+    for doc in (gpu, nvjpeg, training, pipeline):
         assert {row["status"] for row in doc["results"].values()} == {"ok"}, doc["results"]
         assert doc["metadata"]["environment"]["env_manager"] == "system"
         assert doc["metadata"]["machine"] == machine
     assert set(gpu["results"]) == {"Identity", "HorizontalFlip"}
+    (row,) = nvjpeg["results"].values()  # Identity: the files decoded on the (CPU) device
+    assert row["decoder"] == "nvjpeg" and "decode_jpeg" in row["decoder_call"]
+    on_device = docs[f"{raw}/training/torchvision/w1-nvjpeg.json"]  # the GPU feed's
+    assert {(r["status"], r["feed"], r["decoder"]) for r in on_device["results"].values()} == {
+        ("ok", "gpu", "nvjpeg")
+    }
     assert gpu["metadata"]["cpu_stand_in"] is True
     assert gpu["metadata"]["library_versions"]["kornia"] == "0.9.0"  # the bundle's wheel
     assert {row["feed"] for row in training["results"].values()} == {"cpu", "gpu"}
@@ -526,7 +600,7 @@ def test_the_dry_mode_runs_every_step_and_leaves_a_small_out_folder(
     marker = docs["results/envs/kornia.json"]
     assert marker["manager"] == "system" and marker["python"] == str(torchvision_env)
     assert "results/data/" + key + "/manifest.json" in docs
-    assert [s["status"] for s in summary["steps"]] == ["ok"] * 9
+    assert [s["status"] for s in summary["steps"]] == ["ok"] * 10
     # The A/A step: torchvision and its second name on Identity, one run each.
     assert summary["calibration"]["measured_pairs"] == 1
     assert "## A/A calibration" in (out / "summary.md").read_text()
@@ -537,5 +611,5 @@ def test_the_dry_mode_runs_every_step_and_leaves_a_small_out_folder(
     assert "dry run: GPU rows measured on CPU tensors" in text
     assert "kornia decode per-sample" in text and "| training | ok |" in text
     # The worker curve's answer, per feed (the dry run's 1 worker: any verdict).
-    assert {c["feed"] for c in summary["cores_per_gpu"]} == {"cpu", "gpu"}
+    assert {c["feed"] for c in summary["cores_per_gpu"]} == {"cpu", "gpu", "gpu (nvjpeg)"}
     assert "## Cores per GPU" in text

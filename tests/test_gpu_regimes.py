@@ -597,3 +597,10 @@ def test_a_fresh_fork_returns_its_result_and_a_dead_one_an_error_row() -> None:
     assert raised["status"] == "error" and "ZeroDivisionError" in raised["reason"]
     died = skeleton.in_fresh_fork(lambda: os.kill(os.getpid(), signal.SIGKILL), "row")
     assert died["status"] == "error" and "SIGKILL" in died["reason"]
+
+
+def test_an_unknown_gpu_dataloader_decoder_stops_the_run_naming_the_valid_ones() -> None:
+    with pytest.raises(ConfigError, match=r"gpu_dataloader\.decoders\[1\]: 'pil' is not one of"):
+        resolve(
+            {**BASE, "preset": "smoke", "gpu_dataloader": {"decoders": ["native", "pil"]}}, REPO
+        )

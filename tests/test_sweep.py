@@ -15,7 +15,7 @@ import yaml
 
 from augbench import paths
 from augbench.planning import command_line, cost, memory, plan, regimes, sweep
-from augbench.planning.config import deep_merge, resolve
+from augbench.planning.config import ConfigError, deep_merge, resolve
 from augbench.planning.regimes.gpu import Stream
 from augbench.workload.adapters.base import CPU_TRANSFORMS
 
@@ -62,7 +62,9 @@ def test_the_paper_preset_counts_match_the_workflow_plan() -> None:
     assert counts["micro"] == 420 + 3 * 56
     assert counts["cpu_dataloader"] == 4 * (12 + 9 * 2 + feeds)
     assert counts["pipeline_breakdown"] == 4 * 4
-    assert counts["gpu_dataloader"] == 135 and counts["dali"] == counts["dali_cpu"] == 15
+    # nvJPEG: one shard (Identity and three recipes) per decode-scope setting: torchvision's two
+    # randomness modes and Kornia's one, at 4 and 8 workers.
+    assert counts["gpu_dataloader"] == 135 + 3 * 2 and counts["dali"] == counts["dali_cpu"] == 15
     assert counts["pipeline_dataloader"] == 48 + 4 * feeds
     assert counts["pipeline_gpu_dataloader"] == 9
     assert counts["decoders"] == 1
@@ -464,3 +466,112 @@ def test_training_runs_each_decoder_where_the_cpu_dataloader_regime_measures_it(
     # Its supply is the cpu_dataloader row of the same decoder and workers.
     supply = [Path(o).name for j in planned.jobs() if j.rule == "cpu_dataloader" for o in j.outputs]
     assert "decode-w2-simplejpeg-s000.json" in supply
+
+
+def test_the_gpu_dataloader_nvjpeg_decoder_adds_the_decode_scopes_single_transform_jobs() -> None:
+    """gpu_dataloader.decoders naming nvjpeg adds each decode-scope setting again, named
+    decode-nvjpeg_w..., passing --decoder nvjpeg; the memory scope (nothing decoded in the clock)
+    and the pipelines keep the workers' decoder, their results named as before."""
+    cfg = config(
+        "smoke", libraries=["torchvision", "kornia"], regimes=["gpu_dataloader"],
+        gpu_dataloader={"decoders": ["native", "nvjpeg"], "workers": [2],
+                        "torchvision_randomness": ["per-sample"]},
+        pipelines=["config/pipelines/train_light.yaml"],
+    )  # fmt: skip
+    planned = sweep.Sweep(cfg, "d")
+    jobs = [j for j in planned.jobs() if j.rule == "gpu_dataloader" and j.library == "torchvision"]
+    names = sorted(Path(j.outputs[0]).name for j in jobs)
+    assert names == [
+        "decode-nvjpeg_w2_per-sample_s000.json",
+        "decode_w2_per-sample_s000.json",
+        "memory_w0_per-sample_s000.json",
+    ]
+    kind = regimes.KINDS["gpu_dataloader"]
+    flags = {
+        Path(j.outputs[0]).name: kind.args(
+            planned, kind, {"library": j.library, "machine": "m", **dict(j.wildcards)}
+        )
+        for j in jobs
+    }
+    assert flags["decode-nvjpeg_w2_per-sample_s000.json"]["decoder"] == "nvjpeg"
+    assert "decoder" not in flags["decode_w2_per-sample_s000.json"]
+    pipelines = [
+        Path(j.outputs[0]).name for j in planned.jobs() if j.rule.startswith("pipeline_gpu")
+    ]
+    assert pipelines and not [name for name in pipelines if "nvjpeg" in name]
+    # The rule's own pattern reads the name back.
+    wildcards = kind.wildcards_of(
+        jobs[0].outputs[0]
+        if "nvjpeg" in jobs[0].outputs[0]
+        else next(j.outputs[0] for j in jobs if "nvjpeg" in j.outputs[0])
+    )
+    assert wildcards is not None and wildcards["decoder"] == "-nvjpeg"
+
+
+def test_training_feeds_its_gpu_feed_with_nvjpeg_where_the_gpu_dataloader_names_it() -> None:
+    """gpu_dataloader.decoders naming nvjpeg adds, per training worker count, a GPU-feed job
+    decoded on the device (w<workers>-nvjpeg, --feeds gpu --decoder nvjpeg) for the libraries that
+    augment on the GPU; none where the GPU feed is not configured."""
+    cfg = config(
+        "smoke", libraries=["torchvision", "pillow"], regimes=["training"],
+        gpu_dataloader={"decoders": ["native", "nvjpeg"]},
+        training={"workers": [1, 2], "feeds": ["cpu", "gpu"]},
+    )  # fmt: skip
+    planned = sweep.Sweep(cfg, "d")
+    jobs = [j for j in planned.jobs() if j.rule == "training"]
+    names = sorted(f"{j.library}/{Path(j.outputs[0]).name}" for j in jobs)
+    assert names == [
+        "pillow/w1.json", "pillow/w2.json", "torchvision/w1-nvjpeg.json",
+        "torchvision/w1.json", "torchvision/w2-nvjpeg.json", "torchvision/w2.json",
+    ]  # fmt: skip
+    kind = regimes.KINDS["training"]
+    job = next(j for j in jobs if j.outputs[0].endswith("w2-nvjpeg.json"))
+    flags = kind.args(
+        planned, kind, {"library": job.library, "machine": "m", **dict(job.wildcards)}
+    )
+    assert (flags["decoder"], flags["feeds"]) == ("nvjpeg", "gpu")
+    cpu_only = config(
+        "smoke", libraries=["torchvision"], regimes=["training"],
+        gpu_dataloader={"decoders": ["native", "nvjpeg"]}, training={"feeds": ["cpu"]},
+    )  # fmt: skip
+    assert not [j for j in sweep.Sweep(cpu_only, "d").jobs() if "nvjpeg" in j.outputs[0]]
+
+
+def test_nvjpeg_measures_the_decoder_transforms_after_the_identity_baseline() -> None:
+    """gpu_dataloader.decoder_transforms: the nvJPEG jobs measure Identity and the run's recipes
+    named there (in the run's order; one not configured is left out), the workers' decoder every
+    recipe; the plan prices each job by its own recipes."""
+    cfg = config(
+        "smoke", libraries=["torchvision"], regimes=["gpu_dataloader"],
+        transforms=["HorizontalFlip", "RandomResizedCrop", "ColorJitter"],
+        gpu_dataloader={"decoders": ["native", "nvjpeg"], "workers": [2], "shard_size": 10,
+                        "torchvision_randomness": ["per-sample"],
+                        "decoder_transforms": ["ColorJitter", "HorizontalFlip", "Affine"]},
+    )  # fmt: skip
+    planned = sweep.Sweep(cfg, "d")
+    kind = regimes.KINDS["gpu_dataloader"]
+    recipes = {
+        Path(j.outputs[0]).name: kind.args(
+            planned, kind, {"library": j.library, "machine": "m", **dict(j.wildcards)}
+        )["transforms"]
+        for j in planned.jobs()
+        if j.rule == "gpu_dataloader" and dict(j.wildcards)["scope"] == "decode"
+    }
+    assert recipes == {
+        "decode_w2_per-sample_s000.json": [
+            "Identity", "HorizontalFlip", "RandomResizedCrop", "ColorJitter"
+        ],
+        "decode-nvjpeg_w2_per-sample_s000.json": ["Identity", "HorizontalFlip", "ColorJitter"],
+    }  # fmt: skip
+    only_identity = config(
+        "smoke", libraries=["torchvision"], regimes=["gpu_dataloader"],
+        gpu_dataloader={"decoders": ["native", "nvjpeg"], "decoder_transforms": ["Identity"]},
+    )  # fmt: skip
+    planned = sweep.Sweep(only_identity, "d")
+    assert {
+        tuple(planned.gpu_decoder_shards[dict(j.wildcards)["shard"]])
+        for j in planned.jobs()
+        if j.rule == "gpu_dataloader" and dict(j.wildcards).get("decoder")
+    } == {("Identity",)}
+    with pytest.raises(ConfigError, match=r"decoder_transforms\[0\]: 'Nope' is not one of"):
+        config("smoke", gpu_dataloader={"decoder_transforms": ["Nope"]})

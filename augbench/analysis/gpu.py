@@ -47,6 +47,8 @@ MEASUREMENT_COLUMNS: tuple[str, ...] = (
     "library",
     "variant",
     "scope",
+    # What decoded the decode scope's images: the workers' (native) or the device's (nvjpeg).
+    "decoder",
     "workers",
     "batch_size",
     "transform",

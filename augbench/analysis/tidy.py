@@ -381,8 +381,9 @@ def rows_from_file(path: Path) -> list[dict[str, Any]]:
 
 
 # The regimes whose rows choose their decoder and loader (the training regime's cpu feed is the
-# cpu_dataloader decode scope's loader).
-DECODER_REGIMES = ("cpu_dataloader", "training")
+# cpu_dataloader decode scope's loader; the GPU DataLoader's decoders are
+# augbench.workload.decoders.DEVICE_DECODERS, its loader the DataLoader's processes).
+DECODER_REGIMES = ("cpu_dataloader", "training", "gpu_dataloader")
 
 
 def group_decoder(frame: pd.DataFrame) -> pd.Series:
@@ -397,12 +398,16 @@ def group_decoder(frame: pd.DataFrame) -> pd.Series:
 
 def _decoder_fields(regime: str, row: dict[str, Any]) -> dict[str, Any]:
     """``decoder``: the declared decoder (augbench.workload.decoders) of a row that has one to
-    choose, a group column (rows of one decoder are compared with each other): a cpu_dataloader
-    or training row's (native where the file names none, or names only its call: written before
-    decoders were declared; a training row's GPU feed decodes with torchvision.io, its own) and a
-    decoders-table row's; None elsewhere. ``decoder_call``: the call it made."""
+    choose, a group column (rows of one decoder are compared with each other): a cpu_dataloader,
+    training or gpu_dataloader row's (native where the file names none, or names only its call:
+    written before decoders were declared; a training row's GPU feed decodes with torchvision.io,
+    its own) and a decoders-table row's; None elsewhere. ``decoder_call``: the call it made."""
     named = row.get("decoder")
-    declared = named if named in decoders.NAMES else None
+    names = {
+        "gpu_dataloader": decoders.DEVICE_NAMES,
+        "training": (*decoders.NAMES, *decoders.DEVICE_NAMES),  # its GPU feed's too
+    }.get(regime, decoders.NAMES)
+    declared = named if named in names else None
     call = row.get("decoder_call") or (None if declared else named)
     if regime in DECODER_REGIMES:
         return {"decoder": declared or decoders.NATIVE, "decoder_call": call}

@@ -64,7 +64,13 @@ FINISH_RESERVE_S = 12.0
 PIPELINE = "config/pipelines/train_medium.yaml"
 # Steps that take what the others left, up to the overall deadline (their budget is a ceiling,
 # not a share of TOTAL_BUDGET_S); what they leave out, a resumed run measures.
-AS_TIME_ALLOWS = ("batch_shared",)
+AS_TIME_ALLOWS = ("nvjpeg", "batch_shared")
+# The GPU DataLoader's nvJPEG rows on the node (gpu_dataloader.decoders): the decode scope's
+# Identity (read, decode, crop, Normalize), beside the same recipe decoded in the workers, per
+# library and per-sample, and the training's GPU feed decoded on the device at its fewest
+# workers. Each recipe is a process start with its CUDA context (8-10 s on the first H100 run).
+NVJPEG_GPU_DATALOADER = {"decoders": ["native", "nvjpeg"], "decoder_transforms": ["Identity"]}
+NVJPEG = "-nvjpeg"  # the decoder's part of a gpu_dataloader result's name
 # Runs of each job in the training check: the fewest that give an interval over processes.
 CHECK_RUNS = 3
 # The training check's whole wall time, within a 10-minute scheduler slot: at 4, 8 and
@@ -106,6 +112,7 @@ STEP_BUDGETS_S: dict[str, dict[str, float]] = {
         # 4 jobs of 11 recipes, each recipe in a process of its own (imports, CUDA context).
         "gpu_dataloader": 300,
         "pipeline": 50,
+        "nvjpeg": 60,
         "batch_shared": 200,
     },
     "training_check": {
@@ -121,6 +128,7 @@ STEP_BUDGETS_S: dict[str, dict[str, float]] = {
         "training": 150,
         "gpu_dataloader": 150,
         "pipeline": 90,
+        "nvjpeg": 60,
         "batch_shared": 90,
         # A/A jobs of one recipe each, every one a fresh process importing torch: slow on a
         # 2-core machine beside other work (the dry mode leaves no job out for a prediction).
@@ -189,8 +197,8 @@ def _node_config(libraries: list[str]) -> dict[str, Any]:
         # A GPU job where CUDA is not usable fails instead of writing skipped rows.
         "gpu": "required",
         "pipelines": [PIPELINE],
-        # One job (one engine start) per library x scope x randomness mode.
-        "gpu_dataloader": {"shard_size": 11},
+        # One job (one engine start) per library x scope x decoder x randomness mode.
+        "gpu_dataloader": {"shard_size": 11, **NVJPEG_GPU_DATALOADER},
         "cpu_dataloader": NODE_SUPPLY,
         "training": NODE_TRAINING,
     }
@@ -246,6 +254,7 @@ def _dry_config(libraries: list[str]) -> dict[str, Any]:
         "gpu_dataloader": {
             "batch_size": 4,
             "workers": [1],
+            **NVJPEG_GPU_DATALOADER,
             "torchvision_randomness": ["per-sample"],
             "values": 2,
             "warmups": 0,
@@ -289,6 +298,7 @@ ENGINE_STEPS: dict[str, tuple[tuple[str, ...], str | None]] = {
     "training": (("training",), None),
     "gpu_dataloader": (("gpu_dataloader",), "per-sample"),
     "pipeline": (("pipeline_gpu_dataloader",), "per-sample"),
+    "nvjpeg": (("gpu_dataloader", "training"), "per-sample"),
     "batch_shared": (("gpu_dataloader", "pipeline_gpu_dataloader"), "batch-shared"),
 }
 # The A/A step: the GPU DataLoader's decode-scope jobs of the pairs' names (calibration_jobs).
@@ -311,14 +321,15 @@ MODE_BUDGETS_S = {
 }
 
 
-def gpu_priority(w: Mapping[str, str], order: Sequence[str]) -> tuple[bool, bool, int]:
+def gpu_priority(w: Mapping[str, str], order: Sequence[str]) -> tuple[bool, bool, bool, int]:
     """Node order of GPU DataLoader jobs: per-sample randomness (the like-for-like comparison
-    of the libraries) before batch-shared, memory scope before decode, then the libraries in
-    ``order`` (the node's, augbench.gpu_node.libraries: torchvision before Kornia); a name not
-    in it (a second name) after them."""
+    of the libraries) before batch-shared, memory scope before decode, the workers' decoder
+    before nvJPEG, then the libraries in ``order`` (the node's, augbench.gpu_node.libraries:
+    torchvision before Kornia); a name not in it (a second name) after them."""
     library = w["library"]
     rank = order.index(library) if library in order else len(order)
-    return (w["randomness"] == "batch-shared", w["scope"] == "decode", rank)
+    nvjpeg = bool(w.get("decoder"))
+    return (w["randomness"] == "batch-shared", w["scope"] == "decode", nvjpeg, rank)
 
 
 def _pick(pairs: set[tuple[str, str]]) -> Callable[[Mapping[str, str]], bool]:
@@ -339,9 +350,15 @@ def select(mode: str) -> dict[str, Callable[[Mapping[str, str]], bool]]:
     def trains(w: Mapping[str, str]) -> bool:
         return w["library"] == training
 
+    def trains_once_on_nvjpeg(w: Mapping[str, str]) -> bool:
+        """The node's training with nvJPEG: at its fewest workers, where the CPU feed starves
+        most (the others as the configuration plans them)."""
+        fewest = str(min(NODE_TRAINING["workers"]))
+        return trains(w) and (w.get("decoder") != NVJPEG or w["workers"] == fewest)
+
     runs_training = {"cpu_dataloader": trains, "training": trains}
     return {
-        "node": runs_training,
+        "node": {**runs_training, "training": trains_once_on_nvjpeg},
         "training_check": runs_training,
         "dry": {
             "gpu_dataloader": _pick({(lib, "decode") for lib in others or [first]}),
@@ -426,9 +443,18 @@ def mode_plan(mode: str, repo: Path) -> dict[str, Any]:
             )
             continue
         candidates = [j for rule in step_rules for j in jobs[rule]]
-        chosen = [j for j in candidates if randomness in (None, j["wildcards"].get("randomness"))]
+        # A step's randomness mode picks among the jobs that have one (training has none).
+        chosen = [
+            j
+            for j in candidates
+            if randomness in (None, j["wildcards"].get("randomness", randomness))
+        ]
+        # The nvJPEG rows are their own step.
+        chosen = [
+            j for j in chosen if (j["wildcards"].get("decoder") == NVJPEG) == (step == "nvjpeg")
+        ]
         if step in AS_TIME_ALLOWS:  # shortest first: memory scope, then one recipe before 11
-            chosen.sort(key=lambda j: (j["wildcards"]["scope"] == "decode", j["recipes"]))
+            chosen.sort(key=lambda j: (j["wildcards"].get("scope") == "decode", j["recipes"]))
         # Runs in order (stable: within a run, the rules' order, then the workers'), so a
         # setting's runs lie a pass over the step apart.
         chosen.sort(key=lambda j: run_number(j["wildcards"].get("run", "")))
@@ -450,10 +476,11 @@ def calibration_jobs(
     recipes: str | None,
     pairs: Sequence[tuple[str, str, str | None]],
 ) -> list[dict[str, Any]]:
-    """The A/A step's jobs: the decode-scope, per-sample GPU DataLoader jobs of the ``pairs``'
-    names (augbench.gpu_node.libraries.calibration_pairs; a name paired only on one recipe
-    measures that one; ``recipes``: every name only these), each in ``runs`` runs, every job's
-    run k before any run k + 1, each run a result file of its own below :data:`CALIBRATION_DIR`."""
+    """The A/A step's jobs: the decode-scope, per-sample GPU DataLoader jobs (decoded in the
+    workers) of the ``pairs``' names (augbench.gpu_node.libraries.calibration_pairs; a name
+    paired only on one recipe measures that one; ``recipes``: every name only these), each in
+    ``runs`` runs, every job's run k before any run k + 1, each run a result file of its own
+    below :data:`CALIBRATION_DIR`."""
     names = {name for a, b, _ in pairs for name in (a, b)}
     only = {b: recipe for _, b, recipe in pairs if recipe}
     chosen = [
@@ -461,6 +488,7 @@ def calibration_jobs(
         for j in jobs
         if j["library"] in names
         and j["wildcards"].get("scope") == "decode"
+        and not j["wildcards"].get("decoder")
         and j["wildcards"].get("randomness") == "per-sample"
     ]
     chosen.sort(key=lambda j: (j["library"] != pairs[0][0], j["library"]))
@@ -496,7 +524,8 @@ def job_label(rule: str, w: Mapping[str, str]) -> str:
         return f"{w['library']} {w['scope']} w{w['workers']}{feed}{run}"
     if rule == "pipeline_gpu_dataloader":
         return f"pipeline {w['library']} {w['scope']} w{w['workers']} {w['randomness']}"
-    return f"{w['library']} {w['scope']} w{w['workers']} {w['randomness']}"
+    decoder = " nvjpeg" if w.get("decoder") else ""
+    return f"{w['library']} {w['scope']}{decoder} w{w['workers']} {w['randomness']}"
 
 
 def build_plan(repo: Path) -> dict[str, Any]:

@@ -75,8 +75,9 @@ def cell(row: dict[str, Any]) -> str:
 def gpu_table(
     files: list[tuple[str, str, dict[str, Any]]], family: str, order: list[str] | None = None
 ) -> dict[str, Any]:
-    """Median img/s per recipe (rows) and library / scope / randomness (columns, in the plan's
-    order: augbench.gpu_node.plan.gpu_priority over the node's libraries, ``order``)."""
+    """Median img/s per recipe (rows) and library / scope (and decoder, where nvJPEG) /
+    randomness (columns, in the plan's order: augbench.gpu_node.plan.gpu_priority over the
+    node's libraries, ``order``)."""
     from augbench.gpu_node.plan import gpu_priority
 
     if order is None:
@@ -94,8 +95,10 @@ def gpu_table(
                 "library": str(meta.get("library")),
                 "scope": str(row.get("scope", meta.get("scope"))),
                 "randomness": str(row.get("randomness", meta.get("variant"))),
+                "decoder": "-nvjpeg" if row.get("decoder") == "nvjpeg" else "",
             }
-            column = f"{w['library']} {w['scope']} {w['randomness']}"
+            scope = w["scope"] + (" nvjpeg" if w["decoder"] else "")
+            column = f"{w['library']} {scope} {w['randomness']}"
             columns[column] = gpu_priority(w, order)
             rows.setdefault(name, {})[column] = cell(row)
             peak = max(peak, float(row.get("gpu_peak_allocated_mb") or 0.0))
@@ -117,6 +120,7 @@ def training_table(files: list[tuple[str, str, dict[str, Any]]]) -> list[dict[st
                 "run": run,
                 "workers": row.get("workers"),
                 "feed": row.get("feed"),
+                "decoder": row.get("decoder") or "native",
                 "variant": row.get("variant"),
                 "status": row.get("status"),
             }
@@ -136,8 +140,9 @@ def training_table(files: list[tuple[str, str, dict[str, Any]]]) -> list[dict[st
 
 
 def cores_per_gpu(training: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """How many CPU cores one GPU needs, per recipe and feed, from the training rows (their
-    :func:`training_table` entries): at each worker count the data wait's verdict
+    """How many CPU cores one GPU needs, per recipe and feed (and decoder, where not the
+    workers': ``gpu (nvjpeg)``), from the training rows (their :func:`training_table` entries):
+    at each worker count the data wait's verdict
     (augbench.planning.starvation_model.verdict) over every run's interval together, so a count
     is fed only where each run's whole interval lies below policy.FED_WAIT; the fewest fed count
     with no larger count starved (``fewest_fed``), and the cores that takes: the workers and the
@@ -146,7 +151,9 @@ def cores_per_gpu(training: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     curves: dict[tuple[str, str], dict[int, list[dict[str, Any]]]] = {}
     for entry in training:
-        key = (str(entry["recipe"]), str(entry["feed"]))
+        decoder = entry.get("decoder") or "native"
+        feed = str(entry["feed"]) + ("" if decoder == "native" else f" ({decoder})")
+        key = (str(entry["recipe"]), feed)
         curves.setdefault(key, {}).setdefault(int(entry["workers"] or 0), []).append(entry)
     out = []
     for (recipe, feed), by_workers in sorted(curves.items()):
@@ -496,9 +503,10 @@ def markdown(doc: dict[str, Any]) -> str:
     if doc["training"]:
         lines += ["", "## Training: images/s and data wait", ""]
         lines += _table(
-            ["recipe", "workers", "feed", "run", "variant", "status", "img/s", "data wait",
-             "model alone img/s", "loader alone img/s", "data wait interval"],
-            [[t["recipe"], t["workers"], t["feed"], t.get("run", 1), t["variant"],
+            ["recipe", "workers", "feed", "decoder", "run", "variant", "status", "img/s",
+             "data wait", "model alone img/s", "loader alone img/s", "data wait interval"],
+            [[t["recipe"], t["workers"], t["feed"], t.get("decoder", "native"), t.get("run", 1),
+              t["variant"],
               t["status"] if t["status"] == "ok" else f"{t['status']}: {t.get('reason')}",
               _num(t.get("images_per_second")), _pct(t.get("data_wait_fraction")),
               _num(t.get("model_img_per_s")), _num(t.get("loader_img_per_s")),

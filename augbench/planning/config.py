@@ -20,7 +20,7 @@ import yaml
 from augbench import policy
 from augbench.logs import UserError
 from augbench.planning import regimes, starvation_model
-from augbench.workload import adapters, catalog, decoders, loaders, matrix
+from augbench.workload import adapters, catalog, decoders, gpu_recipes, loaders, matrix
 
 PRESETS_DIR = Path("config") / "presets"
 SCHEMA_PATH = Path("workflow") / "schemas" / "config.schema.yaml"
@@ -51,6 +51,9 @@ def schema(basedir: Path) -> dict[str, Any]:
     props["cpu_dataloader"]["properties"]["job_per"]["enum"] = list(matrix.DATALOADER_JOB_PER)
     props["cpu_dataloader"]["properties"]["decoders"]["items"]["enum"] = list(decoders.NAMES)
     props["cpu_dataloader"]["properties"]["loaders"]["items"]["enum"] = list(loaders.NAMES)
+    gpu = props["gpu_dataloader"]["properties"]
+    gpu["decoders"]["items"]["enum"] = list(decoders.DEVICE_NAMES)
+    gpu["decoder_transforms"]["items"]["enum"] = [gpu_recipes.IDENTITY, *catalog.names()]
     props["transforms"]["oneOf"][1]["items"]["enum"] = catalog.names()
     return doc
 

@@ -25,7 +25,7 @@ from augbench.planning.regimes import Job, JobKind, Regime
 from augbench.planning.regimes.cpu_dataloader import settings_at
 from augbench.policy import DATALOADER_THREADS, MICRO_THREADS, SlowTransformPolicy
 from augbench.results import usable_cores
-from augbench.workload import catalog, gpu_recipes, matrix
+from augbench.workload import catalog, decoders, gpu_recipes, matrix
 
 THREAD_POLICIES = {"micro": MICRO_THREADS, "dataloader": DATALOADER_THREADS}
 
@@ -115,7 +115,16 @@ class Sweep:
         self.dataloader_job_per_library = dl["job_per"] == "library"
         # The Identity baseline (crop + Normalize only) leads every GPU regime's recipe list.
         gpu_recipes_list = [gpu_recipes.IDENTITY, *self.transforms]
-        self.gpu_shards = shards(gpu_recipes_list, config["gpu_dataloader"]["shard_size"])
+        gpu = config["gpu_dataloader"]
+        self.gpu_shards = shards(gpu_recipes_list, gpu["shard_size"])
+        # The decoders besides native (nvJPEG) on a subset of those recipes where one is named.
+        chosen = gpu.get("decoder_transforms")
+        self.gpu_decoder_shards = (
+            self.gpu_shards
+            if chosen is None
+            else shards([r for r in gpu_recipes_list if r in {gpu_recipes.IDENTITY, *chosen}],
+                        gpu["shard_size"])
+        )  # fmt: skip
         self.dali_shards = shards(gpu_recipes_list, config["dali"]["shard_size"])
         self.dali_variants: list[str] = list(config["dali"]["variants"])
         self.pipelines: list[dict[str, Any]] = list(config.get("pipeline_definitions") or [])
@@ -140,14 +149,18 @@ class Sweep:
         return regimes.libraries_for(regime, self.libraries)
 
     def gpu_settings(self, library: str) -> list[dict[str, str]]:
-        """(scope, workers, randomness) of the GPU DataLoader: scope memory times batches already
-        on the GPU, so it has no workers (one job); the randomness modes the library has."""
+        """(scope, decoder, workers, randomness) of the GPU DataLoader: scope memory times batches
+        already on the GPU, so it has no workers (one job) and no decoder; the decode scope has
+        each configured decoder (``decoder``: its result-name part, empty for native); the
+        randomness modes the library has."""
         gpu = self.config["gpu_dataloader"]
         allowed = gpu_recipes.randomness_of(library)
         modes = [r for r in gpu["torchvision_randomness"] if r in allowed] or list(allowed)
+        chosen = gpu.get("decoders") or [decoders.NATIVE]
         return [
-            {"scope": scope, "workers": str(workers), "randomness": mode}
+            {"scope": scope, "decoder": decoder, "workers": str(workers), "randomness": mode}
             for scope in gpu["scopes"]
+            for decoder in ([""] if scope == "memory" else map(decoders.device_suffix, chosen))
             for workers in ([0] if scope == "memory" else gpu["workers"])
             for mode in modes
         ]

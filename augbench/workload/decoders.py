@@ -133,11 +133,31 @@ DECODERS: tuple[Decoder, ...] = (
 )  # fmt: skip
 BY_NAME: dict[str, Decoder] = {d.name: d for d in DECODERS}
 NAMES: tuple[str, ...] = tuple(BY_NAME)
-# A decoder besides native is a dimension of a cpu_dataloader result's name, before its loader:
-# ``decode-w2`` -> ``decode-w2-simplejpeg`` (-> ``decode-w2-simplejpeg-thread``). The regex of
+# The GPU DataLoader's decoders (gpu_dataloader.decoders, its decode scope): ``native`` decodes in
+# the DataLoader workers (torchvision.io.decode_image, augbench.measuring.engines.gpu_dataloader);
+# ``nvjpeg`` leaves the workers the files' bytes and decodes each batch on the device in one
+# batched torchvision.io.decode_jpeg call (nvJPEG on CUDA).
+NVJPEG = "nvjpeg"
+DEVICE_DECODERS: tuple[Decoder, ...] = (
+    Decoder(NATIVE, "torchvision.io.decode_image(read_file(path), RGB) in DataLoader workers",
+            CHW_TENSOR, module="torchvision", distribution="torchvision"),
+    Decoder(NVJPEG, "DataLoader workers read the files' bytes into tensors of their own; "
+            "torchvision.io.decode_jpeg(the batch's bytes, ImageReadMode.RGB, device) decodes them "
+            "on the device in one call (nvJPEG on CUDA)",
+            CHW_TENSOR, module="torchvision", distribution="torchvision"),
+)  # fmt: skip
+DEVICE_BY_NAME: dict[str, Decoder] = {d.name: d for d in DEVICE_DECODERS}
+DEVICE_NAMES: tuple[str, ...] = tuple(DEVICE_BY_NAME)
+# A decoder besides native is a dimension of a DataLoader result's name: in cpu_dataloader's
+# before its loader, ``decode-w2`` -> ``decode-w2-simplejpeg`` (-> ``decode-w2-simplejpeg-thread``);
+# in gpu_dataloader's after its scope, ``decode_w2_...`` -> ``decode-nvjpeg_w2_...``. The regex of
 # that part, empty for native: tried last, so it is never read as the start of what follows.
 SEPARATOR = "-"
-PATTERN = "(" + "".join(SEPARATOR + n + "|" for n in NAMES if n != NATIVE) + ")"
+PATTERN = (
+    "("
+    + "".join(SEPARATOR + n + "|" for n in dict.fromkeys((*NAMES, *DEVICE_NAMES)) if n != NATIVE)
+    + ")"
+)
 
 
 def get(name: str) -> Decoder:
@@ -159,6 +179,34 @@ def suffix(name: str) -> str:
 def from_suffix(text: str) -> str:
     """:func:`suffix` reversed."""
     return get(text.removeprefix(SEPARATOR)).name if text else NATIVE
+
+
+def device_decoder(name: str) -> Decoder:
+    """The GPU DataLoader's decoder ``name``; :class:`UnknownDecoder` names the valid ones."""
+    try:
+        return DEVICE_BY_NAME[name]
+    except KeyError:
+        raise UnknownDecoder(
+            f"unknown GPU DataLoader decoder {name!r}; valid: {', '.join(DEVICE_NAMES)}"
+        ) from None
+
+
+def device_suffix(name: str) -> str:
+    """The part of a gpu_dataloader result's name a decoder adds after its scope: ``nvjpeg`` ->
+    ``-nvjpeg`` (``decode-nvjpeg_w2_per-sample_s000``); ``native`` -> ``''``."""
+    return "" if device_decoder(name).name == NATIVE else f"{SEPARATOR}{name}"
+
+
+def device_from_suffix(text: str) -> str:
+    """:func:`device_suffix` reversed."""
+    return device_decoder(text.removeprefix(SEPARATOR)).name if text else NATIVE
+
+
+def any_from_suffix(text: str) -> str:
+    """A training result's decoder part read back: a CPU decoder's (the cpu feed's) or a device
+    decoder's (the GPU feed's: nvjpeg)."""
+    name = text.removeprefix(SEPARATOR)
+    return device_decoder(name).name if name in DEVICE_BY_NAME else from_suffix(text)
 
 
 def non_native(names: list[str] | tuple[str, ...]) -> list[str]:

@@ -39,6 +39,12 @@ SCOPE_TIMED: dict[str, str] = {
     "decode": "end to end: read + decode + crop in DataLoader workers, collation, pinned "
     "host-to-device copy, then the transform and Normalize on the device",
 }
+# The decode scope with the nvjpeg decoder (augbench.workload.decoders.DEVICE_DECODERS).
+NVJPEG_TIMED = (
+    "end to end: the files' bytes read in DataLoader workers, collated as a list; one batched "
+    "torchvision.io.decode_jpeg on the device (nvJPEG), the crop on the device, then the "
+    "transform and Normalize on the device"
+)
 
 # Library calls that cannot run on CUDA tensors, found by reading the library's code (no GPU
 # here to find them by failing): rows are `unsupported` with the reason, never silent CPU work.

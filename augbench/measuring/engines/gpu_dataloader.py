@@ -11,6 +11,10 @@ list may include the ``Identity`` baseline, crop + Normalize only):
   workers read + decode with torchvision.io and cut a fixed-size uint8 CHW crop; default
   collation stacks a batch; ``pin_memory=True`` and ``.to(cuda, non_blocking=True)``, then ``T``
   and Normalize on the device;
+* decoder ``nvjpeg`` (scope ``decode``, single transforms; ``--decoder``): the workers only read
+  each file's bytes, collated as a list; the main process decodes the batch on the device in one
+  ``torchvision.io.decode_jpeg(list, RGB, device)`` call (nvJPEG on CUDA) and cuts the same crop
+  there; the row's ``decoder`` says which decoder fed it;
 * ``T`` and Normalize: torchvision ``ToDtype(float32, scale=True)`` + ``Normalize``; Kornia
   ``/255`` + ``K.Normalize``; the output materialized by augbench.workload.layout's one rule (copied
   only when it is a view of the batch or not dense, never relaid out); its device and shape are
@@ -50,12 +54,18 @@ from augbench import cuda_env  # noqa: E402
 from augbench.measuring.engines import cli, skeleton  # noqa: E402
 from augbench.measuring.engines.streaming import StreamPlan, run_stream  # noqa: E402
 from augbench.policy import SlowTransformPolicy  # noqa: E402
-from augbench.workload import adapters, catalog, gpu_recipes, layout, pipelines  # noqa: E402
+from augbench.workload import (  # noqa: E402
+    adapters,
+    catalog,
+    decoders,
+    gpu_recipes,
+    layout,
+    pipelines,
+)
 from augbench.workload.adapters.base import GPU_BATCHES, MASK_THRESHOLD  # noqa: E402
 
 REGIME = "gpu_dataloader"
 NORMALIZE_CALL = "Normalize on the device (torchvision ToDtype+Normalize, Kornia /255+K.Normalize)"
-DECODER = "torchvision.io.decode_image(read_file(path), RGB) in DataLoader workers"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,6 +78,7 @@ class GpuDataLoaderSettings(skeleton.StreamSettings, cli.LibraryFlag):
     randomness: str
     worker_crop: int
     allow_cpu_device: bool
+    decoder: str
 
 
 def parse_args(argv: list[str] | None = None) -> GpuDataLoaderSettings:
@@ -84,6 +95,10 @@ def parse_args(argv: list[str] | None = None) -> GpuDataLoaderSettings:
     p.add_argument("--batch-size", required=True, type=int)
     p.add_argument("--randomness", required=True, choices=gpu_recipes.RANDOMNESS)
     p.add_argument("--worker-crop", type=int, default=256, help="input size for crop transforms")
+    p.add_argument(
+        "--decoder", default=decoders.NATIVE, choices=decoders.DEVICE_NAMES,
+        help="native: decode in the workers; nvjpeg: the workers read bytes, the device decodes",
+    )  # fmt: skip
     # Tests and the offline node's CPU dry run only (augbench.gpu_node): where no CUDA device is
     # present, measure the same code path on CPU tensors (rows say device cpu) instead of writing
     # skipped rows. Never used by the workflow.
@@ -96,6 +111,8 @@ def parse_args(argv: list[str] | None = None) -> GpuDataLoaderSettings:
         )
     if args.scope == "memory" and args.workers != 0:
         p.error("--scope memory times batches already on the device: it uses no workers, pass 0")
+    if args.decoder != decoders.NATIVE and (args.scope != "decode" or args.pipelines):
+        p.error(f"--decoder {args.decoder}: the decode scope's single transforms only")
     allowed = gpu_recipes.randomness_of(args.library)
     if args.randomness not in allowed:
         p.error(
@@ -124,6 +141,44 @@ def random_crop(image: Any, crop_hw: tuple[int, int], name: str) -> Any:
     top = int(torch.randint(0, h - ch + 1, ()).item())
     left = int(torch.randint(0, w - cw + 1, ()).item())
     return image[:, top : top + ch, left : left + cw].contiguous()
+
+
+def read_bytes(path: str) -> Any:
+    """A file's bytes as a 1-D uint8 CPU tensor (what decode_jpeg takes, on any device), in
+    memory of its own: read_file's tensor maps the file, which a worker cannot hand over to the
+    main process through shared memory."""
+    import torch
+
+    with open(path, "rb") as fh:
+        return torch.frombuffer(bytearray(fh.read()), dtype=torch.uint8)
+
+
+class FileBytes:
+    """Map-style dataset of the decoder ``nvjpeg``: each file's bytes, nothing decoded."""
+
+    def __init__(self, files: list[Path]) -> None:
+        self.files = [str(f) for f in files]
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __getitem__(self, index: int) -> Any:
+        return read_bytes(self.files[index])
+
+
+def as_list(samples: list[Any]) -> list[Any]:
+    """Collation of file bytes: they differ in length, so a batch stays a list."""
+    return samples
+
+
+def decode_on_device(data: list[Any], crop_hw: tuple[int, int], device: Any) -> Any:
+    """One batch of file bytes decoded on ``device`` in one call (nvJPEG on CUDA) and cut to
+    ``crop_hw`` there, stacked as a uint8 BCHW batch."""
+    import torch
+    from torchvision.io import ImageReadMode, decode_jpeg
+
+    images = decode_jpeg(data, mode=ImageReadMode.RGB, device=device)
+    return torch.stack([random_crop(image, crop_hw, "an image of the batch") for image in images])
 
 
 def crop_mask(crop: Any) -> Any:
@@ -159,7 +214,13 @@ def worker_init(_worker_id: int) -> None:
     GPU_REGIME_THREADS.apply_runtime()
 
 
-def make_loader(dataset: CropDataset, plan: StreamPlan, workers: int, pin_memory: bool) -> Any:
+def make_loader(
+    dataset: CropDataset | FileBytes,
+    plan: StreamPlan,
+    workers: int,
+    pin_memory: bool,
+    collate: Callable[[list[Any]], Any] | None = None,
+) -> Any:
     """A DataLoader yielding exactly ``plan.total_batches`` full batches (indices cycle)."""
     from torch.utils.data import DataLoader
 
@@ -173,6 +234,7 @@ def make_loader(dataset: CropDataset, plan: StreamPlan, workers: int, pin_memory
         pin_memory=pin_memory,
         drop_last=True,
         worker_init_fn=worker_init if workers > 0 else None,
+        collate_fn=collate,
     )
 
 
@@ -267,6 +329,7 @@ def measure_transform(
     apply_override: Callable[[Any], Any] | None = None,
     synchronize: bool = True,
     pipeline: pipelines.Pipeline | None = None,
+    decoder: str = decoders.NATIVE,
 ) -> dict[str, Any]:
     """Time one recipe on ``device`` ("cuda:0"; "cpu" runs the same code path on CPU tensors).
 
@@ -303,6 +366,12 @@ def measure_transform(
             batch = ring[position[0] % len(ring)]
             position[0] += 1
             return batch
+
+    elif decoder == decoders.NVJPEG:  # bytes from the workers, decoded on the device
+        raw = iter(make_loader(FileBytes(files), plan, workers, pin_memory=False, collate=as_list))
+
+        def next_batch() -> Any:
+            return decode_on_device(next(raw), crop_hw, dev)
 
     else:
         dataset = CropDataset(files, crop_hw, scope, with_mask)
@@ -355,11 +424,16 @@ def measure_transform(
             "gpu_memory_method": "torch caching allocator: max_memory_allocated/reserved since "
             "reset_peak_memory_stats (excludes the CUDA context)",
         }
+    nvjpeg = scope == "decode" and decoder == decoders.NVJPEG
     details = {
         "gpu_ops": description,
         "worker_crop": list(crop_hw),
-        "input": "resident uint8 batches" if scope == "memory" else "DataLoader, pinned copy",
-        "pin_memory": cuda and scope == "decode",
+        "input": "resident uint8 batches"
+        if scope == "memory"
+        else "DataLoader of file bytes, decoded on the device"
+        if nvjpeg
+        else "DataLoader, pinned copy",
+        "pin_memory": cuda and scope == "decode" and not nvjpeg,
         "synchronize": "torch.cuda.synchronize() before every clock stop" if cuda else "none (CPU)",
         **memory,
         **result.preflight,
@@ -387,6 +461,15 @@ def measure_transform(
     return skeleton.stream_row(result, plan, details, problems, **output)
 
 
+def decoder_fields(settings: GpuDataLoaderSettings) -> dict[str, str]:
+    """A row's ``decoder`` (the declared name: augbench.workload.decoders.DEVICE_DECODERS, a group
+    column of the tables) and ``decoder_call`` (what decoded, and where the clock stands)."""
+    call = decoders.device_decoder(settings.decoder).call
+    if settings.scope == "memory":
+        call = f"{call}, before the clock"
+    return {"decoder": settings.decoder, "decoder_call": call}
+
+
 def pipeline_fields(
     settings: GpuDataLoaderSettings,
     adapter: adapters.Adapter,
@@ -406,7 +489,7 @@ def pipeline_fields(
         "batch_size": settings.batch_size,
         "randomness": settings.randomness,
         "device": device_name,
-        "decoder": DECODER if settings.scope == "decode" else f"{DECODER}, before the clock",
+        **decoder_fields(settings),
         **env.row_fields(),
         **pipelines.row_fields(pipeline, adapter, gpu=True),
         # Each randomness mode is its own comparison group, as for single transforms: a
@@ -445,19 +528,21 @@ def main(argv: list[str] | None = None) -> int:
     import_error = skeleton.import_failure(adapter) if measured else None
     unavailable = None if measured else env.unavailable_row()
     precheck = skeleton.recipe_precheck(adapter, settings.pipelines, import_error, unavailable)
+    nvjpeg = settings.decoder == decoders.NVJPEG
     job_fields = {  # every single-transform row's, after its mapping and recipe
         "scope": settings.scope,
-        "timed": gpu_recipes.SCOPE_TIMED[settings.scope],
+        "timed": gpu_recipes.NVJPEG_TIMED if nvjpeg else gpu_recipes.SCOPE_TIMED[settings.scope],
         "workers": settings.workers,
         "batch_size": settings.batch_size,
         "variant": settings.randomness,
         "randomness": settings.randomness,
         "device": device_name,
-        "decoder": DECODER if settings.scope == "decode" else f"{DECODER}, before the clock",
+        **decoder_fields(settings),
         **env.row_fields(),
     }
     own = {
         "workers": settings.workers,
+        "decoder": settings.decoder,
         "batch_size": settings.batch_size,
         "randomness": settings.randomness,
         "worker_crop_for_crop_transforms": settings.worker_crop,
@@ -489,6 +574,7 @@ def main(argv: list[str] | None = None) -> int:
             policy=policy,
             device="cpu" if cpu_stand_in else "cuda:0",
             pipeline=settings.pipelines.get(name),
+            decoder=settings.decoder,
         )
 
     def fields(name: str) -> dict[str, Any]:

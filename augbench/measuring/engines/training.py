@@ -132,10 +132,11 @@ def parse_args(argv: list[str] | None = None) -> TrainingSettings:
     p.add_argument("--worker-crop", type=int, default=256, help="the GPU feed's crop side")
     p.add_argument(
         "--decoder",
-        choices=decoders.NAMES,
+        choices=(*decoders.NAMES, decoders.NVJPEG),
         default=decoders.NATIVE,
         help="what decodes the cpu feed's files (augbench.workload.decoders; native: the "
-        "library's own, as in the cpu_dataloader regime's rows of the same name)",
+        "library's own, as in the cpu_dataloader regime's rows of the same name), or nvjpeg: the "
+        "GPU feed's workers read bytes and the device decodes each batch",
     )
     # Tests only: run the GPU feed's device-side chain on CPU tensors (its rows say device cpu).
     p.add_argument("--allow-cpu-device-feed", type=cli.as_bool, default=False)
@@ -143,7 +144,9 @@ def parse_args(argv: list[str] | None = None) -> TrainingSettings:
     feeds = cli.comma_list(args.feeds)
     if not feeds or set(feeds) - set(FEEDS):
         p.error(f"--feeds {args.feeds!r}: expected a comma-separated subset of {list(FEEDS)}")
-    if args.decoder != decoders.NATIVE and "gpu" in feeds:
+    if args.decoder == decoders.NVJPEG and list(feeds) != ["gpu"]:
+        p.error("--decoder nvjpeg: the gpu feed's only (--feeds gpu)")
+    if args.decoder not in (decoders.NATIVE, decoders.NVJPEG) and "gpu" in feeds:
         p.error(f"--decoder {args.decoder}: the cpu feed's only; the GPU feed's workers cut crops")
     if args.accelerator != "model" and not stand_in(args.accelerator):
         p.error(f"--accelerator {args.accelerator!r}: expected model, sleep:<ms> or cpu:<ms>")
@@ -202,9 +205,15 @@ def train(batches: Iterator[Any], step: Callable[[Any], None], warmup: int, step
         done = clock()
         window.waits.append(got - before)
         window.steps.append(done - got)
-        window.images.append(int(batch.shape[0]))
+        window.images.append(images_in(batch))
     window.wall = clock() - start
     return window
+
+
+def images_in(batch: Any) -> int:
+    """Images in a batch: a tensor's (or DALI batch's) first dimension, a list's length (the
+    GPU feed's file bytes with nvJPEG)."""
+    return int(batch.shape[0]) if hasattr(batch, "shape") else len(batch)
 
 
 def loader_rate(batches: Iterator[Any], ahead: int, count: int) -> float:
@@ -217,7 +226,7 @@ def loader_rate(batches: Iterator[Any], ahead: int, count: int) -> float:
     images = 0
     start = time.perf_counter()
     for _ in range(count):
-        images += int(next(batches).shape[0])
+        images += images_in(next(batches))
     return images / (time.perf_counter() - start)
 
 
@@ -238,7 +247,7 @@ def model_rate(
         step(batch)
         times.append(time.perf_counter() - start)
     share = (time.process_time() - cpu_start) / (time.perf_counter() - wall_start)
-    return batch.shape[0] / statistics.median(times), times, share
+    return images_in(batch) / statistics.median(times), times, share
 
 
 def endless(loader: Any) -> Iterator[Any]:
@@ -312,9 +321,11 @@ def gpu_feed(
     else:
         crop = gpu_recipes.worker_crop(name, settings.worker_crop)
         apply, call = gpu.build_gpu_apply(library, name, randomness, device)
-    dataset = gpu.CropDataset(files, crop, "decode")
     from torch.utils.data import DataLoader
 
+    nvjpeg = settings.decoder == decoders.NVJPEG
+    # nvJPEG: the workers read the files' bytes; the step decodes the batch on the device.
+    dataset = gpu.FileBytes(files) if nvjpeg else gpu.CropDataset(files, crop, "decode")
     workers = settings.workers
     loader = DataLoader(
         dataset,  # type: ignore[arg-type]
@@ -323,29 +334,54 @@ def gpu_feed(
         num_workers=workers,
         prefetch_factor=settings.prefetch_factor if workers else None,
         persistent_workers=bool(workers),
-        pin_memory=device == "cuda",
+        pin_memory=device == "cuda" and not nvjpeg,
         worker_init_fn=gpu.worker_init if workers else None,
+        collate_fn=gpu.as_list if nvjpeg else None,
     )
-    resident = torch.stack([dataset[i % len(dataset)] for i in range(settings.batch_size)])
-    if device == "cuda":  # the loop's batches arrive pinned: the step alone copies the same way
-        resident = resident.pin_memory()
+    first = [dataset[i % len(dataset)] for i in range(settings.batch_size)]
+    if nvjpeg:
+        resident: Any = first
 
-    def prepare(batch: Any) -> Any:
-        return apply(batch.to(device, non_blocking=True))
+        def prepare(batch: Any) -> Any:
+            return apply(gpu.decode_on_device(batch, crop, device))
 
+        timed = (
+            f"workers: read the files' bytes; step: decode_jpeg on {device} (nvJPEG), a "
+            f"{crop[0]}x{crop[1]} crop there, {call}, then the model"
+        )
+    else:
+        resident = torch.stack(first)
+        if device == "cuda":  # the loop's batches arrive pinned: the step alone copies the same
+            resident = resident.pin_memory()
+
+        def prepare(batch: Any) -> Any:
+            return apply(batch.to(device, non_blocking=True))
+
+        timed = (
+            f"workers: read + decode + a {crop[0]}x{crop[1]} uint8 crop; step: copy to {device}, "
+            f"{call}, then the model"
+        )
     return Feed(
         loader,
         resident,
         prepare,
         {
             "feed": "gpu",
-            "feed_timed": f"workers: read + decode + a {crop[0]}x{crop[1]} uint8 crop; step: "
-            f"copy to {device}, {call}, then the model",
+            "feed_timed": timed,
             "worker_crop": list(crop),
             "randomness": randomness,
             "feed_device": device,
+            **(on_device_decoder() if nvjpeg else {}),
         },
     )
+
+
+def on_device_decoder() -> dict[str, str]:
+    """The decoder fields of a GPU feed row decoded on the device (nvJPEG)."""
+    return {
+        "decoder": decoders.NVJPEG,
+        "decoder_call": decoders.device_decoder(decoders.NVJPEG).call,
+    }
 
 
 class DaliBatch:
@@ -464,8 +500,9 @@ def measure_feed(
         timed_steps=settings.steps,
         process_tree_rss_mb=tree_rss,
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        batch_shape=list(first.shape),
-        batch_dtype=str(first.dtype),
+        # A batch of file bytes (the GPU feed's nvJPEG) is a list: its length.
+        batch_shape=list(first.shape) if hasattr(first, "shape") else [len(first)],
+        batch_dtype=str(first.dtype) if hasattr(first, "dtype") else "file bytes",
         **feed.fields,
     )
 
@@ -609,19 +646,21 @@ def main(argv: list[str] | None = None) -> int:
                 if unsupported
                 else model_accelerator(device, settings.cpu_input_size, settings.model)
             )
-            # The loader is the cpu_dataloader decode scope's, with the same decoder.
-            setup_error = decoder_problem(settings.decoder, settings.library)
+            # The loader is the cpu_dataloader decode scope's, with the same decoder (the GPU
+            # feed's nvJPEG decodes on the device: its workers read the files).
+            cpu_decoder = (
+                decoders.NATIVE if settings.decoder == decoders.NVJPEG else settings.decoder
+            )
+            setup_error = decoder_problem(cpu_decoder, settings.library)
             if setup_error is None:
                 items, load, decoded = load_items(
-                    adapter, settings.manifest, settings.num_images, "decode", settings.decoder
+                    adapter, settings.manifest, settings.num_images, "decode", cpu_decoder
                 )
         except Exception as exc:
             setup_error = skeleton.setup_problem("setup failed", exc)
     variant = accelerator.label if accelerator is not None else settings.accelerator
-    label = (
-        f"{REGIME} | {settings.library} | w{settings.workers}{decoders.suffix(settings.decoder)}"
-        f" | {variant}"
-    )
+    part = "" if settings.decoder == decoders.NATIVE else f"-{settings.decoder}"
+    label = f"{REGIME} | {settings.library} | w{settings.workers}{part} | {variant}"
     job = skeleton.Job(settings, adapter, REGIME, "decode", label)
     units = [f"{name}{FEEDS[feed]}" for feed in settings.feeds for name in transforms]
     bar = tqdm(units, desc=label, unit="recipe")

@@ -25,6 +25,7 @@ from augbench.planning.regimes.records import (
     workers_threads,
 )
 from augbench.result_format import MEDIAN_THROUGHPUT
+from augbench.workload import decoders
 from augbench.workload.adapters.base import DALI_PIPELINE, GPU_BATCHES
 
 if TYPE_CHECKING:
@@ -47,8 +48,14 @@ def gpu_dataloader_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
         s.job(kind, lib, dataset, {**setting, "shard": shard}, transforms)
         for lib in s.libraries_of(kind.regime)
         for setting in s.gpu_settings(lib)
-        for shard, transforms in s.gpu_shards.items()
+        for shard, transforms in gpu_shards_of(s, setting).items()
     ]
+
+
+def gpu_shards_of(s: Planner, w: Wildcards) -> dict[str, list[str]]:
+    """The recipe shards of a GPU DataLoader setting: a decoder besides native measures
+    ``gpu_dataloader.decoder_transforms`` (every recipe where it is null)."""
+    return s.gpu_decoder_shards if w.get("decoder") else s.gpu_shards
 
 
 def _streamed(s: Planner, kind: JobKind, w: Wildcards, shard_map: dict[str, list[str]]) -> dict:
@@ -69,10 +76,12 @@ def _repeats(s: Planner, block: Mapping[str, Any]) -> dict[str, Any]:
 
 def gpu_dataloader_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
     gpu = s.config["gpu_dataloader"]
+    decoder = decoders.device_from_suffix(w.get("decoder", ""))
     return {
         "library": w["library"],
-        **_streamed(s, kind, w, s.gpu_shards),
+        **_streamed(s, kind, w, gpu_shards_of(s, w)),
         **{name: w[name] for name in ("scope", "workers", "randomness")},
+        **({"decoder": decoder} if decoder != decoders.NATIVE else {}),
         "batch-size": gpu["batch_size"],
         "worker-crop": gpu["worker_crop"],
         **_repeats(s, gpu),
@@ -115,13 +124,15 @@ def dali_threads(s: Planner, w: Wildcards) -> int:
 
 
 def pipeline_gpu_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
-    """One job per library x scope x workers x randomness (the single-transform settings)."""
+    """One job per library x scope x workers x randomness (the single-transform settings), each
+    decoded in the workers (another decoder measures single transforms only)."""
     if not s.pipelines or dataset != s.dataset:
         return []
     return [
         s.job(kind, lib, dataset, setting, s.pipeline_names)
         for lib in s.libraries_of(kind.regime)
         for setting in s.gpu_settings(lib)
+        if not setting["decoder"]
     ]
 
 
@@ -189,8 +200,10 @@ GPU_DATALOADER = Regime(
     (
         _gpu_kind(
             "gpu_dataloader", "results",
-            f"{RAW}/gpu_dataloader/{{library}}/{{scope}}_w{{workers}}_{{randomness}}_{{shard}}.json",
-            "{machine}/{dataset}/gpu_dataloader/{library}/{scope}_w{workers}_{randomness}_{shard}",
+            f"{RAW}/gpu_dataloader/{{library}}/{{scope}}{{decoder}}_w{{workers}}_{{randomness}}"
+            "_{shard}.json",
+            "{machine}/{dataset}/gpu_dataloader/{library}/{scope}{decoder}_w{workers}_{randomness}"
+            "_{shard}",
             placement="gpu_dataloader", engine="augbench.measuring.engines.gpu_dataloader",
             pricing=Stream(),
             jobs=gpu_dataloader_jobs, args=gpu_dataloader_args, threads=workers_threads,

@@ -296,6 +296,7 @@ class Planner(Protocol):
     dataloader_settings: list[dict[str, str]]
     dataloader_job_per_library: bool
     gpu_shards: dict[str, list[str]]
+    gpu_decoder_shards: dict[str, list[str]]
     dali_shards: dict[str, list[str]]
     dali_variants: list[str]
 

@@ -35,7 +35,7 @@ from augbench.planning.regimes.records import (
 )
 from augbench.result_format import MEDIAN_THROUGHPUT
 from augbench.workload import adapters, decoders
-from augbench.workload.adapters.base import DALI_PIPELINE, TRAINING_FEED
+from augbench.workload.adapters.base import DALI_PIPELINE, GPU_BATCHES, TRAINING_FEED
 
 if TYPE_CHECKING:
     from augbench.planning.memory import Footprint
@@ -46,16 +46,24 @@ NAME = "training"
 # -- planning --------------------------------------------------------------------------------
 def training_jobs(s: Planner, kind: JobKind, dataset: str) -> list[Job]:
     """One job per library x worker count x decoder, every training recipe (catalog recipes and
-    user pipelines) in it: the library's own decode, and each other decoder of
+    user pipelines) in it: the library's own decode, each other decoder of
     ``cpu_dataloader.decoders`` at the worker counts the cpu_dataloader regime measures it at
-    (the supply its rows are predicted from)."""
+    (the supply its rows are predicted from), and nvJPEG (``gpu_dataloader.decoders``) for the
+    GPU feed of the libraries that augment on the GPU."""
     transforms = list(s.config["training"]["transforms"])
+    base = adapters.base_of
     return [
         s.job(kind, lib, dataset, {"workers": str(workers), "decoder": decoder}, transforms)
         for lib in s.libraries_of(kind.regime)
         for workers, decoder in decoder_settings(s.config)
-        # A library whose own pipeline decodes (DALI) takes no other decoder.
-        if not decoder or adapters.get(adapters.base_of(lib)).decoded_layout
+        # A library whose own pipeline decodes (DALI) takes no other decoder; nvJPEG feeds the
+        # libraries with a GPU augmentation path.
+        if not decoder
+        or (
+            adapters.has_capability(base(lib), GPU_BATCHES)
+            if decoder == decoders.device_suffix(decoders.NVJPEG)
+            else adapters.get(base(lib)).decoded_layout
+        )
     ]
 
 
@@ -63,16 +71,33 @@ def decoder_settings(config: Mapping[str, Any]) -> list[tuple[int, str]]:
     """(workers, decoder's result-name part) of every training job of a library: the training
     worker counts with the library's own decode (part ''), then each other configured decoder at
     the training worker counts that ``cpu_dataloader.feed_workers`` lists (all where it is
-    empty) and the regime's decode scope measures."""
+    empty) and the regime's decode scope measures, then nvJPEG at every training worker count
+    where the GPU feed is configured and ``gpu_dataloader.decoders`` names it."""
     dl = config["cpu_dataloader"]
     workers = list(config["training"]["workers"])
     measured = set(dl.get("feed_workers") or dl["workers"]) if "decode" in dl["scopes"] else set()
-    return [(w, "") for w in workers] + [
-        (w, decoders.suffix(name))
-        for name in decoders.non_native(dl.get("decoders") or [])
-        for w in workers
-        if w in measured
-    ]
+    on_device = decoders.NVJPEG in (config["gpu_dataloader"].get("decoders") or []) and (
+        "gpu" in config["training"]["feeds"]
+    )
+    return (
+        [(w, "") for w in workers]
+        + [
+            (w, decoders.suffix(name))
+            for name in decoders.non_native(dl.get("decoders") or [])
+            for w in workers
+            if w in measured
+        ]
+        + [(w, decoders.device_suffix(decoders.NVJPEG)) for w in workers if on_device]
+    )
+
+
+def feeds_of(config: Mapping[str, Any], decoder_part: str) -> str:
+    """The feeds a training job runs: nvJPEG feeds the GPU feed only, another CPU decoder the cpu
+    feed only (the GPU feed's workers cut crops), the library's own decode every configured
+    feed."""
+    if not decoder_part:
+        return ",".join(config["training"]["feeds"])
+    return "gpu" if decoders.any_from_suffix(decoder_part) == decoders.NVJPEG else "cpu"
 
 
 def training_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
@@ -83,7 +108,7 @@ def training_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
         "library": w["library"],
         "machine": w["machine"],
         "workers": w["workers"],
-        **({"decoder": decoders.from_suffix(w["decoder"])} if w.get("decoder") else {}),
+        **({"decoder": decoders.any_from_suffix(w["decoder"])} if w.get("decoder") else {}),
         "transforms": transforms,
         "num-images": s.num_images_for(kind),
         "batch-size": t["batch_size"],
@@ -95,8 +120,7 @@ def training_args(s: Planner, kind: JobKind, w: Wildcards) -> dict[str, Any]:
         "warmup-steps": t["warmup_steps"],
         "model-steps": t["model_steps"],
         "blocks": t["blocks"],
-        # Another decoder feeds the cpu feed only (the GPU feed's workers cut crops).
-        "feeds": "cpu" if w.get("decoder") else ",".join(t["feeds"]),
+        "feeds": feeds_of(s.config, w.get("decoder", "")),
         "worker-crop": s.config["gpu_dataloader"]["worker_crop"],
         **({"pipelines": json.dumps(used, sort_keys=True)} if used else {}),
     }
