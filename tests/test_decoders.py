@@ -5,6 +5,7 @@ faked. The decoders themselves in a library env: tests/test_decoders_envs.py."""
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ from PIL import Image
 
 from augbench import paths
 from augbench.analysis import decoders as decoders_table
-from augbench.analysis import tidy
+from augbench.analysis import peer_decoders, tidy
 from augbench.planning import regimes, sweep
 from augbench.planning.config import ConfigError, deep_merge, resolve
 from augbench.results import non_ok_row, ok_row, write_result_file
@@ -266,3 +267,32 @@ def test_bytes_io_is_what_pil_reads(jpeg: Path) -> None:
     assert np.array_equal(
         decoders.get("pil").load()(jpeg), np.asarray(Image.open(io.BytesIO(jpeg.read_bytes())))
     )
+
+
+def test_a_cpu_the_peer_measured_gets_its_published_rate_beside_each_decoder(
+    tmp_path: Path,
+) -> None:
+    """Rows of a machine reporting a CPU imread_benchmark measured (its name in either case,
+    with or without trademark marks) carry that decoder's published single-thread rate and its
+    runs' range; a native row, and every row of a CPU it did not measure (a VM's hidden name),
+    carry none."""
+    payload = json.loads(_result(tmp_path).read_text())
+    payload["metadata"]["system_info"] = {
+        "processor": "Intel(R) Xeon(R) Platinum 8581C CPU @ 2.30GHz"
+    }
+    emerald = tmp_path / "emerald.json"
+    emerald.write_text(json.dumps(payload))
+    table = decoders_table.table(tidy.load([emerald])).set_index("decoder")
+    published = table.loc["simplejpeg"]
+    assert published["peer_img_s_per_core"] == 735.3
+    assert (published["peer_run_low"], published["peer_run_high"]) == (733.8, 736.0)
+    assert published["peer_cpu"] == "INTEL(R) XEON(R) PLATINUM 8581C CPU @ 2.30GHz"
+    assert "imread_benchmark" in published["peer_source"]
+    assert table.loc["turbojpeg"]["peer_img_s_per_core"] == 708.2  # skipped here, published there
+    assert np.isnan(table.loc["native"]["peer_img_s_per_core"])
+    payload["metadata"]["system_info"] = {"processor": "Intel(R) Xeon(R) Processor"}
+    hidden = tmp_path / "hidden.json"
+    hidden.write_text(json.dumps(payload))
+    none = decoders_table.table(tidy.load([hidden]))
+    assert none["peer_img_s_per_core"].isna().all() and set(none["peer_cpu"]) == {""}
+    assert peer_decoders.cpu_key("AMD EPYC 9B14") == peer_decoders.cpu_key("amd epyc  9B14")

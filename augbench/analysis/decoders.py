@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from augbench.analysis import peer_decoders
 from augbench.analysis.cells import number, text
 from augbench.result_format import MEDIAN_THROUGHPUT
 from augbench.workload import decoders
@@ -34,6 +35,9 @@ COLUMNS: tuple[str, ...] = (
     "output_layout",
     "allocator_setting",
     "under_load",
+    # The published single-thread rate of the same decoder on the same CPU, where the machine
+    # reports one the peer measured (augbench.analysis.peer_decoders); blank otherwise.
+    *peer_decoders.COLUMNS,
     "source_file",
 )
 
@@ -61,13 +65,14 @@ def table(tidy: pd.DataFrame) -> pd.DataFrame:
         threads = 1.0 if math.isnan(threads) or threads < 1 else threads
         rate = number(row[MEDIAN_THROUGHPUT]) / threads if ok else math.nan
         megapixels = number(row.get("megapixels"))
+        decoder = text(row.get("decoder")) or row["transform"]
         records.append(
             {
                 "machine": row["machine"],
                 "dataset": row["dataset"],
                 "image_size": _image_size(row),
                 "megapixels": megapixels,
-                "decoder": text(row.get("decoder")) or row["transform"],
+                "decoder": decoder,
                 "library_env": row["library"],
                 "img_s_per_core": rate,
                 "ci_low": number(row.get("ci_low")) / threads if ok else math.nan,
@@ -82,6 +87,7 @@ def table(tidy: pd.DataFrame) -> pd.DataFrame:
                 "output_layout": text(row.get("output_layout")),
                 "allocator_setting": text(row.get("allocator_setting")),
                 "under_load": row.get("under_load"),
+                **peer_decoders.beside(row.get("processor"), decoder),
                 "source_file": text(row.get("source_file")),
             }
         )
