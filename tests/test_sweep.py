@@ -36,6 +36,18 @@ def per_rule(jobs: list[sweep.Job]) -> dict[str, int]:
     return dict(Counter(job.rule for job in jobs))
 
 
+def flags_by_result(
+    planned: sweep.Sweep, kind: regimes.JobKind, jobs: list[sweep.Job]
+) -> dict[str, dict]:
+    """Each job's engine flags (its kind's args), by its first result file's name."""
+    return {
+        Path(j.outputs[0]).name: kind.args(
+            planned, kind, {"library": j.library, "machine": "m", **dict(j.wildcards)}
+        )
+        for j in jobs
+    }
+
+
 def test_the_smoke_preset_plans_one_job_per_library_and_setting() -> None:
     s = sweep.Sweep(config("smoke"), "ds-0123456789ab")
     assert per_rule(s.jobs()) == {
@@ -454,12 +466,7 @@ def test_training_runs_each_decoder_where_the_cpu_dataloader_regime_measures_it(
     dali = [Path(j.outputs[0]).name for j in planned.jobs() if j.library == "dali"]
     assert "w2.json" in dali and "w2-simplejpeg.json" not in dali
     kind = regimes.KINDS["training"]
-    flags = {
-        Path(j.outputs[0]).name: kind.args(
-            planned, kind, {"library": j.library, "machine": "m", **dict(j.wildcards)}
-        )
-        for j in jobs
-    }
+    flags = flags_by_result(planned, kind, jobs)
     assert flags["w2-simplejpeg.json"]["decoder"] == "simplejpeg"
     assert flags["w2-simplejpeg.json"]["feeds"] == "cpu"
     assert "decoder" not in flags["w2.json"] and flags["w2.json"]["feeds"] == "cpu,gpu"
@@ -487,12 +494,7 @@ def test_the_gpu_dataloader_nvjpeg_decoder_adds_the_decode_scopes_single_transfo
         "memory_w0_per-sample_s000.json",
     ]
     kind = regimes.KINDS["gpu_dataloader"]
-    flags = {
-        Path(j.outputs[0]).name: kind.args(
-            planned, kind, {"library": j.library, "machine": "m", **dict(j.wildcards)}
-        )
-        for j in jobs
-    }
+    flags = flags_by_result(planned, kind, jobs)
     assert flags["decode-nvjpeg_w2_per-sample_s000.json"]["decoder"] == "nvjpeg"
     assert "decoder" not in flags["decode_w2_per-sample_s000.json"]
     pipelines = [
@@ -550,13 +552,11 @@ def test_nvjpeg_measures_the_decoder_transforms_after_the_identity_baseline() ->
     )  # fmt: skip
     planned = sweep.Sweep(cfg, "d")
     kind = regimes.KINDS["gpu_dataloader"]
-    recipes = {
-        Path(j.outputs[0]).name: kind.args(
-            planned, kind, {"library": j.library, "machine": "m", **dict(j.wildcards)}
-        )["transforms"]
-        for j in planned.jobs()
+    decode = [
+        j for j in planned.jobs()
         if j.rule == "gpu_dataloader" and dict(j.wildcards)["scope"] == "decode"
-    }
+    ]  # fmt: skip
+    recipes = {name: f["transforms"] for name, f in flags_by_result(planned, kind, decode).items()}
     assert recipes == {
         "decode_w2_per-sample_s000.json": [
             "Identity", "HorizontalFlip", "RandomResizedCrop", "ColorJitter"

@@ -160,14 +160,16 @@ PATTERN = (
 )
 
 
+def _declared(by_name: dict[str, Decoder], name: str, what: str, valid: str) -> Decoder:
+    try:
+        return by_name[name]
+    except KeyError:
+        raise UnknownDecoder(f"unknown {what} {name!r}; {valid}: {', '.join(by_name)}") from None
+
+
 def get(name: str) -> Decoder:
     """The declared decoder ``name``; :class:`UnknownDecoder` names the valid ones."""
-    try:
-        return BY_NAME[name]
-    except KeyError:
-        raise UnknownDecoder(
-            f"unknown decoder {name!r}; valid decoders: {', '.join(NAMES)}"
-        ) from None
+    return _declared(BY_NAME, name, "decoder", "valid decoders")
 
 
 def suffix(name: str) -> str:
@@ -183,12 +185,7 @@ def from_suffix(text: str) -> str:
 
 def device_decoder(name: str) -> Decoder:
     """The GPU DataLoader's decoder ``name``; :class:`UnknownDecoder` names the valid ones."""
-    try:
-        return DEVICE_BY_NAME[name]
-    except KeyError:
-        raise UnknownDecoder(
-            f"unknown GPU DataLoader decoder {name!r}; valid: {', '.join(DEVICE_NAMES)}"
-        ) from None
+    return _declared(DEVICE_BY_NAME, name, "GPU DataLoader decoder", "valid")
 
 
 def device_suffix(name: str) -> str:
