@@ -83,6 +83,23 @@ def test_the_engine_measures_every_row_in_fresh_processes(tmp_path: Path) -> Non
         assert len(row["minor_faults_per_image_by_process"]) == 3
 
 
+def test_a_window_sized_by_time_sizes_the_decode_floor_beside_it(tmp_path: Path) -> None:
+    """A decode row with baselines whose timed epoch is sized by time (more batches than
+    --batches-per-run) times its decode floor over as many files: each arm decodes one epoch."""
+    manifest = jpeg_manifest(tmp_path, count=4)
+    payload = run_engine(
+        env_python("pillow"), "cpu_dataloader", "--library", "pillow",
+        "--transforms", "HorizontalFlip", "--manifest", str(manifest), "--num-images", "4",
+        "--scope", "decode", "--workers", "0", "--batch-size", "2", "--batches-per-run", "1",
+        "--num-runs", "2", "--baseline-runs", "2", "--window-seconds", "0.05",
+        output=tmp_path / "out.json",
+    )  # fmt: skip
+    (row,) = payload["results"].values()
+    assert row["status"] == "ok", row.get("reason")
+    assert row["window_batches"] > 1  # sized by time, beyond --batches-per-run
+    assert len(row["decode_floor_throughputs"]) == 2
+
+
 def test_the_default_preset_measures_each_ranked_row_in_five_processes() -> None:
     import yaml
 

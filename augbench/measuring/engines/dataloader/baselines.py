@@ -264,9 +264,18 @@ class DecodeCompanions:
         self.images = [decode(p) for p in paths]
         self.preload_seconds = time.perf_counter() - start
         self.processes = max(1, min(settings.workers, cores))
+        self.paths = paths
         window = epoch_batches(settings.batches_per_run, settings.workers)
-        epoch = [paths[i % len(paths)] for i in range(window * settings.batch_size)]
-        self.floor = DecodeFloor(decode, epoch, self.processes)
+        self.floor = DecodeFloor(decode, self.epoch(window * settings.batch_size), self.processes)
+
+    def epoch(self, images: int) -> list[Any]:
+        """One epoch's files: ``images`` of the job's, cycled."""
+        return [self.paths[i % len(self.paths)] for i in range(images)]
+
+    def size_epoch(self, images: int) -> None:
+        """The floor's epoch as long as the recipe's timed epoch (a window sized by time, or by
+        an earlier process, holds more or fewer batches than the configured one)."""
+        self.floor.use(self.epoch(images))
 
     def close(self) -> None:
         self.floor.close()

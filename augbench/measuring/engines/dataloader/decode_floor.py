@@ -30,9 +30,8 @@ class DecodeFloor:
     def __init__(self, decode: Callable[[Any], Any], paths: list[Any], processes: int) -> None:
         global _FLOOR_DECODE
         _FLOOR_DECODE = decode
-        self.paths = paths
         self.processes = processes
-        self.chunks = [paths[i::processes] for i in range(processes)]
+        self.use(paths)
         self.pool: Any = None
         if processes > 1:
             import multiprocessing
@@ -41,6 +40,11 @@ class DecodeFloor:
             context = multiprocessing.get_context("fork")
             self.pool = ProcessPoolExecutor(processes, mp_context=context)
             list(self.pool.map(_decode_all, [c[:1] for c in self.chunks]))  # start them all
+
+    def use(self, paths: list[Any]) -> None:
+        """Decode ``paths`` in each epoch from now on (the pool's processes stay)."""
+        self.paths = paths
+        self.chunks = [paths[i :: self.processes] for i in range(self.processes)]
 
     def epoch(self) -> tuple[int, float]:
         """Images decoded and seconds (the shape of ``timing.timed_epoch``)."""

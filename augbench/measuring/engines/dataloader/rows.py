@@ -128,6 +128,8 @@ def run_recipe(
             usable_cores(),
         )
     )
+    if companions is not None:
+        companions.size_epoch(window * settings.batch_size)
     try:
         measured = measure_loader(
             settings,
