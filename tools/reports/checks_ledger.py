@@ -51,6 +51,7 @@ RESULTS = ROOT / "docs" / "results"
 LEDGER_MD = RESULTS / "checks.md"
 LEDGER_CSV = RESULTS / "checks.csv"
 VM = "amd-epyc-2c"
+INTEL = "intel-xeon-2c"
 H100 = "intel-xeon-16c-nvidia-h100-80gb-hbm3"
 
 
@@ -404,6 +405,13 @@ RUNS = (
     Run("cost-validation", VM, "2026-11-30-cost-validation-shape-check", "cost_validation.tsv",
         "2026-11-30", "fca5f4108fac8714159ce448fcf143e3b6c71973", "sampler-2026-11-30",
         what="tools/checks/cost_shape_check.yaml"),
+    Run("cost-validation", INTEL, "2026-11-30-cost-validation-paper-lite", "cost_validation.tsv",
+        "2026-11-30", "367b83c4f5895990c81d9ace57db14e2c4b27b99", "sampler-2026-11-30",
+        what="paper-lite preset, predicted from a reference run on the same machine"),
+    Run("cost-validation", INTEL, "2026-11-30-cost-validation-shape-check", "cost_validation.tsv",
+        "2026-11-30", "367b83c4f5895990c81d9ace57db14e2c4b27b99", "sampler-2026-11-30",
+        what="tools/checks/cost_shape_check.yaml, predicted from a reference run on the same "
+        "machine"),
     Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
         "training_memory.tsv", "2026-11-25", "287abb80889acebe1531fc213bf13bc0ff372ea8",
         "gpu-context", what="ResNet-18 on the CPU"),
