@@ -180,8 +180,12 @@ def compute(tidy: pd.DataFrame) -> pd.DataFrame:
             if row["status"] == "ok":
                 own = decision.median_interval(process_values(row))
                 record.update(own.fields("throughput"))
-            best = _fastest(o for o in ok if o["library"] != row["library"])
-            if row["status"] == "ok" and best is not None:
+            best = (
+                _fastest(o for o in ok if o["library"] != row["library"])
+                if row["status"] == "ok"
+                else None
+            )
+            if best is not None:
                 m, mo = float(row[MEDIAN_THROUGHPUT]), float(best[MEDIAN_THROUGHPUT])
                 found = margin_fields(row, best, "speedup")
                 record.update(
