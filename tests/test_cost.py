@@ -622,3 +622,63 @@ def test_a_pipeline_the_library_cannot_run_costs_nothing() -> None:
     job = _job("pipeline_dataloader", "torchvision", ("runs", "lacks"), {"pipelines": payload})
     assert cost.supported(job) == ("runs",)
     assert cost.supported(job, gpu=True) == ()  # no Normalize at the end: an error row there
+
+
+def test_a_resize_job_pays_the_staging_jobs_fixed_time_and_a_rate_per_megapixel(
+    tmp_path: Path,
+) -> None:
+    """What a resize job learns is split in two: the fixed time of a process that imports
+    Pillow and writes an archive (the staging job's) and seconds per megapixel read and written.
+    A planned resize pays both: 0.5 s + 30 MP x 0.01 s."""
+    data = tmp_path / "results/data"
+
+    def manifest(key: str, side: int, base: str | None = None) -> None:
+        files = [{"width": side, "height": side} for _ in range(10)]
+        (data / key).mkdir(parents=True)
+        (data / key / "manifest.json").write_text(json.dumps({"files": files, "base_key": base}))
+
+    manifest("base", 1000)  # 10 MP read by each resize
+    manifest("r500", 500, "base")  # 2.5 MP written: 12.5 MP in all, 0.125 s at 0.01 s/MP
+    manifest("r2000", 2000, "base")  # 40 MP written: 50 MP in all, 0.5 s
+    setup = tmp_path / "benchmarks/setup"
+    for kind, name, seconds in (("stage_dataset", "base", 0.5), ("resize_dataset", "r500", 0.625),
+                                ("resize_dataset", "r2000", 1.0)):  # fmt: skip
+        (setup / kind).mkdir(parents=True, exist_ok=True)
+        (setup / kind / f"{name}.tsv").write_text(f"s\th:m:s\n{seconds}\t0:00:01\n")
+    models = cost.learn(tmp_path)
+    resize = regimes.Job("resize_dataset", params_json=json.dumps(
+        {"num_images": 10, "input_megapixels": 1.0}), megapixels=2.0)  # fmt: skip
+    found, basis = cost.estimate_jobs([resize], models, CONFIG)
+    assert found[resize].expected == pytest.approx(0.5 + 30 * 0.01) and basis[resize] == "measured"
+
+
+def test_a_transform_the_run_did_not_measure_is_priced_from_the_prior_at_local_speed() -> None:
+    """The prior measured HorizontalFlip at 0.01 s and MedianBlur at 0.2 s per image of 0.2 MP;
+    the local run measured HorizontalFlip only, at 0.03 s on 0.4 MP images: this machine is 1.5x
+    slower at equal pixels, so MedianBlur costs 0.2 x 1.5 x 2 = 0.6 s per local image. A library
+    the prior lacks, and the DataLoader kinds' own models, keep their median."""
+    from augbench.planning import transform_prior
+
+    prior = transform_prior.Prior(
+        {"pillow": {"HorizontalFlip": 0.01, "MedianBlur": 0.2}}, 0.2, "test VM"
+    )
+
+    def micro() -> cost.KindModel:
+        return cost.KindModel({"HorizontalFlip": 0.03, "Grayscale": 0.05},
+                              megapixels={"HorizontalFlip": 0.4, "Grayscale": 0.4})  # fmt: skip
+
+    models = {("micro", "pillow"): micro(), ("micro", "kornia"): micro(),
+              ("cpu_dataloader", "pillow"): micro()}  # fmt: skip
+    assert transform_prior.apply(models, prior) == ["pillow"]
+    assert models[("micro", "pillow")].seconds_per_image("MedianBlur") == pytest.approx(0.6)
+    assert models[("micro", "pillow")].seconds_per_image("HorizontalFlip") == 0.03  # its own row
+    for key in (("micro", "kornia"), ("cpu_dataloader", "pillow")):
+        assert models[key].seconds_per_image("MedianBlur") == pytest.approx(0.04)
+    # At 0.6 s per image (above the 0.05 s slow-transform threshold) the planned job expects
+    # MedianBlur to stop at its preflight of 10 + 1 items; at the median it would be measured.
+    job = _job("micro", "pillow", ("MedianBlur",), MICRO_TARGET, megapixels=0.4)
+    found, _ = cost.estimate_jobs([job], models, CONFIG)
+    assert found[job] == cost.Estimate(pytest.approx(11 * 0.6), pytest.approx(11 * 0.6))
+    unpriced, _ = cost.estimate_jobs([job], {("micro", "pillow"): micro()}, CONFIG)
+    assert unpriced[job].most > 20 * 4 * 0.04
+    assert "prior_s" not in models[("micro", "pillow")].to_dict()  # never stored with a model

@@ -363,8 +363,9 @@ def test_a_dataloader_job_grows_with_its_workers() -> None:
         assert batches == pytest.approx(4 * s.config["cpu_dataloader"]["prefetch_factor"]
                                         * s.config["cpu_dataloader"]["batch_size"] * 224**2
                                         * 12 / 2**20)  # fmt: skip
-        own = 4 * loaders * policy.WORKER_PRIVATE_MB + batches
+        own = 4 * loaders * four.worker_private_mb + batches
         assert grown == pytest.approx(own * factor, abs=1)
+        assert four.worker_private_mb > policy.WORKER_PRIVATE_MB  # and its transforms' temporaries
         assert memory.predict(four).rss_mb > memory.predict(four).mem_mb
 
 
@@ -496,3 +497,22 @@ def test_between_reads_the_proportional_set_follows_each_read_process_resident_g
     assert pss_between_reads(last_read, now) == (200 + 250 + 100 - 50) * mb
     assert pss_between_reads(last_read, {pid: r for pid, (r, _) in last_read.items()}) == 450 * mb
     assert pss_between_reads({}, now) == 0
+
+
+def test_a_dataloader_worker_holds_its_most_demanding_steps_temporaries() -> None:
+    """Each worker transforms one image at a time: beside its fixed private pages it holds the
+    temporaries of its most demanding step (memory.working_copies) in the library's working dtype,
+    on the image that step gets: a recipe's transform runs on the base crop's 224 px output, a
+    crop on the whole image."""
+    dl = {"job_per": "setting", "transforms": ["GaussianBlur"]}
+    s = sweep.Sweep(config("smoke", cpu_dataloader=dl), "d")
+    found = {}
+    for library in ("pillow", "kornia"):
+        kind = regimes.KINDS["cpu_dataloader"]
+        wildcards = {"machine": "m", "dataset": "d", "library": library, "scope": "memory",
+                     "workers": "2", "shard": "s000"}  # fmt: skip
+        found[library] = kind.memory(s, kind, wildcards).worker_private_mb
+        value = adapters.declared(library).working_value_bytes
+        own = memory.working_copies(library, ["GaussianBlur"]) * value * 3 * 224**2 / 2**20
+        assert found[library] == pytest.approx(policy.WORKER_PRIVATE_MB + own)
+    assert found["kornia"] > found["pillow"]  # float32 temporaries against uint8 ones

@@ -396,3 +396,31 @@ def test_lock_envs_relocks_one_library_keeping_its_pins(tmp_path: Path) -> None:
     # The other libraries' files are left as they were.
     for other in ("torchvision.txt", "kornia.yaml", "constraints.txt"):
         assert (envs / other).read_text() == (REPO / "envs" / other).read_text()
+
+
+def test_transform_costs_writes_each_rows_rate_and_a_stopped_rows_preflight(
+    tmp_path: Path,
+) -> None:
+    from test_cost import _write
+
+    from augbench.planning import transform_prior
+
+    run = tmp_path / "run"
+    rows = {
+        "HorizontalFlip": {"status": "ok", "median_throughput": 100.0},
+        "MedianBlur": {"status": "early_stopped", "preflight_throughput": 5.0},
+        "CLAHE": {"status": "unsupported"},
+    }
+    _write(run, "micro/pillow/s000", {"metadata": {"benchmark_params": {}}, "results": rows},
+           9.0, megapixels=0.3)  # fmt: skip
+    output = tmp_path / "transform_costs.json"
+    done = run_tool("maintenance/transform_costs.py", str(run), "--machine", "test VM",
+                    "--commit", "0" * 40, "--output", str(output))  # fmt: skip
+    assert f"2 transform costs of 1 libraries -> {output}" in done.stdout
+    prior = transform_prior.load(output)
+    assert prior.seconds == {"pillow": {"HorizontalFlip": 0.01, "MedianBlur": 0.2}}
+    assert prior.megapixels == 0.3 and prior.measured.startswith("test VM, ")
+    assert prior.measured.endswith("transform_costs.yaml as of " + "0" * 40)
+    empty = run_tool("maintenance/transform_costs.py", str(tmp_path / "none"), "--machine", "x",
+                     "--output", str(tmp_path / "no.json"), check=False)  # fmt: skip
+    assert empty.returncode == 1 and "no micro result files found" in empty.stderr

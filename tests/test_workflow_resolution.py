@@ -75,3 +75,16 @@ def test_rerun_and_a_smaller_sweep_schedule_nothing(sweep: Path) -> None:
         assert "Nothing to be done" in proc.stdout + proc.stderr, proc.stdout[-3000:]
     run_snakemake(sweep, "--cores", "1", *CONFIG, "resolutions=[32,64]")
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+
+
+def test_a_resize_takes_the_benchmark_slot_as_every_timed_job_does(tmp_path: Path) -> None:
+    """A resize reads and writes every image: it must not share the cores of a measurement, so it
+    takes the one bench_slot (the default profile's) that timed jobs take."""
+    proc = run_snakemake(tmp_path, "-n", *CONFIG, "resolutions=[32,64]")
+    jobs = (proc.stdout + proc.stderr).split("\nrule ")
+    blocks = {
+        rule: [b for b in jobs if b.startswith(f"{rule}:")] for rule in ("resize_dataset", "micro")
+    }
+    assert len(blocks["resize_dataset"]) == 2 and len(blocks["micro"]) == 3
+    for block in blocks["resize_dataset"] + blocks["micro"]:
+        assert "bench_slot=1" in block.split("\n\n")[0], block

@@ -290,8 +290,10 @@ def _learn_fixed_kinds(run_dir: Path, models: dict[tuple[str, str], KindModel]) 
         if (s := _benchmark_seconds(tsv)) is not None
         and (mp := resized_megapixels(run_dir / "results" / "data", tsv.stem))
     ]
-    if rates:  # a resize job's time is its megapixels read and written
-        models[("resize_dataset", "")] = KindModel({}, 0.0, per_megapixel_s=statistics.fmean(rates))
+    if rates:  # a resize job's time: the fixed time, plus its megapixels read and written
+        models[("resize_dataset", "")] = KindModel(
+            {}, fixed, per_megapixel_s=statistics.fmean(rates)
+        )
     for kind in ANALYSIS_KINDS:  # benchmarks/analysis/[<root>/]<kind>.tsv
         times = [
             s

@@ -5,9 +5,10 @@ The ETA uses the per-job time model of the cloud cost estimate (``augbench.plann
 reference timings shipped with the workflow (``workflow/resources/time_model.json``, a default
 run on a named machine), replaced by whatever this working directory has measured itself (an
 earlier run's results and benchmark files). The wall-clock arithmetic follows the workflow's
-scheduling: setup jobs run in parallel on the given cores, and every timed job (micro,
-cpu_dataloader, GPU regimes, the lazy-output diagnostic) takes the one ``bench_slot``, so they add
-up; aggregation and figures run last.
+scheduling: setup jobs run in parallel on the given cores (a resize also takes the
+``bench_slot``, never beside a measurement), and every timed job (micro, cpu_dataloader, GPU
+regimes, the lazy-output diagnostic) takes the one ``bench_slot``, so they add up; aggregation and
+figures run last.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from augbench.planning import cost, regimes
+from augbench.planning import cost, regimes, transform_prior
 from augbench.results import usable_cores
 
 # Rules that are neither benchmarks nor setup: tables, figures, report pieces.
@@ -107,6 +108,9 @@ def load_models(reference: Path | None, run_dir: Path) -> tuple[dict[Any, cost.K
     if local:
         models.update(local)
         source.append(f"{len(local)} job models measured in {run_dir.resolve()}")
+    prior = transform_prior.load()
+    if transform_prior.apply(models, prior):
+        source.append(f"transform costs of {prior.measured}")
     return models, " updated with ".join(source) or "no timings"
 
 

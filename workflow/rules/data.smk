@@ -92,6 +92,10 @@ if DERIVED:
             dataset=key_pattern(DERIVED),
         conda:
             "../../envs/driver.yaml"
+        # The benchmark slot: a resize reads and writes every image on the cores a measurement
+        # of another dataset would share (timed jobs wait for env builds and their own dataset).
+        resources:
+            bench_slot=1,
         params:
             spec=lambda wildcards: DERIVED[wildcards.dataset][1].to_dict(),
             name=lambda wildcards: DERIVED[wildcards.dataset][0].name,

@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
 from augbench.logs import redirect_to_log
-from augbench.planning import cost, slurm
+from augbench.planning import cost, slurm, transform_prior
 from augbench.planning.plan import load_reference
 
 
@@ -30,6 +30,9 @@ def main() -> str:
     reference = load_reference(reference_file)
     borrowed = cost.borrow_shares(local, reference.models)
     models = {**reference.models, **local}
+    # Catalog transforms no run measured: the shipped transform-cost prior, moved to these models.
+    prior = transform_prior.load()
+    prior_libraries = transform_prior.apply(models, prior)
     # Every job of the sweep (augbench.planning.sweep.Sweep.cost_jobs: the same job list the rules
     # run).
     jobs, planned = plan["jobs"], plan["planned"]
@@ -63,6 +66,11 @@ def main() -> str:
             else f"nothing: no finished local run in {run_dir.resolve()} (cloud.estimate_from)"
         ),
         "reference timings": (f"{reference.label} for " + (", ".join(from_reference) or "nothing")),
+        "transform costs": (
+            f"{prior.measured} for " + (", ".join(prior_libraries) or "no library")
+            if prior.measured
+            else "none: every unmeasured transform at its library's median"
+        ),
         **(
             {
                 "node-hour prices": (

@@ -41,7 +41,7 @@ from augbench.planning.regimes.records import (
     value_bytes,
     workers_threads,
 )
-from augbench.policy import DATALOADER_MIN_RUNS, MAIN_PROCESS_CORES
+from augbench.policy import DATALOADER_MIN_RUNS, MAIN_PROCESS_CORES, WORKER_PRIVATE_MB
 from augbench.workload import catalog, decoders, loaders, recipes
 from augbench.workload.adapters.base import CPU_TRANSFORMS
 
@@ -263,10 +263,11 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     decode scope too, for its memory-scope companion); every live DataLoader (the regime's, the
     bare loop's, the companion's) has its own forked workers; the loader measured at a time has
     workers x prefetch_factor batches in flight and the main process one more (float32 CHW
-    outputs, masks included). A job_per: library job runs its settings one after another: its
+    outputs, masks included); each worker holds its most demanding step's temporaries on the
+    image that step gets. A job_per: library job runs its settings one after another: its
     largest."""
-    from augbench.planning.memory import Footprint
-    from augbench.workload import recipes
+    from augbench.planning.memory import Footprint, working_copies
+    from augbench.workload import adapters, recipes
 
     dl = s.config["cpu_dataloader"]
     pipelines = kind.role == "pipelines"
@@ -283,23 +284,41 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
         1 + (baselines > 0) + (x["scope"] == "decode" and baselines > 0) for x in settings
     )
     workers = max(int(x["workers"]) for x in settings)
+    largest = max(s.sizes[w["dataset"]].first(images) or [0])
     if pipelines:  # the largest output of the pipelines the library runs, masks included
-        from augbench.workload import adapters
         from augbench.workload import pipelines as user_pipelines
 
         adapter = adapters.get(w["library"])
-        largest = max(s.sizes[w["dataset"]].first(images) or [0])
         mask = value_bytes(w["library"])
+        runnable = [
+            p for p in user_pipelines.from_json(s.pipelines_json).values()
+            if user_pipelines.support_problem(adapter, p) is None
+        ]  # fmt: skip
         per_image = max(
             [
                 output_pixels(p.steps, largest) * (12 + (mask if "mask" in p.targets else 0))
-                for p in user_pipelines.from_json(s.pipelines_json).values()
-                if user_pipelines.support_problem(adapter, p) is None
+                for p in runnable
             ],
             default=0.0,
         )
+        # Each step on the image it gets: the one the steps before it left.
+        seen = [(st.name, output_pixels(p.steps[:i], largest))
+                for p in runnable for i, st in enumerate(p.steps)]  # fmt: skip
     else:
         per_image = recipes.OUTPUT_SIZE**2 * 12.0  # every recipe ends in a 224 px float32 crop
+        # A recipe's transform runs on the base crop's output, a crop on the whole image.
+        seen = [
+            (t, largest if catalog.get(t).is_crop else recipes.OUTPUT_SIZE**2)
+            for shard in s.dataloader_shards.values() for t in shard if t in catalog.names()
+        ]  # fmt: skip
+    # Each worker transforms one image at a time: its most demanding step's temporaries
+    # (augbench.planning.memory.working_copies, in the library's working dtype) are its own.
+    value = adapters.declared(w["library"]).working_value_bytes * s.config["channels"]
+    working_mb = max(
+        (working_copies(w["library"], [name]) * value * px for name, px in seen
+         if name in catalog.names()),
+        default=0.0,
+    ) / 2**20  # fmt: skip
     in_flight = (workers * dl["prefetch_factor"] + 1) * batch
     # Each row (and the baselines) runs in a fresh fork of the job process, which forks the
     # loaders' workers: all of them share the job process's pages. With several processes per
@@ -317,6 +336,7 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
         images=images if baselines > 0 or any(x["scope"] == "memory" for x in settings) else 0,
         pixels=pixels, value_bytes=value_bytes(w["library"]),
         batches_mb=in_flight * per_image / 2**20,
+        worker_private_mb=WORKER_PRIVATE_MB + working_mb,
     )  # fmt: skip
 
 

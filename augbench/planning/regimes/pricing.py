@@ -66,6 +66,10 @@ class KindModel:
     # DataLoader kinds with fresh processes (--processes): a later process's seconds beyond its
     # timed epochs (its interpreter, imports, items, and each row's loader start and warm-up).
     later_process_s: float = 0.0
+    # micro: seconds per image of catalog transforms the run did not measure, from the shipped
+    # transform-cost prior moved to this model (augbench.planning.transform_prior.apply); filled
+    # where models are loaded for a plan, never stored with them.
+    prior_s: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -100,11 +104,11 @@ class KindModel:
         )  # fmt: skip
 
     def seconds_per_image(self, transform: str, megapixels: float = 0.0) -> float:
-        """Seconds per image of ``transform`` (the library's median where it has no row), scaled
-        from the pixels it was measured at to ``megapixels`` (when both are known) by its
-        fitted exponent."""
+        """Seconds per image of ``transform`` (without a row of its own: the prior's, else the
+        library's median), scaled from the pixels it was measured at to ``megapixels`` (when both
+        are known) by its fitted exponent."""
         typical = statistics.median(self.per_image_s.values())
-        seconds = self.per_image_s.get(transform, typical)
+        seconds = self.per_image_s.get(transform, self.prior_s.get(transform, typical))
         measured = self.megapixels.get(transform) or median_of(self.megapixels.values())
         slope = self.slope.get(transform, 1.0)
         return seconds * (megapixels / measured) ** slope if megapixels and measured else seconds
