@@ -220,6 +220,13 @@ CHECKS = (
                 "sampler; a job's held proportional set is followed between two reads from each "
                 "process's resident growth",
             ),
+            Model(
+                "transform-costs-2026-11-30",
+                "8ea31f13e4d7a361af3468348e370bdb71885014",
+                "a transform the reference never measured priced from the shipped transform-cost "
+                "prior; a resize pays the staging job's fixed time; each DataLoader worker holds "
+                "its most demanding step's temporaries; a resize never runs beside a measurement",
+            ),
         ),
     ),
     Check(
@@ -410,6 +417,15 @@ RUNS = (
         what="paper-lite preset, predicted from a reference run on the same machine"),
     Run("cost-validation", INTEL, "2026-11-30-cost-validation-shape-check", "cost_validation.tsv",
         "2026-11-30", "367b83c4f5895990c81d9ace57db14e2c4b27b99", "sampler-2026-11-30",
+        what="tools/checks/cost_shape_check.yaml, predicted from a reference run on the same "
+        "machine"),
+    Run("cost-validation", INTEL, "2026-11-30-cost-validation-paper-lite-transform-costs",
+        "cost_validation.tsv", "2026-11-30", "8ea31f13e4d7a361af3468348e370bdb71885014",
+        "transform-costs-2026-11-30",
+        what="paper-lite preset, predicted from a reference run on the same machine"),
+    Run("cost-validation", INTEL, "2026-11-30-cost-validation-shape-check-transform-costs",
+        "cost_validation.tsv", "2026-11-30", "8ea31f13e4d7a361af3468348e370bdb71885014",
+        "transform-costs-2026-11-30",
         what="tools/checks/cost_shape_check.yaml, predicted from a reference run on the same "
         "machine"),
     Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
