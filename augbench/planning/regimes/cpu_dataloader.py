@@ -285,6 +285,7 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     )
     workers = max(int(x["workers"]) for x in settings)
     largest = max(s.sizes[w["dataset"]].first(images) or [0])
+    known = set(catalog.names())
     if pipelines:  # the largest output of the pipelines the library runs, masks included
         from augbench.workload import pipelines as user_pipelines
 
@@ -309,14 +310,13 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
         # A recipe's transform runs on the base crop's output, a crop on the whole image.
         seen = [
             (t, largest if catalog.get(t).is_crop else recipes.OUTPUT_SIZE**2)
-            for shard in s.dataloader_shards.values() for t in shard if t in catalog.names()
+            for shard in s.dataloader_shards.values() for t in shard if t in known
         ]  # fmt: skip
     # Each worker transforms one image at a time: its most demanding step's temporaries
     # (augbench.planning.memory.working_copies, in the library's working dtype) are its own.
     value = adapters.declared(w["library"]).working_value_bytes * s.config["channels"]
     working_mb = max(
-        (working_copies(w["library"], [name]) * value * px for name, px in seen
-         if name in catalog.names()),
+        (working_copies(w["library"], [name]) * value * px for name, px in seen if name in known),
         default=0.0,
     ) / 2**20  # fmt: skip
     in_flight = (workers * dl["prefetch_factor"] + 1) * batch
