@@ -91,7 +91,7 @@ def benchmark_row(tsv: Path) -> dict[str, str] | None:
 Key = tuple[str, str]  # (kind, library)
 
 
-def _result_files(run_dir: Path) -> list[tuple[Path, Path, str]]:
+def result_files(run_dir: Path) -> list[tuple[Path, Path, str]]:
     """(result file, its job's benchmark file, rule) of every timed kind that writes rows, by
     the kinds' declared result and log patterns (a job_per: library job's one benchmark file
     is named after the job)."""
@@ -130,7 +130,7 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
     # file it wrote, and the files' own timings where they record one.
     jobs: dict[Path, list[tuple[Key, float, int, float]]] = defaultdict(list)
     timed: dict[Path, list[tuple[Key, JobTiming]]] = defaultdict(list)
-    for path, bench, kind in _result_files(run_dir):
+    for path, bench, kind in result_files(run_dir):
         pricing = regimes.KINDS[kind].pricing
         if pricing.wall_time_only:
             continue

@@ -20,18 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from augbench import paths  # noqa: E402
-from augbench.planning import regimes, transform_prior  # noqa: E402
-
-
-def micro_results(run: Path) -> list[Path]:
-    """The run's result files of the prior's job kind."""
-    return [
-        path
-        for path in sorted((run / paths.RAW_ROOT).glob("**/*.json"))
-        if (found := regimes.kind_of_result(str(path.relative_to(run))))
-        and found[0].rule == transform_prior.PRIOR_KIND
-    ]
+from augbench.planning import cost, transform_prior  # noqa: E402
 
 
 def main() -> int:
@@ -41,7 +30,7 @@ def main() -> int:
     p.add_argument("--output", type=Path, default=transform_prior.PRIOR_FILE)
     p.add_argument("--commit", help="the commit the run measured with (default: this checkout's)")
     args = p.parse_args()
-    files = micro_results(args.run)
+    files = [p for p, _, rule in cost.result_files(args.run) if rule == transform_prior.PRIOR_KIND]
     if not files:
         raise SystemExit(f"{args.run}: no {transform_prior.PRIOR_KIND} result files found")
     seconds, megapixels = transform_prior.measure(files)

@@ -38,6 +38,7 @@ from augbench.planning.regimes.records import (
     Wildcards,
     job_kind,
     one_thread,
+    temporaries_mb,
     value_bytes,
     workers_threads,
 )
@@ -266,7 +267,7 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     outputs, masks included); each worker holds its most demanding step's temporaries on the
     image that step gets. A job_per: library job runs its settings one after another: its
     largest."""
-    from augbench.planning.memory import Footprint, working_copies
+    from augbench.planning.memory import Footprint
     from augbench.workload import adapters, recipes
 
     dl = s.config["cpu_dataloader"]
@@ -312,13 +313,12 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
             (t, largest if catalog.get(t).is_crop else recipes.OUTPUT_SIZE**2)
             for shard in s.dataloader_shards.values() for t in shard if t in known
         ]  # fmt: skip
-    # Each worker transforms one image at a time: its most demanding step's temporaries
-    # (augbench.planning.memory.working_copies, in the library's working dtype) are its own.
-    value = adapters.declared(w["library"]).working_value_bytes * s.config["channels"]
+    # Each worker transforms one image at a time: its most demanding step's temporaries are its own.
     working_mb = max(
-        (working_copies(w["library"], [name]) * value * px for name, px in seen if name in known),
+        (temporaries_mb(w["library"], [name], px, s.config["channels"]) for name, px in seen
+         if name in known),
         default=0.0,
-    ) / 2**20  # fmt: skip
+    )  # fmt: skip
     in_flight = (workers * dl["prefetch_factor"] + 1) * batch
     # Each row (and the baselines) runs in a fresh fork of the job process, which forks the
     # loaders' workers: all of them share the job process's pages. With several processes per

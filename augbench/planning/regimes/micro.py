@@ -37,11 +37,11 @@ from augbench.planning.regimes.records import (
     Wildcards,
     job_kind,
     one_thread,
+    temporaries_mb,
     value_bytes,
 )
 from augbench.policy import BREAKDOWN_VALUES_PER_PROCESS
 from augbench.result_format import MEDIAN_THROUGHPUT
-from augbench.workload import adapters
 from augbench.workload.adapters.base import CPU_TRANSFORMS
 
 if TYPE_CHECKING:
@@ -143,12 +143,9 @@ def _working_mb(
     s: Planner, library: str, dataset: str, images: int, transforms: list[str] | None = None
 ) -> float:
     """The temporaries of the job's most demanding transform (None: any the library has) on the
-    largest of its images (augbench.planning.memory.working_copies)."""
-    from augbench.planning.memory import working_copies
-
+    largest of its images."""
     pixels = max(s.sizes[dataset].first(max(images, 1)) or [0])
-    copies = working_copies(library, transforms) * adapters.declared(library).working_value_bytes
-    return copies * pixels * s.config["channels"] / 2**20
+    return temporaries_mb(library, transforms, pixels, s.config["channels"])
 
 
 def micro_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:

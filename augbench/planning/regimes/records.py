@@ -408,3 +408,15 @@ def workers_threads(s: Planner, w: Wildcards) -> int:
 def value_bytes(library: str) -> int:
     """Bytes per pixel value of the library's own image form (Kornia: float32)."""
     return adapters.get(library).value_bytes
+
+
+def temporaries_mb(
+    library: str, transforms: list[str] | None, pixels: float, channels: int
+) -> float:
+    """MiB of the temporaries of the most demanding of ``transforms`` (None: any the library
+    has) on one image of ``pixels``, in the library's working dtype
+    (augbench.planning.memory.working_copies)."""
+    from augbench.planning.memory import working_copies
+
+    copies = working_copies(library, transforms) * adapters.declared(library).working_value_bytes
+    return copies * pixels * channels / 2**20
