@@ -21,6 +21,8 @@ DATASET_IMAGES = DATA + "/{dataset}/images"
 DATASET_ARCHIVE = DATA + "/archives/{dataset}.tar"
 # A library's env record (rule build_env).
 ENV_RECORD = "results/envs/{library}.json"
+# Its log: the build's commands and uv's account of what it installed or compiled.
+ENV_LOG = "logs/envs/{library}.log"
 # A ``module:attr`` pipeline resolved in the torchvision env (rule resolve_pipeline).
 RESOLVED_PIPELINE = "results/pipelines/resolved/{pipeline}.json"
 

@@ -14,7 +14,7 @@ import snakemake_runner
 import yaml
 from conftest import OFFLINE_ENV, REPO
 
-from augbench import policy
+from augbench import paths, policy
 from augbench.planning import cost, regimes
 from augbench.planning.regimes import cpu_dataloader
 from augbench.policy import DATALOADER_MIN_RUNS
@@ -609,6 +609,25 @@ def test_a_setup_kind_is_priced_at_the_mean_of_its_jobs(tmp_path: Path) -> None:
     assert models[("build_env", "")].overhead_s == pytest.approx(3.0)
 
 
+def test_an_env_build_that_compiled_fills_the_cache_once(tmp_path: Path) -> None:
+    """A build whose log shows uv compiling a package (its cache had no wheel) is not a typical
+    build: the expected build is the others' mean, and what compiling added is in the maximum."""
+    for name, seconds in (("a", 1.0), ("b", 2.0), ("c", 4.5)):
+        tsv = tmp_path / "benchmarks/setup/build_env" / f"{name}.tsv"
+        tsv.parent.mkdir(parents=True, exist_ok=True)
+        tsv.write_text(f"s\th:m:s\n{seconds}\t0:00:01\n")
+        log = tmp_path / paths.ENV_LOG.format(library=name)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        compiled = "   Building pyturbojpeg==1.8.3\n      Built pyturbojpeg==1.8.3\n"
+        log.write_text("Resolved 49 packages in 180ms\n" + (compiled if name == "c" else ""))
+    model = cost.learn(tmp_path)[("build_env", "")]
+    assert model.overhead_s == pytest.approx(1.5) and model.cache_fill_s == pytest.approx(3.0)
+    job = regimes.Job("build_env", "pillow")
+    found, _ = cost.estimate_jobs([job], {("build_env", ""): model}, CONFIG)
+    assert (found[job].expected, found[job].most) == (pytest.approx(1.5), pytest.approx(4.5))
+    assert cost.KindModel.from_dict(model.to_dict()).cache_fill_s == pytest.approx(3.0)
+
+
 def test_a_pipeline_the_library_cannot_run_costs_nothing() -> None:
     """A pipeline with a step the library lacks is an `unsupported` row written without timing:
     only the pipelines it runs are priced (on the CPU and, with their own rule, on the GPU)."""
@@ -682,3 +701,29 @@ def test_a_transform_the_run_did_not_measure_is_priced_from_the_prior_at_local_s
     unpriced, _ = cost.estimate_jobs([job], {("micro", "pillow"): micro()}, CONFIG)
     assert unpriced[job].most > 20 * 4 * 0.04
     assert "prior_s" not in models[("micro", "pillow")].to_dict()  # never stored with a model
+
+
+def test_a_row_of_long_epochs_is_expected_to_stop_at_the_first_look(tmp_path: Path) -> None:
+    """The engine's stopping rule on the job's own epochs: with the measured jitter (0.02 s at
+    the first look), a fast recipe's 0.064 s epochs run to num_runs, a slow one's 3.2 s epochs
+    stop at the minimum. The spreads are learned from one-process rows' first rounds."""
+    params = {"batch_size": 16, "batches_per_run": 4, "num_runs": 6, "baseline_runs": 0,
+              "workers": "2", "scope": "decode"}  # fmt: skip
+    arm_s = {"fast|decode-w2|regime": 0.001, "slow|decode-w2|regime": 0.05}
+    per_image = {"fast": 0.001, "slow": 0.05}
+    model = cost.KindModel(per_image, 0.0, arm_s=arm_s, epoch_spread_s=[0.02, 0.02])
+    job = _job("cpu_dataloader", "pillow", ("fast", "slow"), params)
+    found, _ = cost.estimate_jobs([job], {("cpu_dataloader", "pillow"): model}, CONFIG)
+    assert found[job].expected == pytest.approx(6 * 0.064 + DATALOADER_MIN_RUNS * 3.2)
+    assert found[job].most == pytest.approx(6 * (0.064 + 3.2))
+    # Learned: the relative interval of the first 3 throughputs times their epochs' median.
+    row = {"status": "ok", "median_throughput": 100.0, "throughputs": [90.0, 100.0, 110.0, 99.0],
+           "times": [0.71, 0.64, 0.58, 0.65], "timed_rounds": 4, "scope": "decode",
+           "workers": 2, "batch_size": 16}  # fmt: skip
+    raw = tmp_path / f"results/raw/laptop/{DS}/cpu_dataloader/pillow/decode-w2-s000.json"
+    raw.parent.mkdir(parents=True)
+    meta = {"benchmark_params": {**params, "images_per_run": 64}, "scope": "decode"}
+    raw.write_text(json.dumps({"metadata": meta, "results": {"fast": row}}))
+    _bench(tmp_path, f"laptop/{DS}/cpu_dataloader/pillow/decode-w2-s000", 5.0)
+    learned = cost.learn(tmp_path)[("cpu_dataloader", "pillow")]
+    assert learned.epoch_spread_s == [pytest.approx(0.1 * 0.64)]

@@ -22,6 +22,7 @@ from augbench.measuring.stopping import (
     breakdown_passes,
     breakdown_value_bounds,
     epoch_batches,
+    expected_values,
     relative_ci,
 )
 from augbench.policy import RELATIVE_CI_TARGET
@@ -105,6 +106,25 @@ def test_the_rule_looks_only_at_block_boundaries() -> None:
     assert not rule.done([*noisy, 100.0, 100.0])  # 5 values: not a boundary (3, 6, 9)
     assert rule.looks_at(6) and not rule.looks_at(5) and rule.looks_at(9)
     assert StoppingRule(4, 20, block=2).looks_at(6)
+
+
+def test_longer_values_are_expected_to_stop_sooner() -> None:
+    """A measured row's jitter is of a fixed size: the same spreads, on values that last longer,
+    stop at the first look; on short ones they run to the maximum. Without spreads: the maximum.
+    A look that also needs a companion's ratios (a ratio of two values spreads wider) stops later,
+    and each count is one the rule can stop at."""
+    rule = StoppingRule(min_values=3, max_values=6, target=0.05)
+    spreads = [0.004, 0.01, 0.03]  # seconds: relative interval at 3 values x value length
+    assert expected_values(rule, spreads, 10.0) == 3
+    assert expected_values(rule, spreads, 0.01) == 6
+    assert expected_values(rule, [], 10.0) == 6
+    counts = [expected_values(rule, spreads, length) for length in (0.05, 0.2, 0.6, 2.0)]
+    assert counts == sorted(counts, reverse=True) and 3 < counts[1] < 6
+    assert expected_values(rule, spreads, 0.2, paired_below=4) > counts[1]
+    # One spread: the count is the first look whose interval, scaled from the first, is on target.
+    long_rule = StoppingRule(min_values=3, max_values=30, target=0.05)
+    count = expected_values(long_rule, [0.055], 1.0)
+    assert long_rule.looks_at(int(count)) and 3 < count < 30
 
 
 def test_every_summarized_row_states_its_precision() -> None:

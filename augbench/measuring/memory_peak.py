@@ -23,6 +23,7 @@ metadata holds None.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -56,15 +57,40 @@ def children(pid: int) -> list[int]:
 
 
 def tree(root: int, skip: int) -> list[int]:
-    """``root`` and every process below it, except ``skip`` (the sampler itself)."""
+    """``root`` and every process below it, except ``skip`` (the sampler itself) and a child that
+    shares its parent's address space: a command started by vfork (as ``subprocess`` and the
+    ``platform`` module start ``uname`` and ``file``) is its parent's pages until it executes,
+    and would count them twice for those milliseconds."""
     out, stack = [], [root]
     while stack:
         pid = stack.pop()
         if pid == skip:
             continue
         out.append(pid)
-        stack.extend(children(pid))
+        stack.extend(c for c in children(pid) if not shares_address_space(c, pid))
     return out
+
+
+# kcmp(2) by architecture; KCMP_VM compares two processes' address spaces.
+_KCMP_SYSCALL = {"x86_64": 312, "aarch64": 272}.get(
+    os.uname().machine if hasattr(os, "uname") else ""
+)
+_KCMP_VM = 1
+
+
+def shares_address_space(a: int, b: int) -> bool:
+    """Whether processes ``a`` and ``b`` share one address space (kcmp(2)); False where the
+    kernel, its filter or the architecture does not say."""
+    if _KCMP_SYSCALL is None:
+        return False
+    return _libc().syscall(_KCMP_SYSCALL, a, b, _KCMP_VM, 0, 0) == 0
+
+
+@functools.cache
+def _libc() -> Any:
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def rss_kb(pid: int) -> int | None:

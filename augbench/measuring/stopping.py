@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 from augbench.intervals import median_interval, process_median_interval
 from augbench.policy import MICRO_MAX_LOOPS, MICRO_MIN_VALUE_SECONDS, RELATIVE_CI_TARGET
@@ -65,6 +66,43 @@ class StoppingRule:
             return False
         ci = relative_ci(values, groups)
         return ci is not None and ci <= self.target
+
+
+def expected_values(
+    rule: StoppingRule, spreads: Sequence[float], length: float, paired_below: int = 0
+) -> float:
+    """How many values ``rule`` is expected to take from a row whose values each last ``length``
+    (e.g. seconds per epoch): the mean over ``spreads``, each as likely, of the count it stops at.
+
+    A spread is a measured row's relative interval at the rule's first look times the length of
+    its values: jitter of a fixed size, so a row of longer values is relatively quieter and stops
+    sooner. At a later look the interval is the first look's scaled as the interval of evenly
+    spread normal values (:func:`relative_ci` of their quantiles) is between the two counts: the
+    order-statistic interval can widen before it narrows. At a look below ``paired_below`` values
+    the ratios of the values to a companion's of like length must be precise too (the DataLoader's
+    bare loop): a ratio of two independent values spreads sqrt(2) times as wide. Without
+    spreads: the maximum."""
+    if not spreads or length <= 0:
+        return float(rule.max_values)
+    looks = [n for n in range(rule.min_values, rule.max_values) if rule.looks_at(n)]
+    first = _normal_width(rule.min_values)
+    widening = {
+        n: (_normal_width(n) / first if first else 1.0) * (math.sqrt(2) if n < paired_below else 1)
+        for n in looks
+    }
+    counts = []
+    for spread in spreads:
+        relative = spread / length
+        stops = (n for n in looks if relative * widening[n] <= rule.target)
+        counts.append(next(stops, rule.max_values))
+    return sum(counts) / len(counts)
+
+
+def _normal_width(n: int) -> float:
+    """The relative interval of ``n`` values at evenly spaced quantiles of a normal distribution
+    of a small spread (the spread cancels in a ratio of two counts)."""
+    normal = NormalDist(1.0, 0.01)
+    return relative_ci([normal.inv_cdf((i + 0.5) / n) for i in range(n)]) or 0.0
 
 
 def passes_per_value(seconds_per_image: float, num_images: int) -> int:

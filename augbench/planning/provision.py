@@ -90,6 +90,39 @@ def uv_binary() -> str:
         return found
 
 
+# uv's line for a package it builds from its source distribution (its cache held no wheel).
+_SOURCE_BUILD = re.compile(r"^\s*Building (\S+==\S+)", re.MULTILINE)
+
+
+# What every engine imports in a library's env: the library (its adapter's own import), and
+# torch with its DataLoader where the env has torch.
+_WARM_IMPORTS = (
+    "import importlib.util, sys; sys.path.insert(0, {root!r});"
+    "from augbench.workload import adapters; adapters.get({library!r}).import_library();"
+    "importlib.util.find_spec('torch') and __import__('torch.utils.data')"
+)
+
+
+def warm_imports(library: str, python: Path) -> None:
+    """Import in a new env what its jobs import, so that the bytecode of those modules is written
+    now, in the build, and no timed job's import compiles it (the first job in an env would pay
+    seconds more than the others: torch's modules). An import that fails here is one line in the
+    build's log; the jobs record it as their own set-up error."""
+    code = _WARM_IMPORTS.format(root=str(Path(__file__).resolve().parents[2]), library=library)
+    env = {k: v for k, v in os.environ.items() if k != NO_BYTECODE_ENV_VAR}
+    env.update(telemetry.off_environment())
+    try:
+        _run([str(python), "-c", code], env=env)
+    except subprocess.CalledProcessError as exc:
+        print(f"{library}: importing it after the build failed: {_last_error_line(exc.stderr)}",
+              file=sys.stderr, flush=True)  # fmt: skip
+
+
+def source_builds(log: str) -> list[str]:
+    """The ``name==version`` of every package an env build's log shows uv compiling."""
+    return _SOURCE_BUILD.findall(log)
+
+
 def _run(cmd: list[str], env: Mapping[str, str] | None = None) -> None:
     """Run ``cmd`` with its output on stderr; on failure, raise with its last error line."""
     print("+", " ".join(cmd), file=sys.stderr, flush=True)
@@ -155,6 +188,7 @@ def ensure_env(library: str, lock: Path, venv: Path, python: str | None) -> dict
                 raise EnvBuildError(
                     f"{library}: building {venv} from {lock} failed: {_last_error_line(exc.stderr)}"
                 ) from exc
+            warm_imports(library, venv / "bin" / "python")
             stamp.write_text(lock_sha + "\n")
     return {
         "library": library,

@@ -9,7 +9,7 @@ rule build_env:
     output:
         marker=paths.ENV_RECORD,
     log:
-        "logs/envs/{library}.log",
+        paths.ENV_LOG,
     benchmark:
         "benchmarks/setup/build_env/{library}.tsv"
     conda:

@@ -9,7 +9,12 @@ from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from augbench.measuring.stopping import epoch_batches
+from augbench.measuring.stopping import (
+    StoppingRule,
+    epoch_batches,
+    expected_values,
+    relative_ci,
+)
 from augbench.paths import (
     DECODERS_TABLE,
     LOADERS_TABLE,
@@ -417,8 +422,15 @@ class DataLoader(Pricing):
                 learned.arms[key][f"{name}|{setting}|{arm}"].append(1.0 / statistics.median(rates))
         rounds = row.get("timed_rounds") or len(row.get("throughputs") or [])
         # Each fresh process (--processes) times up to num_runs rounds of its own.
-        per_process = rounds / max(1, int(row.get("processes") or 1))
-        learned.run_shares[key].append(per_process / max(params["num_runs"], 1))
+        processes = max(1, int(row.get("processes") or 1))
+        learned.run_shares[key].append(rounds / processes / max(params["num_runs"], 1))
+        least = params.get("min_runs", DATALOADER_MIN_RUNS)
+        first = (row.get("throughputs") or [])[:least]
+        seconds = (row.get("times") or [])[:least]
+        if processes == 1 and len(first) == least and len(seconds) == least:
+            spread = relative_ci(first)
+            if spread is not None:
+                learned.spreads[key].append(spread * statistics.median(seconds))
         if row.get("window_batches") and params.get("window_seconds"):
             batch = row.get("batch_size") or params["batch_size"]
             learned.epochs[key][f"{name}|{setting}"].append(row["window_batches"] * batch)
@@ -467,7 +479,8 @@ def dataloader_estimate(model: KindModel, job: PricedJob, params: Mapping[str, A
         params["batches_per_run"], int(params.get("workers") or 0)
     )
     most_runs = params["num_runs"]
-    expected_runs = min(max(model.run_share * most_runs, DATALOADER_MIN_RUNS), most_runs)
+    least_runs = min(params.get("min_runs", DATALOADER_MIN_RUNS), most_runs)
+    shared_runs = min(max(model.run_share * most_runs, DATALOADER_MIN_RUNS), most_runs)
     baseline_runs = params.get("baseline_runs", 0)
     # Fresh processes per row (augbench.measuring.engines.dataloader.processes), each its own
     # epochs.
@@ -482,6 +495,12 @@ def dataloader_estimate(model: KindModel, job: PricedJob, params: Mapping[str, A
         single = params.get("single_model")
         s_warm = arm_seconds(model, transform, setting, "regime", job.megapixels, cores, single)
         warmups += params["batch_size"] * max(1, int(params.get("workers") or 0)) * s_warm
+        expected_runs = shared_runs
+        if model.epoch_spread_s and processes == 1:  # the engine's stopping rule on its epochs
+            sized = model.epoch_images.get(f"{transform}|{setting}") if window_s else None
+            epoch_s = max(per_epoch * s_warm, window_s, (sized or 0.0) * s_warm)
+            rule = StoppingRule(least_runs, most_runs)
+            expected_runs = expected_values(rule, model.epoch_spread_s, epoch_s, baseline_runs)
         for label, runs in (("expected", expected_runs), ("most", most_runs)):
             seconds = 0.0
             for arm in DATALOADER_ARMS:

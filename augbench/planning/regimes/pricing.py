@@ -45,6 +45,9 @@ class KindModel:
     baseline_s: dict[str, float] = field(default_factory=dict)
     # resize_dataset: seconds per megapixel read and written (decode, Lanczos, JPEG encode).
     per_megapixel_s: float = 0.0
+    # build_env: the seconds a build adds where uv's cache holds no wheel of a package and
+    # compiles it (once per cache); overhead_s is a build from a cache that has them all.
+    cache_fill_s: float = 0.0
     # Whether the local rows could stop early (their maximum above their minimum): otherwise the
     # shares above say nothing and are borrowed (augbench.planning.cost.borrow_shares) or left at
     # the maximum.
@@ -66,6 +69,10 @@ class KindModel:
     # DataLoader kinds with fresh processes (--processes): a later process's seconds beyond its
     # timed epochs (its interpreter, imports, items, and each row's loader start and warm-up).
     later_process_s: float = 0.0
+    # DataLoader kinds: each one-process row's relative interval at the stopping rule's first
+    # look times its epoch's seconds (augbench.measuring.stopping.expected_values): a row of
+    # longer epochs stops sooner. Without them: run_share.
+    epoch_spread_s: list[float] = field(default_factory=list)
     # micro: seconds per image of catalog transforms the run did not measure, from the shipped
     # transform-cost prior moved to this model (augbench.planning.transform_prior.apply); filled
     # where models are loaded for a plan, never stored with them.
@@ -80,7 +87,8 @@ class KindModel:
             "setting_s": self.setting_s, "share_observed": self.share_observed,
             "slope": self.slope, "overhead_per_mp_s": self.overhead_per_mp_s,
             "cores": self.cores, "step_s": self.step_s, "epoch_images": self.epoch_images,
-            "later_process_s": self.later_process_s,
+            "later_process_s": self.later_process_s, "epoch_spread_s": self.epoch_spread_s,
+            "cache_fill_s": self.cache_fill_s,
         }  # fmt: skip
 
     @classmethod
@@ -101,6 +109,8 @@ class KindModel:
             step_s=dict(entry.get("step_s", {})),
             epoch_images=dict(entry.get("epoch_images", {})),
             later_process_s=float(entry.get("later_process_s", 0.0)),
+            epoch_spread_s=[float(v) for v in entry.get("epoch_spread_s", [])],
+            cache_fill_s=float(entry.get("cache_fill_s", 0.0)),
         )  # fmt: skip
 
     def seconds_per_image(self, transform: str, megapixels: float = 0.0) -> float:
@@ -157,6 +167,7 @@ class Learned:
     steps: defaultdict[Key, defaultdict[str, list[float]]] = field(default_factory=nested)
     shares: defaultdict[Key, list[float]] = field(default_factory=lambda: defaultdict(list))
     run_shares: defaultdict[Key, list[float]] = field(default_factory=lambda: defaultdict(list))
+    spreads: defaultdict[Key, list[float]] = field(default_factory=lambda: defaultdict(list))
     laters: defaultdict[Key, list[float]] = field(default_factory=lambda: defaultdict(list))
     cores: defaultdict[Key, list[int]] = field(default_factory=lambda: defaultdict(list))
     observed: set[Key] = field(default_factory=set)
@@ -180,6 +191,7 @@ class Learned:
             cores=min(self.cores[key]) if self.cores[key] else 0,
             step_s=medians(self.steps[key]),
             epoch_images=medians(self.epochs[key]),
+            epoch_spread_s=sorted(self.spreads[key]),
             later_process_s=(
                 max(statistics.median(self.laters[key]), 0.0) if self.laters[key] else 0.0
             ),

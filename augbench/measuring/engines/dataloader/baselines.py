@@ -115,8 +115,10 @@ def measure_baselines(
     meta: dict[str, Any] = {"runs": settings.baseline_runs}
     if settings.scope == "decode" and settings.workers > 0:
         try:
+            started = time.perf_counter()
             fields.update(measure_handover(settings, adapter, items, load, record_dir))
             meta["handover"] = {
+                "seconds": time.perf_counter() - started,
                 "sample": f"fixed {TRANSPORT_SIZE}x{TRANSPORT_SIZE} window + "
                 f"{adapter.recipe_tail_call}",
                 "idle": "next() after the workers finished everything in flight",

@@ -211,6 +211,9 @@ def measure_setting(settings: DataLoaderSettings) -> int:
                 # Of which the later processes of a --processes job (their imports, warm-ups
                 # and windows), one after another.
                 "later_processes_seconds": later_seconds,
+                # Of which the hand-over probe (decode jobs with workers), whatever the
+                # baselines' runs.
+                "handover_seconds": (baselines_meta.get("handover") or {}).get("seconds", 0.0),
             },
         },
     )
