@@ -5,6 +5,7 @@ computed before anything is launched."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -727,3 +728,39 @@ def test_a_row_of_long_epochs_is_expected_to_stop_at_the_first_look(tmp_path: Pa
     _bench(tmp_path, f"laptop/{DS}/cpu_dataloader/pillow/decode-w2-s000", 5.0)
     learned = cost.learn(tmp_path)[("cpu_dataloader", "pillow")]
     assert learned.epoch_spread_s == [pytest.approx(0.1 * 0.64)]
+
+
+def test_a_settings_fixed_time_is_its_loader_starts_and_the_hand_over_probe(
+    tmp_path: Path,
+) -> None:
+    """A decode setting with workers and baselines started 2 rows x 4 arms + the transport
+    baseline's loader (9 starts) and ran the hand-over probe (2 s): 6.5 s beyond its epochs and
+    imports is 0.5 s per start. Without baselines the same setting starts one loader per row and
+    still runs the probe; a memory setting runs no probe."""
+    rates = [120.0, 120.0]  # 60-image epochs of 0.5 s
+    row = {"status": "ok", "median_throughput": 120.0, "throughputs": rates,
+           "bare_loop_throughputs": rates, "memory_row_throughputs": rates,
+           "decode_floor_throughputs": rates, "transport_throughputs": rates,
+           "timed_rounds": 2, "scope": "decode", "workers": 2}  # fmt: skip
+    params = {"images_per_run": 60, "batch_size": 10, "batches_per_run": 6, "num_runs": 2,
+              "baseline_runs": 2, "workers": 2, "scope": "decode"}  # fmt: skip
+    work = 2 * 4 * 2 * 0.5 + 2 * 0.5  # every arm's epochs of both rows, the transport's
+    timing = {"import_seconds": 1.0, "setting_seconds": 1.0 + work + 6.5,
+              "later_processes_seconds": 0.0, "handover_seconds": 2.0}  # fmt: skip
+    raw = tmp_path / f"results/raw/laptop/{DS}/cpu_dataloader/pillow/decode-w2-s000.json"
+    raw.parent.mkdir(parents=True)
+    meta = {"benchmark_params": params, "job_timing": timing, "scope": "decode"}
+    raw.write_text(json.dumps({"metadata": meta, "results": {"A": row, "B": dict(row)}}))
+    _bench(tmp_path, f"laptop/{DS}/cpu_dataloader/pillow/decode-w2-s000", 20.0)
+    model = cost.learn(tmp_path)[("cpu_dataloader", "pillow")]
+    assert model.start_s == {"decode-w2": pytest.approx(0.5)}
+    assert model.handover_s == {"decode-w2": pytest.approx(2.0)}
+    priced = dataclasses.replace(model, epoch_spread_s=[], process_s=1.0, run_share=1.0)
+    plain = {**params, "baseline_runs": 0}
+    for scope, fixed in (("decode", 3 * 0.5 + 2.0), ("memory", 3 * 0.5)):
+        job = _job("cpu_dataloader", "pillow", ("A", "B", "A"), {**plain, "scope": scope})
+        found, _ = cost.estimate_jobs([job], {("cpu_dataloader", "pillow"): priced}, CONFIG)
+        epoch = 60 * cpu_dataloader.arm_seconds(
+            priced, "A", f"{scope}-w2", "regime", job.megapixels, 0, None
+        )
+        assert found[job].expected == pytest.approx(1.0 + fixed + 3 * 2 * epoch)

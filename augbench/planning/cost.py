@@ -185,6 +185,8 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
             overheads[key].append((held, overhead / rounds))
     processes: dict[Key, list[float]] = defaultdict(list)
     settings: dict[Key, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    starts: dict[Key, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    handovers: dict[Key, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for bench, entries in timed.items():
         seconds = _benchmark_seconds(bench)
         if seconds is None or len(entries) != len(jobs[bench]):
@@ -192,7 +194,11 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
         # The process: everything outside its settings but their imports (paid once).
         process = seconds - sum(t.setting_s - t.import_s for _, t in entries)
         for key, t in entries:
-            settings[key][t.setting].append(max(t.setting_s - t.import_s - t.work_s, 0.0))
+            fixed = max(t.setting_s - t.import_s - t.work_s, 0.0)
+            settings[key][t.setting].append(fixed)
+            if t.loader_starts:
+                starts[key][t.setting].append(max(fixed - t.handover_s, 0.0) / t.loader_starts)
+                handovers[key][t.setting].append(t.handover_s)
         processes[entries[0][0]].append(max(process, 0.0))
     models: dict[tuple[str, str], KindModel] = {}
     for key in set(learned.per_image) | set(overheads):
@@ -211,6 +217,8 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
             model.overhead_s = statistics.median(o for _, o in overheads[key])
         model.process_s = statistics.median(processes[key]) if processes[key] else 0.0
         model.setting_s = {s: statistics.median(v) for s, v in settings[key].items()}
+        model.start_s = {s: statistics.median(v) for s, v in starts[key].items()}
+        model.handover_s = {s: statistics.median(v) for s, v in handovers[key].items()}
         models[key] = model
     _learn_fixed_kinds(run_dir, models)
     return models

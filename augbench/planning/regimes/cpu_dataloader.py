@@ -384,6 +384,14 @@ def dataloader_row_work(row: Mapping[str, Any], params: Mapping[str, Any]) -> fl
     return sum(per_epoch / rate for rate in rates)
 
 
+def loader_starts(row: Mapping[str, Any]) -> int:
+    """Loaders an ok row started: one per arm it timed (the regime's; while baselines run, the bare
+    loop's, and in the decode scope the memory companion's and the decode floor's)."""
+    if row.get("status") != "ok":
+        return 0
+    return sum(1 for field in DATALOADER_ARMS.values() if row.get(field))
+
+
 def _baseline_work(results: Mapping[str, Any], params: Mapping[str, Any]) -> float:
     """Seconds of a DataLoader job's transport baseline (rows repeat the job's one baseline)."""
     for row in results.values():
@@ -462,9 +470,12 @@ class DataLoader(Pricing):
         first_work = work / count
         if later and count > 1:
             learned.laters[key].append((later - (work - first_work)) / (count - 1))
+        starts = sum(loader_starts(row) for row in payload["results"].values())
         return baseline, JobTiming(
-            setting, first_work + later, timing["setting_seconds"], timing["import_seconds"]
-        )
+            setting, first_work + later, timing["setting_seconds"], timing["import_seconds"],
+            loader_starts=starts + (1 if baseline else 0) if "handover_seconds" in timing else 0,
+            handover_s=timing.get("handover_seconds") or 0.0,
+        )  # fmt: skip
 
     def estimate(self, model: KindModel, job: PricedJob, params: Mapping[str, Any]) -> Estimate:
         return dataloader_estimate(model, job, params)
@@ -520,7 +531,16 @@ def dataloader_estimate(model: KindModel, job: PricedJob, params: Mapping[str, A
             totals[label] += seconds
     transport = model.baseline_s.get(setting) or median_of(model.baseline_s.values())
     baseline = baseline_runs * per_epoch * transport
-    if model.setting_s:  # the process's fixed cost, shared by its settings, + this setting's
+    if model.start_s:  # the process's fixed cost, shared by its settings, + this setting's
+        arms = 1 + (3 if scope == "decode" else 1) * (baseline_runs > 0)
+        starts = len(job.transforms) * arms + (baseline_runs > 0)
+        own = starts * model.start_s.get(setting, median_of(model.start_s.values()))
+        if scope == "decode" and int(params.get("workers") or 0) > 0:
+            handovers = [h for s, h in model.handover_s.items() if s.startswith("decode-")]
+            own += model.handover_s.get(setting) or median_of(handovers)
+        overhead = model.process_s / job.share + own + baseline
+        start = model.process_s
+    elif model.setting_s:
         own = model.setting_s.get(setting, median_of(model.setting_s.values()))
         overhead = model.process_s / job.share + own + baseline
         start = model.process_s

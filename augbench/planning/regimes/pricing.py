@@ -56,6 +56,11 @@ class KindModel:
     # and each setting's beyond its rows (loaders, workers, baselines' set-up, preloading).
     process_s: float = 0.0
     setting_s: dict[str, float] = field(default_factory=dict)
+    # ... and, where the rows say how many loaders each setting started, that fixed time per
+    # loader start (a row's fork, each arm's loader and workers, its warm-up) and the hand-over
+    # probe's seconds apart (decode settings with workers run it whatever their baselines).
+    start_s: dict[str, float] = field(default_factory=dict)
+    handover_s: dict[str, float] = field(default_factory=dict)
     # DataLoader kinds: the usable cores of the machine the rows were measured on (0: unknown),
     # so a worker count is priced for the cores of the machine it will run on.
     cores: int = 0
@@ -88,7 +93,8 @@ class KindModel:
             "slope": self.slope, "overhead_per_mp_s": self.overhead_per_mp_s,
             "cores": self.cores, "step_s": self.step_s, "epoch_images": self.epoch_images,
             "later_process_s": self.later_process_s, "epoch_spread_s": self.epoch_spread_s,
-            "cache_fill_s": self.cache_fill_s,
+            "cache_fill_s": self.cache_fill_s, "start_s": self.start_s,
+            "handover_s": self.handover_s,
         }  # fmt: skip
 
     @classmethod
@@ -111,6 +117,8 @@ class KindModel:
             later_process_s=float(entry.get("later_process_s", 0.0)),
             epoch_spread_s=[float(v) for v in entry.get("epoch_spread_s", [])],
             cache_fill_s=float(entry.get("cache_fill_s", 0.0)),
+            start_s=dict(entry.get("start_s", {})),
+            handover_s=dict(entry.get("handover_s", {})),
         )  # fmt: skip
 
     def seconds_per_image(self, transform: str, megapixels: float = 0.0) -> float:
@@ -208,6 +216,10 @@ class JobTiming:
     work_s: float
     setting_s: float
     import_s: float
+    # The setting's loader starts (each ok row's arms, and its transport baseline's), which share
+    # its fixed time beyond the hand-over probe's seconds; 0: not known.
+    loader_starts: int = 0
+    handover_s: float = 0.0
 
 
 class Pricing:
