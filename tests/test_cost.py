@@ -612,7 +612,8 @@ def test_a_setup_kind_is_priced_at_the_mean_of_its_jobs(tmp_path: Path) -> None:
 
 def test_an_env_build_that_compiled_fills_the_cache_once(tmp_path: Path) -> None:
     """A build whose log shows uv compiling a package (its cache had no wheel) is not a typical
-    build: the expected build is the others' mean, and what compiling added is in the maximum."""
+    build: the expected build is the others' mean, and what compiling added is in the maximum;
+    a library whose build compiled nothing is priced at its own."""
     for name, seconds in (("a", 1.0), ("b", 2.0), ("c", 4.5)):
         tsv = tmp_path / "benchmarks/setup/build_env" / f"{name}.tsv"
         tsv.parent.mkdir(parents=True, exist_ok=True)
@@ -626,6 +627,13 @@ def test_an_env_build_that_compiled_fills_the_cache_once(tmp_path: Path) -> None
     job = regimes.Job("build_env", "pillow")
     found, _ = cost.estimate_jobs([job], {("build_env", ""): model}, CONFIG)
     assert (found[job].expected, found[job].most) == (pytest.approx(1.5), pytest.approx(4.5))
+    # A library whose build compiled nothing is priced at its own build.
+    models = cost.learn(tmp_path)
+    assert set(models) >= {("build_env", "a"), ("build_env", "b")}
+    assert ("build_env", "c") not in models
+    own = regimes.Job("build_env", "b")
+    found, _ = cost.estimate_jobs([own], models, CONFIG)
+    assert found[own].expected == pytest.approx(2.0)
     assert cost.KindModel.from_dict(model.to_dict()).cache_fill_s == pytest.approx(3.0)
 
 

@@ -124,7 +124,8 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
     Snakemake benchmark files (benchmarks/<machine>/<dataset>/[pipelines/]<regime>/<library>/
     <job>.tsv). What a kind's rows teach is its pricing's
     (augbench.planning.regimes.pricing.Pricing); what its jobs took beyond their rows' work is its
-    fixed cost. Setup kinds are keyed (kind, "") and learned from benchmarks/setup/<kind>/*.tsv."""
+    fixed cost. Setup kinds are keyed (kind, "") (env builds per library too) and learned from
+    benchmarks/setup/<kind>/*.tsv."""
     learned = Learned()
     # Per benchmark file (one job): (key, work, process rounds, megapixels held) of each result
     # file it wrote, and the files' own timings where they record one.
@@ -281,7 +282,9 @@ def _learn_fixed_kinds(run_dir: Path, models: dict[tuple[str, str], KindModel]) 
     """Setup, analysis and whole-job kinds: their measured wall time. A setup kind's jobs are
     priced at their mean: an estimate sums them. An env build that compiled a package its uv
     cache had no wheel of (its log says so) fills that cache once: the expected build is the mean
-    of those that compiled nothing, and the compiling builds' extra time is in the maximum."""
+    of those that compiled nothing, and the compiling builds' extra time is in the maximum. A
+    library whose build compiled nothing is priced at its own build (its imports, which the build
+    makes once, differ: DALI's without torch)."""
     for kind in SETUP_KINDS:
         timed = {
             tsv.stem: s
@@ -296,6 +299,9 @@ def _learn_fixed_kinds(run_dir: Path, models: dict[tuple[str, str], KindModel]) 
         if filled and len(filled) < len(timed):
             extra = statistics.fmean(timed[name] for name in filled) - model.overhead_s
             model.cache_fill_s = max(extra, 0.0)
+        if kind == "build_env":  # each library's own build (its imports differ); the mean else
+            for name in set(timed) - filled:
+                models[(kind, name)] = dataclasses.replace(model, overhead_s=timed[name])
     # A resize job also starts a process, imports Pillow and writes and stages an archive, as a
     # staging job does: that fixed time is the staging job's; the rest scales with megapixels.
     staged = models.get(("stage_dataset", ""))
@@ -395,6 +401,8 @@ def estimate_jobs(
         # A library's second name (A/A runs) does its base library's work, at its base's rates.
         library = adapters.base_of(job.library) if job.rule not in SETUP_KINDS else ""
         model = models.get((job.rule, library))
+        if job.rule == "build_env":  # the library's own build where the run made one
+            model = models.get((job.rule, job.library), model)
         if (
             job.rule in SETUP_KINDS
             and model is not None
