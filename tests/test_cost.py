@@ -772,3 +772,26 @@ def test_a_settings_fixed_time_is_its_loader_starts_and_the_hand_over_probe(
             priced, "A", f"{scope}-w2", "regime", job.megapixels, 0, None
         )
         assert found[job].expected == pytest.approx(1.0 + fixed + 3 * 2 * epoch)
+
+
+def test_the_first_process_holds_the_baselines_epochs(tmp_path: Path) -> None:
+    """A row in 3 fresh processes whose bare loop ran in the first only: the later processes
+    repeat the regime's 0.5 s epoch alone (3 s each beyond it), so the first process's work is
+    its regime epoch and the bare loop's (1 s), not a third of all (0.67 s), and the setting's
+    1 s beyond it is 0.5 s per loader start (the regime's and the bare loop's)."""
+    params = {"images_per_run": 32, "batch_size": 8, "batches_per_run": 4, "num_runs": 1,
+              "baseline_runs": 1, "processes": 3, "workers": "2", "scope": "memory"}  # fmt: skip
+    row = {"status": "ok", "median_throughput": 64.0, "throughputs": [64.0] * 3,
+           "throughputs_by_process": [[64.0]] * 3, "bare_loop_throughputs": [64.0],
+           "timed_rounds": 3, "processes": 3, "images_per_run": 32, "batch_size": 8,
+           "scope": "memory", "workers": 2}  # fmt: skip
+    timing = {"import_seconds": 2.0, "setting_seconds": 11.0, "later_processes_seconds": 7.0,
+              "handover_seconds": 0.0}  # fmt: skip
+    raw = tmp_path / f"results/pipelines/raw/laptop/{DS}/cpu_dataloader/pillow/memory-w2.json"
+    raw.parent.mkdir(parents=True)
+    meta = {"benchmark_params": params, "job_timing": timing, "scope": "memory"}
+    raw.write_text(json.dumps({"metadata": meta, "results": {"p": row}}))
+    _bench(tmp_path, f"laptop/{DS}/pipelines/cpu_dataloader/pillow/memory-w2", 11.5)
+    model = cost.learn(tmp_path)[("pipeline_dataloader", "pillow")]
+    assert model.later_process_s == pytest.approx(3.0)
+    assert model.start_s == {"memory-w2": pytest.approx(0.5)}

@@ -499,6 +499,34 @@ def test_between_reads_the_proportional_set_follows_each_read_process_resident_g
     assert pss_between_reads({}, now) == 0
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="kcmp(2) is Linux's")
+def test_the_sampler_counts_an_address_space_once() -> None:
+    """A command started by vfork is its parent's pages until it executes: the sampler leaves out
+    a child that shares its parent's address space (kcmp), as a thread of the parent does, and
+    keeps a forked child, whose pages are its own copy."""
+    import threading
+
+    from augbench.measuring import memory_peak
+
+    me = os.getpid()
+    assert memory_peak.shares_address_space(me, me)
+    seen: list[bool] = []
+    thread = threading.Thread(
+        target=lambda: seen.append(memory_peak.shares_address_space(threading.get_native_id(), me))
+    )
+    thread.start()
+    thread.join()
+    assert seen == [True]
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(5)"])
+    try:
+        time.sleep(0.2)
+        assert not memory_peak.shares_address_space(child.pid, me)
+        assert child.pid in memory_peak.tree(me, skip=-1)
+    finally:
+        child.kill()
+        child.wait()
+
+
 def test_a_dataloader_worker_holds_its_most_demanding_steps_temporaries() -> None:
     """Each worker transforms one image at a time: beside its fixed private pages it holds the
     temporaries of its most demanding step (memory.working_copies) in the library's working dtype,

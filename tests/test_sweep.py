@@ -575,3 +575,15 @@ def test_nvjpeg_measures_the_decoder_transforms_after_the_identity_baseline() ->
     } == {("Identity",)}
     with pytest.raises(ConfigError, match=r"decoder_transforms\[0\]: 'Nope' is not one of"):
         config("smoke", gpu_dataloader={"decoder_transforms": ["Nope"]})
+
+
+def test_a_library_job_of_one_setting_is_priced_under_its_own_benchmark() -> None:
+    """A job_per: library DataLoader job of a sweep with one setting writes one result file, and
+    still has the library job's benchmark file, which the cost estimate prices (not a per-setting
+    one, whose wildcards the library job lacks)."""
+    dl = {"job_per": "library", "transforms": ["HorizontalFlip"], "scopes": ["decode"],
+          "workers": [2]}  # fmt: skip
+    s = sweep.Sweep(config("default", cpu_dataloader=dl), "d")
+    loaders = [j for j in s.cost_jobs() if j.rule == "cpu_dataloader"]
+    assert loaders and all(j.benchmark.endswith("/all-settings-s000.tsv") for j in loaders)
+    assert all(j.output.endswith("decode-w2-s000.json") for j in loaders)

@@ -135,7 +135,9 @@ def test_result_rows_record_decoder_timing_and_threads(smoke_run: WorkflowRun) -
             assert row["ci_low"] <= row["median_throughput"] <= row["ci_high"]
             assert 0 < row["ci_level"] <= 1 and "values" in row["ci_method"]
             # The hand-over probe: every decode row with workers carries its job's.
+            probed = meta["job_timing"]["handover_seconds"]  # its share of the setting's time
             if meta["scope"] == "decode" and params["workers"] > 0:
+                assert 0 < probed < meta["job_timing"]["setting_seconds"]
                 assert row["handover_idle_ms"] > 0 and row["handover_busy_ms"] > 0
                 # What a model that reads its batches pays: the first read, and next() that
                 # frees a read batch.
@@ -144,7 +146,7 @@ def test_result_rows_record_decoder_timing_and_threads(smoke_run: WorkflowRun) -
                     DL["batch_size"] * 3 * 224 * 224 * 4 / 2**20
                 )
             else:
-                assert row["handover_idle_ms"] is None
+                assert row["handover_idle_ms"] is None and probed == 0
             assert row["startup_in_timed_window"] is False
             assert row["batch_shape"] == [DL["batch_size"], 3, 224, 224]
             assert row["batch_dtype"] == "torch.float32"

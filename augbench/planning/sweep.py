@@ -515,7 +515,11 @@ class Sweep:
         for job in self.jobs():
             kind = job.kind
             wildcards = self.wildcards_of(job)
-            many = len(job.outputs) > 1
+            # A job_per: library DataLoader job writes every setting of its shard (one file when
+            # the sweep has one setting), under its own benchmark name.
+            many = len(job.outputs) > 1 or (
+                kind.rule == "cpu_dataloader" and self.dataloader_job_per_library
+            )
             name = matrix.dataloader_library_job(wildcards["shard"]) if many else None
             benchmark = kind.log_file("benchmarks", "tsv", name).format(**wildcards)
             predicted = self.memory(job)

@@ -463,11 +463,20 @@ class DataLoader(Pricing):
         first = next(iter(payload["results"].values()), {})
         setting = setting_of({"scope": payload["metadata"].get("scope"), **first}, params)
         # Later processes (--processes): their time, windows included, is what the estimate
-        # charges them, not the setting's fixed cost; ``work`` holds every process's windows,
-        # the first's about 1/processes of it.
+        # charges them, not the setting's fixed cost; ``work`` holds every process's windows:
+        # the later ones' regime epochs (each row's rates by process), the first's all the rest
+        # (its baselines' epochs too). Files without rates by process: 1/processes of it.
         later = timing.get("later_processes_seconds") or 0.0
         count = max(1, int(params.get("processes") or 1))
-        first_work = work / count
+        later_work = sum(
+            (row.get("images_per_run") or params["images_per_run"]) / rate
+            for row in payload["results"].values()
+            if row.get("status") == "ok"
+            for rates in (row.get("throughputs_by_process") or [])[1:]
+            for rate in rates
+            if rate
+        )
+        first_work = work - later_work if later_work else work / count
         if later and count > 1:
             learned.laters[key].append((later - (work - first_work)) / (count - 1))
         starts = sum(loader_starts(row) for row in payload["results"].values())
