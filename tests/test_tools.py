@@ -236,9 +236,14 @@ def test_cost_validation_compares_a_prediction_with_the_runs_benchmarks(tmp_path
     output = tmp_path / "cost_validation.tsv"
     done = run_tool(
         "checks/cost_validation.py", "--prediction", str(prediction),
-        "--measured", str(measured), "--output", str(output), check=False,
+        "--measured", str(measured), "--output", str(output),
+        "--jobs-output", str(tmp_path / "jobs.tsv"), check=False,
     )  # fmt: skip
     assert done.returncode == 1, done.stderr[-3000:]
+    with (tmp_path / "jobs.tsv").open() as fh:
+        per_job = list(csv.DictReader(fh, delimiter="\t"))
+    assert len(per_job) == len(jobs) and list(per_job[0]) == cost_validation.JOB_COLUMNS
+    assert {r["measured_over_predicted"] for r in per_job if r["rule"] == "micro"} == {"2.00"}
     with output.open() as fh:
         rows = {r["rule"]: r for r in csv.DictReader(fh, delimiter="\t")}
     assert list(next(iter(rows.values()))) == list(cost_validation.COLUMNS)

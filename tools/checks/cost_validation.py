@@ -16,7 +16,7 @@
    first 30 s, so a long job's peak is the larger of the two.
 3. Writes one row per rule: jobs, predicted and measured seconds (sums over the rule's jobs) and
    their ratio, the largest predicted and measured memory, and the range over the rule's jobs of
-   predicted / measured memory, for two pairs:
+   predicted / measured memory, for two pairs (``--jobs-output``: also one row per timed job):
 
    - ``mem_mb`` (what the job takes from its machine) against what the job really held: its
      ``max_rss`` when its processes share no pages (one process, or a pyperf manager and its
@@ -109,7 +109,14 @@ def job_memory(run: Path, outputs: list[str]) -> dict[str, float]:
     return peaks
 
 
-def compare(predicted: list[dict[str, str]], run: Path) -> list[dict[str, object]]:
+JOB_COLUMNS = ["rule", "benchmark", "predicted_s", "predicted_max_s", "measured_s",
+               "measured_over_predicted", "mem_mb", "held_mb", "rss_mb", "max_rss_mb"]  # fmt: skip
+
+
+def compare(
+    predicted: list[dict[str, str]], run: Path, per_job: list[dict[str, object]] | None = None
+) -> list[dict[str, object]]:
+    """One row per rule; ``per_job`` (where given) gets one row per timed job (JOB_COLUMNS)."""
     # One benchmark file per job: a job writing several result files is the sum of its rows.
     jobs: dict[tuple[str, str], dict[str, float]] = {}
     by_rule: dict[str, list[dict[str, float]]] = defaultdict(list)
@@ -136,6 +143,15 @@ def compare(predicted: list[dict[str, str]], run: Path) -> list[dict[str, object
             job[f"max_{name}"] = max(benchmark, sampled[f"peak_{name}_mb"])
         job["held"] = job["max_pss"] if job["forked"] else job["max_rss"]
         by_rule[rule].append(job)
+        if per_job is not None:
+            per_job.append({
+                "rule": rule, "benchmark": bench, "predicted_s": f"{job['expected']:.2f}",
+                "predicted_max_s": f"{job['max']:.2f}", "measured_s": f"{job['s']:.2f}",
+                "measured_over_predicted": f"{job['s'] / job['expected']:.2f}"
+                if job["expected"] else "n/a",
+                "mem_mb": f"{job['mem']:.0f}", "held_mb": f"{job['held']:.0f}",
+                "rss_mb": f"{job['rss']:.0f}", "max_rss_mb": f"{job['max_rss']:.0f}",
+            })  # fmt: skip
     out: list[dict[str, object]] = []
     for rule, members in by_rule.items():
         out.append(summarize(rule, members))
@@ -201,6 +217,7 @@ def main() -> int:
     )  # fmt: skip
     p.add_argument("--measured", type=Path, required=True, help="the finished run to check")
     p.add_argument("--output", type=Path, default=ROOT / "results" / "cost_validation.tsv")
+    p.add_argument("--jobs-output", type=Path, help="also one row per timed job, to this file")
     p.add_argument("--envs-dir", type=Path, default=ROOT / ".venvs")
     p.add_argument("--configfile", type=Path, help="the measured run's config file, if any")
     p.add_argument("--config", nargs="*", default=None, help="key=value pairs (after the file)")
@@ -218,7 +235,14 @@ def main() -> int:
             args.envs_dir.resolve(),
             args.configfile.resolve() if args.configfile else None,
         )
-    rows = compare(predicted, args.measured.resolve())
+    per_job: list[dict[str, object]] = []
+    rows = compare(predicted, args.measured.resolve(), per_job)
+    if args.jobs_output is not None:
+        args.jobs_output.parent.mkdir(parents=True, exist_ok=True)
+        with args.jobs_output.open("w", newline="") as fh:
+            out = csv.DictWriter(fh, JOB_COLUMNS, delimiter="\t")
+            out.writeheader()
+            out.writerows(per_job)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     with args.output.open("w", newline="") as fh:
         out = csv.DictWriter(fh, COLUMNS, delimiter="\t")
