@@ -110,8 +110,9 @@ def test_local_timings_replace_the_reference_models(tmp_path: Path) -> None:
     tsv.write_text("s\th:m:s\n9.5\t0:00:09\n")
     loaded, source = plan.load_models(reference, run)
     assert loaded[("build_env", "")].overhead_s == 9.5  # measured here wins
+    assert loaded[("build_env", "pillow")].overhead_s == 9.5  # and is Pillow's own build
     assert loaded[("micro", "pillow")].per_image_s == {"HorizontalFlip": 0.001, "Affine": 0.01}
-    assert source.startswith("reference timings of ref-vm (2026-01-01) updated with 1 job")
+    assert source.startswith("reference timings of ref-vm (2026-01-01) updated with 2 job")
     assert plan.load_models(None, tmp_path / "empty")[1] == "no timings"
 
 
