@@ -104,6 +104,20 @@ def _job(kind: str, library: str, transforms: tuple[str, ...], params: dict, **r
     return regimes.Job(kind, library, transforms=transforms, params_json=json.dumps(params), **rest)
 
 
+def _plant_loader_file(
+    root: Path, folder: str, setting: str, params: dict, timing: dict, results: dict,
+    seconds: float,
+) -> None:  # fmt: skip
+    """Pillow's DataLoader result file of ``setting`` (under results/<folder>, with its
+    job_timing) and its job's benchmark file of ``seconds``."""
+    raw = root / f"results/{folder}/laptop/{DS}/cpu_dataloader/pillow/{setting}.json"
+    raw.parent.mkdir(parents=True)
+    meta = {"benchmark_params": params, "job_timing": timing, "scope": params["scope"]}
+    raw.write_text(json.dumps({"metadata": meta, "results": results}))
+    pipelines = "pipelines/" if folder == "pipelines/raw" else ""
+    _bench(root, f"laptop/{DS}/{pipelines}cpu_dataloader/pillow/{setting}", seconds)
+
+
 MICRO_TARGET = {"num_images": 20, "processes": 4, "min_processes": 1, "values": 3,
                 "warmups": 1, "policy": json.dumps(POLICY)}  # fmt: skip
 LOADER_TARGET = {"batch_size": 10, "batches_per_run": 10, "num_runs": 6, "baseline_runs": 2,
@@ -584,11 +598,7 @@ def test_a_row_in_fresh_processes_is_learned_per_process_and_priced_back(tmp_pat
            "timed_rounds": 3, "processes": 3, "window_batches": 4, "images_per_run": 32,
            "batch_size": 8, "scope": "decode", "workers": 2}  # fmt: skip
     timing = {"import_seconds": 2.0, "setting_seconds": 10.5, "later_processes_seconds": 7.0}
-    raw = tmp_path / f"results/pipelines/raw/laptop/{DS}/cpu_dataloader/pillow/decode-w2.json"
-    raw.parent.mkdir(parents=True)
-    meta = {"benchmark_params": params, "job_timing": timing, "scope": "decode"}
-    raw.write_text(json.dumps({"metadata": meta, "results": {"p": row}}))
-    _bench(tmp_path, f"laptop/{DS}/pipelines/cpu_dataloader/pillow/decode-w2", 11.0)
+    _plant_loader_file(tmp_path, "pipelines/raw", "decode-w2", params, timing, {"p": row}, 11.0)
     model = cost.learn(tmp_path)[("pipeline_dataloader", "pillow")]
     assert model.run_share == pytest.approx(1.0)  # 3 rounds in 3 processes: each its one
     assert model.epoch_images == {"p|decode-w2": 32}
@@ -755,11 +765,8 @@ def test_a_settings_fixed_time_is_its_loader_starts_and_the_hand_over_probe(
     work = 2 * 4 * 2 * 0.5 + 2 * 0.5  # every arm's epochs of both rows, the transport's
     timing = {"import_seconds": 1.0, "setting_seconds": 1.0 + work + 6.5,
               "later_processes_seconds": 0.0, "handover_seconds": 2.0}  # fmt: skip
-    raw = tmp_path / f"results/raw/laptop/{DS}/cpu_dataloader/pillow/decode-w2-s000.json"
-    raw.parent.mkdir(parents=True)
-    meta = {"benchmark_params": params, "job_timing": timing, "scope": "decode"}
-    raw.write_text(json.dumps({"metadata": meta, "results": {"A": row, "B": dict(row)}}))
-    _bench(tmp_path, f"laptop/{DS}/cpu_dataloader/pillow/decode-w2-s000", 20.0)
+    results = {"A": row, "B": dict(row)}
+    _plant_loader_file(tmp_path, "raw", "decode-w2-s000", params, timing, results, 20.0)
     model = cost.learn(tmp_path)[("cpu_dataloader", "pillow")]
     assert model.start_s == {"decode-w2": pytest.approx(0.5)}
     assert model.handover_s == {"decode-w2": pytest.approx(2.0)}
@@ -787,11 +794,7 @@ def test_the_first_process_holds_the_baselines_epochs(tmp_path: Path) -> None:
            "scope": "memory", "workers": 2}  # fmt: skip
     timing = {"import_seconds": 2.0, "setting_seconds": 11.0, "later_processes_seconds": 7.0,
               "handover_seconds": 0.0}  # fmt: skip
-    raw = tmp_path / f"results/pipelines/raw/laptop/{DS}/cpu_dataloader/pillow/memory-w2.json"
-    raw.parent.mkdir(parents=True)
-    meta = {"benchmark_params": params, "job_timing": timing, "scope": "memory"}
-    raw.write_text(json.dumps({"metadata": meta, "results": {"p": row}}))
-    _bench(tmp_path, f"laptop/{DS}/pipelines/cpu_dataloader/pillow/memory-w2", 11.5)
+    _plant_loader_file(tmp_path, "pipelines/raw", "memory-w2", params, timing, {"p": row}, 11.5)
     model = cost.learn(tmp_path)[("pipeline_dataloader", "pillow")]
     assert model.later_process_s == pytest.approx(3.0)
     assert model.start_s == {"memory-w2": pytest.approx(0.5)}
