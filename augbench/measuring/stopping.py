@@ -15,6 +15,7 @@ engines that add values in groups (a process's values, a round of arms) check on
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -98,6 +99,7 @@ def expected_values(
     return sum(counts) / len(counts)
 
 
+@functools.cache
 def _normal_width(n: int) -> float:
     """The relative interval of ``n`` values at evenly spaced quantiles of a normal distribution
     of a small spread (the spread cancels in a ratio of two counts)."""

@@ -109,10 +109,8 @@ def warm_imports(library: str, python: Path) -> None:
     seconds more than the others: torch's modules). An import that fails here is one line in the
     build's log; the jobs record it as their own set-up error."""
     code = _WARM_IMPORTS.format(root=str(Path(__file__).resolve().parents[2]), library=library)
-    env = {k: v for k, v in os.environ.items() if k != NO_BYTECODE_ENV_VAR}
-    env.update(telemetry.off_environment())
-    try:
-        _run([str(python), "-c", code], env=env)
+    try:  # in the environment the engines import in (bytecode written, telemetry off)
+        _run([str(python), "-c", code], env=engine_environment(os.environ, {}))
     except subprocess.CalledProcessError as exc:
         print(f"{library}: importing it after the build failed: {_last_error_line(exc.stderr)}",
               file=sys.stderr, flush=True)  # fmt: skip

@@ -384,6 +384,17 @@ def dataloader_row_work(row: Mapping[str, Any], params: Mapping[str, Any]) -> fl
     return sum(per_epoch / rate for rate in rates)
 
 
+def arm_epochs(arm: str, runs: int | float, baseline_runs: int, scope: str) -> int | float:
+    """Timed epochs of ``arm`` in a row of ``runs`` rounds: the regime's every round, the
+    baselines' while they run (``baseline_runs``), the memory companion's and the decode floor's
+    only in the decode scope (augbench.measuring.engines.dataloader.timing)."""
+    if arm == "regime":
+        return runs
+    if arm in ("memory", "floor") and scope != "decode":
+        return 0
+    return min(baseline_runs, runs)
+
+
 def loader_starts(row: Mapping[str, Any]) -> int:
     """Loaders an ok row started: one per arm it timed (the regime's; while baselines run, the bare
     loop's, and in the decode scope the memory companion's and the decode floor's)."""
@@ -479,11 +490,14 @@ class DataLoader(Pricing):
         first_work = work - later_work if later_work else work / count
         if later and count > 1:
             learned.laters[key].append((later - (work - first_work)) / (count - 1))
-        starts = sum(loader_starts(row) for row in payload["results"].values())
+        # Files that predate the hand-over probe's seconds give no split of the fixed time.
+        starts = 0
+        if "handover_seconds" in timing:
+            starts = sum(loader_starts(row) for row in payload["results"].values())
+            starts += 1 if baseline else 0  # the transport baseline's loader
         return baseline, JobTiming(
             setting, first_work + later, timing["setting_seconds"], timing["import_seconds"],
-            loader_starts=starts + (1 if baseline else 0) if "handover_seconds" in timing else 0,
-            handover_s=timing.get("handover_seconds") or 0.0,
+            loader_starts=starts, handover_s=timing.get("handover_seconds") or 0.0,
         )  # fmt: skip
 
     def estimate(self, model: KindModel, job: PricedJob, params: Mapping[str, Any]) -> Estimate:
@@ -510,38 +524,40 @@ def dataloader_estimate(model: KindModel, job: PricedJob, params: Mapping[str, A
     setting = f"{scope}-w{params.get('workers')}" if scope else ""
     totals = {"expected": 0.0, "most": 0.0}
     warmups = 0.0  # a later process's untimed warm-up epochs, one per row
+
+    def epoch_seconds(s_img: float, sized: float) -> float:
+        """A timed epoch; a sized one (--window-seconds) lasts at least that long, and as long as
+        the ``sized`` images the measured rows' epochs held where the model has them."""
+        return max(per_epoch * s_img, window_s, sized * s_img)
+
     for transform in job.transforms:
         cores = int(params.get("target_cores") or 0)
         single = params.get("single_model")
         s_warm = arm_seconds(model, transform, setting, "regime", job.megapixels, cores, single)
         warmups += params["batch_size"] * max(1, int(params.get("workers") or 0)) * s_warm
+        sized = (model.epoch_images.get(f"{transform}|{setting}") if window_s else None) or 0.0
         expected_runs = shared_runs
         if model.epoch_spread_s and processes == 1:  # the engine's stopping rule on its epochs
-            sized = model.epoch_images.get(f"{transform}|{setting}") if window_s else None
-            epoch_s = max(per_epoch * s_warm, window_s, (sized or 0.0) * s_warm)
             rule = StoppingRule(least_runs, most_runs)
-            expected_runs = expected_values(rule, model.epoch_spread_s, epoch_s, baseline_runs)
+            expected_runs = expected_values(
+                rule, model.epoch_spread_s, epoch_seconds(s_warm, sized), baseline_runs
+            )
         for label, runs in (("expected", expected_runs), ("most", most_runs)):
             seconds = 0.0
             for arm in DATALOADER_ARMS:
-                epochs = runs if arm == "regime" else min(baseline_runs, runs)
-                if arm in ("memory", "floor") and scope != "decode":
-                    epochs = 0
-                if epochs:
+                if epochs := arm_epochs(arm, runs, baseline_runs, scope):
                     s_img = arm_seconds(
                         model, transform, setting, arm, job.megapixels, cores, single
                     )
-                    # A sized epoch (--window-seconds) lasts at least that long, and as long
-                    # as the images the measured rows' epochs held where the model has them.
-                    sized = model.epoch_images.get(f"{transform}|{setting}") if window_s else None
-                    epoch_s = max(per_epoch * s_img, window_s, (sized or 0.0) * s_img)
                     # The regime's epochs run in every process, the baselines in the first.
+                    epoch_s = epoch_seconds(s_img, sized)
                     seconds += epochs * epoch_s * (processes if arm == "regime" else 1)
             totals[label] += seconds
     transport = model.baseline_s.get(setting) or median_of(model.baseline_s.values())
     baseline = baseline_runs * per_epoch * transport
     if model.start_s:  # the process's fixed cost, shared by its settings, + this setting's
-        arms = 1 + (3 if scope == "decode" else 1) * (baseline_runs > 0)
+        # Each row starts a loader per arm it times (loader_starts), the transport baseline one.
+        arms = sum(1 for arm in DATALOADER_ARMS if arm_epochs(arm, most_runs, baseline_runs, scope))
         starts = len(job.transforms) * arms + (baseline_runs > 0)
         own = starts * model.start_s.get(setting, median_of(model.start_s.values()))
         if scope == "decode" and int(params.get("workers") or 0) > 0:
