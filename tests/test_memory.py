@@ -78,18 +78,21 @@ def test_images_within_budget(
 # -- 2. the prediction --------------------------------------------------------------------------
 def expected(fp: memory.Footprint) -> tuple[int, int, float]:
     """(mem_mb, rss_mb, process_mb) by the formula of augbench/planning/memory.py's docstring, from
-    the policy constants: shared pages once plus each forked worker's private pages, the batches
-    in flight and the job's memory sampler (mem_mb); the same plus each forked worker's copy of
-    the pages it shares with the main process (rss_mb); both times the headroom factor plus its
-    MB."""
+    the policy constants: shared pages once (a further interpreter of the env adds its anonymous
+    pages) plus each forked worker's private pages, the batches in flight and the job's memory
+    sampler (mem_mb); the same plus each further interpreter's file pages and each forked
+    worker's copy of the pages it shares with the main process (rss_mb); both times the headroom
+    factor plus its MB."""
     alone, with_torch = memory.measured()["import_rss_mb"][fp.library]
-    base = (with_torch if fp.torch else alone) + (policy.CUDA_CONTEXT_HOST_MB if fp.gpu else 0)
+    anonymous = memory.measured()["import_anonymous_mb"][fp.library][1 if fp.torch else 0]
+    context = policy.CUDA_CONTEXT_HOST_MB if fp.gpu else 0
+    base = (with_torch if fp.torch else alone) + context
     image = fp.images * fp.pixels * fp.channels * fp.value_bytes * fp.copies / 2**20
     main = base + image + fp.extra_mb + fp.working_mb
-    others = (fp.processes - 1) * base
+    others = (fp.processes - 1) * (anonymous + context)
     needed = main + others + fp.forked * policy.WORKER_PRIVATE_MB + fp.batches_mb
     needed += policy.JOB_MEMORY_SAMPLER_MB  # the job's memory sampler, a process of its own
-    rss = needed + fp.forked * (base + image)
+    rss = needed - others + (fp.processes - 1) * base + fp.forked * (base + image)
     room = policy.MEMORY_HEADROOM
     return math.ceil(needed * room.factor + room.mb), math.ceil(rss * room.factor + room.mb), base
 
@@ -147,7 +150,10 @@ def test_every_library_has_its_measured_memory() -> None:
     that transforms images on the CPU its transforms' working copies."""
     found = memory.measured()
     shipped = {name for name in adapters.names() if not adapters.is_alias(name)}
-    assert set(found["import_rss_mb"]) == shipped
+    assert set(found["import_rss_mb"]) == shipped == set(found["import_anonymous_mb"])
+    for library, anonymous in found["import_anonymous_mb"].items():
+        assert 0 < anonymous[0] <= found["import_rss_mb"][library][0]
+        assert 0 < anonymous[1] <= found["import_rss_mb"][library][1]
     cpu = {name for name in adapters.with_capability(CPU_TRANSFORMS) if name in shipped}
     assert set(found["working_copies"]) == cpu
 
@@ -156,6 +162,41 @@ def test_a_library_without_a_measurement_gets_the_largest_one() -> None:
     """Protects a registered extension's prediction: the unknown-library constant."""
     assert memory.process_mb("not-a-library", False) == policy.UNKNOWN_LIBRARY_RSS_MB[0]
     assert memory.process_mb("not-a-library", True) == policy.UNKNOWN_LIBRARY_RSS_MB[1]
+    assert memory.anonymous_mb("not-a-library", True) == policy.UNKNOWN_LIBRARY_RSS_MB[1]
+
+
+def _kib(pid: int, field: str, name: str) -> int:
+    for line in Path(f"/proc/{pid}/{name}").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} in /proc/{pid}/{name}")
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps_rollup").exists(), reason="needs Linux /proc")
+def test_a_further_interpreter_of_the_same_env_adds_its_anonymous_pages_only() -> None:
+    """Protects the premise of ``further`` processes in memory.predict: two interpreters that
+    import the same modules share the modules' file pages, so the proportional sets' sum grows by
+    the second one's anonymous pages, not by its resident set."""
+    code = "import numpy, json, sys; print('ready', flush=True); sys.stdin.read()"
+    started = []
+    try:
+        for _ in range(2):
+            child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)  # fmt: skip
+            started.append(child)
+            assert child.stdout is not None and child.stdout.readline() == "ready\n"
+            if len(started) == 1:
+                alone = _kib(child.pid, "Pss", "smaps_rollup")
+        both = sum(_kib(c.pid, "Pss", "smaps_rollup") for c in started)
+        second = started[1].pid
+        resident, anonymous = _kib(second, "VmRSS", "status"), _kib(second, "RssAnon", "status")
+    finally:
+        for child in started:
+            child.kill()
+            child.wait()
+    assert resident - anonymous > 5 * 1024  # numpy's file pages, what the two share
+    grown = both - alone
+    assert anonymous * 0.8 <= grown <= anonymous + 0.25 * (resident - anonymous)
 
 
 # -- 3. the default archive's sizes without building it ------------------------------------------

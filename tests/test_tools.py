@@ -382,6 +382,32 @@ def test_import_rss_fits_a_librarys_working_copies_keeping_the_others(tmp_path: 
     )
 
 
+@pytest.mark.envs
+def test_import_rss_measures_a_librarys_process_keeping_the_working_copies(tmp_path: Path) -> None:
+    from conftest import library_env
+
+    library_env("pillow")
+    shipped = json.loads((REPO / "augbench/planning/library_memory.json").read_text())
+    output = tmp_path / "library_memory.json"
+    output.write_text(json.dumps(shipped))
+    done = run_tool("checks/import_rss.py", "--libraries", "pillow", "--imports-only",
+                    "--repeats", "1", "--output", str(output))  # fmt: skip
+    written = json.loads(output.read_text())
+    assert written["working_copies"] == shipped["working_copies"]  # not fitted in this mode
+    for key in ("import_rss_mb", "import_anonymous_mb"):
+        assert {k: v for k, v in written[key].items() if k != "pillow"} == {
+            k: v for k, v in shipped[key].items() if k != "pillow"
+        }
+    (alone, with_torch), (alone_anon, torch_anon) = (
+        written["import_rss_mb"]["pillow"], written["import_anonymous_mb"]["pillow"]
+    )  # fmt: skip
+    assert (
+        0 < alone < with_torch and 0 < alone_anon <= alone and alone_anon < torch_anon <= with_torch
+    )
+    assert "MANAGER_RSS_MB" not in done.stdout  # only with albumentationsx measured
+    assert "TRAINING_MODEL_MB" not in done.stdout
+
+
 def test_lock_envs_relocks_one_library_keeping_its_pins(tmp_path: Path) -> None:
     """``--only pillow`` on a copy of envs/: the lock is resolved again (uv, the package index)
     under its current pins, so every pin stays; the conda mirror lists exactly the lock's pins,

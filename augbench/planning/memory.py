@@ -20,8 +20,10 @@ from ``dataset.assumed_image_size``, a conservative assumption the plan names.
 
 What each library's processes hold is measured by tools/checks/import_rss.py, in processes of its
 own, into ``library_memory.json`` beside this module: a process's resident memory after its
-imports (interpreter, augbench, the library, torch where the engine needs it: :func:`process_mb`)
-and a transform's temporaries per library and transform (:func:`working_copies`).
+imports (interpreter, augbench, the library, torch where the engine needs it: :func:`process_mb`),
+the anonymous part of it, which is all a further interpreter of the same env adds to the
+proportional sets (:func:`anonymous_mb`), and a transform's temporaries per library and
+transform (:func:`working_copies`).
 """
 
 from __future__ import annotations
@@ -143,17 +145,28 @@ def process_mb(library: str, torch: bool) -> float:
     return with_torch if torch else alone
 
 
+def anonymous_mb(library: str, torch: bool) -> float:
+    """Of :func:`process_mb`, the anonymous pages (LIBRARY_MEMORY_FILE's ``import_anonymous_mb``;
+    all of it for a library the file lacks): what a further process importing the same env adds
+    to the job's proportional sets, whose file-backed pages (the libraries' code) count once."""
+    found = measured().get("import_anonymous_mb", {}).get(library)
+    return found[1 if torch else 0] if found else process_mb(library, torch)
+
+
 def predict(footprint: Footprint) -> Prediction:
     base = process_mb(footprint.library, footprint.torch)
     if footprint.gpu:
         base += policy.CUDA_CONTEXT_HOST_MB
     shared = base + footprint.image_mb  # what a forked worker shares with the main process
     main = shared + footprint.extra_mb + footprint.working_mb
-    others = (footprint.processes - 1) * base
+    # Another interpreter of the same env shares the libraries' file pages with the first.
+    further = footprint.processes - 1
+    others = further * (anonymous_mb(footprint.library, footprint.torch)
+                        + (policy.CUDA_CONTEXT_HOST_MB if footprint.gpu else 0.0))  # fmt: skip
     private = footprint.forked * footprint.worker_private_mb
     # Every timed job runs with its memory sampler (augbench.measuring.memory_peak) beside it.
     needed = main + others + private + footprint.batches_mb + policy.JOB_MEMORY_SAMPLER_MB
-    rss = needed + footprint.forked * shared
+    rss = needed + further * base - others + footprint.forked * shared
     headroom = policy.MEMORY_HEADROOM
     return Prediction(
         mem_mb=math.ceil(needed * headroom.factor + headroom.mb),

@@ -6,6 +6,9 @@ docs/results/amd-epyc-2c/2026-11-26-cost-validation-paper-lite/):
 - ``import_rss_mb`` of ``augbench/planning/library_memory.json`` (written), and ``MANAGER_RSS_MB``:
   the resident memory of a fresh interpreter in each library's venv after importing augbench and the
   library (its adapter's ``import_library``), and after torch too;
+- ``import_anonymous_mb`` (written): of that, the anonymous pages (``RssAnon``), what each further
+  process importing the same env adds to a job's proportional sets: the libraries' file-backed
+  pages are shared between the processes and count once;
 - ``working_copies`` of ``augbench/planning/library_memory.json`` (written): a transform's
   temporaries on one image, in copies of the image at the library's working dtype: per library and
   catalog transform it implements, on one synthetic ``--working-px`` square RGB image, the growth of
@@ -17,6 +20,7 @@ docs/results/amd-epyc-2c/2026-11-26-cost-validation-paper-lite/):
   (ResNet-18 at 112 px, ResNet-50 at 224 px).
 
     uv run python tools/checks/import_rss.py [--envs-dir .venvs] [--repeats 3] [--output FILE]
+        [--imports-only | --working-copies-only]
 
 Writes the per-library numbers (``--libraries``: only those, the others kept) and prints the
 others as the policy's literals, with the machine and date, to paste into augbench/policy.py
@@ -47,18 +51,24 @@ import json, resource, sys
 sys.path.insert(0, {root!r})
 def rss():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def anonymous():  # the pages no other process can share (RssAnon, MiB)
+    for line in open("/proc/self/status"):
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) / 1024
+    return rss()
 if {manager!r}:
     import augbench.measuring.engines.micro  # the micro job's manager: no library import
     print(json.dumps({{"manager": rss()}}))
     raise SystemExit
 from augbench.workload import adapters
 adapters.get({library!r}).import_library()
-alone = rss()
+alone, alone_anonymous = rss(), anonymous()
 try:
     import torch  # noqa: F401
 except ImportError:  # an env without torch (DALI's): no engine there imports it
     pass
-print(json.dumps({{"alone": alone, "torch": rss()}}))
+print(json.dumps({{"alone": alone, "torch": rss(), "alone_anonymous": alone_anonymous,
+                  "torch_anonymous": anonymous()}}))
 """
 
 
@@ -159,19 +169,24 @@ def main() -> int:
         "--output", type=Path, default=LIBRARY_MEMORY_FILE,
         help="the JSON file to update (default: the one the memory model reads)",
     )  # fmt: skip
-    p.add_argument("--working-copies-only", action="store_true",
-                   help="fit and write the working copies, nothing else")  # fmt: skip
+    only = p.add_mutually_exclusive_group()
+    only.add_argument("--working-copies-only", action="store_true",
+                      help="fit and write the working copies, nothing else")  # fmt: skip
+    only.add_argument("--imports-only", action="store_true",
+                      help="measure the processes after their imports, nothing else")  # fmt: skip
     args = p.parse_args()
     if not args.working_copies_only:
         print_process_constants(args)
-    fit_working_copies(args)
-    if not args.working_copies_only:
+    if not args.imports_only:
+        fit_working_copies(args)
+    if not (args.working_copies_only or args.imports_only):
         print_training_state(args)
     return 0
 
 
 def print_process_constants(args: argparse.Namespace) -> None:
     found: dict[str, tuple[float, float]] = {}
+    anonymous: dict[str, tuple[float, float]] = {}
     manager = 0.0
     for library in args.libraries:
         python = args.envs_dir / library / "bin" / "python"
@@ -180,12 +195,18 @@ def print_process_constants(args: argparse.Namespace) -> None:
             continue
         runs = [probe(python, library) for _ in range(args.repeats)]
         found[library] = (max(r["alone"] for r in runs), max(r["torch"] for r in runs))
+        anonymous[library] = (
+            max(r["alone_anonymous"] for r in runs), max(r["torch_anonymous"] for r in runs)
+        )  # fmt: skip
         if library == "albumentationsx":
             manager = max(probe(python, library, manager=True)["manager"] for _ in range(2))
-    write_measured("import_rss_mb", {lib: list(pair) for lib, pair in found.items()}, args)
+    for key, measured in (("import_rss_mb", found), ("import_anonymous_mb", anonymous)):
+        whole = {lib: [float(round(v)) for v in pair] for lib, pair in measured.items()}
+        write_measured(key, whole, args)
     print(f"# {platform.node()} ({platform.processor() or platform.machine()}), "
           f"{datetime.date.today().isoformat()}, tools/checks/import_rss.py")  # fmt: skip
-    print(f"MANAGER_RSS_MB = {manager:.0f}.0")
+    if manager:  # measured in AlbumentationsX's env, the micro engine's
+        print(f"MANAGER_RSS_MB = {manager:.0f}.0")
 
 
 def write_measured(key: str, found: dict[str, Any], args: argparse.Namespace) -> None:
