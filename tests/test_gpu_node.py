@@ -21,6 +21,7 @@ import pytest
 import yaml
 from conftest import REPO, jpeg_manifest, run_engine
 
+from augbench import decision
 from augbench.gpu_node import bundle, plan
 from augbench.planning import provision
 from augbench.workload import gpu_recipes
@@ -601,8 +602,19 @@ def test_the_dry_mode_runs_every_step_and_leaves_a_small_out_folder(
     assert marker["manager"] == "system" and marker["python"] == str(torchvision_env)
     assert "results/data/" + key + "/manifest.json" in docs
     assert [s["status"] for s in summary["steps"]] == ["ok"] * 10
-    # The A/A step: torchvision and its second name on Identity, one run each.
-    assert summary["calibration"]["measured_pairs"] == 1
+    # The A/A step, run by the node's own step runner: torchvision and its second name on
+    # Identity, one run each, paired by the summary.
+    calibration = summary["calibration"]
+    assert calibration["measured_pairs"] == 1 and not calibration["passes"]
+    (pair,) = calibration["rows"]
+    assert (pair["a"], pair["b"], pair["recipe"]) == ("torchvision", "torchvision~b", "Identity")
+    assert pair["runs_a"] == pair["runs_b"] == plan.CALIBRATION_DRY_RUNS
+    assert pair["verdict"] in decision.VERDICTS
+    aa = [d for name, d in docs.items() if name.startswith(plan.CALIBRATION_DIR)]
+    assert sorted(d["metadata"]["library"] for d in aa) == sorted(
+        ["torchvision", "torchvision~b"] * plan.CALIBRATION_DRY_RUNS
+    )
+    assert all({r["status"] for r in d["results"].values()} == {"ok"} for d in aa)
     assert "## A/A calibration" in (out / "summary.md").read_text()
     assert any(name.startswith(f"{raw}/cpu_dataloader/torchvision/") for name in docs)  # supply
     text = (out / "summary.md").read_text()

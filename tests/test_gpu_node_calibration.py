@@ -1,23 +1,21 @@
 """The GPU node kit's A/A calibration: torchvision against its second name on every recipe and
 against Kornia on Identity in the decode scope, each job in three runs (augbench/gpu_node/plan.py),
-decided by the summary as the answer decides a margin. The device-side code runs here on CPU tensors
-(the dry mode's switch); on a GPU node it is `prove.sh --calibration`."""
+decided by the summary as the answer decides a margin. The device-side code runs on CPU tensors in
+the dry mode (tests/test_gpu_node.py runs its calibration step); on a GPU node it is
+`prove.sh --calibration`."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, jpeg_manifest
+from conftest import REPO
 
 from augbench import decision
 from augbench.gpu_node import plan, summary
 
 NAMES = ("torchvision", "torchvision~b")
-RUNS = 2
 
 
 @pytest.fixture(scope="module")
@@ -102,50 +100,3 @@ def test_the_summary_decides_each_pair_and_counts_false_calls(tmp_path: Path) ->
     assert "## A/A calibration" in text and "| torchvision | kornia | decode | Identity |" in text
     assert "-gpu-calibration-" in text
     assert summary.calibration_table(tmp_path / "none")["measured_pairs"] == 0
-
-
-@pytest.mark.envs
-def test_the_calibration_step_measures_both_names_in_runs_on_cpu_tensors(
-    tmp_path: Path, torchvision_env: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The dry plan's A/A jobs of torchvision and its second name, run by the node's own step
-    runner (augbench.gpu_node.prove) in the torchvision env, then the summary's pairs."""
-    # The dry plan's A/A jobs in two runs (the node's three decide; two already make the runs that
-    # the summary pairs side by side), on Identity: each job is a fresh interpreter importing torch.
-    monkeypatch.setattr(plan, "CALIBRATION_DRY_RUNS", RUNS)
-    steps = plan.mode_plan("dry", REPO)["steps"]
-    jobs = [j for j in steps["calibration"] if j["library"] in NAMES]
-    (tmp_path / "data").mkdir()
-    manifest = jpeg_manifest(tmp_path / "data", count=8)  # the dry plan reads 8
-    work, out = tmp_path / "work", tmp_path / "out"
-    work.mkdir()
-    out.mkdir()
-    script = f"""
-import json, time
-from pathlib import Path
-from augbench.gpu_node import prove
-ctx = prove.Context(Path({str(tmp_path)!r}), Path({str(work)!r}), Path({str(out)!r}), "dry", {{}},
-                    prove.Progress(Path({str(out)!r}) / "prove.log", time.time()),
-                    time.time() + 400, manifest=Path({str(manifest)!r}))
-record = prove.StepRecord("calibration", 400.0)
-prove.engine_step(ctx, record, json.loads({json.dumps(json.dumps(jobs))}))
-print(json.dumps([j["status"] for j in record.jobs]))
-"""
-    started = time.time()
-    done = subprocess.run(
-        [str(torchvision_env), "-c", script], capture_output=True, text=True, timeout=500,
-        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "TMPDIR": "/tmp"},
-    )  # fmt: skip
-    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == ["ok"] * len(jobs)
-    table = summary.calibration_table(work / "results")
-    (pair,) = table["rows"]
-    assert (pair["a"], pair["b"], pair["recipe"]) == ("torchvision", "torchvision~b", "Identity")
-    assert pair["runs_a"] == pair["runs_b"] == RUNS
-    assert pair["verdict"] in decision.VERDICTS
-    assert table["measured_pairs"] == 1 and not table["passes"]
-    docs = sorted((work / "results" / "calibration").rglob("*.json"))
-    assert len(docs) == len(jobs)
-    libraries = {json.loads(p.read_text())["metadata"]["library"] for p in docs}
-    assert libraries == set(NAMES)
-    assert time.time() - started < 500

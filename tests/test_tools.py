@@ -260,6 +260,26 @@ def test_cost_validation_compares_a_prediction_with_the_runs_benchmarks(tmp_path
     assert re.search(r"^micro\s+\d+\s+time\s+2\.00\s.*MISS$", done.stdout, re.M)
 
 
+def test_cost_validation_splits_a_jobs_time_into_its_rows_work_and_the_rest(
+    tmp_path: Path,
+) -> None:
+    """Protects the per-job split of --jobs-output: a job's rows' own work as the model counts it
+    when it learns (test_cost's run of known numbers), and its process rounds; none for a kind
+    priced by its wall time or a missing file."""
+    from test_cost import DS, _local_run
+
+    cost_validation = load_tool("checks/cost_validation.py")
+    run = _local_run(tmp_path / "run")
+    raw = f"results/raw/laptop/{DS}"
+    work, rounds = cost_validation.measured_work(run, "micro", [f"{raw}/micro/pillow/s000.json"])
+    assert (round(work, 6), rounds) == (1.3, 1)  # 0.3 s + 1 s of rows, one pyperf round
+    work, _ = cost_validation.measured_work(
+        run, "cpu_dataloader", [f"{raw}/cpu_dataloader/pillow/memory-w2-s000.json"]
+    )
+    assert round(work, 6) == 0.95  # regime 0.5 s, bare loop 0.25 s, transport baseline 0.2 s
+    assert cost_validation.measured_work(run, "micro", [f"{raw}/micro/pillow/gone.json"]) is None
+
+
 # -- maintenance ---------------------------------------------------------------------------------
 def test_time_model_learns_a_runs_jobs_and_keeps_the_others_with_update(tmp_path: Path) -> None:
     from test_cost import _local_run

@@ -13,8 +13,9 @@ through those hooks, prices the plan's jobs and reports the cloud estimate.
 A transform's seconds per image scale with pixels: measured at the local dataset's mean
 megapixels, priced at the job's (``Job.megapixels``: the resolution sweep's jobs). A transform
 that the slow-transform policy would stop at the job's size costs its preflight only. A
-transform without a local row costs its library's median; a library without any row has no
-model: reported, never dropped. Target machines differ from the local one by a per-core ``speed
+transform without a local row is priced from the transform-cost prior
+(augbench.planning.transform_prior); a library without any row has no model: reported, never
+dropped. Target machines differ from the local one by a per-core ``speed
 factor`` (config ``cloud.speed_factors``), and each VM job pays ``cloud.vm_start_s`` of start-up;
 jobs that the profile groups (``groups`` / ``group-components``) share one VM and its start-up.
 """
@@ -36,13 +37,7 @@ from augbench import paths, result_format
 from augbench.planning import provision, regimes
 from augbench.planning.regimes import Job
 from augbench.planning.regimes.gpu import stream_images
-from augbench.planning.regimes.pricing import (
-    Estimate,
-    JobTiming,
-    KindModel,
-    Learned,
-    median_of,
-)
+from augbench.planning.regimes.pricing import Estimate, JobTiming, KindModel, Learned, median_of
 from augbench.result_format import MEDIAN_THROUGHPUT
 from augbench.workload import adapters, matrix
 
@@ -67,9 +62,6 @@ def whole_job_kinds() -> tuple[str, ...]:
     """Rules priced by their measured wall time per library (a fixed amount of work each: the
     lazy-output diagnostic)."""
     return tuple(k.rule for k in regimes.kinds() if k.pricing.wall_time_only)
-
-
-# -- the jobs a plan prices: augbench.planning.regimes.Job, the plan's own record (Sweep.cost_jobs)
 
 
 def _benchmark_seconds(tsv: Path) -> float | None:
@@ -132,43 +124,14 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
     jobs: dict[Path, list[tuple[Key, float, int, float]]] = defaultdict(list)
     timed: dict[Path, list[tuple[Key, JobTiming]]] = defaultdict(list)
     for path, bench, kind in result_files(run_dir):
-        pricing = regimes.KINDS[kind].pricing
-        if pricing.wall_time_only:
+        read = read_result(path, kind, learned)
+        if read is None:
             continue
-        library = path.parts[-2]
-        key = (kind, library)
-        try:
-            payload = result_format.read(path)
-            params = payload["metadata"]["benchmark_params"]
-            dataset = payload["metadata"].get("dataset") or {}
-            megapixels = float(dataset.get("mean_megapixels") or 0)
-            work = 0.0
-            held = params.get("num_images", 0) * megapixels
-            for name, row in payload["results"].items():
-                # A preflight is measured time outside the timed runs (a stopped row's only).
-                work += row.get("preflight_seconds") or 0.0
-                if row.get("status") == "early_stopped" and row.get("preflight_throughput"):
-                    # How its cost grows with pixels: the preflight's rate is a point too.
-                    point = (megapixels, 1.0 / row["preflight_throughput"])
-                    learned.stopped[key][name].append(point)
-                if row.get("status") != "ok" or not row.get(MEDIAN_THROUGHPUT):
-                    continue
-                if not pricing.counts_row(name, row):
-                    continue
-                learned.per_image[key][name].append(1.0 / row[MEDIAN_THROUGHPUT])
-                learned.pixels[key][name].append(megapixels)
-                work += pricing.row_work(row, params)
-                pricing.learn_row(learned, key, name, row, params)
-            extra, timing = pricing.learn_file(learned, key, payload, params, work)
-            work += extra
-        except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
-            # Not a result of this workflow's regimes, or not a valid result file
-            # (result_format.ResultFormatError, a ValueError): it teaches nothing.
-            continue
+        key, work, timing, params, rounds, held = read
         if params.get("settings_in_job"):  # a job_per: library job: one benchmark file for all
             run = regimes.run_suffix(regimes.without_run(path.name)[1])
             bench = bench.with_name(f"{matrix.dataloader_library_job(params['shard'])}{run}.tsv")
-        jobs[bench].append((key, work, pricing.rounds(payload["results"]), held))
+        jobs[bench].append((key, work, rounds, held))
         if timing is not None:
             timed[bench].append((key, timing))
     overheads: dict[Key, list[tuple[float, float]]] = defaultdict(list)  # (MP held, s)
@@ -223,6 +186,48 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
         models[key] = model
     _learn_fixed_kinds(run_dir, models)
     return models
+
+
+def read_result(
+    path: Path, kind: str, learned: Learned
+) -> tuple[Key, float, JobTiming | None, Mapping[str, Any], int, float] | None:
+    """What one result file of a timed ``kind`` teaches ``learned``, and (key, the measured work
+    of its rows in seconds, its own timing, its parameters, its process rounds, the megapixels it
+    held); None for a file that teaches nothing (a kind priced by its wall time, a file of
+    another tool or not valid)."""
+    pricing = regimes.KINDS[kind].pricing
+    if pricing.wall_time_only:
+        return None
+    key = (kind, path.parts[-2])  # .../<kind>/<library>/<job>.json
+    try:
+        payload = result_format.read(path)
+        params = payload["metadata"]["benchmark_params"]
+        dataset = payload["metadata"].get("dataset") or {}
+        megapixels = float(dataset.get("mean_megapixels") or 0)
+        work = 0.0
+        for name, row in payload["results"].items():
+            # A preflight is measured time outside the timed runs (a stopped row's only).
+            work += row.get("preflight_seconds") or 0.0
+            if row.get("status") == "early_stopped" and row.get("preflight_throughput"):
+                # How its cost grows with pixels: the preflight's rate is a point too.
+                point = (megapixels, 1.0 / row["preflight_throughput"])
+                learned.stopped[key][name].append(point)
+            if row.get("status") != "ok" or not row.get(MEDIAN_THROUGHPUT):
+                continue
+            if not pricing.counts_row(name, row):
+                continue
+            learned.per_image[key][name].append(1.0 / row[MEDIAN_THROUGHPUT])
+            learned.pixels[key][name].append(megapixels)
+            work += pricing.row_work(row, params)
+            pricing.learn_row(learned, key, name, row, params)
+        extra, timing = pricing.learn_file(learned, key, payload, params, work)
+        rounds = pricing.rounds(payload["results"])
+    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
+        # Not a result of this workflow's regimes, or not a valid result file
+        # (result_format.ResultFormatError, a ValueError): it teaches nothing.
+        return None
+    held = params.get("num_images", 0) * megapixels
+    return key, work + extra, timing, params, rounds, held
 
 
 # Pixel ranges narrower than this ratio say nothing about how a cost grows with pixels.

@@ -16,7 +16,9 @@
    first 30 s, so a long job's peak is the larger of the two.
 3. Writes one row per rule: jobs, predicted and measured seconds (sums over the rule's jobs) and
    their ratio, the largest predicted and measured memory, and the range over the rule's jobs of
-   predicted / measured memory, for two pairs (``--jobs-output``: also one row per timed job):
+   predicted / measured memory, for two pairs (``--jobs-output``: also one row per timed job,
+   with its measured time split into its rows' own work, as the model counts it when it learns,
+   and the rest, the job's fixed time, and its process rounds):
 
    - ``mem_mb`` (what the job takes from its machine) against what the job really held: its
      ``max_rss`` when its processes share no pages (one process, or a pyperf manager and its
@@ -48,7 +50,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from augbench.planning.cost import benchmark_row  # noqa: E402
+from augbench.planning.cost import benchmark_row, read_result  # noqa: E402
+from augbench.planning.regimes.pricing import Learned  # noqa: E402
 
 DEFAULT_CONFIG = ["preset=paper-lite"]  # its libraries and regimes: the preset's
 COLUMNS = (
@@ -110,7 +113,21 @@ def job_memory(run: Path, outputs: list[str]) -> dict[str, float]:
 
 
 JOB_COLUMNS = ["rule", "benchmark", "predicted_s", "predicted_max_s", "measured_s",
-               "measured_over_predicted", "mem_mb", "held_mb", "rss_mb", "max_rss_mb"]  # fmt: skip
+               "measured_over_predicted", "work_s", "rest_s", "rounds", "mem_mb", "held_mb",
+               "rss_mb", "max_rss_mb"]  # fmt: skip
+
+
+def measured_work(run: Path, rule: str, outputs: list[str]) -> tuple[float, int] | None:
+    """The seconds of a job's rows' own work as the cost model counts them when it learns
+    (augbench.planning.cost.read_result), summed over its result files, and its process rounds
+    (the most of any file); None where a file teaches nothing (a kind priced by its wall time)."""
+    work, rounds = 0.0, 0
+    for output in outputs:
+        read = read_result(run / output, rule, Learned())
+        if read is None:
+            return None
+        work, rounds = work + read[1], max(rounds, read[4])
+    return work, rounds
 
 
 def compare(
@@ -136,7 +153,8 @@ def compare(
         measured = benchmark_row(run / bench)
         if measured is None:
             sys.exit(f"{run / bench}: no benchmark file; is {run} a finished run of this config?")
-        sampled = job_memory(run, job.pop("outputs"))
+        outputs = job.pop("outputs")
+        sampled = job_memory(run, outputs)
         job["s"] = float(measured["s"])
         for name in ("rss", "pss"):
             benchmark = _number(measured.get(f"max_{name}")) or 0.0
@@ -144,11 +162,15 @@ def compare(
         job["held"] = job["max_pss"] if job["forked"] else job["max_rss"]
         by_rule[rule].append(job)
         if per_job is not None:
+            split = measured_work(run, rule, outputs)
+            work, rounds = (f"{split[0]:.2f}", str(split[1])) if split else ("n/a", "n/a")
+            rest = f"{job['s'] - split[0]:.2f}" if split else "n/a"
             per_job.append({
                 "rule": rule, "benchmark": bench, "predicted_s": f"{job['expected']:.2f}",
                 "predicted_max_s": f"{job['max']:.2f}", "measured_s": f"{job['s']:.2f}",
                 "measured_over_predicted": f"{job['s'] / job['expected']:.2f}"
                 if job["expected"] else "n/a",
+                "work_s": work, "rest_s": rest, "rounds": rounds,
                 "mem_mb": f"{job['mem']:.0f}", "held_mb": f"{job['held']:.0f}",
                 "rss_mb": f"{job['rss']:.0f}", "max_rss_mb": f"{job['max_rss']:.0f}",
             })  # fmt: skip

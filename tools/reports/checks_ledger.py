@@ -241,6 +241,12 @@ CHECKS = (
                 "as loader-starts, and a row's later processes repeat only the regime's epochs "
                 "(the baselines' are the first process's)",
             ),
+            Model(
+                "anonymous-pages-2026-11-30",
+                "a25203d8cababc27d7a4188413b5322f2efb6cad",
+                "as first-process, and a further interpreter of a library's env is planned at its "
+                "anonymous pages (import memory measured again on intel-xeon-2c)",
+            ),
         ),
     ),
     Check(
@@ -459,6 +465,15 @@ RUNS = (
         "cost_validation.tsv", "2026-11-30", "a1ff04624cc77ca364e60ea130201a8e892951ed",
         "first-process-2026-11-30",
         what="tools/checks/cost_shape_decode.yaml, predicted from a reference run on the same "
+        "machine"),
+    Run("cost-validation", INTEL, "2026-11-30-cost-validation-paper-lite-anonymous-pages",
+        "cost_validation.tsv", "2026-11-30", "e65811c01ec4b0d578dcc0904e0b87454e152cf0",
+        "anonymous-pages-2026-11-30",
+        what="paper-lite preset, predicted from a reference run on the same machine"),
+    Run("cost-validation", INTEL, "2026-11-30-cost-validation-shape-processes-anonymous-pages",
+        "cost_validation.tsv", "2026-11-30", "e65811c01ec4b0d578dcc0904e0b87454e152cf0",
+        "anonymous-pages-2026-11-30",
+        what="tools/checks/cost_shape_processes.yaml, predicted from a reference run on the same "
         "machine"),
     Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
         "training_memory.tsv", "2026-11-25", "287abb80889acebe1531fc213bf13bc0ff372ea8",
