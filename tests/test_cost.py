@@ -798,3 +798,21 @@ def test_the_first_process_holds_the_baselines_epochs(tmp_path: Path) -> None:
     model = cost.learn(tmp_path)[("pipeline_dataloader", "pillow")]
     assert model.later_process_s == pytest.approx(3.0)
     assert model.start_s == {"memory-w2": pytest.approx(0.5)}
+
+
+def test_a_micro_job_that_timed_its_rounds_pays_the_rest_once(tmp_path: Path) -> None:
+    """_local_run's micro job (6.3 s: 1.3 s of rows in one pyperf round) recording its round's
+    4.3 s: 3 s of that round beyond its rows is paid per round, the 2 s outside it once per job,
+    so a job of two rounds costs 2 + 2 x 3 s beyond its rows, not 2 x 5 s."""
+    run = _local_run(tmp_path)
+    raw = run / "results/raw/laptop" / DS / "micro/pillow/s000.json"
+    payload = json.loads(raw.read_text())
+    payload["metadata"]["job_timing"] = {"round_seconds": [4.3]}
+    raw.write_text(json.dumps(payload))
+    micro = cost.learn(run)[("micro", "pillow")]
+    assert micro.overhead_s == pytest.approx(3.0) and micro.process_s == pytest.approx(2.0)
+    job = _job("micro", "pillow", ("HorizontalFlip",), MICRO_TARGET, megapixels=0.2)
+    found, _ = cost.estimate_jobs([job], {("micro", "pillow"): micro}, CONFIG)
+    preflight = 11 * 0.01
+    assert found[job].expected == pytest.approx(2.0 + 2 * 3.0 + preflight + 2 * 0.8)
+    assert found[job].most == pytest.approx(2.0 + 4 * 3.0 + preflight + 4 * 0.8)

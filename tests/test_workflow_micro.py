@@ -264,6 +264,11 @@ def test_rows_repeat_until_the_ci_target_or_the_process_limit(smoke_run: Workflo
             assert met
         assert row["peak_rss_mb"] > 0 and row["peak_rss_scope"] in ("transform", "process")
         assert row["input_layout"]["type"] == "PIL.Image.Image"
+    # Each round's wall time, one per round the rows took: the rest of the job is paid once.
+    rounds = payload["metadata"]["job_timing"]["round_seconds"]
+    assert len(rounds) == max(rows[n]["pyperf_processes"] for n in ("HorizontalFlip", "Grayscale"))
+    assert all(r > 0 for r in rounds)
+    assert sum(rounds) < payload["metadata"]["quietness"]["wall_seconds"]
 
 
 def test_plan_is_printed_before_the_first_job(smoke_run: WorkflowRun) -> None:

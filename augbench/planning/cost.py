@@ -59,8 +59,7 @@ def bench_kinds() -> tuple[str, ...]:
 
 
 def whole_job_kinds() -> tuple[str, ...]:
-    """Rules priced by their measured wall time per library (a fixed amount of work each: the
-    lazy-output diagnostic)."""
+    """Rules priced by their measured wall time per library (the lazy-output diagnostic)."""
     return tuple(k.rule for k in regimes.kinds() if k.pricing.wall_time_only)
 
 
@@ -119,35 +118,37 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
     fixed cost. Setup kinds are keyed (kind, "") (env builds per library too) and learned from
     benchmarks/setup/<kind>/*.tsv."""
     learned = Learned()
-    # Per benchmark file (one job): (key, work, process rounds, megapixels held) of each result
-    # file it wrote, and the files' own timings where they record one.
-    jobs: dict[Path, list[tuple[Key, float, int, float]]] = defaultdict(list)
+    # Per benchmark file (one job): (key, work, process rounds, megapixels held, the rounds'
+    # recorded seconds) of each result file it wrote, and the files' own timings.
+    jobs: dict[Path, list[tuple[Key, float, int, float, float]]] = defaultdict(list)
     timed: dict[Path, list[tuple[Key, JobTiming]]] = defaultdict(list)
     for path, bench, kind in result_files(run_dir):
         read = read_result(path, kind, learned)
         if read is None:
             continue
-        key, work, timing, params, rounds, held = read
+        key, work, timing, params, rounds, held, rounds_s = read
         if params.get("settings_in_job"):  # a job_per: library job: one benchmark file for all
             run = regimes.run_suffix(regimes.without_run(path.name)[1])
             bench = bench.with_name(f"{matrix.dataloader_library_job(params['shard'])}{run}.tsv")
-        jobs[bench].append((key, work, rounds, held))
+        jobs[bench].append((key, work, rounds, held, rounds_s))
         if timing is not None:
             timed[bench].append((key, timing))
     overheads: dict[Key, list[tuple[float, float]]] = defaultdict(list)  # (MP held, s)
+    processes: dict[Key, list[float]] = defaultdict(list)
     for bench, members in jobs.items():
         seconds = _benchmark_seconds(bench)
         if seconds is None:
             continue
-        # A job's time beyond the measured work of every result file it wrote: its process
-        # start, imports and set-up (a job_per: library job pays them once for its settings;
-        # a micro job once per pyperf process round).
-        overhead = max(seconds - sum(work for _, work, _, _ in members), 0.0)
-        rounds = max(r for _, _, r, _ in members)
-        held = max(h for _, _, _, h in members)
-        for key in {key for key, _, _, _ in members}:
+        # Beyond its files' work: start, imports, set-up (once for a job_per: library job's
+        # settings; per pyperf round for micro, and once what its rounds' recorded time leaves).
+        work, in_rounds = sum(m[1] for m in members), sum(m[4] for m in members)
+        overhead = max((in_rounds or seconds) - work, 0.0)
+        rounds = max(m[2] for m in members)
+        held = max(m[3] for m in members)
+        for key in {m[0] for m in members}:
             overheads[key].append((held, overhead / rounds))
-    processes: dict[Key, list[float]] = defaultdict(list)
+            if in_rounds:
+                processes[key].append(max(seconds - in_rounds, 0.0))
     settings: dict[Key, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     starts: dict[Key, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     handovers: dict[Key, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -190,11 +191,10 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
 
 def read_result(
     path: Path, kind: str, learned: Learned
-) -> tuple[Key, float, JobTiming | None, Mapping[str, Any], int, float] | None:
-    """What one result file of a timed ``kind`` teaches ``learned``, and (key, the measured work
-    of its rows in seconds, its own timing, its parameters, its process rounds, the megapixels it
-    held); None for a file that teaches nothing (a kind priced by its wall time, a file of
-    another tool or not valid)."""
+) -> tuple[Key, float, JobTiming | None, Mapping[str, Any], int, float, float] | None:
+    """What one result file of a timed ``kind`` teaches ``learned``, and (key, its rows' measured
+    work in seconds, its timing, its parameters, its process rounds, the megapixels it held, its
+    rounds' recorded seconds or 0); None where a file teaches nothing (wall-time kinds, others)."""
     pricing = regimes.KINDS[kind].pricing
     if pricing.wall_time_only:
         return None
@@ -227,7 +227,8 @@ def read_result(
         # (result_format.ResultFormatError, a ValueError): it teaches nothing.
         return None
     held = params.get("num_images", 0) * megapixels
-    return key, work + extra, timing, params, rounds, held
+    rounds_s = sum((payload["metadata"].get("job_timing") or {}).get("round_seconds") or [])
+    return key, work + extra, timing, params, rounds, held, rounds_s
 
 
 # Pixel ranges narrower than this ratio say nothing about how a cost grows with pixels.
@@ -555,8 +556,7 @@ def placement_device(config: Mapping[str, Any]) -> Callable[[Job], str]:
 
 
 def placement_cores(config: Mapping[str, Any]) -> Callable[[Job], int]:
-    """The vCPUs of the machine each job is placed on in a cloud sweep (0 where it has no
-    placement: priced as measured)."""
+    """The vCPUs of each job's machine in a cloud sweep (0 without a placement: as measured)."""
 
     def cores(job: Job) -> int:
         spec = placement_of(config, job)

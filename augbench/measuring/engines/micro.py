@@ -197,12 +197,14 @@ def measure_transforms(
     workdir: Path,
     policy_json: str,
     on_row: Callable[[str, dict[str, Any]], None],
+    round_seconds: list[float] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Rounds of pyperf worker processes until every row is done: at least ``min_processes`` and
     at most ``processes`` rounds; a row leaves once its relative 95 % CI reaches the target
     (augbench.measuring.stopping, the same rule as every engine). Round 1 also preflights each
     transform: rows early-stopped, unsupported or in error there are final. ``on_row`` sees each
-    final row."""
+    final row; ``round_seconds`` (where given) gets each round's wall time, its worker processes'
+    start to their end."""
     rule = StoppingRule(
         min_values=max(settings.min_processes, 1) * settings.values,
         max_values=max(settings.processes, settings.min_processes, 1) * settings.values,
@@ -218,9 +220,12 @@ def measure_transforms(
     while pending:
         out = workdir / f"round{round_index}"
         first_round = round_index == 0
+        started = time.monotonic()
         infos = run_round(
             settings, pending, cache, out, policy_json if first_round else None, loops
         )
+        if round_seconds is not None:
+            round_seconds.append(time.monotonic() - started)
         still = []
         for name in pending:
             info = infos[name]
@@ -347,13 +352,16 @@ def main(argv: list[str] | None = None) -> int:
             ))  # fmt: skip
         else:
             measurable.append(name)
+    round_seconds: list[float] = []
     with tempfile.TemporaryDirectory(prefix=f"micro-{settings.library}-") as tmp:
         workdir = Path(tmp)
         cache = workdir / "media.pkl"
         if measurable:
             # The first worker imports the library and decodes (the job imports neither): a
             # library that does not import gives every row the error, from that worker.
-            measure_transforms(settings, measurable, cache, workdir, policy_json, report)
+            measure_transforms(
+                settings, measurable, cache, workdir, policy_json, report, round_seconds
+            )
         if cache.with_suffix(DECODE_SUFFIX).exists():
             decode_info = json.loads(cache.with_suffix(DECODE_SUFFIX).read_text())
     bar.close()
@@ -377,6 +385,9 @@ def main(argv: list[str] | None = None) -> int:
         },
         extra={
             "decode": decode_info,
+            # The job's time in its rounds of worker processes; the rest of it (this process's
+            # start and imports, its launch, the result file) is paid once per job.
+            "job_timing": {"round_seconds": [round(r, 4) for r in round_seconds]},
             "channels": settings.channels,
             "layout": settings.layout,
             # Separates 9-channel rows from RGB rows, and contiguous-input rows from native ones,

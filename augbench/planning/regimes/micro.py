@@ -208,7 +208,9 @@ class Pyperf(Pricing):
     least ``policy.MICRO_MIN_VALUE_SECONDS``) x the job's images x seconds per image; processes
     *expected* = the share of its maximum the local rows used (rows stop once precise), *max* =
     every process allowed. Each process imports the library again: the job's fixed overhead is
-    paid per process round, and grows with the megapixels the job holds (its decoded cache)."""
+    paid per process round, and grows with the megapixels the job holds (its decoded cache);
+    where the reference recorded its rounds' seconds (``job_timing.round_seconds``), what the
+    job took beyond them (its manager's start, its launch) is paid once per job."""
 
     name = "pyperf"
     overhead_grows_with_pixels = True
@@ -252,9 +254,10 @@ class Pyperf(Pricing):
             work["expected"] += stop * stopped + (1 - stop) * (preflight + expected * per_process)
             work["most"] += stopped if stop >= 1 else preflight + most * per_process
         round_s = model.overhead_s + model.overhead_per_mp_s * images * job.megapixels
+        once = model.process_s  # what a reference that timed its rounds saw paid once per job
         return Estimate(
-            round_s * expected / job.share + work["expected"],
-            round_s * most / job.share + work["most"],
+            (once + round_s * expected) / job.share + work["expected"],
+            (once + round_s * most) / job.share + work["most"],
         )
 
 
