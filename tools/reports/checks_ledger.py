@@ -247,6 +247,13 @@ CHECKS = (
                 "as first-process, and a further interpreter of a library's env is planned at its "
                 "anonymous pages (import memory measured again on intel-xeon-2c)",
             ),
+            Model(
+                "rounds-2026-11-30",
+                "7d4f10f5f78a3df600b4e0a8b27b5469026fe4bb",
+                "as anonymous-pages, and a micro job's time beyond its recorded rounds paid once "
+                "per job, its rounds' fixed time per round (learned from a reference that records "
+                "them)",
+            ),
         ),
     ),
     Check(
@@ -475,6 +482,15 @@ RUNS = (
         "anonymous-pages-2026-11-30",
         what="tools/checks/cost_shape_processes.yaml, predicted from a reference run on the same "
         "machine"),
+    Run("cost-validation", INTEL, "2026-11-30-cost-validation-shape-default-rounds",
+        "cost_validation.tsv", "2026-11-30", "7d4f10f5f78a3df600b4e0a8b27b5469026fe4bb",
+        "rounds-2026-11-30",
+        what="tools/checks/cost_shape_default.yaml, predicted from a reference run on the same "
+        "machine"),
+    Run("cost-validation", INTEL, "2026-11-30-cost-validation-paper-lite-rounds",
+        "cost_validation.tsv", "2026-11-30", "7d4f10f5f78a3df600b4e0a8b27b5469026fe4bb",
+        "rounds-2026-11-30",
+        what="paper-lite preset, predicted from a reference run on the same machine"),
     Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
         "training_memory.tsv", "2026-11-25", "287abb80889acebe1531fc213bf13bc0ff372ea8",
         "gpu-context", what="ResNet-18 on the CPU"),
