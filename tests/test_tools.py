@@ -372,23 +372,35 @@ def test_plan_snapshot_saves_the_plan_and_names_what_changed(tmp_path: Path) -> 
     assert plan_snapshot.compare(snapshot, snapshot) == []
 
 
-@pytest.mark.envs
-def test_import_rss_fits_a_librarys_working_copies_keeping_the_others(tmp_path: Path) -> None:
+def _import_rss_on_pillow(
+    tmp_path: Path, *args: str
+) -> tuple[dict, dict, subprocess.CompletedProcess]:
+    """tools/checks/import_rss.py measuring Pillow alone (``args``: its mode) into a copy of the
+    shipped library_memory.json: (the shipped file, the written copy, the tool's run)."""
     from conftest import library_env
-
-    from augbench.workload import adapters
 
     library_env("pillow")
     shipped = json.loads((REPO / "augbench/planning/library_memory.json").read_text())
     output = tmp_path / "library_memory.json"
     output.write_text(json.dumps(shipped))
-    done = run_tool("checks/import_rss.py", "--libraries", "pillow", "--working-copies-only",
-                    "--repeats", "1", "--working-px", "256", "--output", str(output))  # fmt: skip
-    written = json.loads(output.read_text())
+    done = run_tool("checks/import_rss.py", "--libraries", "pillow", "--repeats", "1", *args,
+                    "--output", str(output))  # fmt: skip
+    return shipped, json.loads(output.read_text()), done
+
+
+def _without_pillow(found: dict) -> dict:
+    return {k: v for k, v in found.items() if k != "pillow"}
+
+
+@pytest.mark.envs
+def test_import_rss_fits_a_librarys_working_copies_keeping_the_others(tmp_path: Path) -> None:
+    from augbench.workload import adapters
+
+    shipped, written, done = _import_rss_on_pillow(
+        tmp_path, "--working-copies-only", "--working-px", "256"
+    )
     copies = written["working_copies"]
-    assert {k: v for k, v in copies.items() if k != "pillow"} == {
-        k: v for k, v in shipped["working_copies"].items() if k != "pillow"
-    }
+    assert _without_pillow(copies) == _without_pillow(shipped["working_copies"])
     pillow = adapters.get("pillow")
     measured = copies["pillow"]
     assert measured and all(pillow.supports(name) for name in measured)
@@ -404,20 +416,10 @@ def test_import_rss_fits_a_librarys_working_copies_keeping_the_others(tmp_path: 
 
 @pytest.mark.envs
 def test_import_rss_measures_a_librarys_process_keeping_the_working_copies(tmp_path: Path) -> None:
-    from conftest import library_env
-
-    library_env("pillow")
-    shipped = json.loads((REPO / "augbench/planning/library_memory.json").read_text())
-    output = tmp_path / "library_memory.json"
-    output.write_text(json.dumps(shipped))
-    done = run_tool("checks/import_rss.py", "--libraries", "pillow", "--imports-only",
-                    "--repeats", "1", "--output", str(output))  # fmt: skip
-    written = json.loads(output.read_text())
+    shipped, written, done = _import_rss_on_pillow(tmp_path, "--imports-only")
     assert written["working_copies"] == shipped["working_copies"]  # not fitted in this mode
     for key in ("import_rss_mb", "import_anonymous_mb"):
-        assert {k: v for k, v in written[key].items() if k != "pillow"} == {
-            k: v for k, v in shipped[key].items() if k != "pillow"
-        }
+        assert _without_pillow(written[key]) == _without_pillow(shipped[key])
     (alone, with_torch), (alone_anon, torch_anon) = (
         written["import_rss_mb"]["pillow"], written["import_anonymous_mb"]["pillow"]
     )  # fmt: skip
