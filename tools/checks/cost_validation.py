@@ -126,7 +126,8 @@ def measured_work(run: Path, rule: str, outputs: list[str]) -> tuple[float, int]
         read = read_result(run / output, rule, Learned())
         if read is None:
             return None
-        work, rounds = work + read[1], max(rounds, read[4])
+        _, file_work, _, _, file_rounds, _, _ = read
+        work, rounds = work + file_work, max(rounds, file_rounds)
     return work, rounds
 
 
