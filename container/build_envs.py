@@ -51,12 +51,15 @@ def env_dir(prefix: Path, name: str) -> Path:
 def build(prefix: Path, name: str, python: str) -> dict:
     lock = REPO / "envs" / f"{name}.txt"
     report = ensure_env(name, lock, env_dir(prefix, name), python)
+    if report["imported"]:  # the build imported the library and torch's loader (warm_imports)
+        report["import_checked"] = "in the build"
+        return report
     start = time.perf_counter()
     subprocess.run(
         [report["python"], "-c", import_check(name)], check=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )  # fmt: skip
-    report["import_seconds"] = time.perf_counter() - start
+    report["import_checked"] = f"in {time.perf_counter() - start:.1f} s"
     return report
 
 
@@ -85,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         what = "reused" if r["reused"] else "built"
         print(f"{name:<16} {what} {env_dir(args.prefix, name)} in {r['setup_seconds']:.1f} s, "
-              f"imports in {r['import_seconds']:.1f} s, lock {r['lock_sha256'][:12]}",
+              f"imports checked {r['import_checked']}, lock {r['lock_sha256'][:12]}",
               flush=True)  # fmt: skip
     return 0
 

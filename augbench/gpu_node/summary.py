@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from augbench.gpu_node.plan import DRY_CPU_INPUT_SIZE
 from augbench.result_format import MEDIAN_THROUGHPUT
 
 NON_OK_LISTED = 40
@@ -325,8 +326,8 @@ def not_run(
     if mode == "dry" and not cuda:
         out.append(
             "dry run: GPU rows measured on CPU tensors (gpu_dataloader --allow-cpu-device, "
-            "training --allow-cpu-device-feed), ResNet-18 at 112 px on the CPU: the code paths "
-            "are exercised, the numbers say nothing about a GPU"
+            f"training --allow-cpu-device-feed), ResNet-18 at {DRY_CPU_INPUT_SIZE} px on the CPU: "
+            "the code paths are exercised, the numbers say nothing about a GPU"
         )
     elif mode == "dry":
         out.append("dry run on a GPU: tiny sizes, a check of the code paths, not measurements")

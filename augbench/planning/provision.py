@@ -103,17 +103,19 @@ _WARM_IMPORTS = (
 )
 
 
-def warm_imports(library: str, python: Path) -> None:
+def warm_imports(library: str, python: Path) -> bool:
     """Import in a new env what its jobs import, so that the bytecode of those modules is written
     now, in the build, and no timed job's import compiles it (the first job in an env would pay
     seconds more than the others: torch's modules). An import that fails here is one line in the
-    build's log; the jobs record it as their own set-up error."""
+    build's log and False; the jobs record it as their own set-up error."""
     code = _WARM_IMPORTS.format(root=str(Path(__file__).resolve().parents[2]), library=library)
     try:  # in the environment the engines import in (bytecode written, telemetry off)
         _run([str(python), "-c", code], env=engine_environment(os.environ, {}))
     except subprocess.CalledProcessError as exc:
         print(f"{library}: importing it after the build failed: {_last_error_line(exc.stderr)}",
               file=sys.stderr, flush=True)  # fmt: skip
+        return False
+    return True
 
 
 def source_builds(log: str) -> list[str]:
@@ -163,6 +165,7 @@ def ensure_env(library: str, lock: Path, venv: Path, python: str | None) -> dict
         raise EnvBuildError(f"{library}: lock file not found: {lock}")
     lock_sha = sha256_bytes(lock)
     start = time.perf_counter()
+    imported = None  # a reused env is not imported again
     with node_lock(venv.parent / f".{venv.name}.provision-lock"):
         stamp = venv / LOCK_STAMP
         reused = stamp.exists() and stamp.read_text().strip() == lock_sha
@@ -186,7 +189,8 @@ def ensure_env(library: str, lock: Path, venv: Path, python: str | None) -> dict
                 raise EnvBuildError(
                     f"{library}: building {venv} from {lock} failed: {_last_error_line(exc.stderr)}"
                 ) from exc
-            warm_imports(library, venv / "bin" / "python")
+            if library in adapters.names():  # an env of another tool (the driver) has none
+                imported = warm_imports(library, venv / "bin" / "python")
             stamp.write_text(lock_sha + "\n")
     return {
         "library": library,
@@ -195,6 +199,7 @@ def ensure_env(library: str, lock: Path, venv: Path, python: str | None) -> dict
         "lock": str(lock),
         "lock_sha256": lock_sha,
         "reused": reused,
+        "imported": imported,
         "setup_seconds": time.perf_counter() - start,
         "build_variables": build_variables(library),
     }
