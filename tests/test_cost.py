@@ -781,6 +781,41 @@ def test_a_settings_fixed_time_is_its_loader_starts_and_the_hand_over_probe(
         assert found[job].expected == pytest.approx(1.0 + fixed + 3 * 2 * epoch)
 
 
+def test_a_later_process_the_kind_never_measured_is_the_pipelines_and_its_further_rows(
+    tmp_path: Path,
+) -> None:
+    """A cpu_dataloader job of two recipes in 3 fresh processes, from a run whose recipes each
+    ran in one process: each later process is the pipeline DataLoader's later process of one row
+    (3 s, learned as above), the second recipe's loader start (0.5 s) and its warm-up; without
+    the pipeline's model, the job's own process start (1 s) and both recipes' warm-ups."""
+    params = {"images_per_run": 32, "batch_size": 8, "batches_per_run": 2, "num_runs": 1,
+              "baseline_runs": 0, "processes": 3, "window_seconds": 0.5, "workers": "2",
+              "scope": "decode"}  # fmt: skip
+    row = {"status": "ok", "median_throughput": 64.0, "throughputs": [64.0] * 3,
+           "timed_rounds": 3, "processes": 3, "window_batches": 4, "images_per_run": 32,
+           "batch_size": 8, "scope": "decode", "workers": 2}  # fmt: skip
+    timing = {"import_seconds": 2.0, "setting_seconds": 10.5, "later_processes_seconds": 7.0}
+    _plant_loader_file(tmp_path, "pipelines/raw", "decode-w2", params, timing, {"p": row}, 11.0)
+    pipeline = cost.learn(tmp_path)[("pipeline_dataloader", "pillow")]
+    assert pipeline.later_process_s == pytest.approx(3.0)
+    single = cost.KindModel({"A": 0.01, "B": 0.02}, 0.0, process_s=1.0,
+                            start_s={"memory-w2": 0.5})  # fmt: skip
+    plan = {**params, "scope": "memory", "window_seconds": 0.0}
+    job = _job("cpu_dataloader", "pillow", ("A", "B"), plan)
+    one = _job("cpu_dataloader", "pillow", ("A", "B"), {**plan, "processes": 1})
+    models = {("cpu_dataloader", "pillow"): single}
+    alone, _ = cost.estimate_jobs([job, one], models, CONFIG)
+    both = {**models, ("pipeline_dataloader", "pillow"): pipeline}
+    borrowed, _ = cost.estimate_jobs([job, one], both, CONFIG)
+    assert borrowed[one] == alone[one]  # one process: nothing later to price
+    warm = {t: 8 * 2 * cpu_dataloader.arm_seconds(single, t, "memory-w2", "regime", 0.0, 0, None)
+            for t in ("A", "B")}  # fmt: skip
+    later_epochs = alone[job].expected - alone[one].expected - 2 * (1.0 + sum(warm.values()))
+    assert borrowed[job].expected == pytest.approx(
+        alone[one].expected + later_epochs + 2 * (3.0 + 0.5 + sum(warm.values()) / 2)
+    )
+
+
 def test_the_first_process_holds_the_baselines_epochs(tmp_path: Path) -> None:
     """A row in 3 fresh processes whose bare loop ran in the first only: the later processes
     repeat the regime's 0.5 s epoch alone (3 s each beyond it), so the first process's work is
