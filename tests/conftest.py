@@ -41,13 +41,6 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 SMOKE_FIRST = "tests/test_workflow_micro.py"
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``: one worker more than the cores. On two workers the two cores stood idle for
-    a fifth of the suite (vmstat beside its runs: 79-87 % busy), while tests waited on a SLURM
-    scheduler, a storage server or a killed job's rerun; a third worker runs its tests then."""
-    return (os.cpu_count() or 1) + 1
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     def module(item: pytest.Item) -> str:
         return item.nodeid.split("::")[0]
