@@ -254,6 +254,13 @@ CHECKS = (
                 "per job, its rounds' fixed time per round (learned from a reference that records "
                 "them)",
             ),
+            Model(
+                "later-processes-2026-11-30",
+                "65004b1c182163b50867ad72bfef071b0cc2d583",
+                "as rounds, and a later DataLoader process of a kind whose reference rows ran in "
+                "one process each priced as the pipelines' later process of one row and each "
+                "further row's loader start and warm-up (withdrawn after its runs)",
+            ),
         ),
     ),
     Check(
@@ -490,6 +497,15 @@ RUNS = (
     Run("cost-validation", INTEL, "2026-11-30-cost-validation-paper-lite-rounds",
         "cost_validation.tsv", "2026-11-30", "7d4f10f5f78a3df600b4e0a8b27b5469026fe4bb",
         "rounds-2026-11-30",
+        what="paper-lite preset, predicted from a reference run on the same machine"),
+    Run("cost-validation", INTEL, "2026-11-30-cost-validation-shape-rows-later-processes",
+        "cost_validation.tsv", "2026-11-30", "65004b1c182163b50867ad72bfef071b0cc2d583",
+        "later-processes-2026-11-30",
+        what="tools/checks/cost_shape_rows.yaml, predicted from a reference run on the same "
+        "machine"),
+    Run("cost-validation", INTEL, "2026-11-30-cost-validation-paper-lite-later-processes",
+        "cost_validation.tsv", "2026-11-30", "65004b1c182163b50867ad72bfef071b0cc2d583",
+        "later-processes-2026-11-30",
         what="paper-lite preset, predicted from a reference run on the same machine"),
     Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
         "training_memory.tsv", "2026-11-25", "287abb80889acebe1531fc213bf13bc0ff372ea8",
