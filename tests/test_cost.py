@@ -781,13 +781,13 @@ def test_a_settings_fixed_time_is_its_loader_starts_and_the_hand_over_probe(
         assert found[job].expected == pytest.approx(1.0 + fixed + 3 * 2 * epoch)
 
 
-def test_a_later_process_the_kind_never_measured_is_the_pipelines_and_its_further_rows(
+def test_a_later_process_the_kind_never_measured_is_its_own_process_start_and_warm_ups(
     tmp_path: Path,
 ) -> None:
     """A cpu_dataloader job of two recipes in 3 fresh processes, from a run whose recipes each
-    ran in one process: each later process is the pipeline DataLoader's later process of one row
-    (3 s, learned as above), the second recipe's loader start (0.5 s) and its warm-up; without
-    the pipeline's model, the job's own process start (1 s) and both recipes' warm-ups."""
+    ran in one process: each later process is priced as the job's own process start (1 s) and
+    both recipes' warm-ups, whatever the pipelines' later processes took (3 s, learned as above:
+    priced from those, such jobs took 0.24-0.54 of their prediction on intel-xeon-2c)."""
     params = {"images_per_run": 32, "batch_size": 8, "batches_per_run": 2, "num_runs": 1,
               "baseline_runs": 0, "processes": 3, "window_seconds": 0.5, "workers": "2",
               "scope": "decode"}  # fmt: skip
@@ -803,16 +803,17 @@ def test_a_later_process_the_kind_never_measured_is_the_pipelines_and_its_furthe
     plan = {**params, "scope": "memory", "window_seconds": 0.0}
     job = _job("cpu_dataloader", "pillow", ("A", "B"), plan)
     one = _job("cpu_dataloader", "pillow", ("A", "B"), {**plan, "processes": 1})
-    models = {("cpu_dataloader", "pillow"): single}
-    alone, _ = cost.estimate_jobs([job, one], models, CONFIG)
-    both = {**models, ("pipeline_dataloader", "pillow"): pipeline}
-    borrowed, _ = cost.estimate_jobs([job, one], both, CONFIG)
-    assert borrowed[one] == alone[one]  # one process: nothing later to price
-    warm = {t: 8 * 2 * cpu_dataloader.arm_seconds(single, t, "memory-w2", "regime", 0.0, 0, None)
-            for t in ("A", "B")}  # fmt: skip
-    later_epochs = alone[job].expected - alone[one].expected - 2 * (1.0 + sum(warm.values()))
-    assert borrowed[job].expected == pytest.approx(
-        alone[one].expected + later_epochs + 2 * (3.0 + 0.5 + sum(warm.values()) / 2)
+    models = {("cpu_dataloader", "pillow"): single, ("pipeline_dataloader", "pillow"): pipeline}
+    found, _ = cost.estimate_jobs([job, one], models, CONFIG)
+    warm = sum(
+        8 * 2 * cpu_dataloader.arm_seconds(single, t, "memory-w2", "regime", 0.0, 0, None)
+        for t in ("A", "B")
+    )
+    epoch = {t: 16 * cpu_dataloader.arm_seconds(single, t, "memory-w2", "regime", 0.0, 0, None)
+             for t in ("A", "B")}  # fmt: skip
+    later_epochs = 2 * sum(epoch.values())  # the regime's one epoch a row, in each later process
+    assert found[job].expected == pytest.approx(
+        found[one].expected + later_epochs + 2 * (1.0 + warm)
     )
 
 

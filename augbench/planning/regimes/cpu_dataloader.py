@@ -419,13 +419,8 @@ class DataLoader(Pricing):
     epochs *expected* from the local rows' early stopping, *max* = num_runs."""
 
     name = "dataloader"
-    related_kinds: ClassVar[Mapping[str, str]] = {
-        # A catalog recipe the run did not measure: its transform's micro cost.
-        "single_model": "micro",
-        # A later process where the run measured none of this kind: the same engine's later
-        # process of one row, the pipeline's.
-        "later_model": "pipeline_dataloader",
-    }
+    # A catalog recipe the run did not measure: its transform's micro cost.
+    related_kinds: ClassVar[Mapping[str, str]] = {"single_model": "micro"}
 
     def row_work(self, row: Mapping[str, Any], params: Mapping[str, Any]) -> float:
         return dataloader_row_work(row, params)
@@ -580,25 +575,8 @@ def dataloader_estimate(model: KindModel, job: PricedJob, params: Mapping[str, A
         start = model.overhead_s
     # A later process imports the library again and warms each row up; the setting's own fixed
     # cost (the hand-over probe, the rows' preflights) is the first process's.
-    if processes > 1:
-        later = later_process_seconds(model, params.get("later_model"), job, setting, warmups)
-        overhead += (processes - 1) * (later or start + warmups)
+    overhead += (processes - 1) * (model.later_process_s or start + warmups)
     return Estimate(overhead + totals["expected"], overhead + totals["most"])
-
-
-def later_process_seconds(
-    model: KindModel, engine: KindModel | None, job: PricedJob, setting: str, warmups: float
-) -> float:
-    """A later process's seconds beyond its timed epochs: the kind's own, learned; else the same
-    engine's later process of one row (a pipeline's: its interpreter, imports, items, fork,
-    loader start and warm-up) and each further row's loader start and warm-up; else 0."""
-    if model.later_process_s:
-        return model.later_process_s
-    if engine is None or not engine.later_process_s:
-        return 0.0
-    rows = max(len(job.transforms), 1)
-    start = model.start_s.get(setting, median_of(model.start_s.values()))
-    return engine.later_process_s + (rows - 1) * (start + warmups / rows)
 
 
 def parallelism(workers: int, cores: int) -> float:
