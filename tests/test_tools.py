@@ -200,6 +200,32 @@ def test_training_memory_reads_each_training_jobs_benchmark(tmp_path: Path) -> N
     assert empty.returncode == 1 and "no training benchmark" in empty.stderr
 
 
+def test_cost_validation_pools_the_timed_rules_of_its_outputs(tmp_path: Path) -> None:
+    """Two of its output files: the timed rules with 3 jobs or more are pooled (micro and
+    cpu_dataloader), a rule of fewer jobs and a setup rule are not."""
+    cost_validation = load_tool("checks/cost_validation.py")
+    outputs = []
+    for name, rows in (
+        ("a", [("micro", 4, 0.70), ("cpu_dataloader", 8, 1.00), ("build_env", 5, 0.50)]),
+        ("b", [("micro", 4, 1.30), ("pipeline_dataloader", 2, 2.00)]),
+    ):
+        path = tmp_path / name / "cost_validation.tsv"
+        path.parent.mkdir()
+        with path.open("w", newline="") as fh:
+            out = csv.DictWriter(fh, cost_validation.COLUMNS, delimiter="\t", restval="n/a")
+            out.writeheader()
+            for rule, jobs, ratio in rows:
+                out.writerow({"rule": rule, "jobs": jobs, "measured_over_predicted": ratio})
+        outputs.append(str(path))
+    done = run_tool("checks/cost_validation.py", "--pool", *outputs)
+    assert done.stdout.strip() == (
+        "3 rule results in 2 file(s): measured / predicted time 0.70-1.30, median 1.00; "
+        "2 outside 0.75-1.25"
+    )
+    missing = run_tool("checks/cost_validation.py", check=False)
+    assert missing.returncode == 2 and "give --measured" in missing.stderr
+
+
 @pytest.mark.workflow
 def test_cost_validation_compares_a_prediction_with_the_runs_benchmarks(tmp_path: Path) -> None:
     """A tiny configuration predicted (``snakemake cost``, the check's own step 1) from the

@@ -30,6 +30,11 @@
    0.75-1.25, and for both pairs predicted >= measured and <= 2x it; ``within_targets`` says
    (``n/a`` for a rule with fewer jobs: too few to check).
 
+    uv run python tools/checks/cost_validation.py --pool docs/results/MACHINE/*/cost_validation.tsv
+
+pools such files: of the timed rules (the regimes' job kinds) with at least 3 jobs, how many rule
+results, the range and median of measured / predicted time, and how many fall outside its target.
+
 The measured run and SMOKE_RUN must be finished workflow runs on the same machine; both runs'
 configuration options go in ``--configfile`` and ``--config`` (default: the paper-lite preset, as
 committed).
@@ -41,6 +46,7 @@ import argparse
 import csv
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -230,6 +236,28 @@ def summarize(rule: str, members: list[dict[str, float]]) -> dict[str, object]:
     }  # fmt: skip
 
 
+def pooled_time(outputs: list[Path]) -> str:
+    """One line over the timed rules with at least MIN_JOBS jobs in ``outputs`` (files this tool
+    wrote): their count, the range and median of measured / predicted time, how many are outside
+    TIME_TARGET."""
+    from augbench.planning import regimes
+
+    ratios = []
+    for path in outputs:
+        with path.open(newline="") as fh:
+            for row in csv.DictReader(fh, delimiter="\t"):
+                if row["rule"] in regimes.KINDS and int(row["jobs"]) >= MIN_JOBS:
+                    ratios.append(float(row["measured_over_predicted"]))
+    if not ratios:
+        return f"no timed rule with at least {MIN_JOBS} jobs in {len(outputs)} file(s)"
+    outside = sum(not TIME_TARGET[0] <= r <= TIME_TARGET[1] for r in ratios)
+    return (
+        f"{len(ratios)} rule results in {len(outputs)} file(s): measured / predicted time "
+        f"{min(ratios):.2f}-{max(ratios):.2f}, median {statistics.median(ratios):.2f}; "
+        f"{outside} outside {TIME_TARGET[0]}-{TIME_TARGET[1]}"
+    )
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--predict-from", type=Path, help="the finished run the prediction learns from")
@@ -238,13 +266,19 @@ def main() -> int:
         help="a prediction made already (results/cost/jobs.tsv of `snakemake cost` with this "
         "configuration), instead of --predict-from",
     )  # fmt: skip
-    p.add_argument("--measured", type=Path, required=True, help="the finished run to check")
+    p.add_argument("--measured", type=Path, help="the finished run to check")
+    p.add_argument("--pool", type=Path, nargs="+", help="only pool these outputs of the check")
     p.add_argument("--output", type=Path, default=ROOT / "results" / "cost_validation.tsv")
     p.add_argument("--jobs-output", type=Path, help="also one row per timed job, to this file")
     p.add_argument("--envs-dir", type=Path, default=ROOT / ".venvs")
     p.add_argument("--configfile", type=Path, help="the measured run's config file, if any")
     p.add_argument("--config", nargs="*", default=None, help="key=value pairs (after the file)")
     args = p.parse_args()
+    if args.pool:
+        print(pooled_time(args.pool))
+        return 0
+    if args.measured is None:
+        p.error("give --measured (the finished run to check), or --pool")
     if (args.predict_from is None) == (args.prediction is None):
         p.error("give --predict-from (a finished run) or --prediction (a jobs.tsv)")
     config = args.config if args.config is not None else ([] if args.configfile else DEFAULT_CONFIG)

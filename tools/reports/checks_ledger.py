@@ -261,6 +261,12 @@ CHECKS = (
                 "one process each priced as the pipelines' later process of one row and each "
                 "further row's loader start and warm-up (withdrawn after its runs)",
             ),
+            Model(
+                "rounds-again-2026-11-30",
+                "0d071aaa95b92fdd1ac7c6ce7bc08f1dd901993a",
+                "the rounds model again (later-processes withdrawn; its predictions reproduce the "
+                "rounds model's)",
+            ),
         ),
     ),
     Check(
@@ -556,6 +562,9 @@ RUNS = (
 # Committed files of a check's kind that are not runs of it (the fit the model came from).
 NOT_RUNS = {
     f"{VM}/2026-11-27-reference-run/training_memory_fit.tsv": "the fit (in sample)",
+    f"{INTEL}/2026-11-30-cost-validation-shape-rows-later-processes/"
+    "cost_validation-rounds-model.tsv": "the run priced by the model before the one it checked "
+    "(a diagnostic)",
 }
 
 
