@@ -255,9 +255,9 @@ def _line(source: str | Path, field: str, problem: str) -> str:
 
 @lru_cache(maxsize=1)
 def schema() -> dict[str, Any]:
-    import yaml
+    from augbench import yaml_files
 
-    return yaml.safe_load(SCHEMA_PATH.read_text())
+    return yaml_files.safe_load(SCHEMA_PATH.read_text())
 
 
 @lru_cache(maxsize=1)

@@ -15,9 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from augbench import policy
+from augbench import policy, yaml_files
 from augbench.logs import UserError
 from augbench.planning import regimes, starvation_model
 from augbench.workload import adapters, catalog, decoders, gpu_recipes, loaders, matrix
@@ -41,7 +39,7 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
 
 
 def schema(basedir: Path) -> dict[str, Any]:
-    doc = yaml.safe_load((Path(basedir) / SCHEMA_PATH).read_text())
+    doc = yaml_files.safe_load((Path(basedir) / SCHEMA_PATH).read_text())
     props = doc["properties"]
     props["libraries"]["items"]["enum"] = adapters.names()
     props["regimes"]["items"]["enum"] = list(regimes.NAMES)
@@ -341,7 +339,8 @@ def resolve(
             f"config error at preset: unknown preset {preset!r}; allowed: {presets} (the "
             f"files in {PRESETS_DIR}){_did_you_mean(str(preset), presets)}"
         )
-    preset_values = yaml.safe_load((basedir / PRESETS_DIR / f"{preset}.yaml").read_text()) or {}
+    preset_file = basedir / PRESETS_DIR / f"{preset}.yaml"
+    preset_values = yaml_files.safe_load(preset_file.read_text()) or {}
     merged = deep_merge(preset_values, user_config)
     merged["preset"] = preset
     # A library's second name (``albumentationsx~b``: A/A runs, docs/calibration.md) is a library

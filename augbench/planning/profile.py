@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from augbench import yaml_files
+
 # The machine type of jobs without a placement of their own when a profile names none.
 DEFAULT_MACHINE = "e2-standard-2"
 
@@ -48,7 +50,7 @@ def read(folder: Path) -> Profile:
     """The facts the cost estimate needs from ``folder``/profile.yaml."""
     path = folder / "profile.yaml"
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
+        raw = yaml_files.safe_load(path.read_text()) or {}
     except OSError as exc:
         raise ProfileError(f"cannot read the profile {path}: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:

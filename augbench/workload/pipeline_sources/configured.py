@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from augbench import yaml_files
 from augbench.workload.pipeline_sources import albumentations_file, torchvision_module
 from augbench.workload.pipelines import RESOLVED, Pipeline, PipelineError, entry_path, parse
 
@@ -23,7 +24,7 @@ def load_file(path: Path, *, allow_diagnostic: bool = False, source: str | None 
     if not path.is_file():
         raise PipelineError(f"pipeline file {path} does not exist")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml_files.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise PipelineError(f"pipeline file {path}: not valid YAML: {exc}") from None
     if albumentations_file.is_albumentations_data(data):
