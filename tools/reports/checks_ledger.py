@@ -267,6 +267,13 @@ CHECKS = (
                 "the rounds model again (later-processes withdrawn; its predictions reproduce the "
                 "rounds model's)",
             ),
+            Model(
+                "unsupported-rows-2026-11-30",
+                "34187351549456437dfb1e217df8d545df37d7cf",
+                "as rounds-again, and a DataLoader job whose every row its library cannot run "
+                "planned as its process alone (in the decode scope with the hand-over probe's "
+                "workers)",
+            ),
         ),
     ),
     Check(
