@@ -586,19 +586,33 @@ def test_a_training_job_is_priced_from_its_passes_at_the_planned_accelerator(
     assert on_gpu[real].expected == pytest.approx(4.0 + 6 * 10 / 200.0 + 45 * 10 / loop)
 
 
+# A pipeline DataLoader job in 3 fresh processes (--processes), each one sized epoch
+# (--window-seconds) of 4 batches of 8 at 64 img/s (0.5 s): the first process imports in 2 s and
+# its setting costs 1 s more; each later process 3 s beyond its epoch; the job 0.5 s beyond its
+# settings (11 s).
+FRESH_PROCESSES_PARAMS = {
+    "images_per_run": 32, "batch_size": 8, "batches_per_run": 2, "num_runs": 1,
+    "baseline_runs": 0, "processes": 3, "window_seconds": 0.5, "workers": "2", "scope": "decode",
+}  # fmt: skip
+
+
+def _plant_pipeline_in_fresh_processes(root: Path) -> None:
+    row = {"status": "ok", "median_throughput": 64.0, "throughputs": [64.0] * 3,
+           "timed_rounds": 3, "processes": 3, "window_batches": 4, "images_per_run": 32,
+           "batch_size": 8, "scope": "decode", "workers": 2}  # fmt: skip
+    timing = {"import_seconds": 2.0, "setting_seconds": 10.5, "later_processes_seconds": 7.0}
+    _plant_loader_file(
+        root, "pipelines/raw", "decode-w2", FRESH_PROCESSES_PARAMS, timing, {"p": row}, 11.0
+    )
+
+
 def test_a_row_in_fresh_processes_is_learned_per_process_and_priced_back(tmp_path: Path) -> None:
     """A pipeline DataLoader job whose rows run in 3 fresh processes (--processes), each one
     sized epoch (--window-seconds) of 4 batches of 8 at 64 img/s (0.5 s): the first process
     imports in 2 s and its setting costs 1 s more; each later process 3 s beyond its epoch; the
     job 0.5 s beyond its settings. Learned per process, the model prices the job back."""
-    params = {"images_per_run": 32, "batch_size": 8, "batches_per_run": 2, "num_runs": 1,
-              "baseline_runs": 0, "processes": 3, "window_seconds": 0.5, "workers": "2",
-              "scope": "decode"}  # fmt: skip
-    row = {"status": "ok", "median_throughput": 64.0, "throughputs": [64.0] * 3,
-           "timed_rounds": 3, "processes": 3, "window_batches": 4, "images_per_run": 32,
-           "batch_size": 8, "scope": "decode", "workers": 2}  # fmt: skip
-    timing = {"import_seconds": 2.0, "setting_seconds": 10.5, "later_processes_seconds": 7.0}
-    _plant_loader_file(tmp_path, "pipelines/raw", "decode-w2", params, timing, {"p": row}, 11.0)
+    params = FRESH_PROCESSES_PARAMS
+    _plant_pipeline_in_fresh_processes(tmp_path)
     model = cost.learn(tmp_path)[("pipeline_dataloader", "pillow")]
     assert model.run_share == pytest.approx(1.0)  # 3 rounds in 3 processes: each its one
     assert model.epoch_images == {"p|decode-w2": 32}
@@ -788,14 +802,8 @@ def test_a_later_process_the_kind_never_measured_is_its_own_process_start_and_wa
     ran in one process: each later process is priced as the job's own process start (1 s) and
     both recipes' warm-ups, whatever the pipelines' later processes took (3 s, learned as above:
     priced from those, such jobs took 0.24-0.54 of their prediction on intel-xeon-2c)."""
-    params = {"images_per_run": 32, "batch_size": 8, "batches_per_run": 2, "num_runs": 1,
-              "baseline_runs": 0, "processes": 3, "window_seconds": 0.5, "workers": "2",
-              "scope": "decode"}  # fmt: skip
-    row = {"status": "ok", "median_throughput": 64.0, "throughputs": [64.0] * 3,
-           "timed_rounds": 3, "processes": 3, "window_batches": 4, "images_per_run": 32,
-           "batch_size": 8, "scope": "decode", "workers": 2}  # fmt: skip
-    timing = {"import_seconds": 2.0, "setting_seconds": 10.5, "later_processes_seconds": 7.0}
-    _plant_loader_file(tmp_path, "pipelines/raw", "decode-w2", params, timing, {"p": row}, 11.0)
+    params = FRESH_PROCESSES_PARAMS
+    _plant_pipeline_in_fresh_processes(tmp_path)
     pipeline = cost.learn(tmp_path)[("pipeline_dataloader", "pillow")]
     assert pipeline.later_process_s == pytest.approx(3.0)
     single = cost.KindModel({"A": 0.01, "B": 0.02}, 0.0, process_s=1.0,
@@ -805,13 +813,13 @@ def test_a_later_process_the_kind_never_measured_is_its_own_process_start_and_wa
     one = _job("cpu_dataloader", "pillow", ("A", "B"), {**plan, "processes": 1})
     models = {("cpu_dataloader", "pillow"): single, ("pipeline_dataloader", "pillow"): pipeline}
     found, _ = cost.estimate_jobs([job, one], models, CONFIG)
-    warm = sum(
-        8 * 2 * cpu_dataloader.arm_seconds(single, t, "memory-w2", "regime", 0.0, 0, None)
+    # Per image, both recipes: a warm-up batch per worker (8 x 2 images) and the regime's one
+    # epoch of 16 images a row, in each later process.
+    s_img = sum(
+        cpu_dataloader.arm_seconds(single, t, "memory-w2", "regime", 0.0, 0, None)
         for t in ("A", "B")
     )
-    epoch = {t: 16 * cpu_dataloader.arm_seconds(single, t, "memory-w2", "regime", 0.0, 0, None)
-             for t in ("A", "B")}  # fmt: skip
-    later_epochs = 2 * sum(epoch.values())  # the regime's one epoch a row, in each later process
+    warm, later_epochs = 8 * 2 * s_img, 2 * 16 * s_img
     assert found[job].expected == pytest.approx(
         found[one].expected + later_epochs + 2 * (1.0 + warm)
     )

@@ -443,8 +443,8 @@ def estimate_jobs(
         params = {"num_images": config.get("num_images"), **block, **job.params}
         params["target_cores"] = target_cores(job) if target_cores else 0
         params["target_device"] = target_device(job) if target_device else ""
-        for name, kind in declared.pricing.related_kinds.items():
-            params[name] = models.get((kind, library))
+        if declared.pricing.single_kind:
+            params["single_model"] = models.get((declared.pricing.single_kind, library))
         if model is not None and (model.per_image_s or declared.pricing.prices_without_rows):
             priced = dataclasses.replace(job, transforms=supported(job, declared.gpu))
             out[job], basis[job] = declared.pricing.estimate(model, priced, params), "measured"

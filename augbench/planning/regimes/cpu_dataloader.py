@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from augbench.measuring.stopping import (
     StoppingRule,
@@ -321,7 +321,7 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
         ]  # fmt: skip
     own = s.dataloader_shards.get(w.get("shard", ""), []) if not pipelines else []
     if (pipelines and not runnable) or (
-        not pipelines and own and not any(adapter.supports(t) for t in own if t in known)
+        not pipelines and own and not any(t not in known or adapter.supports(t) for t in own)
     ):
         # Every row is unsupported: written without loading an image or starting a row's
         # loader; a decode setting with workers still runs its hand-over probe's loader.
@@ -431,8 +431,7 @@ class DataLoader(Pricing):
     epochs *expected* from the local rows' early stopping, *max* = num_runs."""
 
     name = "dataloader"
-    # A catalog recipe the run did not measure: its transform's micro cost.
-    related_kinds: ClassVar[Mapping[str, str]] = {"single_model": "micro"}
+    single_kind = "micro"  # a catalog recipe the run did not measure: its transform's micro cost
 
     def row_work(self, row: Mapping[str, Any], params: Mapping[str, Any]) -> float:
         return dataloader_row_work(row, params)

@@ -14,7 +14,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 Key = tuple[str, str]  # (kind, library)
 
@@ -233,9 +233,9 @@ class Pricing:
     prices_without_rows = False
     # Whether a job's fixed cost grows with the megapixels it holds (else a median).
     overhead_grows_with_pixels = False
-    # The kinds whose models of the same library price what this kind never measured: its
-    # estimate finds each as ``params[<name>]`` (None where the run has no such model).
-    related_kinds: ClassVar[Mapping[str, str]] = {}
+    # The kind whose model of the same library prices what this kind never measured (its
+    # estimate finds it as ``params["single_model"]``); '' for none.
+    single_kind = ""
 
     def row_work(self, row: Mapping[str, Any], params: Mapping[str, Any]) -> float:
         """Seconds of measured work an ok row took (what its job's time holds beyond its fixed
