@@ -520,6 +520,11 @@ RUNS = (
         "cost_validation.tsv", "2026-11-30", "65004b1c182163b50867ad72bfef071b0cc2d583",
         "later-processes-2026-11-30",
         what="paper-lite preset, predicted from a reference run on the same machine"),
+    Run("cost-validation", INTEL, "2026-11-30-cost-validation-shape-unsupported-rows",
+        "cost_validation.tsv", "2026-11-30", "0526e6969fd23faa6ae02ae7977e11086ba5b1fb",
+        "unsupported-rows-2026-11-30",
+        what="tools/checks/cost_shape_unsupported.yaml, predicted from a reference run on the "
+        "same machine"),
     Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
         "training_memory.tsv", "2026-11-25", "287abb80889acebe1531fc213bf13bc0ff372ea8",
         "gpu-context", what="ResNet-18 on the CPU"),
