@@ -410,26 +410,23 @@ def test_a_dataloader_job_grows_with_its_workers() -> None:
         assert memory.predict(four).rss_mb > memory.predict(four).mem_mb
 
 
-def test_a_dataloader_job_whose_every_row_is_unsupported_holds_the_process_alone() -> None:
-    """A job whose recipes its library does not map (Pillow has no Erasing) writes unsupported
-    rows without loading an image or starting a row's loader: its process alone, and in the
-    decode scope the hand-over probe's workers; a job with one recipe it maps is planned whole."""
+def test_a_dataloader_job_whose_every_row_is_unsupported_is_planned_whole() -> None:
+    """A job whose recipes its library does not map (Pillow has no Erasing) still loads its
+    images and runs its baselines' loaders and the hand-over probe before its rows say
+    unsupported (augbench.measuring.engines.dataloader.job): it is planned as a job of rows it
+    maps. Planned as its process alone, such jobs held 0.94-0.98 of that plan on intel-xeon-2c."""
     kind = regimes.KINDS["cpu_dataloader"]
-    found = {}
-    for recipes in (["Erasing"], ["Erasing", "HorizontalFlip"]):
-        dl = {"job_per": "setting", "transforms": recipes, "shard_size": 2}
-        s = sweep.Sweep(config("smoke", cpu_dataloader=dl), "d")
-        for scope in ("memory", "decode"):
-            wildcards = {"machine": "m", "dataset": "d", "library": "pillow", "scope": scope,
-                         "workers": "2", "shard": "s000"}  # fmt: skip
-            found[len(recipes), scope] = kind.memory(s, kind, wildcards)
-    for scope, probe in (("memory", 0), ("decode", 2)):
-        alone = found[1, scope]
-        assert (alone.forked, alone.processes, alone.images) == (1 + probe, 1, 0)
-        assert (alone.batches_mb, alone.worker_private_mb) == (0.0, 0.0)
-        whole = found[2, scope]
-        assert whole.forked > alone.forked and whole.batches_mb > 0
-        assert memory.predict(alone).mem_mb < memory.predict(whole).mem_mb
+    dl = {"job_per": "setting", "transforms": ["Erasing", "HorizontalFlip"], "shard_size": 1}
+    s = sweep.Sweep(config("smoke", cpu_dataloader=dl), "d")
+    assert s.dataloader_shards["s000"] == ["Erasing"]
+    for scope in ("memory", "decode"):
+        planned = {
+            shard: kind.memory(s, kind, {"machine": "m", "dataset": "d", "library": "pillow",
+                                         "scope": scope, "workers": "2", "shard": shard})
+            for shard in ("s000", "s001")
+        }  # fmt: skip
+        assert planned["s000"] == planned["s001"]
+        assert planned["s000"].forked > 1 and planned["s000"].batches_mb > 0
 
 
 def test_a_decoder_or_loader_setting_counts_its_own_rows_and_threads_fork_nothing() -> None:

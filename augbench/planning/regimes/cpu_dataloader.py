@@ -292,11 +292,10 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     workers = max(int(x["workers"]) for x in settings)
     largest = max(s.sizes[w["dataset"]].first(images) or [0])
     known = set(catalog.names())
-    adapter = adapters.get(w["library"])
-    runnable: list[Any] = []
     if pipelines:  # the largest output of the pipelines the library runs, masks included
         from augbench.workload import pipelines as user_pipelines
 
+        adapter = adapters.get(w["library"])
         mask = value_bytes(w["library"])
         runnable = [
             p for p in user_pipelines.from_json(s.pipelines_json).values()
@@ -319,17 +318,6 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
             (t, largest if catalog.get(t).is_crop else recipes.OUTPUT_SIZE**2)
             for shard in s.dataloader_shards.values() for t in shard if t in known
         ]  # fmt: skip
-    own = s.dataloader_shards.get(w.get("shard", ""), []) if not pipelines else []
-    if (pipelines and not runnable) or (
-        not pipelines and own and not any(t not in known or adapter.supports(t) for t in own)
-    ):
-        # Every row is unsupported: written without loading an image or starting a row's
-        # loader; a decode setting with workers still runs its hand-over probe's loader.
-        probe = max((int(x["workers"]) for x in settings if x["scope"] == "decode"), default=0)
-        return Footprint(
-            w["library"], torch=True, forked=1 + probe, processes=1, images=0, pixels=pixels,
-            value_bytes=value_bytes(w["library"]), batches_mb=0.0, worker_private_mb=0.0,
-        )  # fmt: skip
     # Each worker transforms one image at a time: its most demanding step's temporaries are its own.
     working_mb = max(
         (temporaries_mb(w["library"], [name], px, s.config["channels"]) for name, px in seen
