@@ -274,6 +274,12 @@ CHECKS = (
                 "planned as its process alone (in the decode scope with the hand-over probe's "
                 "workers)",
             ),
+            Model(
+                "unsupported-rows-withdrawn-2026-11-30",
+                "a7f077b85bfc19656ee6dcac8c0d211a6366de80",
+                "the rounds model again (unsupported-rows withdrawn: a job of unsupported rows "
+                "loads its images and runs its baselines, so it is planned whole)",
+            ),
         ),
     ),
     Check(
