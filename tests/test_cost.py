@@ -16,6 +16,7 @@ import yaml
 from conftest import OFFLINE_ENV, REPO
 
 from augbench import paths, policy
+from augbench.measuring import stopping
 from augbench.planning import cost, regimes
 from augbench.planning.regimes import cpu_dataloader
 from augbench.policy import DATALOADER_MIN_RUNS
@@ -91,7 +92,15 @@ def _local_run(root: Path) -> Path:
         },
     }))  # fmt: skip
     _bench(root, f"laptop/{DS}/pipelines/micro/pillow/breakdown", 2.72)
-    _bench(root, f"laptop/{DS}/lazy_outputs/kornia", 4.0)
+    # lazy outputs: HorizontalFlip 0.9 ms a call + 0.1 ms its materialization, 2 + (1 warm-up + 3
+    # repeats) x 10 images = 42 calls: 0.042 s of a 4.042 s job, 4.0 s of overhead.
+    lazy = root / paths.LAZY_ROOT / "laptop" / DS / "pillow.json"
+    lazy.parent.mkdir(parents=True, exist_ok=True)
+    lazy.write_text(json.dumps({"metadata": {"num_images": 10, "repeats": 3}, "results": {
+        "HorizontalFlip": {"status": "ok", "call_us": 900.0, "materialize_us": 100.0},
+        "ColorJitter": {"status": "unsupported"},
+    }}))  # fmt: skip
+    _bench(root, f"laptop/{DS}/lazy_outputs/pillow", 4.042)
     for kind, seconds in (("build_env", 1.5), ("stage_dataset", 0.5),
                           ("build_default_archive", 2.0)):  # fmt: skip
         tsv = root / "benchmarks/setup" / kind / "x.tsv"
@@ -163,7 +172,9 @@ def test_learn_separates_each_kinds_work_from_its_overhead(tmp_path: Path) -> No
     assert breakdown.overhead_s == pytest.approx(1.0)
     assert set(breakdown.per_image_s) == {"train_light"}  # step rows are part of the passes
     assert models[("dali_cpu", "dali")].overhead_s == pytest.approx(2.0)
-    assert models[("lazy_outputs", "kornia")].overhead_s == 4.0
+    lazy = models[("lazy_outputs", "pillow")]
+    assert lazy.overhead_s == pytest.approx(4.0)
+    assert lazy.per_image_s == {"HorizontalFlip": pytest.approx(0.001)}
 
 
 def test_micro_expected_and_most_scale_with_pixels_processes_and_slow_transforms(
@@ -219,8 +230,8 @@ def test_breakdown_stream_whole_job_assumed_and_setup_kinds(tmp_path: Path) -> N
     gpu = _job("gpu_dataloader", "torchvision", ("HorizontalFlip", "Affine"),
                {"num_images": 100, "values": 4, "warmups": 1})  # fmt: skip
     lazy, lazy_missing = (
+        _job("lazy_outputs", "pillow", ("HorizontalFlip",), {"num_images": 10, "repeats": 3}),
         regimes.Job("lazy_outputs", "kornia"),
-        regimes.Job("lazy_outputs", "pillow"),
     )
     stage = regimes.Job("stage_dataset")
     found, basis = cost.estimate_jobs(
@@ -233,7 +244,7 @@ def test_breakdown_stream_whole_job_assumed_and_setup_kinds(tmp_path: Path) -> N
     assert found[dali].expected == pytest.approx(2.0 + 500 / 36)
     # GPU without CUDA: measured overhead + assumed throughput, labelled as such.
     assert found[gpu].expected == pytest.approx(3.0 + 2 * 500 / 500.0) and basis[gpu] == "assumed"
-    assert found[lazy].expected == 4.0
+    assert found[lazy].expected == pytest.approx(4.042)
     assert found[lazy_missing] is None and basis[lazy_missing].startswith("none")
     assert found[stage].expected == pytest.approx(5.0)  # staging scales with the dataset
 
@@ -860,3 +871,20 @@ def test_a_micro_job_that_timed_its_rounds_pays_the_rest_once(tmp_path: Path) ->
     preflight = 11 * 0.01
     assert found[job].expected == pytest.approx(2.0 + 2 * 3.0 + preflight + 2 * 0.8)
     assert found[job].most == pytest.approx(2.0 + 4 * 3.0 + preflight + 4 * 0.8)
+
+
+def test_a_lazy_output_job_pays_its_process_and_each_transforms_calls(tmp_path: Path) -> None:
+    """Its calls (the engine's count) x its own rows' seconds per call, a transform they lack at
+    the library's micro seconds per image, its process once; a model without rows (reference
+    timings that kept the job's wall time only) is that wall time."""
+    models = cost.learn(_local_run(tmp_path))
+    params = {"num_images": 6, "repeats": 2}
+    calls = 2 + (1 + 2) * 6
+    assert stopping.lazy_probe_calls(6, 2) == calls
+    job = _job("lazy_outputs", "pillow", ("HorizontalFlip", "GaussianBlur", "ColorJitter"), params)
+    found, _ = cost.estimate_jobs([job], models, CONFIG)
+    # ColorJitter: Pillow cannot run it (an unsupported row, no call); GaussianBlur: micro's 1/30 s.
+    assert found[job].expected == pytest.approx(4.0 + calls * (0.001 + 1 / 30))
+    wall_only = {**models, ("lazy_outputs", "pillow"): cost.KindModel({}, 7.5)}
+    found, _ = cost.estimate_jobs([job], wall_only, CONFIG)
+    assert found[job].expected == 7.5

@@ -178,3 +178,15 @@ def breakdown_passes(values: int, warmups: int, per_process: int) -> int:
     ``per_process`` values first runs ``warmups`` untimed passes."""
     processes = math.ceil(max(1, values) / per_process)
     return processes * (warmups + per_process)
+
+
+# The lazy-output diagnostic's untimed passes over its images before the timed ones.
+LAZY_WARMUP_PASSES = 1
+
+
+def lazy_probe_calls(num_images: int, repeats: int) -> int:
+    """Calls of one transform in the lazy-output diagnostic, each counted with a materialization
+    (augbench.measuring.engines.lazy_outputs .probe, and the cost model's count of it): two on
+    the first image (its output described; the same object twice?), then the warm-up passes and
+    ``repeats`` timed passes over every image."""
+    return 2 + (LAZY_WARMUP_PASSES + repeats) * num_images

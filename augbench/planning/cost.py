@@ -59,7 +59,7 @@ def bench_kinds() -> tuple[str, ...]:
 
 
 def whole_job_kinds() -> tuple[str, ...]:
-    """Rules priced by their measured wall time per library (the lazy-output diagnostic)."""
+    """Rules priced by their measured wall time per library (the decoders job)."""
     return tuple(k.rule for k in regimes.kinds() if k.pricing.wall_time_only)
 
 
@@ -87,7 +87,7 @@ def result_files(run_dir: Path) -> list[tuple[Path, Path, str]]:
     the kinds' declared result and log patterns (a job_per: library job's one benchmark file
     is named after the job)."""
     out = []
-    for root in (paths.RAW_ROOT, paths.PIPELINE_RAW_ROOT):
+    for root in paths.ROLE_ROOTS.values():
         for path in sorted((run_dir / root).glob("**/*.json")):
             found = regimes.kind_of_result(str(path.relative_to(run_dir)))
             if found is None:
@@ -198,10 +198,10 @@ def read_result(
     pricing = regimes.KINDS[kind].pricing
     if pricing.wall_time_only:
         return None
-    key = (kind, path.parts[-2])  # .../<kind>/<library>/<job>.json
+    key = (kind, regimes.result_library(regimes.KINDS[kind], path))
     try:
         payload = result_format.read(path)
-        params = payload["metadata"]["benchmark_params"]
+        params = pricing.params(payload["metadata"])
         dataset = payload["metadata"].get("dataset") or {}
         megapixels = float(dataset.get("mean_megapixels") or 0)
         work = 0.0
@@ -612,7 +612,7 @@ def estimate(
                 vm_jobs[kind], vm_start_s, on_demand.get(machine), spot.get(machine),
                 vm_start_s + sum(longest) / factor)
         )  # fmt: skip
-    order = {k: i for i, k in enumerate(SETUP_KINDS + bench_kinds() + whole_job_kinds())}
+    order = {k: i for i, k in enumerate(SETUP_KINDS + regimes.timed_rules_in_order())}
     return sorted(rows, key=lambda r: (order.get(r.kind, 99), r.machine_type))
 
 

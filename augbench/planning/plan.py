@@ -28,7 +28,7 @@ ANALYSIS_RULES = regimes.ANALYSIS_RULES
 def phase_names() -> tuple[str, ...]:
     """Setup, then every timed rule (one at a time, by the bench_slot resource: the ones that
     write result rows first), then analysis."""
-    return ("setup", *cost.bench_kinds(), *cost.whole_job_kinds(), "analysis")
+    return ("setup", *regimes.timed_rules_in_order(), "analysis")
 
 
 @dataclass(frozen=True)

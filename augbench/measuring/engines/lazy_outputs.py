@@ -26,6 +26,7 @@ MICRO_THREADS.apply_environment()  # before numpy/torch/cv2 load (also set by th
 
 from augbench.measuring import media  # noqa: E402
 from augbench.measuring.engines import cli, skeleton  # noqa: E402
+from augbench.measuring.stopping import LAZY_WARMUP_PASSES  # noqa: E402
 from augbench.results import system_info  # noqa: E402
 from augbench.workload import adapters, catalog, layout  # noqa: E402
 
@@ -80,7 +81,8 @@ def probe(adapter: adapters.Adapter, name: str, images: list[Any], repeats: int)
         "input": layout.describe(images[0]),
     }
 
-    _pass_seconds(transform, images, adapter.materialize)  # warm-up pass
+    for _ in range(LAZY_WARMUP_PASSES):
+        _pass_seconds(transform, images, adapter.materialize)
     passes = [_pass_seconds(transform, images, adapter.materialize) for _ in range(repeats)]
     call_s = statistics.median(c for c, _ in passes)
     mat_s = statistics.median(m for _, m in passes)

@@ -49,7 +49,9 @@ from augbench.planning.regimes.records import (
     kinds,
     libraries_for,
     register,
+    result_library,
     timed_rules,
+    timed_rules_in_order,
     unregister,
 )
 from augbench.planning.regimes.training import TRAINING
@@ -84,10 +86,12 @@ __all__ = [
     "kinds",
     "libraries_for",
     "register",
+    "result_library",
     "run_number",
     "run_suffix",
     "split_allocator",
     "timed_rules",
+    "timed_rules_in_order",
     "unregister",
     "without_run",
 ]

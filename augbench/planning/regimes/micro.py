@@ -14,17 +14,18 @@ from augbench.measuring.stopping import (
     BREAKDOWN_KINDS,
     breakdown_passes,
     breakdown_value_bounds,
+    lazy_probe_calls,
     passes_per_value,
 )
 from augbench.paths import LAZY_RAW, PIPELINE_RAW, RAW
 from augbench.planning.regimes.pricing import (
     Estimate,
+    JobTiming,
     Key,
     KindModel,
     Learned,
     PricedJob,
     Pricing,
-    WallTime,
     policy_of,
     preflight_items,
     stop_probability,
@@ -261,6 +262,51 @@ class Pyperf(Pricing):
         )
 
 
+class LazyCalls(Pricing):
+    """The lazy-output diagnostic: its process (start, imports, the images decoded into the
+    library's form) plus, per transform, its calls (``lazy_probe_calls``, the engine's count) x
+    seconds per call and materialization. A transform its own rows did not measure costs the
+    same library's micro seconds per image (the same timed scope); a model learned without rows
+    (every row unsupported, or reference timings that kept the job's wall time only) is that
+    wall time."""
+
+    name = "lazy_calls"
+    prices_without_rows = True
+    single_kind = "micro"
+
+    def params(self, metadata: Mapping[str, Any]) -> Mapping[str, Any]:
+        return {"num_images": metadata["num_images"], "repeats": metadata["repeats"]}
+
+    def row_work(self, row: Mapping[str, Any], params: Mapping[str, Any]) -> float:
+        seconds = (row["call_us"] + row["materialize_us"]) * 1e-6
+        return lazy_probe_calls(params["num_images"], params["repeats"]) * seconds
+
+    def learn_file(
+        self, learned: Learned, key: Key, payload: Mapping[str, Any],
+        params: Mapping[str, Any], work: float,
+    ) -> tuple[float, JobTiming | None]:  # fmt: skip
+        # Its rows carry no throughput (a diagnostic's): their seconds per call are learned here.
+        extra = 0.0
+        for name, row in payload["results"].items():
+            if row.get("status") == "ok" and row.get("call_us") is not None:
+                learned.per_image[key][name].append((row["call_us"] + row["materialize_us"]) * 1e-6)
+                learned.pixels[key][name].append(0.0)  # the staged images: not recorded
+                extra += self.row_work(row, params)
+        return extra, None
+
+    def estimate(self, model: KindModel, job: PricedJob, params: Mapping[str, Any]) -> Estimate:
+        if not model.per_image_s:
+            return Estimate(model.overhead_s, model.overhead_s)
+        micro: KindModel | None = params.get("single_model")
+        calls = lazy_probe_calls(params["num_images"], params["repeats"])
+        work = 0.0
+        for transform in job.transforms:
+            own = transform in model.per_image_s or micro is None or not micro.per_image_s
+            source = model if own else micro
+            work += calls * source.seconds_per_image(transform, job.megapixels)
+        return Estimate(model.overhead_s + work, model.overhead_s + work)
+
+
 class Breakdown(Pricing):
     """Per pipeline, warm-up pairs plus values in pairs (steps pass and whole pass) of ``passes x
     images`` each; values expected from the local rows. Each round runs in an interpreter of its
@@ -338,7 +384,8 @@ MICRO = Regime(
             "lazy_outputs", "diagnostic",
             f"{LAZY_RAW}/{{library}}.json",
             "{machine}/{dataset}/lazy_outputs/{library}",
-            placement="micro", engine="augbench.measuring.engines.lazy_outputs", pricing=WallTime(),
+            placement="micro", engine="augbench.measuring.engines.lazy_outputs",
+            pricing=LazyCalls(),
             jobs=lazy_outputs_jobs, args=lazy_outputs_args, threads=one_thread,
             memory=held_images_memory,
             thread_policy="micro", images_key="lazy_outputs.num_images", images_cap=True,

@@ -237,6 +237,10 @@ class Pricing:
     # estimate finds it as ``params["single_model"]``); '' for none.
     single_kind = ""
 
+    def params(self, metadata: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The job's parameters as its result file records them."""
+        return metadata["benchmark_params"]
+
     def row_work(self, row: Mapping[str, Any], params: Mapping[str, Any]) -> float:
         """Seconds of measured work an ok row took (what its job's time holds beyond its fixed
         cost)."""

@@ -37,6 +37,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Protocol
 
 from augbench import paths
@@ -375,6 +376,13 @@ def timed_rules() -> tuple[str, ...]:
     return tuple(KINDS)
 
 
+def timed_rules_in_order() -> tuple[str, ...]:
+    """The timed rules as a plan and an estimate list them: those priced from their result rows
+    first, then the diagnostic and those priced by their wall time (each in declaration order)."""
+    last = [k.rule for k in kinds() if k.role == "diagnostic" or k.pricing.wall_time_only]
+    return (*(k.rule for k in kinds() if k.rule not in last), *last)
+
+
 def gpu_regimes() -> tuple[str, ...]:
     return tuple(r.name for r in ALL if r.gpu)
 
@@ -394,6 +402,13 @@ def benchmark_glob(kind: JobKind) -> tuple[str, str]:
     allocator suffix: augbench.paths.split_allocator)."""
     pattern = re.sub(r"(\{\w+\})+", "*", kind.log)
     return f"{pattern}.tsv", "stem" if kind.log.endswith(ALLOCATOR_WILDCARD) else "folder"
+
+
+def result_library(kind: JobKind, path: str | PurePath) -> str:
+    """The library (with its allocator suffix) a result file of ``kind`` belongs to: the file's
+    stem where the kind names its results after the library, else their folder."""
+    path = PurePath(path)
+    return path.stem if kind.result.endswith(ALLOCATOR_WILDCARD + ".json") else path.parts[-2]
 
 
 # -- what several regimes' kinds share ----------------------------------------------------------
