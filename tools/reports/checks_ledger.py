@@ -280,6 +280,13 @@ CHECKS = (
                 "the rounds model again (unsupported-rows withdrawn: a job of unsupported rows "
                 "loads its images and runs its baselines, so it is planned whole)",
             ),
+            Model(
+                "lazy-calls-2026-11-30",
+                "a07315e7ba5458672dad1c8625a647df260eaff0",
+                "as unsupported-rows-withdrawn, and a lazy-output job priced as its process plus "
+                "each transform's calls (the engine's count) at their measured seconds, instead "
+                "of the reference's wall time",
+            ),
         ),
     ),
     Check(
@@ -531,6 +538,17 @@ RUNS = (
         "unsupported-rows-2026-11-30",
         what="tools/checks/cost_shape_unsupported.yaml, predicted from a reference run on the "
         "same machine"),
+    Run("cost-validation", INTEL,
+        "2026-11-30-cost-validation-paper-lite-unsupported-rows-withdrawn", "cost_validation.tsv",
+        "2026-11-30", "9f845f5563c4cd7c8a8c7060c970184da8f5b2fa",
+        "unsupported-rows-withdrawn-2026-11-30",
+        what="paper-lite preset, predicted from a reference run made right before it"),
+    Run("cost-validation", INTEL,
+        "2026-11-30-cost-validation-shape-settings-unsupported-rows-withdrawn",
+        "cost_validation.tsv", "2026-11-30", "9f845f5563c4cd7c8a8c7060c970184da8f5b2fa",
+        "unsupported-rows-withdrawn-2026-11-30",
+        what="tools/checks/cost_shape_settings.yaml, predicted from a reference run made "
+        "right before it"),
     Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
         "training_memory.tsv", "2026-11-25", "287abb80889acebe1531fc213bf13bc0ff372ea8",
         "gpu-context", what="ResNet-18 on the CPU"),
@@ -583,6 +601,12 @@ NOT_RUNS = {
     f"{INTEL}/2026-11-30-cost-validation-shape-rows-later-processes/"
     "cost_validation-rounds-model.tsv": "the run priced by the model before the one it checked "
     "(a diagnostic)",
+    f"{INTEL}/2026-11-30-cost-validation-paper-lite-unsupported-rows-withdrawn/"
+    "cost_validation-lazy-calls-model.tsv": "the run priced by the model made after it (a "
+    "diagnostic)",
+    f"{INTEL}/2026-11-30-cost-validation-shape-settings-unsupported-rows-withdrawn/"
+    "cost_validation-lazy-calls-model.tsv": "the run priced by the model made after it (a "
+    "diagnostic)",
 }
 
 
