@@ -549,6 +549,15 @@ RUNS = (
         "unsupported-rows-withdrawn-2026-11-30",
         what="tools/checks/cost_shape_settings.yaml, predicted from a reference run made "
         "right before it"),
+    Run("cost-validation", INTEL, "2026-11-30-cost-validation-paper-lite-lazy-calls",
+        "cost_validation.tsv", "2026-11-30", "a07315e7ba5458672dad1c8625a647df260eaff0",
+        "lazy-calls-2026-11-30",
+        what="paper-lite preset, predicted from a reference run made right before it"),
+    Run("cost-validation", INTEL, "2026-11-30-cost-validation-shape-lazy-lazy-calls",
+        "cost_validation.tsv", "2026-11-30", "a07315e7ba5458672dad1c8625a647df260eaff0",
+        "lazy-calls-2026-11-30",
+        what="tools/checks/cost_shape_lazy.yaml, predicted from a reference run made right "
+        "before it"),
     Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
         "training_memory.tsv", "2026-11-25", "287abb80889acebe1531fc213bf13bc0ff372ea8",
         "gpu-context", what="ResNet-18 on the CPU"),
