@@ -277,9 +277,13 @@ class LazyCalls(Pricing):
     def params(self, metadata: Mapping[str, Any]) -> Mapping[str, Any]:
         return {"num_images": metadata["num_images"], "repeats": metadata["repeats"]}
 
+    @staticmethod
+    def call_seconds(row: Mapping[str, Any]) -> float:
+        """Seconds of one call and its materialization, as the row timed them."""
+        return (row["call_us"] + row["materialize_us"]) * 1e-6
+
     def row_work(self, row: Mapping[str, Any], params: Mapping[str, Any]) -> float:
-        seconds = (row["call_us"] + row["materialize_us"]) * 1e-6
-        return lazy_probe_calls(params["num_images"], params["repeats"]) * seconds
+        return lazy_probe_calls(params["num_images"], params["repeats"]) * self.call_seconds(row)
 
     def learn_file(
         self, learned: Learned, key: Key, payload: Mapping[str, Any],
@@ -289,7 +293,7 @@ class LazyCalls(Pricing):
         extra = 0.0
         for name, row in payload["results"].items():
             if row.get("status") == "ok" and row.get("call_us") is not None:
-                learned.per_image[key][name].append((row["call_us"] + row["materialize_us"]) * 1e-6)
+                learned.per_image[key][name].append(self.call_seconds(row))
                 learned.pixels[key][name].append(0.0)  # the staged images: not recorded
                 extra += self.row_work(row, params)
         return extra, None

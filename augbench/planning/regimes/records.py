@@ -401,14 +401,20 @@ def benchmark_glob(kind: JobKind) -> tuple[str, str]:
     dataset) and whether the library is the file's stem or its folder (either may carry an
     allocator suffix: augbench.paths.split_allocator)."""
     pattern = re.sub(r"(\{\w+\})+", "*", kind.log)
-    return f"{pattern}.tsv", "stem" if kind.log.endswith(ALLOCATOR_WILDCARD) else "folder"
+    return f"{pattern}.tsv", "stem" if _named_after_library(kind.log) else "folder"
 
 
 def result_library(kind: JobKind, path: str | PurePath) -> str:
     """The library (with its allocator suffix) a result file of ``kind`` belongs to: the file's
     stem where the kind names its results after the library, else their folder."""
     path = PurePath(path)
-    return path.stem if kind.result.endswith(ALLOCATOR_WILDCARD + ".json") else path.parts[-2]
+    return path.stem if _named_after_library(kind.result.removesuffix(".json")) else path.parts[-2]
+
+
+def _named_after_library(pattern: str) -> bool:
+    """Whether a kind's result or log pattern (without its suffix) names its files after the
+    library (they sit in their dataset's folder), not after the job (in the library's folder)."""
+    return pattern.endswith(ALLOCATOR_WILDCARD)
 
 
 # -- what several regimes' kinds share ----------------------------------------------------------
