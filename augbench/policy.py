@@ -59,6 +59,8 @@ TRANSPORT_BOUND_FRACTION = 0.8
 # 2-core machine). HANDOVER_PROBES batches each, the median reported.
 HANDOVER_PROBES = 6
 HANDOVER_BUSY_PACE = 1.5
+# ... and before each idle read it waits at least this long (more at slow batch periods).
+HANDOVER_MIN_IDLE_WAIT_S = 0.05
 # regime / bare user loop below this: the harness costs the row something; the summary flags it.
 BARE_LOOP_MIN_RATIO = 0.95
 # decode-scope throughput / the composition of the decode floor and the memory-scope row: the goal

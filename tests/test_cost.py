@@ -778,30 +778,45 @@ def test_a_settings_fixed_time_is_its_loader_starts_and_the_hand_over_probe(
 ) -> None:
     """A decode setting with workers and baselines started 2 rows x 4 arms + the transport
     baseline's loader (9 starts) and ran the hand-over probe (2 s): 6.5 s beyond its epochs and
-    imports is 0.5 s per start. Without baselines the same setting starts one loader per row and
+    imports is 0.5 s per start. The probe's batch periods at the transport's rate (batches of
+    10 at 1200 images/s) leave it a fixed part; a job of batches of 40 pays that part and four
+    times longer periods. Without baselines the same setting starts one loader per row and
     still runs the probe; a memory setting runs no probe."""
-    rates = [120.0, 120.0]  # 60-image epochs of 0.5 s
+    rates, transport = [120.0, 120.0], [1200.0, 1200.0]  # 60-image epochs of 0.5 s, 0.05 s
     row = {"status": "ok", "median_throughput": 120.0, "throughputs": rates,
            "bare_loop_throughputs": rates, "memory_row_throughputs": rates,
-           "decode_floor_throughputs": rates, "transport_throughputs": rates,
+           "decode_floor_throughputs": rates, "transport_throughputs": transport,
            "timed_rounds": 2, "scope": "decode", "workers": 2}  # fmt: skip
     params = {"images_per_run": 60, "batch_size": 10, "batches_per_run": 6, "num_runs": 2,
-              "baseline_runs": 2, "workers": 2, "scope": "decode"}  # fmt: skip
-    work = 2 * 4 * 2 * 0.5 + 2 * 0.5  # every arm's epochs of both rows, the transport's
+              "baseline_runs": 2, "workers": 2, "scope": "decode",
+              "prefetch_factor": 2}  # fmt: skip
+    work = 2 * 4 * 2 * 0.5 + 2 * 0.05  # every arm's epochs of both rows, the transport's
     timing = {"import_seconds": 1.0, "setting_seconds": 1.0 + work + 6.5,
               "later_processes_seconds": 0.0, "handover_seconds": 2.0}  # fmt: skip
     results = {"A": row, "B": dict(row)}
     _plant_loader_file(tmp_path, "raw", "decode-w2-s000", params, timing, results, 20.0)
     model = cost.learn(tmp_path)[("cpu_dataloader", "pillow")]
     assert model.start_s == {"decode-w2": pytest.approx(0.5)}
-    assert model.handover_s == {"decode-w2": pytest.approx(2.0)}
+    probe = stopping.handover_probe_seconds(10 / 1200.0, 2, 2)
+    assert 0.5 < probe < 1.0  # its idle waits, batches and paced reading
+    assert model.handover_fixed_s == {"decode-w2": pytest.approx(2.0 - probe)}
     priced = dataclasses.replace(model, epoch_spread_s=[], process_s=1.0, run_share=1.0)
     plain = {**params, "baseline_runs": 0}
-    for scope, fixed in (("decode", 3 * 0.5 + 2.0), ("memory", 3 * 0.5)):
-        job = _job("cpu_dataloader", "pillow", ("A", "B", "A"), {**plain, "scope": scope})
+    longer = 2.0 - probe + stopping.handover_probe_seconds(40 / 1200.0, 2, 2)
+    for scope, batch, fixed in (
+        ("decode", 10, 3 * 0.5 + 2.0),
+        ("decode", 40, 3 * 0.5 + longer),
+        ("memory", 10, 3 * 0.5),
+    ):
+        plan = {**plain, "scope": scope, "batch_size": batch}
+        job = _job("cpu_dataloader", "pillow", ("A", "B", "A"), plan)
         found, _ = cost.estimate_jobs([job], {("cpu_dataloader", "pillow"): priced}, CONFIG)
-        epoch = 60 * cpu_dataloader.arm_seconds(
-            priced, "A", f"{scope}-w2", "regime", job.megapixels, 0, None
+        epoch = (
+            6
+            * batch
+            * cpu_dataloader.arm_seconds(
+                priced, "A", f"{scope}-w2", "regime", job.megapixels, 0, None
+            )
         )
         assert found[job].expected == pytest.approx(1.0 + fixed + 3 * 2 * epoch)
 

@@ -22,7 +22,14 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 from augbench.intervals import median_interval, process_median_interval
-from augbench.policy import MICRO_MAX_LOOPS, MICRO_MIN_VALUE_SECONDS, RELATIVE_CI_TARGET
+from augbench.policy import (
+    HANDOVER_BUSY_PACE,
+    HANDOVER_MIN_IDLE_WAIT_S,
+    HANDOVER_PROBES,
+    MICRO_MAX_LOOPS,
+    MICRO_MIN_VALUE_SECONDS,
+    RELATIVE_CI_TARGET,
+)
 
 
 def relative_ci(
@@ -121,6 +128,34 @@ def epoch_batches(batches_per_run: int, workers: int) -> int:
     at the rate they deliver together (3 batches from 2 workers time one worker's tail)."""
     per = max(1, workers)
     return per * math.ceil(max(1, batches_per_run) / per)
+
+
+def batches_ahead(workers: int, prefetch_factor: int) -> int:
+    """Batches a DataLoader has in flight: ``prefetch_factor`` per worker, none without workers."""
+    return prefetch_factor * workers if workers else 0
+
+
+def handover_window_batches(workers: int) -> int:
+    """Batches of the hand-over probe's own timed window, which sets its batch period."""
+    return epoch_batches(max(8, 4 * workers), workers)
+
+
+def handover_idle_wait(ahead: int, period: float) -> float:
+    """The hand-over probe's wait before each idle read, at a batch period of ``period``: long
+    enough for every worker to finish what is in flight and go idle."""
+    return max(HANDOVER_MIN_IDLE_WAIT_S, 2.0 * (ahead + 1) * period)
+
+
+def handover_probe_seconds(period: float, workers: int, prefetch_factor: int) -> float:
+    """Seconds the hand-over probe (augbench.measuring.engines.dataloader.baselines
+    .measure_handover) spends beyond starting its loader, at a batch period of ``period``: its
+    warm-up, the batches in flight and its window, read back to back; the waits before its idle
+    reads; and its paced reading (settling, then the busy and the read probes). The reads
+    themselves take milliseconds; the cost model counts the probe with this."""
+    ahead = batches_ahead(workers, prefetch_factor)
+    batches = max(1, workers) + ahead + 1 + handover_window_batches(workers)
+    paced = (ahead + 1 + 2 * HANDOVER_PROBES) * HANDOVER_BUSY_PACE * period
+    return batches * period + HANDOVER_PROBES * handover_idle_wait(ahead, period) + paced
 
 
 # The most batches one sized window holds (window_batches): a preflight that ran far faster than

@@ -163,7 +163,7 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
             settings[key][t.setting].append(fixed)
             if t.loader_starts:
                 starts[key][t.setting].append(max(fixed - t.handover_s, 0.0) / t.loader_starts)
-                handovers[key][t.setting].append(t.handover_s)
+                handovers[key][t.setting].append(t.handover_fixed_s)
         processes[entries[0][0]].append(max(process, 0.0))
     models: dict[tuple[str, str], KindModel] = {}
     for key in set(learned.per_image) | set(overheads):
@@ -183,7 +183,7 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
         model.process_s = statistics.median(processes[key]) if processes[key] else 0.0
         model.setting_s = {s: statistics.median(v) for s, v in settings[key].items()}
         model.start_s = {s: statistics.median(v) for s, v in starts[key].items()}
-        model.handover_s = {s: statistics.median(v) for s, v in handovers[key].items()}
+        model.handover_fixed_s = {s: statistics.median(v) for s, v in handovers[key].items()}
         models[key] = model
     _learn_fixed_kinds(run_dir, models)
     return models

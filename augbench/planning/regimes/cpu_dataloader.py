@@ -13,6 +13,7 @@ from augbench.measuring.stopping import (
     StoppingRule,
     epoch_batches,
     expected_values,
+    handover_probe_seconds,
     relative_ci,
 )
 from augbench.paths import (
@@ -412,6 +413,19 @@ def _baseline_work(results: Mapping[str, Any], params: Mapping[str, Any]) -> flo
     return 0.0
 
 
+def _handover_periods_s(results: Mapping[str, Any], params: Mapping[str, Any]) -> float:
+    """Seconds a job's hand-over probe spent in batch periods (stopping.handover_probe_seconds)
+    at its transport baseline's rate (the probe reads the same sample through the same loader);
+    0 where no row has that rate or the job has no workers (it runs no probe)."""
+    workers = int(params.get("workers") or 0)
+    for row in results.values():
+        rates = [r for r in row.get("transport_throughputs") or [] if r]
+        if rates and workers:
+            period = params["batch_size"] / statistics.median(rates)
+            return handover_probe_seconds(period, workers, int(params["prefetch_factor"]))
+    return 0.0
+
+
 class DataLoader(Pricing):
     """Per recipe, the epochs of each arm the job interleaves (the regime's loader; while
     baselines run, the bare loop, and in the decode scope the memory companion and the decode
@@ -495,9 +509,11 @@ class DataLoader(Pricing):
         if "handover_seconds" in timing:
             starts = sum(loader_starts(row) for row in payload["results"].values())
             starts += 1 if baseline else 0  # the transport baseline's loader
+        handover = timing.get("handover_seconds") or 0.0
         return baseline, JobTiming(
             setting, first_work + later, timing["setting_seconds"], timing["import_seconds"],
-            loader_starts=starts, handover_s=timing.get("handover_seconds") or 0.0,
+            loader_starts=starts, handover_s=handover,
+            handover_fixed_s=max(handover - _handover_periods_s(payload["results"], params), 0.0),
         )  # fmt: skip
 
     def estimate(self, model: KindModel, job: PricedJob, params: Mapping[str, Any]) -> Estimate:
@@ -561,8 +577,11 @@ def dataloader_estimate(model: KindModel, job: PricedJob, params: Mapping[str, A
         starts = len(job.transforms) * arms + (baseline_runs > 0)
         own = starts * model.start_s.get(setting, median_of(model.start_s.values()))
         if scope == "decode" and int(params.get("workers") or 0) > 0:
-            handovers = [h for s, h in model.handover_s.items() if s.startswith("decode-")]
-            own += model.handover_s.get(setting) or median_of(handovers)
+            fixed = [h for s, h in model.handover_fixed_s.items() if s.startswith("decode-")]
+            own += model.handover_fixed_s.get(setting, median_of(fixed))
+            # Its batch periods: the job's batch at the setting's transport rate.
+            period = params["batch_size"] * transport
+            own += handover_probe_seconds(period, int(params["workers"]), params["prefetch_factor"])
         overhead = model.process_s / job.share + own + baseline
         start = model.process_s
     elif model.setting_s:

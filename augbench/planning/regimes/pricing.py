@@ -58,9 +58,11 @@ class KindModel:
     setting_s: dict[str, float] = field(default_factory=dict)
     # ... and, where the rows say how many loaders each setting started, that fixed time per
     # loader start (a row's fork, each arm's loader and workers, its warm-up) and the hand-over
-    # probe's seconds apart (decode settings with workers run it whatever their baselines).
+    # probe's apart (decode settings with workers run it whatever their baselines): what it
+    # took beyond its batch periods (stopping.handover_probe_seconds), which an estimate adds to
+    # the periods of the job's own batch size.
     start_s: dict[str, float] = field(default_factory=dict)
-    handover_s: dict[str, float] = field(default_factory=dict)
+    handover_fixed_s: dict[str, float] = field(default_factory=dict)
     # DataLoader kinds: the usable cores of the machine the rows were measured on (0: unknown),
     # so a worker count is priced for the cores of the machine it will run on.
     cores: int = 0
@@ -94,7 +96,7 @@ class KindModel:
             "cores": self.cores, "step_s": self.step_s, "epoch_images": self.epoch_images,
             "later_process_s": self.later_process_s, "epoch_spread_s": self.epoch_spread_s,
             "cache_fill_s": self.cache_fill_s, "start_s": self.start_s,
-            "handover_s": self.handover_s,
+            "handover_fixed_s": self.handover_fixed_s,
         }  # fmt: skip
 
     @classmethod
@@ -118,7 +120,7 @@ class KindModel:
             epoch_spread_s=[float(v) for v in entry.get("epoch_spread_s", [])],
             cache_fill_s=float(entry.get("cache_fill_s", 0.0)),
             start_s=dict(entry.get("start_s", {})),
-            handover_s=dict(entry.get("handover_s", {})),
+            handover_fixed_s=dict(entry.get("handover_fixed_s", {})),
         )  # fmt: skip
 
     def seconds_per_image(self, transform: str, megapixels: float = 0.0) -> float:
@@ -220,6 +222,8 @@ class JobTiming:
     # its fixed time beyond the hand-over probe's seconds; 0: not known.
     loader_starts: int = 0
     handover_s: float = 0.0
+    # Of handover_s, what its batch periods at the job's own transport rate do not account for.
+    handover_fixed_s: float = 0.0
 
 
 class Pricing:

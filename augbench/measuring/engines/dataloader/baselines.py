@@ -28,7 +28,11 @@ from augbench.measuring.engines.dataloader.timing import (
     Stream,
     measure_loader,
 )
-from augbench.measuring.stopping import epoch_batches
+from augbench.measuring.stopping import (
+    epoch_batches,
+    handover_idle_wait,
+    handover_window_batches,
+)
 from augbench.policy import HANDOVER_BUSY_PACE, HANDOVER_PROBES
 from augbench.workload import adapters, recipes
 
@@ -198,7 +202,7 @@ def measure_handover(
         _, batch_info = stream.warm_up(
             max(1, settings.workers), settings.batch_size, "hand-over warm-up"
         )
-        batches = epoch_batches(max(8, 4 * settings.workers), settings.workers)
+        batches = handover_window_batches(settings.workers)
         _, seconds = stream.window(batches)
         period = seconds / batches
         assert stream.batches is not None
@@ -206,8 +210,7 @@ def measure_handover(
         idle: list[float] = []
         held = None
         for _ in range(HANDOVER_PROBES):
-            # Long enough for every worker to finish what is in flight and go idle.
-            time.sleep(max(0.05, 2.0 * (stream.ahead + 1) * period))
+            time.sleep(handover_idle_wait(stream.ahead, period))
             start = clock()
             held = next(stream.batches)
             idle.append(clock() - start)

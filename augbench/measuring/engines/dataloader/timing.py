@@ -25,7 +25,7 @@ from augbench.measuring.engines.dataloader.plumbing import (
     process_tree_rss_mb,
     regime_loader,
 )
-from augbench.measuring.stopping import StoppingRule, epoch_batches
+from augbench.measuring.stopping import StoppingRule, batches_ahead, epoch_batches
 from augbench.paired import paired_ratio
 from augbench.results import non_ok_row
 
@@ -83,7 +83,7 @@ class Stream:
     def __init__(self, loader: Any, workers: int, prefetch_factor: int) -> None:
         self.loader = loader
         self.workers = workers
-        self.ahead = prefetch_factor * workers if workers else 0
+        self.ahead = batches_ahead(workers, prefetch_factor)
         self.batches: Iterator[Any] | None = None
 
     def warm_up(self, batches: int, batch_size: int, stage: str) -> tuple[float, dict[str, Any]]:
