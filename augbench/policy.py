@@ -200,7 +200,8 @@ GPU_REGIME_THREADS = ThreadPolicy(threads=1)
 # (augbench.planning.memory.process_mb). A library without a measurement (a registered extension):
 # about the largest measured one.
 UNKNOWN_LIBRARY_RSS_MB = (700.0, 700.0)
-# A micro job's manager process (augbench.measuring.engines.micro imports no library): same tool.
+# A job's manager process that imports no library (augbench.measuring.engines.micro's; the
+# pipeline breakdown's, which starts its rounds' interpreters): same tool.
 MANAGER_RSS_MB = 44.0
 # What one forked DataLoader worker adds of its own (pages it writes: outputs, copy-on-write
 # object headers, its thread arenas); from Snakemake's max_pss of cpu_dataloader jobs.

@@ -150,7 +150,7 @@ def write_json_atomic(path: Path, payload: dict[str, Any]) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as fh:
-            json.dump(payload, fh, indent=2, sort_keys=False, default=_json_default)
+            json.dump(payload, fh, indent=2, sort_keys=False, default=json_default)
             fh.write("\n")
             fh.flush()
             os.fsync(fh.fileno())
@@ -178,7 +178,8 @@ def write_table_atomic(frame: Any, path: str | Path) -> None:
         raise
 
 
-def _json_default(obj: Any) -> Any:
+def json_default(obj: Any) -> Any:
+    """What a result holds that JSON lacks: paths, numpy scalars, tuples and sets."""
     if isinstance(obj, Path):
         return str(obj)
     if hasattr(obj, "item"):
@@ -203,6 +204,6 @@ def write_result_file(
     Returns the payload."""
     payload = result_file(metadata, results)
     # What a reader will load (numpy scalars, tuples and paths as JSON has them), checked.
-    result_format.check(json.loads(json.dumps(payload, default=_json_default)), path)
+    result_format.check(json.loads(json.dumps(payload, default=json_default)), path)
     write_json_atomic(path, payload)
     return payload

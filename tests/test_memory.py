@@ -358,8 +358,8 @@ def test_a_rules_mem_mb_resource_is_its_prediction(paper: sweep.Sweep) -> None:
 
 def test_a_micro_machine_too_small_is_refused_with_the_fix(tmp_path: Path) -> None:
     """Protects the refusal before any job starts: one line for the rule that does not fit, with
-    its need, the machine's MB and what to change. (2500 MB holds the pipeline breakdown's two
-    processes with torch, its job's and its round's, which share the micro placement.)"""
+    its need, the machine's MB and what to change. (2500 MB holds the pipeline breakdown's round
+    interpreter with torch, its fork and its manager, which share the micro placement.)"""
     small = paper_sweep(tmp_path, cloud={"regimes": {"micro": {"memory_mb": 2500}}})
     refusals = small.memory_refusals("cloud")
     assert len(refusals) == 1, refusals

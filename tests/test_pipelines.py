@@ -236,7 +236,7 @@ def test_a_round_whose_interpreter_fails_says_why() -> None:
     cannot parse) comes back as one reason naming its exit code and its last line, which the
     job writes into the row of every pipeline of that round."""
     outcome = pipeline_breakdown.round_in_fresh_interpreter(
-        ["--library", "pillow"], {"p": {"round": 0, "seed": 0, "passes": 1}}
+        ["--library", "pillow"], {"rounds": {"p": {"round": 0, "seed": 0, "passes": 1}}}
     )
     assert set(outcome) == {"error"}
     assert "exited with code 2" in outcome["error"] and "required" in outcome["error"]

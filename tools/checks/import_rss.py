@@ -57,7 +57,8 @@ def anonymous():  # the pages no other process can share (RssAnon, MiB)
             return int(line.split()[1]) / 1024
     return rss()
 if {manager!r}:
-    import augbench.measuring.engines.micro  # the micro job's manager: no library import
+    # The managers of micro and pipeline breakdown jobs: no library import.
+    import augbench.measuring.engines.micro, augbench.measuring.engines.pipeline_breakdown
     print(json.dumps({{"manager": rss()}}))
     raise SystemExit
 from augbench.workload import adapters

@@ -13,28 +13,29 @@ decoder, native layout, decoded before any clock), three kinds of pass:
 - **steps** (the isolated per-step breakdown): each step timed alone on the previous steps'
   outputs, its own output materialized inside its timer (``Adapter.materialize``).
 
-Every round of passes runs in a **fresh interpreter** (the first in the job's own process, each
-later one in the job's engine started again for it, ``round_in_fresh_interpreter``), and every
-pass in a **fresh process** forked from that interpreter, which itself only imports the library,
-decodes the images and builds the pipelines, and never runs one (the preflight runs in a child
-too). A new interpreter gets an address-space layout of its own from the kernel,
-as a user's process does, and under glibc as shipped that layout decides how many pages a
-pipeline faults in again on every call (1.79x between fresh interpreters for one shipped
-pipeline, docs/allocator.md); children forked from one process share most of its draw, so the
-rounds of a row, not only its children, sample it. A child runs one kind of pass: an untimed
-warm-up, then ``--values-per-process`` timed values (policy.BREAKDOWN_VALUES_PER_PROCESS by
-default), seeded by round
-(``round_seeds``: the three children of a round make the same random draws, so their ratios
-compare the same work, and each round draws new ones, so a row averages over the draws a user's
-loop makes and its interval includes them), so no number depends on what ran before it in a
-process: glibc's allocator adapts its thresholds to what a process freed before
+Every round of passes runs in a **fresh interpreter**, the job's engine started again for it
+(``round_in_fresh_interpreter``; the first round's also prepares every pipeline: its build, its
+preflight, its output), and every pass in a **fresh process** forked from that interpreter, which
+itself only imports the library, decodes the images and builds the pipelines, and never runs one
+(the preflight runs in a child too). The job's own process imports no library: it starts the
+rounds' interpreters one at a time and keeps each pipeline's tally, so the job holds one
+interpreter at its peak however many rounds it runs. A new interpreter gets an address-space layout
+of its own from the kernel, as a user's process does, and under glibc as shipped that layout
+decides how many pages a pipeline faults in again on every call (1.79x between fresh interpreters
+for one shipped pipeline, docs/allocator.md); children forked from one process share most of its
+draw, so the rounds of a row, not only its children, sample it. A child runs one kind of pass: an
+untimed warm-up, then ``--values-per-process`` timed values (policy.BREAKDOWN_VALUES_PER_PROCESS by
+default), seeded by round (``round_seeds``: the three children of a round make the same random
+draws, so their ratios compare the same work, and each round draws new ones, so a row averages over
+the draws a user's loop makes and its interval includes them), so no number depends on what ran
+before it in a process: glibc's allocator adapts its thresholds to what a process freed before
 (augbench.measuring.allocator), and a whole pass timed after the steps pass, in one process,
 measured that history. Each child also places its inputs behind a pad of a seeded random size and
-builds its own pipeline objects after them (``own_layout``). Children run in the order S W B, S B W,
-... (steps, whole, bare): over each pair of rounds every kind follows every other kind equally
-often; a round's interpreter runs the round of every pipeline still measuring, in turn, so a
-row's processes spread over the job's time. Rounds repeat until the whole pipeline's median and
-the harness / bare ratio both reach a relative interval of ``policy.RELATIVE_CI_TARGET``
+builds its own pipeline objects after them (``own_layout``). Children run in the order S W B, S B
+W, ... (steps, whole, bare): over each pair of rounds every kind follows every other kind equally
+often; a round's interpreter runs the round of every pipeline still measuring, in turn, so a row's
+processes spread over the job's time. Rounds repeat until the whole pipeline's median and the
+harness / bare ratio both reach a relative interval of ``policy.RELATIVE_CI_TARGET``
 (``augbench.measuring.stopping``; the intervals are bootstraps over the children where there are
 three or more, augbench.intervals), looked at once per round, between the configured minimum and
 maximum number of values per kind. Each value is one or more passes over the images. A row records
@@ -92,7 +93,7 @@ from augbench.policy import (  # noqa: E402
     PIPELINE_HARNESS_TOLERANCE,
     SlowTransformPolicy,
 )
-from augbench.results import non_ok_row, ok_row  # noqa: E402
+from augbench.results import json_default, non_ok_row, ok_row  # noqa: E402
 from augbench.workload import adapters, pipelines  # noqa: E402
 
 
@@ -463,23 +464,72 @@ def round_in_fresh_interpreter(
 def run_round_request(settings: BreakdownSettings) -> int:
     """In a round's fresh interpreter: import the library, decode the images, build each
     requested pipeline and run its round (``Measurement.run_round``) in processes forked from
-    here; write what they measured to ``--round-output``."""
+    here; the first round (``first_round``) prepares every pipeline before. What they measured
+    goes to ``--round-output``."""
     assert settings.round_request is not None and settings.round_output is not None
     request = json.loads(settings.round_request.read_text())
     adapter = adapters.get(settings.library)
-    skeleton.import_library(adapter)
-    MICRO_THREADS.apply_runtime()
-    images = [
-        adapter.decode_8bit(f) for f in media.select_files(settings.manifest, settings.num_images)
-    ]
-    chosen = settings.pipelines
+    threads: dict[str, Any] = {}
+    decode_info: dict[str, Any] = {}
+    try:
+        skeleton.import_library(adapter)
+        threads = MICRO_THREADS.apply_runtime()
+        files = media.select_files(settings.manifest, settings.num_images)
+        start = time.perf_counter()
+        # 8-bit images for every library: a conversion its decoder would do is timed as the
+        # pipeline's first step (with_input_conversion).
+        images = [adapter.decode_8bit(f) for f in files]
+        decode_info = {
+            "decoder": adapter.decoder,
+            "preload_seconds": time.perf_counter() - start,
+            "input_conversion": adapter.input_conversion[0] if adapter.input_conversion else None,
+        }
+    except Exception as exc:  # the library is broken in this env: every row says so
+        outcome: dict[str, Any] = {"setup_error": list(skeleton.setup_problem("setup failed", exc))}
+    else:
+        if request.get("first"):
+            outcome = first_round(adapter, images, settings)
+        else:
+            chosen = settings.pipelines
 
-    def measurement(name: str) -> Measurement:
-        parts = built(adapter, chosen[name], images)
-        return measurement_of(parts, settings, request[name]["passes"])
+            def measurement(name: str) -> Measurement:
+                parts = built(adapter, chosen[name], images)
+                return measurement_of(parts, settings, request["rounds"][name]["passes"])
 
-    settings.round_output.write_text(json.dumps(run_rounds(measurement, request)))
+            outcome = run_rounds(measurement, request["rounds"])
+    outcome.update(threads=threads, decode=decode_info)
+    settings.round_output.write_text(json.dumps(outcome, default=json_default))
     return 0
+
+
+def first_round(
+    adapter: adapters.Adapter, images: list[Any], settings: BreakdownSettings
+) -> dict[str, Any]:
+    """Every pipeline prepared (``prepare_pipeline``), then the first round of those to be
+    measured: ``run_rounds``'s output, where each pipeline also carries what its rows and tally
+    need (``prepared``: fields, copied steps, step labels, images, passes per value) or, not
+    measured, its rows (``rows``)."""
+    active: dict[str, Prepared] = {}
+    done: dict[str, Any] = {}
+    for pipeline in settings.pipelines.values():
+        prepared = prepare_pipeline(adapter, pipeline, images, settings)
+        if isinstance(prepared, Prepared):
+            active[pipeline.name] = prepared
+        else:
+            done[pipeline.name] = {"rows": prepared}
+    request = {name: prepared.measurement.next_round() for name, prepared in active.items()}
+    outcome = run_rounds(lambda name: active[name].measurement, request)
+    for name, prepared in active.items():
+        result = prepared.measurement.result
+        outcome["pipelines"][name]["prepared"] = {
+            "fields": prepared.fields,
+            "copied": list(prepared.copied),
+            "labels": result.labels,
+            "images": result.images // result.passes,
+            "passes": result.passes,
+        }
+    outcome["pipelines"].update(done)
+    return outcome
 
 
 def address_layout() -> str:
@@ -507,38 +557,68 @@ def run_rounds(
     return {"layout": address_layout(), "pipelines": out}
 
 
+def tally_of(prepared: dict[str, Any], settings: BreakdownSettings) -> Measurement:
+    """The job's tally of a pipeline the first round prepared: its rounds' processes added up
+    against the job's stopping rule (``Measurement.record``), without the pipeline itself."""
+    labels = prepared["labels"]
+    return Measurement(
+        [(label, identity) for label in labels],
+        None,
+        [None] * prepared["images"],
+        lambda out, src: out,
+        rule_for(settings),
+        settings.warmups,
+        prepared["passes"],
+        values_per_process=max(1, settings.values_per_process),
+    )
+
+
+def identity(x: Any) -> Any:
+    return x
+
+
 def measure_all(
     adapter: adapters.Adapter,
     chosen: list[pipelines.Pipeline],
-    images: list[Any],
     settings: BreakdownSettings,
     bar: Any,
-) -> dict[str, Rows]:
-    """Every pipeline's rows: each prepared, then round after round, each round of every
-    pipeline still measuring in one interpreter, the first in this job's own process and every
-    later one in a fresh interpreter (``round_in_fresh_interpreter``), until each meets its rule
-    (``Measurement``); a pipeline whose process fails gets an error row naming the stage and
-    the others go on."""
+) -> tuple[dict[str, Rows], dict[str, Any]]:
+    """Every pipeline's rows, and what the first round's interpreter recorded of its set-up
+    (``threads``, ``decode``): round after round, each round of every pipeline still measuring
+    in one fresh interpreter (``round_in_fresh_interpreter``; the first also prepares them),
+    until each meets its rule (``Measurement``); a pipeline whose process fails gets an error row
+    naming the stage and the others go on."""
     rows: dict[str, Rows] = {}
+    bar.set_postfix_str(f"round 1: {len(chosen)} pipelines prepared, a fresh interpreter")
+    first = round_in_fresh_interpreter(settings.argv, {"first": True})
+    setup = {"threads": first.get("threads") or {}, "decode": first.get("decode") or {}}
+    failed = first.get("setup_error") or (
+        skeleton.setup_problem("setup", RuntimeError(first["error"])) if "error" in first else None
+    )
+    if failed is not None:  # the library or the interpreter is broken: every row says so
+        for p in chosen:
+            rows[p.name] = {p.name: non_ok_row(*failed, **pipelines.row_fields(p))}
+        return rows, setup
     active: dict[str, Prepared] = {}
+    outcome = first
     for pipeline in chosen:
-        bar.set_postfix_str(f"{pipeline.name}: preflight")
-        prepared = prepare_pipeline(adapter, pipeline, images, settings)
-        if isinstance(prepared, Prepared):
-            active[pipeline.name] = prepared
-        else:
-            rows[pipeline.name] = prepared
+        got = first["pipelines"].get(pipeline.name) or {"error": "the first round skipped it"}
+        if "rows" in got:
+            rows[pipeline.name] = got["rows"]
             bar.update()
-    number = 0
-    while active:
-        number += 1
-        request = {name: prepared.measurement.next_round() for name, prepared in active.items()}
-        if number == 1:  # this job's process is a fresh interpreter too: the first round's
-            bar.set_postfix_str(f"round 1: {len(active)} pipelines")
-            outcome = run_rounds(lambda name: active[name].measurement, request)
+        elif "prepared" in got:
+            spec = got["prepared"]
+            tally = tally_of(spec, settings)
+            active[pipeline.name] = Prepared(pipeline, tally, spec["fields"], spec["copied"])
         else:
-            bar.set_postfix_str(f"round {number}: {len(active)} pipelines, a fresh interpreter")
-            outcome = round_in_fresh_interpreter(settings.argv, request)
+            fields = pipelines.row_fields(pipeline)
+            error = RuntimeError(got.get("error"))
+            rows[pipeline.name] = {
+                pipeline.name: skeleton.stage_error_row("setup", error, **fields)
+            }
+            bar.update()
+    number = 1
+    while active:
         for name, prepared in list(active.items()):
             got = outcome.get("pipelines", {}).get(name) or {"error": outcome.get("error")}
             try:
@@ -555,7 +635,13 @@ def measure_all(
             if done:
                 del active[name]
                 bar.update()
-    return rows
+        if not active:
+            break
+        number += 1
+        request = {name: prepared.measurement.next_round() for name, prepared in active.items()}
+        bar.set_postfix_str(f"round {number}: {len(active)} pipelines, a fresh interpreter")
+        outcome = round_in_fresh_interpreter(settings.argv, {"rounds": request})
+    return rows, setup
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -567,35 +653,12 @@ def main(argv: list[str] | None = None) -> int:
     adapter = adapters.get(settings.library)
     chosen = list(settings.pipelines.values())
     thread_settings = skeleton.thread_record(MICRO_THREADS)
-    images: list[Any] = []
-    setup_error: tuple[str, str] | None = None  # (status, reason) of every row
-    decode_info: dict[str, Any] = {}
-    try:
-        skeleton.import_library(adapter)
-        thread_settings.update(MICRO_THREADS.apply_runtime())
-        files = media.select_files(settings.manifest, settings.num_images)
-        start = time.perf_counter()
-        # 8-bit images for every library: a conversion its decoder would do is timed as the
-        # pipeline's first step (with_input_conversion).
-        images = [adapter.decode_8bit(f) for f in files]
-        decode_info = {
-            "decoder": adapter.decoder,
-            "preload_seconds": time.perf_counter() - start,
-            "input_conversion": adapter.input_conversion[0] if adapter.input_conversion else None,
-        }
-    except Exception as exc:  # the library is broken in this env: every row says so
-        setup_error = skeleton.setup_problem("setup failed", exc)
-
     label = f"pipeline breakdown | {settings.library}"
     bar = tqdm(total=len(chosen), desc=label, unit="pipeline")
     job = skeleton.Job(settings, adapter, "micro", "memory", label)
     log = job.row_log(bar)
-    if setup_error is not None:
-        measured = {
-            p.name: {p.name: non_ok_row(*setup_error, **pipelines.row_fields(p))} for p in chosen
-        }
-    else:
-        measured = measure_all(adapter, chosen, images, settings, bar)
+    measured, setup = measure_all(adapter, chosen, settings, bar)
+    thread_settings.update(setup["threads"])  # the runtime policy of the rounds' interpreters
     bar.close()
     for pipeline in chosen:  # in the configured order
         rows = measured[pipeline.name]
@@ -616,9 +679,13 @@ def main(argv: list[str] | None = None) -> int:
             "(augbench.measuring.stopping)",
             "slow_transform_policy": settings.policy.to_dict(),
             "pipelines": [p.to_dict() for p in chosen],
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            # The largest process of the job: its rounds' interpreters, their forks, itself.
+            "peak_rss_mb": max(
+                resource.getrusage(who).ru_maxrss / 1024
+                for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+            ),
         },
-        extra={"decode": decode_info, "layout": "native", "engine": "pipeline_breakdown"},
+        extra={"decode": setup["decode"], "layout": "native", "engine": "pipeline_breakdown"},
     )
 
 

@@ -172,11 +172,11 @@ def micro_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
 def held_images_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     """A job holding its images in the library's form and one output per image (the lazy-output
     check; the pipeline breakdown, whose float32 tensor tails need torch). The breakdown runs
-    each round of passes after the first in a fresh interpreter of its own
-    (augbench.measuring.engines.pipeline_breakdown): one more process that imports the library and
-    holds its own decoded and prepared images, and times every pass in a child forked from it, one
-    at a time, which shares its pages and copies the inputs into a layout of its own: one forked
-    process with one more copy."""
+    every round of passes in a fresh interpreter of its own, one at a time, started by a job
+    process that imports no library (augbench.measuring.engines.pipeline_breakdown): the
+    interpreter holds the images, and times every pass in a child forked from it, one at a time,
+    which shares its pages and copies the inputs into a layout of its own: one forked process
+    with one more copy, beside a light manager process."""
     from augbench.planning.memory import Footprint
 
     images = min(s.num_images_for(kind), s.dataset_images(w["dataset"]))
@@ -184,13 +184,13 @@ def held_images_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     pixels = s.mean_pixels(w["dataset"], images)
     breakdown = kind.role == "pipelines"
     image_mb = images * pixels * s.config["channels"] / 2**20
-    # The fork's copy of the inputs, and the round interpreter's decoded and prepared images.
-    round_mb = image_mb * (value + 1 + value) if breakdown else 0.0
+    # The job's own process, and the fork's copy of the inputs.
+    round_mb = policy.MANAGER_RSS_MB + image_mb * value if breakdown else 0.0
     return Footprint(
         w["library"], torch=breakdown, images=images, pixels=pixels,
         copies=1 + value + (4 if breakdown else value),
         working_mb=_working_mb(s, w["library"], w["dataset"], images),
-        processes=2 if breakdown else 1, forked=1 if breakdown else 0, extra_mb=round_mb,
+        forked=1 if breakdown else 0, extra_mb=round_mb,
     )  # fmt: skip
 
 
@@ -314,7 +314,7 @@ class LazyCalls(Pricing):
 class Breakdown(Pricing):
     """Per pipeline, warm-up pairs plus values in pairs (steps pass and whole pass) of ``passes x
     images`` each; values expected from the local rows. Each round runs in an interpreter of its
-    own (the first in the job's process): the fixed overhead is paid per round."""
+    own: the fixed overhead is paid per round."""
 
     name = "breakdown"
 
@@ -344,7 +344,7 @@ class Breakdown(Pricing):
             learned.observed.add(key)
 
     def rounds(self, results: Mapping[str, Any]) -> int:
-        # An interpreter per round (the first: the job's process).
+        # An interpreter per round.
         return max((r.get("round_interpreters") or 1 for r in results.values()), default=1)
 
     def estimate(self, model: KindModel, job: PricedJob, params: Mapping[str, Any]) -> Estimate:
@@ -359,7 +359,7 @@ class Breakdown(Pricing):
             for label, values in (("expected", expected), ("most", most)):
                 passes = breakdown_passes(math.ceil(values), params["warmups"], per)
                 totals[label] += len(BREAKDOWN_KINDS) * passes * per_pass
-        # One interpreter per round (the first is the job's process): its imports and decoding.
+        # One interpreter per round: its imports and decoding.
         overhead = {label: model.overhead_s * math.ceil(values / per)
                     for label, values in (("expected", expected), ("most", most))}  # fmt: skip
         return Estimate(
