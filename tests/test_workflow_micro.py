@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import (
+    REPO,
     SMOKE_CONFIG,
     SMOKE_LIBRARIES,
     WorkflowRun,
@@ -233,6 +234,37 @@ def test_library_that_fails_to_import_gives_error_rows(smoke_run: WorkflowRun) -
         "--num-images", "2", output=smoke_run.workdir / "import-failure.json",
     )["results"]  # fmt: skip
     assert_every_row(rows, "error", "No module named 'kornia'")
+
+
+def test_a_breakdown_job_runs_every_round_in_an_interpreter_of_its_own(
+    smoke_run: WorkflowRun,
+) -> None:
+    """The breakdown job's own process imports no library: in the driver's interpreter, which
+    has no kornia, the first round's interpreter says so in every row; in Pillow's env a row
+    precise after its first round ran one interpreter, and the file records its thread policy
+    and that round's decode."""
+    from augbench.workload.pipeline_sources.configured import load_file
+    from augbench.workload.pipelines import to_json
+
+    pipeline = load_file(REPO / "config" / "pipelines" / "imagenet_train.yaml")
+    common = ("--pipelines", to_json([pipeline]), "--manifest", str(smoke_run.manifest),
+              "--num-images", "2", "--min-values", "2", "--max-values", "2",
+              "--values-per-process", "2")  # fmt: skip
+    failed = run_engine(
+        sys.executable, "pipeline_breakdown", "--library", "kornia", *common,
+        output=smoke_run.workdir / "breakdown-import-failure.json",
+    )["results"]  # fmt: skip
+    assert_every_row(failed, "error", "No module named 'kornia'")
+    payload = run_engine(
+        env_python("pillow"), "pipeline_breakdown", "--library", "pillow", *common,
+        output=smoke_run.workdir / "breakdown-one-round.json",
+    )  # fmt: skip
+    row = payload["results"][pipeline.name]
+    assert row["status"] == "ok", row
+    assert row["round_interpreters"] == 1 and len(row["throughputs"]) == 2
+    metadata = payload["metadata"]
+    assert metadata["thread_settings"]["policy"]["threads"] == 1
+    assert metadata["decode"]["decoder"] and metadata["decode"]["preload_seconds"] > 0
 
 
 def test_rows_repeat_until_the_ci_target_or_the_process_limit(smoke_run: WorkflowRun) -> None:
