@@ -131,11 +131,23 @@ def test_no_variant_names_under_results():
     assert not bad, bad
 
 
-TOOLS = sorted(
+MODULES = sorted(
     p
     for p in (REPO / "tools").rglob("*.py")
     if "__pycache__" not in p.parts and p.parent.name != "bundle"
 )
+# A tool is a script; a module without a main guard is a part of the tools that import it.
+TOOLS = [p for p in MODULES if '__name__ == "__main__"' in p.read_text()]
+
+
+def test_every_module_of_the_tools_that_is_no_tool_is_imported_by_one() -> None:
+    parts = [p for p in MODULES if p not in TOOLS]
+    unused = [
+        str(p.relative_to(REPO))
+        for p in parts
+        if not any(re.search(rf"\b{p.stem}\b", t.read_text()) for t in TOOLS)
+    ]
+    assert not unused, unused
 
 
 @pytest.mark.parametrize("tool", TOOLS, ids=[str(t.relative_to(REPO)) for t in TOOLS])
