@@ -206,6 +206,13 @@ MANAGER_RSS_MB = 44.0
 # What one forked DataLoader worker adds of its own (pages it writes: outputs, copy-on-write
 # object headers, its thread arenas); from Snakemake's max_pss of cpu_dataloader jobs.
 WORKER_PRIVATE_MB = 60.0
+# Batches a DataLoader worker of the cpu_dataloader and pipeline regimes holds at once: the one it
+# builds and one ready. Their main process takes each batch as it arrives, so the rest of a
+# prefetch_factor's queue fills only behind a main process that falls behind (a training step:
+# its own memory model). Planned at four batches per worker, the pipelines' DataLoader jobs of a
+# checked shape held 0.43-0.67 of their plan (docs/results/intel-xeon-2c/
+# 2026-12-01-cost-validation-shape-batches-batch-periods/).
+BATCHES_HELD_PER_WORKER = 2
 # The same for a training job's decode-scope worker beside a model being trained: fitted on the
 # reference run's ResNet-18 jobs (tools/maintenance/reference_run.yaml, amd-epyc-2c,
 # 2026-11-27: the largest shortfall of a 1-worker job's mem_mb below its max_pss with 60 MB, 96

@@ -410,6 +410,21 @@ def test_a_dataloader_job_grows_with_its_workers() -> None:
         assert memory.predict(four).rss_mb > memory.predict(four).mem_mb
 
 
+def test_a_deeper_prefetch_queue_adds_no_batches_a_workers_main_process_takes_at_once() -> None:
+    """The regime's main process takes each batch as it arrives: a worker holds the batch it
+    builds and one ready, so a prefetch_factor past two plans no more batches in flight, and
+    one plans one per worker."""
+    batches = {}
+    for prefetch in (1, 2, 6):
+        dl = {"job_per": "setting", "prefetch_factor": prefetch}
+        s = sweep.Sweep(config("smoke", cpu_dataloader=dl), "d")
+        batches[prefetch] = dataloader_footprint(s, "memory", 2).batches_mb
+    per_batch = s.config["cpu_dataloader"]["batch_size"] * 224**2 * 12 / 2**20
+    assert policy.BATCHES_HELD_PER_WORKER == 2
+    assert batches[6] == batches[2] == pytest.approx((2 * 2 + 1) * per_batch)
+    assert batches[1] == pytest.approx((2 * 1 + 1) * per_batch)
+
+
 def test_a_dataloader_job_whose_every_row_is_unsupported_is_planned_whole() -> None:
     """A job whose recipes its library does not map (Pillow has no Erasing) still loads its
     images and runs its baselines' loaders and the hand-over probe before its rows say

@@ -48,7 +48,12 @@ from augbench.planning.regimes.records import (
     value_bytes,
     workers_threads,
 )
-from augbench.policy import DATALOADER_MIN_RUNS, MAIN_PROCESS_CORES, WORKER_PRIVATE_MB
+from augbench.policy import (
+    BATCHES_HELD_PER_WORKER,
+    DATALOADER_MIN_RUNS,
+    MAIN_PROCESS_CORES,
+    WORKER_PRIVATE_MB,
+)
 from augbench.workload import catalog, decoders, loaders, recipes
 from augbench.workload.adapters.base import CPU_TRANSFORMS
 
@@ -267,12 +272,12 @@ def output_pixels(steps: list[Any], pixels: float) -> float:
 
 def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     """The main process (torch and the library) holds the memory scope's decoded images (in the
-    decode scope too, for its memory-scope companion); every live DataLoader (the regime's, the
-    bare loop's, the companion's) has its own forked workers; the loader measured at a time has
-    workers x prefetch_factor batches in flight and the main process one more (float32 CHW
-    outputs, masks included); each worker holds its most demanding step's temporaries on the
-    image that step gets. A job_per: library job runs its settings one after another: its
-    largest."""
+    decode scope too, for its memory-scope companion); every live DataLoader (the regime's, the bare
+    loop's, the companion's) has its own forked workers; the loader measured at a time has up
+    to policy.BATCHES_HELD_PER_WORKER batches per worker in flight (at most its
+    prefetch_factor) and the main process one more (float32 CHW outputs, masks included); each
+    worker holds its most demanding step's temporaries on the image that step gets. A job_per:
+    library job runs its settings one after another: its largest."""
     from augbench.planning.memory import Footprint
     from augbench.workload import adapters, recipes
 
@@ -325,7 +330,7 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
          if name in known),
         default=0.0,
     )  # fmt: skip
-    in_flight = (workers * dl["prefetch_factor"] + 1) * batch
+    in_flight = (workers * min(dl["prefetch_factor"], BATCHES_HELD_PER_WORKER) + 1) * batch
     # Each row (and the baselines) runs in a fresh fork of the job process, which forks the
     # loaders' workers: all of them share the job process's pages. With several processes per
     # row, each later one is a fresh interpreter started while the job's process waits.
