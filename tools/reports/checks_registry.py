@@ -260,6 +260,13 @@ CHECKS = (
                 "interpreter, one at a time, and its memory planned as one interpreter, its fork "
                 "and a manager",
             ),
+            Model(
+                "breakdown-stopping-2026-12-01",
+                "55b010b548d2d4b53548e54c6af77b2db788cacd",
+                "as batch-periods, from a reference whose breakdown rows can stop early (two "
+                "values per process, 4-8 values), and a DataLoader worker planned to hold the "
+                "batch it builds and one ready, not its whole prefetch queue",
+            ),
         ),
     ),
     Check(
@@ -539,6 +546,15 @@ RUNS = (
         "cost_validation.tsv", "2026-12-01", "bdfc82c54ff032ae16645c2387592ada08471da9",
         "batch-periods-2026-12-01",
         what="tools/checks/cost_shape_batches.yaml, predicted from a reference run made right "
+        "before it"),
+    Run("cost-validation", INTEL, "2026-12-01-cost-validation-paper-lite-breakdown-stopping",
+        "cost_validation.tsv", "2026-12-01", "55b010b548d2d4b53548e54c6af77b2db788cacd",
+        "breakdown-stopping-2026-12-01",
+        what="paper-lite preset, predicted from a reference run made right before it"),
+    Run("cost-validation", INTEL, "2026-12-01-cost-validation-shape-prefetch-breakdown-stopping",
+        "cost_validation.tsv", "2026-12-01", "55b010b548d2d4b53548e54c6af77b2db788cacd",
+        "breakdown-stopping-2026-12-01",
+        what="tools/checks/cost_shape_prefetch.yaml, predicted from a reference run made right "
         "before it"),
     Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
         "training_memory.tsv", "2026-11-25", "287abb80889acebe1531fc213bf13bc0ff372ea8",
