@@ -298,6 +298,24 @@ class Measurement:
         self.result = Breakdown([label for label, _ in units], len(inputs) * passes, passes)
         self.rounds = 0
 
+    @classmethod
+    def tally(
+        cls,
+        labels: Sequence[str],
+        images: int,
+        rule: StoppingRule,
+        warmups: int,
+        passes: int,
+        values_per_process: int,
+    ) -> Measurement:
+        """A Measurement that only adds up rounds run elsewhere (``record``, ``next_round``):
+        the pipeline's step ``labels`` and ``images`` per pass size its result; it has no
+        pipeline to run (``run_round`` is not called on it)."""
+        return cls(
+            [(label, None) for label in labels], None, [None] * images, None,  # type: ignore[misc]
+            rule, warmups, passes, values_per_process,
+        )  # fmt: skip
+
     def next_round(self) -> dict[str, int]:
         """What a fresh interpreter needs to run this pipeline's next round (``run_round``)."""
         return {"round": self.rounds, "seed": len(self.result.order), "passes": self.passes}

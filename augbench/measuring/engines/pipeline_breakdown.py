@@ -560,21 +560,14 @@ def run_rounds(
 def tally_of(prepared: dict[str, Any], settings: BreakdownSettings) -> Measurement:
     """The job's tally of a pipeline the first round prepared: its rounds' processes added up
     against the job's stopping rule (``Measurement.record``), without the pipeline itself."""
-    labels = prepared["labels"]
-    return Measurement(
-        [(label, identity) for label in labels],
-        None,
-        [None] * prepared["images"],
-        lambda out, src: out,
+    return Measurement.tally(
+        prepared["labels"],
+        prepared["images"],
         rule_for(settings),
         settings.warmups,
         prepared["passes"],
-        values_per_process=max(1, settings.values_per_process),
+        max(1, settings.values_per_process),
     )
-
-
-def identity(x: Any) -> Any:
-    return x
 
 
 def measure_all(

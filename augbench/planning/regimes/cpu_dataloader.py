@@ -409,13 +409,19 @@ def loader_starts(row: Mapping[str, Any]) -> int:
     return sum(1 for field in DATALOADER_ARMS.values() if row.get(field))
 
 
-def _baseline_work(results: Mapping[str, Any], params: Mapping[str, Any]) -> float:
-    """Seconds of a DataLoader job's transport baseline (rows repeat the job's one baseline)."""
+def _transport_rates(results: Mapping[str, Any]) -> list[float]:
+    """A DataLoader job's transport baseline rates (rows repeat the job's one baseline); none
+    where no row has them."""
     for row in results.values():
         rates = [r for r in row.get("transport_throughputs") or [] if r]
         if rates:
-            return sum(params["images_per_run"] / r for r in rates)
-    return 0.0
+            return rates
+    return []
+
+
+def _baseline_work(results: Mapping[str, Any], params: Mapping[str, Any]) -> float:
+    """Seconds of a DataLoader job's transport baseline."""
+    return sum(params["images_per_run"] / r for r in _transport_rates(results))
 
 
 def _handover_periods_s(results: Mapping[str, Any], params: Mapping[str, Any]) -> float:
@@ -423,12 +429,11 @@ def _handover_periods_s(results: Mapping[str, Any], params: Mapping[str, Any]) -
     at its transport baseline's rate (the probe reads the same sample through the same loader);
     0 where no row has that rate or the job has no workers (it runs no probe)."""
     workers = int(params.get("workers") or 0)
-    for row in results.values():
-        rates = [r for r in row.get("transport_throughputs") or [] if r]
-        if rates and workers:
-            period = params["batch_size"] / statistics.median(rates)
-            return handover_probe_seconds(period, workers, int(params["prefetch_factor"]))
-    return 0.0
+    rates = _transport_rates(results)
+    if not rates or not workers:
+        return 0.0
+    period = params["batch_size"] / statistics.median(rates)
+    return handover_probe_seconds(period, workers, int(params["prefetch_factor"]))
 
 
 class DataLoader(Pricing):
