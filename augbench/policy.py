@@ -74,6 +74,10 @@ PIPELINE_HARNESS_TOLERANCE = 0.05
 # Timed values per fresh process of the pipeline breakdown (each process: an untimed warm-up pass,
 # then these): few per process, so the interval of a row's median spans several processes.
 BREAKDOWN_VALUES_PER_PROCESS = 2
+# Fewest fresh processes of each kind of pass whose values the breakdown's stopping rule first looks
+# at (where its maximum allows that many): one process's values spread less than those of
+# processes with their own memory layouts, so an interval over one process is too narrow to stop on.
+BREAKDOWN_FIRST_LOOK_PROCESSES = 2
 # The composition effect (whole / sum of the isolated steps) is information, not a check: the
 # isolated steps materialize every intermediate output and the composition does not. Beyond this
 # fraction of 1 the row says what differs.

@@ -143,4 +143,9 @@ def test_the_engines_counts() -> None:
     assert epoch_batches(50, 16) == 64
     # The breakdown times whole processes of values, each after its warm-up.
     assert breakdown_value_bounds(5, 9, 2) == (6, 10)
+    # Its first look spans two processes where the maximum allows: one process's values spread
+    # less than several processes' do.
+    assert breakdown_value_bounds(2, 8, 2) == (4, 8)
+    assert breakdown_value_bounds(1, 1, 1) == (1, 1) and breakdown_value_bounds(2, 2, 2) == (2, 2)
+    assert breakdown_value_bounds(3, 5, 1) == (3, 5) and breakdown_value_bounds(1, 5, 1) == (2, 5)
     assert breakdown_passes(6, 1, 2) == 9

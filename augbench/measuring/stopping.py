@@ -23,6 +23,7 @@ from statistics import NormalDist
 
 from augbench.intervals import median_interval, process_median_interval
 from augbench.policy import (
+    BREAKDOWN_FIRST_LOOK_PROCESSES,
     HANDOVER_BUSY_PACE,
     HANDOVER_MIN_IDLE_WAIT_S,
     HANDOVER_PROBES,
@@ -202,9 +203,11 @@ BREAKDOWN_KINDS = ("steps", "whole", "bare")
 
 def breakdown_value_bounds(min_values: int, max_values: int, per_process: int) -> tuple[int, int]:
     """The fewest and most timed values per kind of pass, in whole processes of
-    ``per_process`` values (a round runs one process of each kind)."""
+    ``per_process`` values (a round runs one process of each kind); the fewest span at least
+    ``policy.BREAKDOWN_FIRST_LOOK_PROCESSES`` processes where the most do."""
     least = per_process * math.ceil(max(1, min_values) / per_process)
     most = max(least, per_process * math.ceil(max(1, max_values) / per_process))
+    least = max(least, min(most, per_process * BREAKDOWN_FIRST_LOOK_PROCESSES))
     return least, most
 
 
