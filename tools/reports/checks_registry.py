@@ -267,6 +267,13 @@ CHECKS = (
                 "values per process, 4-8 values), and a DataLoader worker planned to hold the "
                 "batch it builds and one ready, not its whole prefetch queue",
             ),
+            Model(
+                "two-process-looks-2026-12-01",
+                "5c3329bbbd7bfb74cc6a47a788f865ccd33578a0",
+                "as breakdown-stopping, with the breakdown's stopping rule first looking at two "
+                "processes where its maximum allows (policy.BREAKDOWN_FIRST_LOOK_PROCESSES), never "
+                "at one process's values alone",
+            ),
         ),
     ),
     Check(
@@ -555,6 +562,15 @@ RUNS = (
         "cost_validation.tsv", "2026-12-01", "55b010b548d2d4b53548e54c6af77b2db788cacd",
         "breakdown-stopping-2026-12-01",
         what="tools/checks/cost_shape_prefetch.yaml, predicted from a reference run made right "
+        "before it"),
+    Run("cost-validation", INTEL, "2026-12-01-cost-validation-paper-lite-two-process-looks",
+        "cost_validation.tsv", "2026-12-01", "5c3329bbbd7bfb74cc6a47a788f865ccd33578a0",
+        "two-process-looks-2026-12-01",
+        what="paper-lite preset, predicted from a reference run made right before it"),
+    Run("cost-validation", INTEL, "2026-12-01-cost-validation-shape-rounds-two-process-looks",
+        "cost_validation.tsv", "2026-12-01", "5c3329bbbd7bfb74cc6a47a788f865ccd33578a0",
+        "two-process-looks-2026-12-01",
+        what="tools/checks/cost_shape_rounds.yaml, predicted from a reference run made right "
         "before it"),
     Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
         "training_memory.tsv", "2026-11-25", "287abb80889acebe1531fc213bf13bc0ff372ea8",
