@@ -20,18 +20,19 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-# What a run imports after the command line, found with ``python -X importtime``: the third-party
-# modules Snakemake loads while it plans (its report and storage plugins, the config schema's
-# validator, the notebook support it registers) and those the workflow's own modules import. A
-# run of the default preset's dry run imports them in about half a second on a 2-core VM. The
-# workflow's own modules (augbench) are not preloaded: a test may run a changed copy of them.
-THIRD_PARTY = [
+# What a run imports after the command line, found with ``python -X importtime``: the modules
+# Snakemake loads while it plans (its report and storage plugins, the config schema's validator,
+# the notebook support it registers) and those the workflow's own modules import, third-party and
+# standard library. A dry run of the default preset imports them in about half a second on a
+# 2-core VM. The workflow's own modules (augbench) are not preloaded: a test may run a changed
+# copy of them.
+RUN_IMPORTS = [
     "snakemake.report", "snakemake.report.html_reporter", "snakemake.storage",
     "snakemake.profiles", "jsonschema", "nbformat", "smart_open", "google.cloud.storage",
     "google.cloud.storage.transfer_manager", "packaging.specifiers", "platformdirs", "tomllib",
     "sysrsync", "argparse_dataclass", "graphlib", "yaml", "PIL.Image",
 ]  # fmt: skip
-PRELOAD = ["snakemake.cli", *THIRD_PARTY, __name__]
+PRELOAD = ["snakemake.cli", *RUN_IMPORTS, __name__]
 _context = multiprocessing.get_context("forkserver")
 _context.set_forkserver_preload(PRELOAD)
 
