@@ -37,8 +37,6 @@ LAZY_RAW = LAZY_ROOT + "/{machine}/{dataset}"
 
 # -- tables, pages and figures -----------------------------------------------------------------
 TABLES = "results/tables"
-# This machine's speed where a run that times jobs starts (augbench/planning/machine_speed.py).
-MACHINE_SPEED = "results/machine_speed/{machine}.tsv"
 ANALYSIS = "results/analysis"
 
 

@@ -356,13 +356,3 @@ INTERVAL_LEVEL = 0.95
 # share of them called "faster" or "slower" (false calls).
 CALIBRATION_MIN_PAIRS = 20
 CALIBRATION_MAX_FALSE_CALL_RATE = 0.10
-
-# The machine-speed probe (augbench/planning/machine_speed.py): a fixed piece of the work every
-# job does, timed where a run starts and where a later estimate prices that run's jobs on the same
-# machine. Per reading: MACHINE_SPEED_STARTS fresh interpreters importing numpy and Pillow (a
-# job's start), and MACHINE_SPEED_DECODES decodes and resizes of one 512 px JPEG (its work), each
-# the median of MACHINE_SPEED_REPEATS timings. About 1.3 s on a 2-core VM; on amd-epyc-2c
-# (2026-12-01, idle) eight readings spread 9 % (starts) and 8 % (decodes) around their median.
-MACHINE_SPEED_STARTS = 2
-MACHINE_SPEED_DECODES = 20
-MACHINE_SPEED_REPEATS = 3

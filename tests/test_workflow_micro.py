@@ -23,7 +23,7 @@ from conftest import (
 )
 
 from augbench import result_format
-from augbench.planning import machine_speed, regimes
+from augbench.planning import regimes
 from augbench.workload import matrix
 
 pytestmark = pytest.mark.workflow
@@ -301,17 +301,6 @@ def test_rows_repeat_until_the_ci_target_or_the_process_limit(smoke_run: Workflo
     assert len(rounds) == max(rows[n]["pyperf_processes"] for n in ("HorizontalFlip", "Grayscale"))
     assert all(r > 0 for r in rounds)
     assert sum(rounds) < payload["metadata"]["quietness"]["wall_seconds"]
-
-
-def test_a_run_reads_the_machine_speed_before_its_first_timed_job(smoke_run: WorkflowRun) -> None:
-    """The probe (augbench.planning.machine_speed) runs once where the run starts timing jobs,
-    and its reading is kept for a later estimate from this run."""
-    out = smoke_run.output
-    line = next(x for x in out.splitlines() if x.startswith("augbench machine speed probe: "))
-    assert "rule micro:" not in out.split(line, 1)[0]
-    record = machine_speed.record_path(smoke_run.workdir, smoke_run.machine)
-    assert str(record.relative_to(smoke_run.workdir)) in line
-    assert machine_speed.recorded_seconds(smoke_run.workdir, smoke_run.machine) > 0
 
 
 def test_plan_is_printed_before_the_first_job(smoke_run: WorkflowRun) -> None:

@@ -671,11 +671,11 @@ def write_jobs_tsv(
     config: Mapping[str, Any],
     path: Path,
     cloud: bool = False,
-    speed: float = 1.0,
 ) -> None:
-    """Every planned job's predicted seconds (expected, at most) on the machine the timings were
-    measured on (``cloud``: its placement's cores) times ``speed`` (now / then: machine_speed),
-    and a timed job's benchmark file and memory: what tools/checks/cost_validation.py checks."""
+    """Every planned job with its predicted seconds (expected, at most) on the machine the
+    timings were measured on (``cloud``: on its cloud placement's cores) and, for timed jobs,
+    its benchmark file and memory: what tools/checks/cost_validation.py compares with a measured
+    run, job by job."""
     found, basis = estimate_jobs(
         jobs, models, config,
         target_cores=placement_cores(config) if cloud else None,
@@ -688,8 +688,8 @@ def write_jobs_tsv(
         for job, est in found.items():
             out.writerow([
                 job.rule, job.library, job.output, job.benchmark, ",".join(job.transforms),
-                f"{job.megapixels:.4f}", _fmt(est.expected * speed if est else None, 3),
-                _fmt(est.most * speed if est else None, 3), job.mem_mb, job.rss_mb, job.forked,
+                f"{job.megapixels:.4f}", _fmt(est.expected if est else None, 3),
+                _fmt(est.most if est else None, 3), job.mem_mb, job.rss_mb, job.forked,
                 basis[job],
             ])  # fmt: skip
 

@@ -71,31 +71,8 @@ def machine_plan_lines(planned, jobs, found, source, by_output, models):
     )
 
 
-def record_machine_speed():
-    """Where this run times jobs here: a reading of this machine's speed before the first job,
-    which a later estimate from this run compares with its own (augbench.planning.machine_speed).
-    Advisory: a reading that fails costs the run nothing."""
-    from augbench.planning import machine_speed
-
-    if _EXECUTOR != "local":  # the jobs run on other machines
-        return
-    timed = set(regimes.timed_rules_in_order())
-    jobs = workflow.dag.needrun_jobs(exclude_finished=True)
-    if not any(job.rule.name in timed for job in jobs):
-        return
-    try:
-        reading = machine_speed.record(Path("."), MACHINE)
-        line = (
-            f"{reading.seconds:.2f} s ({machine_speed.record_path(Path('.'), MACHINE)})"
-        )
-    except Exception as exc:  # noqa: BLE001
-        line = f"not recorded ({type(exc).__name__}: {exc})"
-    print(f"augbench machine speed probe: {line}", file=sys.stderr, flush=True)
-
-
 onstart:
     print_plan()
-    record_machine_speed()
 
 
 # A dry run starts no job, so onstart never runs: the same plan is printed when Snakemake is done

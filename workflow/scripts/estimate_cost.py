@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(snakemake.scriptdir).parents[1]))  # noqa: F821
 
 from augbench.logs import redirect_to_log
-from augbench.planning import cost, machine_speed, slurm, transform_prior
+from augbench.planning import cost, slurm, transform_prior
 from augbench.planning.plan import load_reference
 
 
@@ -52,12 +52,8 @@ def main() -> str:
         jobs, models, config, plan["default_machine"], set(plan["preemptible"]),
         cloud["vm_start_s"], scale, grouping,
     )  # fmt: skip
-    # Per job, seconds on the machine the timings were measured on (what a local run checks), at
-    # its speed now where the run recorded its speed then (augbench.planning.machine_speed).
-    speed = machine_speed.factor(run_dir, config["machine"]) if local else None
-    cost.write_jobs_tsv(
-        jobs, models, config, Path(sm.output.jobs), cloud=False, speed=speed.value if speed else 1.0
-    )
+    # Per job, seconds on the machine the timings were measured on (what a local run checks).
+    cost.write_jobs_tsv(jobs, models, config, Path(sm.output.jobs), cloud=False)
     cost.write_tsv(rows, Path(sm.output.estimate))
     needed = {(j.rule, j.library if j.rule not in cost.SETUP_KINDS else "") for j in jobs}
     borrowed_kinds = (needed & reference.models.keys()) - local.keys()
@@ -70,11 +66,6 @@ def main() -> str:
             else f"nothing: no finished local run in {run_dir.resolve()} (cloud.estimate_from)"
         ),
         "reference timings": (f"{reference.label} for " + (", ".join(from_reference) or "nothing")),
-        "this machine's speed": (
-            speed.line(run_dir)
-            if speed
-            else "as measured (the run is this one, or it has no reading of this machine)"
-        ),
         "transform costs": (
             f"{prior.measured} for " + (", ".join(prior_libraries) or "no library")
             if prior.measured
