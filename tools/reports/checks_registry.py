@@ -274,6 +274,19 @@ CHECKS = (
                 "processes where its maximum allows (policy.BREAKDOWN_FIRST_LOOK_PROCESSES), never "
                 "at one process's values alone",
             ),
+            Model(
+                "speed-probe-2026-12-01",
+                "d67f3cd36f0e6ce6aa347ebe722d6d7e61086636",
+                "as two-process-looks, with the reference's seconds scaled by this machine's "
+                "speed read before the prediction over its speed read where the reference run "
+                "started (augbench/planning/machine_speed.py; withdrawn after its runs)",
+            ),
+            Model(
+                "speed-probe-withdrawn-2026-12-01",
+                "588b4d2cd366b54f1b5334551948a8e86d54026e",
+                "the two-process-looks model again (speed-probe withdrawn: its reading moved 28 % "
+                "while the jobs it priced ran at the reference's pace)",
+            ),
         ),
     ),
     Check(
@@ -572,6 +585,24 @@ RUNS = (
         "two-process-looks-2026-12-01",
         what="tools/checks/cost_shape_rounds.yaml, predicted from a reference run made right "
         "before it"),
+    Run("cost-validation", VM, "2026-12-01-cost-validation-paper-lite-speed-probe",
+        "cost_validation.tsv", "2026-12-01", "d67f3cd36f0e6ce6aa347ebe722d6d7e61086636",
+        "speed-probe-2026-12-01",
+        what="paper-lite preset, predicted from a reference run made right before it"),
+    Run("cost-validation", VM, "2026-12-01-cost-validation-paper-lite-speed-probe",
+        "cost_validation-two-process-looks.tsv", "2026-12-01",
+        "d67f3cd36f0e6ce6aa347ebe722d6d7e61086636", "two-process-looks-2026-12-01",
+        what="paper-lite preset, the same run predicted without the speed reading"),
+    Run("cost-validation", VM, "2026-12-01-cost-validation-shape-speed-speed-probe",
+        "cost_validation.tsv", "2026-12-01", "d67f3cd36f0e6ce6aa347ebe722d6d7e61086636",
+        "speed-probe-2026-12-01",
+        what="tools/checks/cost_shape_speed.yaml, predicted from a reference run made right "
+        "before it"),
+    Run("cost-validation", VM, "2026-12-01-cost-validation-shape-speed-speed-probe",
+        "cost_validation-two-process-looks.tsv", "2026-12-01",
+        "d67f3cd36f0e6ce6aa347ebe722d6d7e61086636", "two-process-looks-2026-12-01",
+        what="tools/checks/cost_shape_speed.yaml, the same run predicted without the speed "
+        "reading"),
     Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
         "training_memory.tsv", "2026-11-25", "287abb80889acebe1531fc213bf13bc0ff372ea8",
         "gpu-context", what="ResNet-18 on the CPU"),
