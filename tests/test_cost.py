@@ -177,6 +177,24 @@ def test_learn_separates_each_kinds_work_from_its_overhead(tmp_path: Path) -> No
     assert lazy.per_image_s == {"HorizontalFlip": pytest.approx(0.001)}
 
 
+def test_a_result_file_that_fails_half_way_teaches_nothing_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file whose second row cannot be read (a list where a rate belongs) adds nothing, not
+    its first row: one line names it; the run's other files are learned as before."""
+    run = _local_run(tmp_path)
+    micro = {"num_images": 10, "processes": 2, "values": 2, "warmups": 1}
+    row = {"status": "ok", "pyperf_processes": 1, "loops": 1}
+    _write(run, "micro/pillow/s001", {"metadata": {"benchmark_params": micro}, "results": {
+        "Rotate": {**row, "median_throughput": 50.0},
+        "Affine": {**row, "median_throughput": 40.0, "pyperf_processes": [1]},
+    }}, 6.0)  # fmt: skip
+    models = cost.learn(run)
+    assert set(models[("micro", "pillow")].per_image_s) == {"HorizontalFlip", "GaussianBlur"}
+    lines = [line for line in capsys.readouterr().err.splitlines() if "not learned" in line]
+    assert len(lines) == 1 and "micro/pillow/s001.json" in lines[0], lines
+
+
 def test_micro_expected_and_most_scale_with_pixels_processes_and_slow_transforms(
     tmp_path: Path,
 ) -> None:

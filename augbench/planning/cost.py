@@ -27,6 +27,7 @@ import dataclasses
 import json
 import math
 import statistics
+import sys
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from augbench.planning import provision, regimes
 from augbench.planning.regimes import Job
 from augbench.planning.regimes.gpu import stream_images
 from augbench.planning.regimes.pricing import Estimate, JobTiming, KindModel, Learned, median_of
+from augbench.planning.resize import resized_megapixels
 from augbench.result_format import MEDIAN_THROUGHPUT
 from augbench.workload import adapters, matrix
 
@@ -199,6 +201,7 @@ def read_result(
     if pricing.wall_time_only:
         return None
     key = (kind, regimes.result_library(regimes.KINDS[kind], path))
+    into, learned = learned, Learned()  # the file's own, added once all of it is read
     try:
         payload = result_format.read(path)
         params = pricing.params(payload["metadata"])
@@ -222,10 +225,12 @@ def read_result(
             pricing.learn_row(learned, key, name, row, params)
         extra, timing = pricing.learn_file(learned, key, payload, params, work)
         rounds = pricing.rounds(payload["results"])
-    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
-        # Not a result of this workflow's regimes, or not a valid result file
-        # (result_format.ResultFormatError, a ValueError): it teaches nothing.
+    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as error:
+        # Not a valid result file (result_format.ResultFormatError, a ValueError) or one of
+        # another kind's rows: it teaches nothing, and says so.
+        print(f"cost: {path}: not learned from ({type(error).__name__}: {error})", file=sys.stderr)
         return None
+    into.absorb(learned)
     held = params.get("num_images", 0) * megapixels
     rounds_s = sum((payload["metadata"].get("job_timing") or {}).get("round_seconds") or [])
     return key, work + extra, timing, params, rounds, held, rounds_s
@@ -348,19 +353,6 @@ def _compiled(run_dir: Path, library: str) -> bool:
         return bool(provision.source_builds(log.read_text(errors="replace")))
     except OSError:
         return False
-
-
-def resized_megapixels(data_dir: Path, key: str) -> float | None:
-    """Megapixels a resize job read (its base images) and wrote (the derived ones), from the
-    staged manifests; None where they are missing."""
-    try:
-        derived = json.loads((data_dir / key / "manifest.json").read_text())
-        base = json.loads((data_dir / derived["base_key"] / "manifest.json").read_text())
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    count = len(derived["files"])
-    pixels = [f["width"] * f["height"] for f in derived["files"] + base["files"][:count]]
-    return sum(pixels) / 1e6 or None
 
 
 # -- pricing one planned job ----------------------------------------------------------------

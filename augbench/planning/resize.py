@@ -159,3 +159,16 @@ def configured_datasets(
         found = derived_identity(base, spec)
         derived[found.key] = (found, spec)
     return base, derived
+
+
+def resized_megapixels(data_dir: Path, key: str) -> float | None:
+    """Megapixels a resize job read (its base images) and wrote (the derived ones), from the
+    staged manifests; None where they are missing."""
+    try:
+        derived = json.loads((data_dir / key / "manifest.json").read_text())
+        base = json.loads((data_dir / derived["base_key"] / "manifest.json").read_text())
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    count = len(derived["files"])
+    pixels = [f["width"] * f["height"] for f in derived["files"] + base["files"][:count]]
+    return sum(pixels) / 1e6 or None

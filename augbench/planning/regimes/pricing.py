@@ -182,6 +182,21 @@ class Learned:
     cores: defaultdict[Key, list[int]] = field(default_factory=lambda: defaultdict(list))
     observed: set[Key] = field(default_factory=set)
 
+    def absorb(self, other: Learned) -> None:
+        """Add what ``other`` learned (one result file's rows, learned apart so that a file that
+        fails half-way teaches nothing)."""
+        for name in self.__dataclass_fields__:
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if isinstance(mine, set):
+                mine |= theirs
+                continue
+            for key, found in theirs.items():
+                if isinstance(found, Mapping):
+                    for inner, values in found.items():
+                        mine[key][inner].extend(values)
+                else:
+                    mine[key].extend(found)
+
     def model(self, key: Key, fits: Mapping[str, tuple[float, float, float]]) -> KindModel:
         """The fields learned from rows (``fits``: transform -> seconds, megapixels, slope);
         augbench.planning.cost adds what it learns from the jobs' benchmark files."""
