@@ -603,6 +603,15 @@ RUNS = (
         "d67f3cd36f0e6ce6aa347ebe722d6d7e61086636", "two-process-looks-2026-12-01",
         what="tools/checks/cost_shape_speed.yaml, the same run predicted without the speed "
         "reading"),
+    Run("cost-validation", VM, "2026-12-01-cost-validation-paper-lite-speed-probe-withdrawn",
+        "cost_validation.tsv", "2026-12-01", "09badf3f8af60b48066ee9e52dfd57d3fa603e00",
+        "speed-probe-withdrawn-2026-12-01",
+        what="paper-lite preset, predicted from a reference run made right before it"),
+    Run("cost-validation", VM, "2026-12-01-cost-validation-shape-mixed-speed-probe-withdrawn",
+        "cost_validation.tsv", "2026-12-01", "09badf3f8af60b48066ee9e52dfd57d3fa603e00",
+        "speed-probe-withdrawn-2026-12-01",
+        what="tools/checks/cost_shape_mixed.yaml, predicted from a reference run made right "
+        "before it"),
     Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
         "training_memory.tsv", "2026-11-25", "287abb80889acebe1531fc213bf13bc0ff372ea8",
         "gpu-context", what="ResNet-18 on the CPU"),
