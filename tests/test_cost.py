@@ -645,7 +645,8 @@ def test_a_row_in_fresh_processes_is_learned_per_process_and_priced_back(tmp_pat
     model = cost.learn(tmp_path)[("pipeline_dataloader", "pillow")]
     assert model.run_share == pytest.approx(1.0)  # 3 rounds in 3 processes: each its one
     assert model.epoch_images == {"p|decode-w2": 32}
-    assert model.later_process_s == pytest.approx(3.0)
+    # 3 s less the row's warm-up (2 batches of 8 at 64 img/s), which is priced per recipe.
+    assert model.later_process_s == pytest.approx(2.75)
     assert model.setting_s == {"decode-w2": pytest.approx(1.0)}
     job = _job("pipeline_dataloader", "pillow", ("p",), params)
     found, _ = cost.estimate_jobs([job], {("pipeline_dataloader", "pillow"): model}, CONFIG)
@@ -795,8 +796,9 @@ def test_a_settings_fixed_time_is_its_loader_starts_and_the_hand_over_probe(
     tmp_path: Path,
 ) -> None:
     """A decode setting with workers and baselines started 2 rows x 4 arms + the transport
-    baseline's loader (9 starts) and ran the hand-over probe (2 s): 6.5 s beyond its epochs and
-    imports is 0.5 s per start. The probe's batch periods at the transport's rate (batches of
+    baseline's loader (9 starts), warmed up 2 rows x 3 loaders (a batch of 10 per worker at 120
+    images/s: 1 s) and ran the hand-over probe (2 s): 7.5 s beyond its epochs and imports is
+    0.5 s per start, and a job pays each loader's warm-up at its batch. The probe's batch periods at the transport's rate (batches of
     10 at 1200 images/s) leave it a fixed part; a job of batches of 40 pays that part and four
     times longer periods. Without baselines the same setting starts one loader per row and
     still runs the probe; a memory setting runs no probe."""
@@ -809,7 +811,7 @@ def test_a_settings_fixed_time_is_its_loader_starts_and_the_hand_over_probe(
               "baseline_runs": 2, "workers": 2, "scope": "decode",
               "prefetch_factor": 2}  # fmt: skip
     work = 2 * 4 * 2 * 0.5 + 2 * 0.05  # every arm's epochs of both rows, the transport's
-    timing = {"import_seconds": 1.0, "setting_seconds": 1.0 + work + 6.5,
+    timing = {"import_seconds": 1.0, "setting_seconds": 1.0 + work + 7.5,
               "later_processes_seconds": 0.0, "handover_seconds": 2.0}  # fmt: skip
     results = {"A": row, "B": dict(row)}
     _plant_loader_file(tmp_path, "raw", "decode-w2-s000", params, timing, results, 20.0)
@@ -829,14 +831,11 @@ def test_a_settings_fixed_time_is_its_loader_starts_and_the_hand_over_probe(
         plan = {**plain, "scope": scope, "batch_size": batch}
         job = _job("cpu_dataloader", "pillow", ("A", "B", "A"), plan)
         found, _ = cost.estimate_jobs([job], {("cpu_dataloader", "pillow"): priced}, CONFIG)
-        epoch = (
-            6
-            * batch
-            * cpu_dataloader.arm_seconds(
-                priced, "A", f"{scope}-w2", "regime", job.megapixels, 0, None
-            )
+        s_img = cpu_dataloader.arm_seconds(
+            priced, "A", f"{scope}-w2", "regime", job.megapixels, 0, None
         )
-        assert found[job].expected == pytest.approx(1.0 + fixed + 3 * 2 * epoch)
+        epoch, warm_up = 6 * batch * s_img, 2 * batch * s_img  # a batch per worker
+        assert found[job].expected == pytest.approx(1.0 + fixed + 3 * (2 * epoch + warm_up))
 
 
 def test_a_later_process_the_kind_never_measured_is_its_own_process_start_and_warm_ups(
@@ -849,7 +848,7 @@ def test_a_later_process_the_kind_never_measured_is_its_own_process_start_and_wa
     params = FRESH_PROCESSES_PARAMS
     _plant_pipeline_in_fresh_processes(tmp_path)
     pipeline = cost.learn(tmp_path)[("pipeline_dataloader", "pillow")]
-    assert pipeline.later_process_s == pytest.approx(3.0)
+    assert pipeline.later_process_s == pytest.approx(2.75)
     single = cost.KindModel({"A": 0.01, "B": 0.02}, 0.0, process_s=1.0,
                             start_s={"memory-w2": 0.5})  # fmt: skip
     plan = {**params, "scope": "memory", "window_seconds": 0.0}
@@ -871,9 +870,10 @@ def test_a_later_process_the_kind_never_measured_is_its_own_process_start_and_wa
 
 def test_the_first_process_holds_the_baselines_epochs(tmp_path: Path) -> None:
     """A row in 3 fresh processes whose bare loop ran in the first only: the later processes
-    repeat the regime's 0.5 s epoch alone (3 s each beyond it), so the first process's work is
-    its regime epoch and the bare loop's (1 s), not a third of all (0.67 s), and the setting's
-    1 s beyond it is 0.5 s per loader start (the regime's and the bare loop's)."""
+    repeat the regime's 0.5 s epoch alone (3 s each beyond it, 2.75 s without its warm-up of 2
+    batches of 8 at 64 img/s), so the first process's work is its regime epoch and the bare
+    loop's (1 s), not a third of all (0.67 s), and the setting's 1 s beyond it is, less both
+    loaders' warm-ups (0.5 s), 0.25 s per loader start (the regime's and the bare loop's)."""
     params = {"images_per_run": 32, "batch_size": 8, "batches_per_run": 4, "num_runs": 1,
               "baseline_runs": 1, "processes": 3, "workers": "2", "scope": "memory"}  # fmt: skip
     row = {"status": "ok", "median_throughput": 64.0, "throughputs": [64.0] * 3,
@@ -884,8 +884,8 @@ def test_the_first_process_holds_the_baselines_epochs(tmp_path: Path) -> None:
               "handover_seconds": 0.0}  # fmt: skip
     _plant_loader_file(tmp_path, "pipelines/raw", "memory-w2", params, timing, {"p": row}, 11.5)
     model = cost.learn(tmp_path)[("pipeline_dataloader", "pillow")]
-    assert model.later_process_s == pytest.approx(3.0)
-    assert model.start_s == {"memory-w2": pytest.approx(0.5)}
+    assert model.later_process_s == pytest.approx(2.75)
+    assert model.start_s == {"memory-w2": pytest.approx(0.25)}
 
 
 def test_a_micro_job_that_timed_its_rounds_pays_the_rest_once(tmp_path: Path) -> None:

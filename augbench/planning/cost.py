@@ -164,7 +164,8 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
             fixed = max(t.setting_s - t.import_s - t.work_s, 0.0)
             settings[key][t.setting].append(fixed)
             if t.loader_starts:
-                starts[key][t.setting].append(max(fixed - t.handover_s, 0.0) / t.loader_starts)
+                own = max(fixed - t.handover_s - t.warmup_s, 0.0)
+                starts[key][t.setting].append(own / t.loader_starts)
                 handovers[key][t.setting].append(t.handover_fixed_s)
         processes[entries[0][0]].append(max(process, 0.0))
     models: dict[tuple[str, str], KindModel] = {}

@@ -382,6 +382,31 @@ def setting_of(row: Mapping[str, Any], params: Mapping[str, Any]) -> str:
     return f"{scope}-w{workers}" if scope and workers is not None else ""
 
 
+# Arms with a loader of their own, each warming up an untimed epoch before its timed ones (the
+# decode floor decodes files without a loader).
+WARMED_ARMS = ("regime", "bare", "memory")
+
+
+def warmup_images(batch_size: int, workers: int) -> int:
+    """Images of a loader's untimed warm-up epoch: a batch per worker, at least one
+    (augbench.measuring.engines.dataloader.timing)."""
+    return batch_size * max(1, workers)
+
+
+def warmup_seconds(
+    row: Mapping[str, Any], params: Mapping[str, Any], arms: tuple[str, ...] = WARMED_ARMS
+) -> float:
+    """Seconds of the warm-up epochs an ok row's loaders ran in one process, each at its arm's
+    measured rate: work that grows with the batch and the recipe, not a loader's fixed start."""
+    if row.get("status") != "ok":
+        return 0.0
+    workers = int(row.get("workers", params.get("workers")) or 0)
+    batch = row.get("batch_size") or params["batch_size"]
+    images = batch * (row.get("warmup_batches") or max(1, workers))
+    rates = ([r for r in row.get(DATALOADER_ARMS[arm]) or [] if r] for arm in arms)
+    return sum(images / statistics.median(found) for found in rates if found)
+
+
 def dataloader_row_work(row: Mapping[str, Any], params: Mapping[str, Any]) -> float:
     """Seconds of the epochs a DataLoader row timed, every arm (its rates' lists; a row measured
     in several processes lists every process's epochs, each of its own ``images_per_run``)."""
@@ -512,8 +537,12 @@ class DataLoader(Pricing):
             if rate
         )
         first_work = work - later_work if later_work else work / count
+        rows = payload["results"].values()
         if later and count > 1:
-            learned.laters[key].append((later - (work - first_work)) / (count - 1))
+            # A later process warms each row's regime loader up again (priced per recipe).
+            warm = sum(warmup_seconds(row, params, ("regime",)) for row in rows)
+            own = (later - (work - first_work)) / (count - 1) - warm
+            learned.laters[key].append(max(own, 0.0))
         # Files that predate the hand-over probe's seconds give no split of the fixed time.
         starts = 0
         if "handover_seconds" in timing:
@@ -524,6 +553,7 @@ class DataLoader(Pricing):
             setting, first_work + later, timing["setting_seconds"], timing["import_seconds"],
             loader_starts=starts, handover_s=handover,
             handover_fixed_s=max(handover - _handover_periods_s(payload["results"], params), 0.0),
+            warmup_s=sum(warmup_seconds(row, params) for row in rows),
         )  # fmt: skip
 
     def estimate(self, model: KindModel, job: PricedJob, params: Mapping[str, Any]) -> Estimate:
@@ -549,7 +579,9 @@ def dataloader_estimate(model: KindModel, job: PricedJob, params: Mapping[str, A
     scope = params.get("scope") or ""
     setting = f"{scope}-w{params.get('workers')}" if scope else ""
     totals = {"expected": 0.0, "most": 0.0}
+    warm = warmup_images(params["batch_size"], int(params.get("workers") or 0))
     warmups = 0.0  # a later process's untimed warm-up epochs, one per row
+    first_warmups = 0.0  # the first process's: one per loader of each row
 
     def epoch_seconds(s_img: float, sized: float) -> float:
         """A timed epoch; a sized one (--window-seconds) lasts at least that long, and as long as
@@ -560,7 +592,12 @@ def dataloader_estimate(model: KindModel, job: PricedJob, params: Mapping[str, A
         cores = int(params.get("target_cores") or 0)
         single = params.get("single_model")
         s_warm = arm_seconds(model, transform, setting, "regime", job.megapixels, cores, single)
-        warmups += params["batch_size"] * max(1, int(params.get("workers") or 0)) * s_warm
+        warmups += warm * s_warm
+        for arm in WARMED_ARMS:
+            if arm_epochs(arm, most_runs, baseline_runs, scope):
+                first_warmups += warm * arm_seconds(
+                    model, transform, setting, arm, job.megapixels, cores, single
+                )
         sized = (model.epoch_images.get(f"{transform}|{setting}") if window_s else None) or 0.0
         expected_runs = shared_runs
         if model.epoch_spread_s and processes == 1:  # the engine's stopping rule on its epochs
@@ -585,7 +622,9 @@ def dataloader_estimate(model: KindModel, job: PricedJob, params: Mapping[str, A
         # Each row starts a loader per arm it times (loader_starts), the transport baseline one.
         arms = sum(1 for arm in DATALOADER_ARMS if arm_epochs(arm, most_runs, baseline_runs, scope))
         starts = len(job.transforms) * arms + (baseline_runs > 0)
+        # A start is the loader's own fixed cost; its warm-up epoch is priced per recipe.
         own = starts * model.start_s.get(setting, median_of(model.start_s.values()))
+        own += first_warmups
         if scope == "decode" and int(params.get("workers") or 0) > 0:
             fixed = [h for s, h in model.handover_fixed_s.items() if s.startswith("decode-")]
             own += model.handover_fixed_s.get(setting, median_of(fixed))
@@ -603,7 +642,8 @@ def dataloader_estimate(model: KindModel, job: PricedJob, params: Mapping[str, A
         start = model.overhead_s
     # A later process imports the library again and warms each row up; the setting's own fixed
     # cost (the hand-over probe, the rows' preflights) is the first process's.
-    overhead += (processes - 1) * (model.later_process_s or start + warmups)
+    later = model.later_process_s if model.later_process_s else start
+    overhead += (processes - 1) * (later + warmups)
     return Estimate(overhead + totals["expected"], overhead + totals["most"])
 
 

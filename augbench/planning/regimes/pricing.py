@@ -239,6 +239,8 @@ class JobTiming:
     handover_s: float = 0.0
     # Of handover_s, what its batch periods at the job's own transport rate do not account for.
     handover_fixed_s: float = 0.0
+    # The first process's warm-up epochs (one per loader of each row), at the arms' rates.
+    warmup_s: float = 0.0
 
 
 class Pricing:
