@@ -653,6 +653,26 @@ def test_a_row_in_fresh_processes_is_learned_per_process_and_priced_back(tmp_pat
     assert found[job].expected == pytest.approx(11.0)
 
 
+def test_a_model_file_that_kept_warm_ups_in_its_later_processes_is_priced_as_learned(
+    tmp_path: Path,
+) -> None:
+    """The same job priced from a model file written before warm-ups were learned apart (no
+    ``warmups_apart``: its later processes' 3 s include the row's warm-up) costs what the model
+    learned now (2.75 s, the warm-up priced per recipe) does: the warm-up is counted once."""
+    params = FRESH_PROCESSES_PARAMS
+    _plant_pipeline_in_fresh_processes(tmp_path)
+    learned = cost.learn(tmp_path)[("pipeline_dataloader", "pillow")]
+    entry = learned.to_dict()
+    assert entry["warmups_apart"] is True
+    del entry["warmups_apart"]
+    older = cost.KindModel.from_dict({**entry, "later_process_s": 3.0})
+    assert older.warmups_apart is False
+    job = _job("pipeline_dataloader", "pillow", ("p",), params)
+    for model in (learned, older):
+        found, _ = cost.estimate_jobs([job], {("pipeline_dataloader", "pillow"): model}, CONFIG)
+        assert found[job].expected == pytest.approx(11.0)
+
+
 def test_a_setup_kind_is_priced_at_the_mean_of_its_jobs(tmp_path: Path) -> None:
     """An estimate sums a setup kind's jobs, so one slow env build counts: the mean, not the
     median (1.5, 1.5 and 6.0 s: 3.0 s, where the median would say 1.5 s)."""
@@ -798,10 +818,11 @@ def test_a_settings_fixed_time_is_its_loader_starts_and_the_hand_over_probe(
     """A decode setting with workers and baselines started 2 rows x 4 arms + the transport
     baseline's loader (9 starts), warmed up 2 rows x 3 loaders (a batch of 10 per worker at 120
     images/s: 1 s) and ran the hand-over probe (2 s): 7.5 s beyond its epochs and imports is
-    0.5 s per start, and a job pays each loader's warm-up at its batch. The probe's batch periods at the transport's rate (batches of
-    10 at 1200 images/s) leave it a fixed part; a job of batches of 40 pays that part and four
-    times longer periods. Without baselines the same setting starts one loader per row and
-    still runs the probe; a memory setting runs no probe."""
+    0.5 s per start, and a job pays each loader's warm-up at its batch. The probe's batch
+    periods at the transport's rate (batches of 10 at 1200 images/s) leave it a fixed part; a
+    job of batches of 40 pays that part and four times longer periods. Without baselines the
+    same setting starts one loader per row and still runs the probe; a memory setting runs no
+    probe."""
     rates, transport = [120.0, 120.0], [1200.0, 1200.0]  # 60-image epochs of 0.5 s, 0.05 s
     row = {"status": "ok", "median_throughput": 120.0, "throughputs": rates,
            "bare_loop_throughputs": rates, "memory_row_throughputs": rates,

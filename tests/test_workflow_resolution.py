@@ -13,10 +13,11 @@ from conftest import REPO, SMOKE_CONFIG, run_snakemake
 pytestmark = pytest.mark.workflow
 
 # The smoke config (later --config entries win), one cheap library, micro only.
-# Resolutions are what is tested: no pipelines, no lazy-output diagnostic (jobs of their own).
+# Resolutions are what is tested: no pipelines, no lazy-output diagnostic (jobs of their own;
+# the smoke config names pipelines, so they are emptied after it).
 CONFIG = (
     "--configfile", str(REPO / "tests/fixtures/without-diagnostics.yaml"),
-    *SMOKE_CONFIG, "libraries=[pillow]", "regimes=[micro]",
+    *SMOKE_CONFIG, "libraries=[pillow]", "regimes=[micro]", "pipelines=[]",
 )  # fmt: skip
 
 

@@ -624,7 +624,7 @@ def dataloader_estimate(model: KindModel, job: PricedJob, params: Mapping[str, A
         starts = len(job.transforms) * arms + (baseline_runs > 0)
         # A start is the loader's own fixed cost; its warm-up epoch is priced per recipe.
         own = starts * model.start_s.get(setting, median_of(model.start_s.values()))
-        own += first_warmups
+        own += first_warmups if model.warmups_apart else 0.0
         if scope == "decode" and int(params.get("workers") or 0) > 0:
             fixed = [h for s, h in model.handover_fixed_s.items() if s.startswith("decode-")]
             own += model.handover_fixed_s.get(setting, median_of(fixed))
@@ -642,8 +642,11 @@ def dataloader_estimate(model: KindModel, job: PricedJob, params: Mapping[str, A
         start = model.overhead_s
     # A later process imports the library again and warms each row up; the setting's own fixed
     # cost (the hand-over probe, the rows' preflights) is the first process's.
-    later = model.later_process_s if model.later_process_s else start
-    overhead += (processes - 1) * (later + warmups)
+    if model.later_process_s:
+        later = model.later_process_s + (warmups if model.warmups_apart else 0.0)
+    else:
+        later = start + warmups
+    overhead += (processes - 1) * later
     return Estimate(overhead + totals["expected"], overhead + totals["most"])
 
 

@@ -76,6 +76,10 @@ class KindModel:
     # DataLoader kinds with fresh processes (--processes): a later process's seconds beyond its
     # timed epochs (its interpreter, imports, items, and each row's loader start and warm-up).
     later_process_s: float = 0.0
+    # DataLoader kinds: start_s and later_process_s learned without the loaders' warm-up epochs,
+    # which the estimate prices per recipe at the planned batch; a model file written before
+    # (false when absent) keeps them in those fixed times and is priced as it was learned.
+    warmups_apart: bool = False
     # DataLoader kinds: each one-process row's relative interval at the stopping rule's first
     # look times its epoch's seconds (augbench.measuring.stopping.expected_values): a row of
     # longer epochs stops sooner. Without them: run_share.
@@ -96,7 +100,7 @@ class KindModel:
             "cores": self.cores, "step_s": self.step_s, "epoch_images": self.epoch_images,
             "later_process_s": self.later_process_s, "epoch_spread_s": self.epoch_spread_s,
             "cache_fill_s": self.cache_fill_s, "start_s": self.start_s,
-            "handover_fixed_s": self.handover_fixed_s,
+            "handover_fixed_s": self.handover_fixed_s, "warmups_apart": self.warmups_apart,
         }  # fmt: skip
 
     @classmethod
@@ -121,6 +125,7 @@ class KindModel:
             cache_fill_s=float(entry.get("cache_fill_s", 0.0)),
             start_s=dict(entry.get("start_s", {})),
             handover_fixed_s=dict(entry.get("handover_fixed_s", {})),
+            warmups_apart=bool(entry.get("warmups_apart", False)),
         )  # fmt: skip
 
     def seconds_per_image(self, transform: str, megapixels: float = 0.0) -> float:
@@ -220,6 +225,7 @@ class Learned:
             later_process_s=(
                 max(statistics.median(self.laters[key]), 0.0) if self.laters[key] else 0.0
             ),
+            warmups_apart=True,
         )
 
 
