@@ -287,6 +287,13 @@ CHECKS = (
                 "the two-process-looks model again (speed-probe withdrawn: its reading moved 28 % "
                 "while the jobs it priced ran at the reference's pace)",
             ),
+            Model(
+                "warm-ups-2026-12-01",
+                "3ec64a8f9c6faa895ccf5ec1a28f2055e80f0ac1",
+                "as speed-probe-withdrawn, with each DataLoader loader's untimed warm-up epoch (a "
+                "batch per worker) learned out of its start and later processes and priced per "
+                "recipe at the planned batch",
+            ),
         ),
     ),
     Check(
@@ -611,6 +618,15 @@ RUNS = (
         "cost_validation.tsv", "2026-12-01", "09badf3f8af60b48066ee9e52dfd57d3fa603e00",
         "speed-probe-withdrawn-2026-12-01",
         what="tools/checks/cost_shape_mixed.yaml, predicted from a reference run made right "
+        "before it"),
+    Run("cost-validation", VM, "2026-12-01-cost-validation-paper-lite-warm-ups",
+        "cost_validation.tsv", "2026-12-01", "2620ef2df3775db8ed2c57f8b954f762637458ed",
+        "warm-ups-2026-12-01",
+        what="paper-lite preset, predicted from a reference run made right before it"),
+    Run("cost-validation", VM, "2026-12-01-cost-validation-shape-warmups-warm-ups",
+        "cost_validation.tsv", "2026-12-01", "2620ef2df3775db8ed2c57f8b954f762637458ed",
+        "warm-ups-2026-12-01",
+        what="tools/checks/cost_shape_warmups.yaml, predicted from a reference run made right "
         "before it"),
     Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
         "training_memory.tsv", "2026-11-25", "287abb80889acebe1531fc213bf13bc0ff372ea8",
