@@ -402,7 +402,8 @@ def warmup_seconds(
         return 0.0
     workers = int(row.get("workers", params.get("workers")) or 0)
     batch = row.get("batch_size") or params["batch_size"]
-    images = batch * (row.get("warmup_batches") or max(1, workers))
+    recorded = row.get("warmup_batches")
+    images = batch * recorded if recorded else warmup_images(batch, workers)
     rates = ([r for r in row.get(DATALOADER_ARMS[arm]) or [] if r] for arm in arms)
     return sum(images / statistics.median(found) for found in rates if found)
 
@@ -591,13 +592,15 @@ def dataloader_estimate(model: KindModel, job: PricedJob, params: Mapping[str, A
     for transform in job.transforms:
         cores = int(params.get("target_cores") or 0)
         single = params.get("single_model")
-        s_warm = arm_seconds(model, transform, setting, "regime", job.megapixels, cores, single)
+        # Seconds per image of each arm the job times (the regime's always).
+        timed = {
+            arm: arm_seconds(model, transform, setting, arm, job.megapixels, cores, single)
+            for arm in DATALOADER_ARMS
+            if arm == "regime" or arm_epochs(arm, most_runs, baseline_runs, scope)
+        }
+        s_warm = timed["regime"]
         warmups += warm * s_warm
-        for arm in WARMED_ARMS:
-            if arm_epochs(arm, most_runs, baseline_runs, scope):
-                first_warmups += warm * arm_seconds(
-                    model, transform, setting, arm, job.megapixels, cores, single
-                )
+        first_warmups += warm * sum(timed[arm] for arm in WARMED_ARMS if arm in timed)
         sized = (model.epoch_images.get(f"{transform}|{setting}") if window_s else None) or 0.0
         expected_runs = shared_runs
         if model.epoch_spread_s and processes == 1:  # the engine's stopping rule on its epochs
@@ -609,11 +612,8 @@ def dataloader_estimate(model: KindModel, job: PricedJob, params: Mapping[str, A
             seconds = 0.0
             for arm in DATALOADER_ARMS:
                 if epochs := arm_epochs(arm, runs, baseline_runs, scope):
-                    s_img = arm_seconds(
-                        model, transform, setting, arm, job.megapixels, cores, single
-                    )
                     # The regime's epochs run in every process, the baselines in the first.
-                    epoch_s = epoch_seconds(s_img, sized)
+                    epoch_s = epoch_seconds(timed[arm], sized)
                     seconds += epochs * epoch_s * (processes if arm == "regime" else 1)
             totals[label] += seconds
     transport = model.baseline_s.get(setting) or median_of(model.baseline_s.values())
