@@ -709,6 +709,13 @@ def test_an_env_build_that_compiled_fills_the_cache_once(tmp_path: Path) -> None
     found, _ = cost.estimate_jobs([own], models, CONFIG)
     assert found[own].expected == pytest.approx(2.0)
     assert cost.KindModel.from_dict(model.to_dict()).cache_fill_s == pytest.approx(3.0)
+    # Where the compiling build's log says how long uv took to prepare what it compiled, the
+    # library is priced at its own build without it (4.5 - 1.25 s).
+    log = tmp_path / paths.ENV_LOG.format(library="c")
+    log.write_text(log.read_text() + "Prepared 1 package in 1250ms\n")
+    models = cost.learn(tmp_path)
+    assert models[("build_env", "c")].overhead_s == pytest.approx(3.25)
+    assert models[("build_env", "")].overhead_s == pytest.approx(1.5)
 
 
 def test_a_pipeline_the_library_cannot_run_costs_nothing() -> None:
@@ -726,12 +733,12 @@ def test_a_pipeline_the_library_cannot_run_costs_nothing() -> None:
     assert cost.supported(job, gpu=True) == ()  # no Normalize at the end: an error row there
 
 
-def test_a_resize_job_pays_the_staging_jobs_fixed_time_and_a_rate_per_megapixel(
-    tmp_path: Path,
-) -> None:
-    """What a resize job learns is split in two: the fixed time of a process that imports
-    Pillow and writes an archive (the staging job's) and seconds per megapixel read and written.
-    A planned resize pays both: 0.5 s + 30 MP x 0.01 s."""
+def test_a_resize_job_pays_per_image_and_per_megapixel(tmp_path: Path) -> None:
+    """Resizes of two sizes (10 images each: 0.625 s for 1.25 MP per image, 1.0 s for 5 MP)
+    teach seconds per image (0.05) and per megapixel read and written (0.01): a planned resize
+    of 10 images pays 10 x (0.05 + 3 MP x 0.01) s, one of 20 images twice that (where the staging
+    job's fixed time, 0.5 s, paid once, would say 1.1 s). Resizes of one size: that fixed time
+    plus the rest per megapixel."""
     data = tmp_path / "results/data"
 
     def manifest(key: str, side: int, base: str | None = None) -> None:
@@ -751,7 +758,18 @@ def test_a_resize_job_pays_the_staging_jobs_fixed_time_and_a_rate_per_megapixel(
     resize = regimes.Job("resize_dataset", params_json=json.dumps(
         {"num_images": 10, "input_megapixels": 1.0}), megapixels=2.0)  # fmt: skip
     found, basis = cost.estimate_jobs([resize], models, CONFIG)
-    assert found[resize].expected == pytest.approx(0.5 + 30 * 0.01) and basis[resize] == "measured"
+    assert found[resize].expected == pytest.approx(10 * (0.05 + 3 * 0.01))
+    assert basis[resize] == "measured"
+    twice = regimes.Job("resize_dataset", params_json=json.dumps(
+        {"num_images": 20, "input_megapixels": 1.0}), megapixels=2.0)  # fmt: skip
+    found, _ = cost.estimate_jobs([twice], models, CONFIG)
+    assert found[twice].expected == pytest.approx(20 * (0.05 + 3 * 0.01))
+    assert cost.KindModel.from_dict(models[("resize_dataset", "")].to_dict()).per_file_s == (
+        pytest.approx(0.05)
+    )
+    (setup / "resize_dataset" / "r500.tsv").unlink()  # one size: the staging job's fixed time
+    found, _ = cost.estimate_jobs([resize], cost.learn(tmp_path), CONFIG)
+    assert found[resize].expected == pytest.approx(0.5 + 30 * 0.5 / 50)
 
 
 def test_a_transform_the_run_did_not_measure_is_priced_from_the_prior_at_local_speed() -> None:
@@ -925,6 +943,36 @@ def test_a_micro_job_that_timed_its_rounds_pays_the_rest_once(tmp_path: Path) ->
     preflight = 11 * 0.01
     assert found[job].expected == pytest.approx(2.0 + 2 * 3.0 + preflight + 2 * 0.8)
     assert found[job].most == pytest.approx(2.0 + 4 * 3.0 + preflight + 4 * 0.8)
+
+
+def test_what_each_transform_adds_to_a_micro_round_is_priced_per_transform(
+    tmp_path: Path,
+) -> None:
+    """Rows that record their seconds in the worker processes (``worker_seconds``): 0.5 s each
+    beyond their passes (HorizontalFlip 0.3 s, GaussianBlur 1.0 s) is the transform's, so the
+    4.3 s round leaves 2.0 s of its own; a job of one transform then pays 2.0 + 0.5 s per round,
+    not the 3.0 s a round of two transforms took (and a model without it, as before)."""
+    run = _local_run(tmp_path)
+    raw = run / "results/raw/laptop" / DS / "micro/pillow/s000.json"
+    payload = json.loads(raw.read_text())
+    payload["metadata"]["job_timing"] = {"round_seconds": [4.3]}
+    payload["results"]["HorizontalFlip"]["worker_seconds"] = 0.8
+    payload["results"]["GaussianBlur"]["worker_seconds"] = 1.5
+    raw.write_text(json.dumps(payload))
+    micro = cost.learn(run)[("micro", "pillow")]
+    assert micro.overhead_s == pytest.approx(2.0) and micro.process_s == pytest.approx(2.0)
+    assert micro.transform_round_s == pytest.approx(0.5)
+    assert cost.KindModel.from_dict(micro.to_dict()).transform_round_s == pytest.approx(0.5)
+    job = _job("micro", "pillow", ("HorizontalFlip",), MICRO_TARGET, megapixels=0.2)
+    found, _ = cost.estimate_jobs([job], {("micro", "pillow"): micro}, CONFIG)
+    preflight = 11 * 0.01
+    assert found[job].expected == pytest.approx(2.0 + 2 * 2.0 + preflight + 2 * (0.8 + 0.5))
+    assert found[job].most == pytest.approx(2.0 + 4 * 2.0 + preflight + 4 * (0.8 + 0.5))
+    older = cost.KindModel.from_dict(
+        {k: v for k, v in micro.to_dict().items() if k != "transform_round_s"}
+    )
+    found, _ = cost.estimate_jobs([job], {("micro", "pillow"): older}, CONFIG)
+    assert found[job].expected == pytest.approx(2.0 + 2 * 2.0 + preflight + 2 * 0.8)
 
 
 def test_a_lazy_output_job_pays_its_process_and_each_transforms_calls(tmp_path: Path) -> None:

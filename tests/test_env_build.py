@@ -37,3 +37,6 @@ def test_what_a_build_compiled_is_read_from_its_log() -> None:
     )
     assert provision.source_builds(log) == ["pyturbojpeg==1.8.3"]
     assert provision.source_builds("Installed 27 packages in 68ms\n") == []
+    assert provision.prepare_seconds(log) == pytest.approx(0.778)
+    assert provision.prepare_seconds("Prepared 2 packages in 2.32s\n") == pytest.approx(2.32)
+    assert provision.prepare_seconds("Installed 27 packages in 68ms\n") == 0

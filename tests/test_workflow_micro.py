@@ -296,6 +296,8 @@ def test_rows_repeat_until_the_ci_target_or_the_process_limit(smoke_run: Workflo
             assert met
         assert row["peak_rss_mb"] > 0 and row["peak_rss_scope"] in ("transform", "process")
         assert row["input_layout"]["type"] == "PIL.Image.Image"
+        # Its seconds in the worker processes: its timed passes and what surrounds them.
+        assert row["worker_seconds"] > row["wall_seconds"] > 0
     # Each round's wall time, one per round the rows took: the rest of the job is paid once.
     rounds = payload["metadata"]["job_timing"]["round_seconds"]
     assert len(rounds) == max(rows[n]["pyperf_processes"] for n in ("HorizontalFlip", "Grayscale"))

@@ -8,7 +8,8 @@ memory; plus the setup jobs. How a job kind is priced is its declaration's ``pri
 regime's module (augbench/planning/regimes/): what its rows' work was, what they teach the model,
 how a planned job is priced; a kind priced by its wall time (``whole_job``: the lazy-output
 diagnostic) takes its measured wall time per library. This module learns from a run's timings
-through those hooks, prices the plan's jobs and reports the cloud estimate.
+through those hooks (setup and analysis jobs: augbench.planning.fixed_costs), prices the plan's
+jobs and reports the cloud estimate.
 
 A transform's seconds per image scale with pixels: measured at the local dataset's mean
 megapixels, priced at the job's (``Job.megapixels``: the resolution sweep's jobs). A transform
@@ -35,18 +36,22 @@ from pathlib import Path
 from typing import Any
 
 from augbench import paths, result_format
-from augbench.planning import provision, regimes
+from augbench.planning import fixed_costs, regimes
+from augbench.planning.fixed_costs import (
+    MIN_PIXEL_RATIO,
+    benchmark_seconds,
+    learn_fixed_kinds,
+)
 from augbench.planning.regimes import Job
 from augbench.planning.regimes.gpu import stream_images
 from augbench.planning.regimes.pricing import Estimate, JobTiming, KindModel, Learned, median_of
-from augbench.planning.resize import resized_megapixels
 from augbench.result_format import MEDIAN_THROUGHPUT
 from augbench.workload import adapters, matrix
 
 # Rule names come from the declarations (augbench/planning/regimes/): a new job kind is priced, or
 # reported as unpriced, without any change here.
-SETUP_KINDS = regimes.SETUP_RULES
-ANALYSIS_KINDS = regimes.ANALYSIS_RULES
+SETUP_KINDS = fixed_costs.SETUP_KINDS
+ANALYSIS_KINDS = fixed_costs.ANALYSIS_KINDS
 # Without a local timing, a setup job is assumed to take this long (seconds; printed as assumed).
 ASSUMED_SETUP_S = 60.0
 # Tables, figures and report pieces after the benchmarks: the local ETA counts them (timed by their
@@ -58,26 +63,6 @@ ASSUMED_ANALYSIS_S = 15.0
 def bench_kinds() -> tuple[str, ...]:
     """Rules priced per transform from their result rows."""
     return tuple(k.rule for k in regimes.kinds() if not k.pricing.wall_time_only)
-
-
-def whole_job_kinds() -> tuple[str, ...]:
-    """Rules priced by their measured wall time per library (the decoders job)."""
-    return tuple(k.rule for k in regimes.kinds() if k.pricing.wall_time_only)
-
-
-def _benchmark_seconds(tsv: Path) -> float | None:
-    row = benchmark_row(tsv)
-    return float(row["s"]) if row else None
-
-
-def benchmark_row(tsv: Path) -> dict[str, str] | None:
-    """The row of a Snakemake benchmark file (s, max_rss, max_pss, ...), None if absent."""
-    try:
-        with tsv.open() as fh:
-            rows = list(csv.DictReader(fh, delimiter="\t"))
-    except OSError:
-        return None
-    return rows[0] if rows else None
 
 
 # -- learning from a local run --------------------------------------------------------------
@@ -138,7 +123,7 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
     overheads: dict[Key, list[tuple[float, float]]] = defaultdict(list)  # (MP held, s)
     processes: dict[Key, list[float]] = defaultdict(list)
     for bench, members in jobs.items():
-        seconds = _benchmark_seconds(bench)
+        seconds = benchmark_seconds(bench)
         if seconds is None:
             continue
         # Beyond its files' work: start, imports, set-up (once for a job_per: library job's
@@ -155,7 +140,7 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
     starts: dict[Key, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     handovers: dict[Key, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for bench, entries in timed.items():
-        seconds = _benchmark_seconds(bench)
+        seconds = benchmark_seconds(bench)
         if seconds is None or len(entries) != len(jobs[bench]):
             continue
         # The process: everything outside its settings but their imports (paid once).
@@ -188,7 +173,7 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
         model.start_s = {s: statistics.median(v) for s, v in starts[key].items()}
         model.handover_fixed_s = {s: statistics.median(v) for s, v in handovers[key].items()}
         models[key] = model
-    _learn_fixed_kinds(run_dir, models)
+    learn_fixed_kinds(run_dir, models)
     return models
 
 
@@ -237,8 +222,6 @@ def read_result(
     return key, work + extra, timing, params, rounds, held, rounds_s
 
 
-# Pixel ranges narrower than this ratio say nothing about how a cost grows with pixels.
-MIN_PIXEL_RATIO = 2.0
 SLOPE_BOUNDS = (0.5, 2.0)
 
 
@@ -288,72 +271,6 @@ def borrow_shares(models: dict[Key, KindModel], reference: Mapping[Key, KindMode
         model.epoch_spread_s = list(found.epoch_spread_s)
         borrowed.append(f"{key[0]}/{key[1]}")
     return borrowed
-
-
-def _learn_fixed_kinds(run_dir: Path, models: dict[tuple[str, str], KindModel]) -> None:
-    """Setup, analysis and whole-job kinds: their measured wall time. A setup kind's jobs are
-    priced at their mean: an estimate sums them. An env build that compiled a package its uv
-    cache had no wheel of (its log says so) fills that cache once: the expected build is the mean
-    of those that compiled nothing, and the compiling builds' extra time is in the maximum. A
-    library whose build compiled nothing is priced at its own build (its imports, which the build
-    makes once, differ: DALI's without torch)."""
-    for kind in SETUP_KINDS:
-        timed = {
-            tsv.stem: s
-            for tsv in sorted((run_dir / "benchmarks" / "setup" / kind).glob("*.tsv"))
-            if (s := _benchmark_seconds(tsv)) is not None
-        }
-        if not timed:
-            continue
-        filled = {name for name in timed if kind == "build_env" and _compiled(run_dir, name)}
-        warm = [s for name, s in timed.items() if name not in filled] or list(timed.values())
-        model = models[(kind, "")] = KindModel({}, statistics.fmean(warm))
-        if filled and len(filled) < len(timed):
-            extra = statistics.fmean(timed[name] for name in filled) - model.overhead_s
-            model.cache_fill_s = max(extra, 0.0)
-        if kind == "build_env":  # each library's own build (its imports differ); the mean else
-            for name in set(timed) - filled:
-                models[(kind, name)] = dataclasses.replace(model, overhead_s=timed[name])
-    # A resize job also starts a process, imports Pillow and writes and stages an archive, as a
-    # staging job does: that fixed time is the staging job's; the rest scales with megapixels.
-    staged = models.get(("stage_dataset", ""))
-    fixed = staged.overhead_s if staged is not None else 0.0
-    rates = [
-        max(s - fixed, 0.0) / mp
-        for tsv in sorted((run_dir / "benchmarks" / "setup" / "resize_dataset").glob("*.tsv"))
-        if (s := _benchmark_seconds(tsv)) is not None
-        and (mp := resized_megapixels(run_dir / "results" / "data", tsv.stem))
-    ]
-    if rates:  # a resize job's time: the fixed time, plus its megapixels read and written
-        models[("resize_dataset", "")] = KindModel(
-            {}, fixed, per_megapixel_s=statistics.fmean(rates)
-        )
-    for kind in ANALYSIS_KINDS:  # benchmarks/analysis/[<root>/]<kind>.tsv
-        times = [
-            s
-            for tsv in sorted((run_dir / "benchmarks" / "analysis").glob(f"**/{kind}.tsv"))
-            if (s := _benchmark_seconds(tsv)) is not None
-        ]
-        if times:
-            models[(kind, "")] = KindModel({}, statistics.median(times))
-    for kind in whole_job_kinds():
-        pattern, library_from = regimes.benchmark_glob(regimes.KINDS[kind])
-        whole: dict[str, list[float]] = defaultdict(list)
-        for tsv in sorted(run_dir.glob(f"benchmarks/{pattern}")):
-            if (s := _benchmark_seconds(tsv)) is not None:
-                name = tsv.stem if library_from == "stem" else tsv.parent.name
-                whole[regimes.split_allocator(name)[0]].append(s)
-        for library, times in whole.items():
-            models[(kind, library)] = KindModel({}, statistics.median(times))
-
-
-def _compiled(run_dir: Path, library: str) -> bool:
-    """Whether ``library``'s env build in ``run_dir`` compiled a package (its log)."""
-    log = run_dir / paths.ENV_LOG.format(library=library)
-    try:
-        return bool(provision.source_builds(log.read_text(errors="replace")))
-    except OSError:
-        return False
 
 
 # -- pricing one planned job ----------------------------------------------------------------
@@ -411,6 +328,7 @@ def estimate_jobs(
             params = job.params  # a resize job: the megapixels it reads and writes
             mp = params["num_images"] * (params["input_megapixels"] + job.megapixels)
             seconds = model.overhead_s + mp * model.per_megapixel_s
+            seconds += params["num_images"] * model.per_file_s
             out[job], basis[job] = Estimate(seconds, seconds), "measured"
             continue
         if job.rule in SETUP_KINDS or job.rule in ANALYSIS_KINDS:

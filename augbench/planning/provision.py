@@ -90,8 +90,10 @@ def uv_binary() -> str:
         return found
 
 
-# uv's line for a package it builds from its source distribution (its cache held no wheel).
+# uv's line for a package it builds from its source distribution (its cache held no wheel), and
+# its line for the time it took to get the packages its cache lacked (built or downloaded).
 _SOURCE_BUILD = re.compile(r"^\s*Building (\S+==\S+)", re.MULTILINE)
+_PREPARED = re.compile(r"^Prepared \d+ packages? in ([\d.]+)(ms|s)\b", re.MULTILINE)
 
 
 # What every engine imports in a library's env: the library (its adapter's own import), and
@@ -121,6 +123,11 @@ def warm_imports(library: str, python: Path) -> bool:
 def source_builds(log: str) -> list[str]:
     """The ``name==version`` of every package an env build's log shows uv compiling."""
     return _SOURCE_BUILD.findall(log)
+
+
+def prepare_seconds(log: str) -> float:
+    """Seconds an env build's log shows uv taking for the packages its cache lacked (0: none)."""
+    return sum(float(v) / (1000 if unit == "ms" else 1) for v, unit in _PREPARED.findall(log))
 
 
 def _run(cmd: list[str], env: Mapping[str, str] | None = None) -> None:

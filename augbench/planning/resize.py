@@ -161,9 +161,10 @@ def configured_datasets(
     return base, derived
 
 
-def resized_megapixels(data_dir: Path, key: str) -> float | None:
-    """Megapixels a resize job read (its base images) and wrote (the derived ones), from the
-    staged manifests; None where they are missing."""
+def resized_work(data_dir: Path, key: str) -> tuple[int, float] | None:
+    """(images, megapixels) of a resize job: the images it wrote, and the megapixels it read
+    (its base images) and wrote (the derived ones), from the staged manifests; None where they
+    are missing."""
     try:
         derived = json.loads((data_dir / key / "manifest.json").read_text())
         base = json.loads((data_dir / derived["base_key"] / "manifest.json").read_text())
@@ -171,4 +172,4 @@ def resized_megapixels(data_dir: Path, key: str) -> float | None:
         return None
     count = len(derived["files"])
     pixels = [f["width"] * f["height"] for f in derived["files"] + base["files"][:count]]
-    return sum(pixels) / 1e6 or None
+    return (count, sum(pixels) / 1e6) if count and sum(pixels) else None

@@ -56,7 +56,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from augbench.planning.cost import benchmark_row, read_result  # noqa: E402
+from augbench.planning.cost import read_result  # noqa: E402
+from augbench.planning.fixed_costs import benchmark_row  # noqa: E402
 from augbench.planning.regimes.pricing import Learned  # noqa: E402
 
 DEFAULT_CONFIG = ["preset=paper-lite"]  # its libraries and regimes: the preset's

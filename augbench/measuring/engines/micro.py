@@ -260,7 +260,9 @@ def measure_transforms(
 
 
 # Per-row totals over the pyperf processes: the peak is the largest, the rest are summed.
-SUMMED: tuple[str, ...] = ("peak_rss_mb", "process_seconds", "minor_faults", "faulted_images")
+SUMMED: tuple[str, ...] = (
+    "peak_rss_mb", "process_seconds", "worker_seconds", "minor_faults", "faulted_images",
+)  # fmt: skip
 
 
 def process_throughputs(bench: Any) -> list[list[float]]:
@@ -288,6 +290,8 @@ def _ok_row(
         pyperf_processes=sum(1 for r in runs if r.values),
         peak_rss_mb=totals["peak_rss_mb"],
         wall_seconds=totals["process_seconds"],
+        # Its seconds in the worker processes, construction, preflight and clean-up included.
+        worker_seconds=totals["worker_seconds"],
         # Minor page faults per image over every timed call of every process (warm-ups
         # included): above the output's own pages, the allocator gives memory back and faults
         # it in again (augbench.measuring.allocator).

@@ -216,10 +216,14 @@ def main(argv: list[str] | None = None) -> int:
                          "the micro job is the manager")  # fmt: skip
     for name in names:
         progress.write_text(name)
+        began = time.perf_counter()
         info = measure(runner, name, images, adapter, settings.policy, out, loops.get(name))
         info["thread_settings"] = thread_settings
-        write_json_atomic(out / f"{name}{INFO_SUFFIX}", info)
         gc.collect()  # the transform is gone before the next one is constructed
+        # Its whole share of this process (construction, preflight, timed passes, clean-up):
+        # what a round costs per transform beyond its passes, which the cost model prices.
+        info["worker_seconds"] = time.perf_counter() - began
+        write_json_atomic(out / f"{name}{INFO_SUFFIX}", info)
     progress.write_text("")
     return 0
 

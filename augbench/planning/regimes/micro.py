@@ -211,7 +211,10 @@ class Pyperf(Pricing):
     every process allowed. Each process imports the library again: the job's fixed overhead is
     paid per process round, and grows with the megapixels the job holds (its decoded cache);
     where the reference recorded its rounds' seconds (``job_timing.round_seconds``), what the
-    job took beyond them (its manager's start, its launch) is paid once per job."""
+    job took beyond them (its manager's start, its launch) is paid once per job. Where its rows
+    recorded their seconds in the worker processes (``worker_seconds``), what each transform
+    adds to a round beyond its passes (its construction, clean-up) is priced per transform and
+    process, apart from the round's own start."""
 
     name = "pyperf"
     overhead_grows_with_pixels = True
@@ -230,6 +233,26 @@ class Pyperf(Pricing):
             if params["processes"] > params.get("min_processes", 1):
                 learned.observed.add(key)
 
+    def learn_file(
+        self, learned: Learned, key: Key, payload: Mapping[str, Any],
+        params: Mapping[str, Any], work: float,
+    ) -> tuple[float, JobTiming | None]:  # fmt: skip
+        # What each row took of its worker processes beyond its passes and preflight (its
+        # construction, clean-up) is the transform's, not the round's: learned per process of
+        # an ok or early-stopped row (the rows an estimate prices), out of every row's rounds.
+        extra = 0.0
+        for row in payload["results"].values():
+            if row.get("worker_seconds") is None:
+                continue
+            ok = row.get("status") == "ok" and row.get(MEDIAN_THROUGHPUT)
+            passes = self.row_work(row, params) if ok else 0.0
+            fixed = max(row["worker_seconds"] - passes - (row.get("preflight_seconds") or 0.0), 0)
+            extra += fixed
+            if ok or row.get("status") == "early_stopped":
+                processes = (row.get("pyperf_processes") or 1) if ok else 1
+                learned.transform_rounds[key].append(fixed / processes)
+        return extra, None
+
     def rounds(self, results: Mapping[str, Any]) -> int:
         return max((r.get("pyperf_processes", 1) for r in results.values()
                     if r.get("status") == "ok"), default=1)  # fmt: skip
@@ -240,6 +263,7 @@ class Pyperf(Pricing):
         # Expectations over rows: fractional processes, runs and values.
         expected = min(max(model.process_share * most, params.get("min_processes", 1)), most)
         cap = policy_of(params).get("preflight_max_seconds", math.inf)
+        fixed = model.transform_round_s  # per process of each transform, beyond its passes
         work = {"expected": 0.0, "most": 0.0}
         for transform in job.transforms:
             s_img = model.seconds_per_image(transform, job.megapixels)
@@ -251,9 +275,10 @@ class Pyperf(Pricing):
             # Near the slow-transform threshold a preflight goes either way: expect each outcome
             # with its probability; at most, the full measurement unless a stop is certain.
             stop = stop_probability(s_img, params)
-            stopped = min(preflight, cap)
-            work["expected"] += stop * stopped + (1 - stop) * (preflight + expected * per_process)
-            work["most"] += stopped if stop >= 1 else preflight + most * per_process
+            stopped = min(preflight, cap) + fixed
+            timed = preflight + expected * (per_process + fixed)
+            work["expected"] += stop * stopped + (1 - stop) * timed
+            work["most"] += stopped if stop >= 1 else preflight + most * (per_process + fixed)
         round_s = model.overhead_s + model.overhead_per_mp_s * images * job.megapixels
         once = model.process_s  # what a reference that timed its rounds saw paid once per job
         return Estimate(

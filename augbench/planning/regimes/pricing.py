@@ -37,14 +37,20 @@ class KindModel:
     # micro: seconds a process round adds per megapixel the job holds (its decoded cache
     # loaded, converted, on the first round decoded), on top of overhead_s.
     overhead_per_mp_s: float = 0.0
+    # micro: what each transform adds to a process round beyond its timed passes and preflight
+    # (its construction and clean-up: the rows' worker_seconds), so a round of few transforms
+    # costs less than one of many; 0 where the rows record none (kept in overhead_s).
+    transform_round_s: float = 0.0
     # DataLoader kinds: "<transform>|<setting>|<arm>" -> s/image, and the share of num_runs the
     # rows used; breakdown: the share of max_values.
     arm_s: dict[str, float] = field(default_factory=dict)
     run_share: float = 1.0
     # DataLoader kinds: the job's own baselines (the transport baseline), s/image per setting.
     baseline_s: dict[str, float] = field(default_factory=dict)
-    # resize_dataset: seconds per megapixel read and written (decode, Lanczos, JPEG encode).
+    # resize_dataset: seconds per megapixel read and written (decode, Lanczos, JPEG encode), and
+    # per image (each archive member read, written and hashed; 0 in a model learned from one size).
     per_megapixel_s: float = 0.0
+    per_file_s: float = 0.0
     # build_env: the seconds a build adds where uv's cache holds no wheel of a package and
     # compiles it (once per cache); overhead_s is a build from a cache that has them all.
     cache_fill_s: float = 0.0
@@ -94,9 +100,11 @@ class KindModel:
             "per_image_s": self.per_image_s, "overhead_s": self.overhead_s,
             "process_share": self.process_share, "megapixels": self.megapixels,
             "arm_s": self.arm_s, "run_share": self.run_share, "baseline_s": self.baseline_s,
-            "per_megapixel_s": self.per_megapixel_s, "process_s": self.process_s,
+            "per_megapixel_s": self.per_megapixel_s, "per_file_s": self.per_file_s,
+            "process_s": self.process_s,
             "setting_s": self.setting_s, "share_observed": self.share_observed,
             "slope": self.slope, "overhead_per_mp_s": self.overhead_per_mp_s,
+            "transform_round_s": self.transform_round_s,
             "cores": self.cores, "step_s": self.step_s, "epoch_images": self.epoch_images,
             "later_process_s": self.later_process_s, "epoch_spread_s": self.epoch_spread_s,
             "cache_fill_s": self.cache_fill_s, "start_s": self.start_s,
@@ -112,11 +120,13 @@ class KindModel:
             run_share=float(entry.get("run_share", 1.0)),
             baseline_s=dict(entry.get("baseline_s", {})),
             per_megapixel_s=float(entry.get("per_megapixel_s", 0.0)),
+            per_file_s=float(entry.get("per_file_s", 0.0)),
             process_s=float(entry.get("process_s", 0.0)),
             setting_s=dict(entry.get("setting_s", {})),
             share_observed=bool(entry.get("share_observed", entry.get("process_share", 1.0) < 1)),
             slope=dict(entry.get("slope", {})),
             overhead_per_mp_s=float(entry.get("overhead_per_mp_s", 0.0)),
+            transform_round_s=float(entry.get("transform_round_s", 0.0)),
             cores=int(entry.get("cores", 0)),
             step_s=dict(entry.get("step_s", {})),
             epoch_images=dict(entry.get("epoch_images", {})),
@@ -184,6 +194,10 @@ class Learned:
     run_shares: defaultdict[Key, list[float]] = field(default_factory=lambda: defaultdict(list))
     spreads: defaultdict[Key, list[float]] = field(default_factory=lambda: defaultdict(list))
     laters: defaultdict[Key, list[float]] = field(default_factory=lambda: defaultdict(list))
+    # micro: each row's seconds per process beyond its passes and preflight.
+    transform_rounds: defaultdict[Key, list[float]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
     cores: defaultdict[Key, list[int]] = field(default_factory=lambda: defaultdict(list))
     observed: set[Key] = field(default_factory=set)
 
@@ -226,6 +240,9 @@ class Learned:
                 max(statistics.median(self.laters[key]), 0.0) if self.laters[key] else 0.0
             ),
             warmups_apart=True,
+            transform_round_s=(
+                statistics.median(self.transform_rounds[key]) if self.transform_rounds[key] else 0.0
+            ),
         )
 
 
