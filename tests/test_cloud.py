@@ -251,8 +251,9 @@ def test_smoke_sweep_reads_and_writes_a_gcs_bucket(
         # The micro regime is enough to carry every storage path (archive in, results out).
         "--configfile", str(REPO / "tests/fixtures/no-lazy-outputs.yaml"),
         "--config", "preset=smoke", "machine=smoke-gcs", LOCAL_ENVS, "regimes=[micro]",
-        # Two libraries carry every storage path; the lazy-output diagnostic adds none.
-        "libraries=[pillow,albumentationsx]",
+        # Two libraries carry every storage path; the lazy-output diagnostic adds none, and one
+        # pipeline as many as six.
+        "libraries=[pillow,albumentationsx]", "pipelines=[config/pipelines/train_light.yaml]",
         "dataset={'archive': 'gs://augbench-test/datasets/smoke-set.tar'}",
         f"cloud={{'scratch': '{tmp_path / 'node-scratch'}'}}",
         env={"STORAGE_EMULATOR_HOST": gcs_emulator, **OFFLINE_ENV},

@@ -27,6 +27,10 @@ def allocator_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     workdir = tmp_path_factory.mktemp("allocators")
     run_snakemake(
         workdir, "--cores", "2",
+        # What the tests read: the tables, the figures and the pipelines' allocator figure.
+        *(f"results/tables/{t}.csv" for t in ("all_results", "speedups_micro",
+                                              "allocator_effect", "allocator_effect_pipelines")),
+        "results/figures", "results/analysis/allocator_effect_pipelines.png",
         "--config", "preset=smoke", "machine=smoke-test",
         f"envs={{'manager': 'uv', 'dir': '{REPO / '.venvs'}'}}",
         "libraries=[albumentationsx]", "regimes=[micro,cpu_dataloader]",

@@ -32,6 +32,7 @@ def calibration_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         f"transforms=[{','.join(TRANSFORMS)}]",
         "micro={processes: 3, min_processes: 3, values: 2, warmups: 1, shard_size: 3}",
         f"calibration={{pairs: [[{','.join(NAMES)}]], regimes: [micro, cpu_dataloader]}}",
+        "lazy_outputs={enabled: false}",  # not read here: the smoke run's tests check it
     )  # fmt: skip
     return workdir
 

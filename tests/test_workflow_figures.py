@@ -18,7 +18,6 @@ from augbench.analysis.groups import read_table
 pytestmark = pytest.mark.workflow
 
 FIXTURES = Path(__file__).parent / "fixtures"
-DOWNSTREAM = {"aggregate", "draw_figures", "speedup_report", "summary", "figures"}
 
 
 def _rules_in_dry_run(run: WorkflowRun, targets: list[str], *config: str) -> set[str]:
@@ -65,20 +64,6 @@ def test_every_figure_is_written_with_its_caption(smoke_run: WorkflowRun) -> Non
     diag = pd.read_csv(smoke_run.workdir / "results/analysis/diagnostics.csv")
     tidy = pd.read_csv(smoke_run.workdir / "results/tables/all_results.csv")
     assert len(diag) == (tidy["status"] == "ok").sum()  # one diagnostics row per ok row
-
-
-def test_until_figures_regenerates_only_aggregates_and_figures(
-    smoke_run: WorkflowRun, tmp_path: Path
-) -> None:
-    run = copy_of(smoke_run, tmp_path / "run")  # the shared run stays as it is for other tests
-    work = run.workdir
-    raw = {p: p.stat().st_mtime_ns for p in (work / "results/raw").rglob("*.json")}
-    shutil.rmtree(work / "results/figures")
-    (work / "results/tables/all_results.csv").unlink()
-    assert _rules_in_dry_run(run, ["--until", "figures"], *SMOKE_CONFIG) == DOWNSTREAM
-    run.snakemake("--cores", "2", "--until", "figures", *SMOKE_CONFIG)
-    assert (work / "results/figures/winners_by_regime.png").exists()
-    assert {p: p.stat().st_mtime_ns for p in raw} == raw
 
 
 def test_report_renders_with_figures_captions_and_speedup_tables(

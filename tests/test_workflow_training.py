@@ -27,7 +27,11 @@ SMOKE = smoke_settings(LIBRARIES, ["training"])
 def training_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     workdir = tmp_path_factory.mktemp("training")
     run_snakemake(
-        workdir, "--cores", "2", "--config", "preset=smoke", "machine=smoke-test",
+        workdir, "--cores", "2",
+        # What the tests read (no figures: the session's smoke run draws them).
+        "results/tables/training.csv", "results/tables/all_results.csv",
+        "results/analysis/summary.md",
+        "--config", "preset=smoke", "machine=smoke-test",
         f"envs={{'manager': 'uv', 'dir': '{REPO / '.venvs'}'}}",
         f"libraries=[{','.join(LIBRARIES)}]", "regimes=[training,cpu_dataloader]",
         # The supply rows the prediction needs, and nothing else of the DataLoader regime (no
