@@ -294,6 +294,13 @@ CHECKS = (
                 "batch per worker) learned out of its start and later processes and priced per "
                 "recipe at the planned batch",
             ),
+            Model(
+                "transform-rounds-2026-12-01",
+                "010cf61eafc5ecbfc7a87d3d08740f5ac24b2c33",
+                "as warm-ups, with what each transform adds to a micro round beyond its passes "
+                "(its rows' worker_seconds) priced per transform and process, resizes per image "
+                "and megapixel, and a compiling env build at its own time less uv's",
+            ),
         ),
     ),
     Check(
@@ -627,6 +634,15 @@ RUNS = (
         "cost_validation.tsv", "2026-12-01", "2620ef2df3775db8ed2c57f8b954f762637458ed",
         "warm-ups-2026-12-01",
         what="tools/checks/cost_shape_warmups.yaml, predicted from a reference run made right "
+        "before it"),
+    Run("cost-validation", VM, "2026-12-01-cost-validation-paper-lite-transform-rounds",
+        "cost_validation.tsv", "2026-12-01", "010cf61eafc5ecbfc7a87d3d08740f5ac24b2c33",
+        "transform-rounds-2026-12-01",
+        what="paper-lite preset, predicted from a reference run made right before it"),
+    Run("cost-validation", VM, "2026-12-01-cost-validation-shape-transforms-transform-rounds",
+        "cost_validation.tsv", "2026-12-01", "010cf61eafc5ecbfc7a87d3d08740f5ac24b2c33",
+        "transform-rounds-2026-12-01",
+        what="tools/checks/cost_shape_transforms.yaml, predicted from a reference run made right "
         "before it"),
     Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
         "training_memory.tsv", "2026-11-25", "287abb80889acebe1531fc213bf13bc0ff372ea8",
