@@ -427,9 +427,9 @@ def test_costs_grow_with_pixels_as_fitted_over_the_local_sizes() -> None:
 def test_a_micro_rounds_overhead_grows_with_the_megapixels_it_holds() -> None:
     """A process round imports the library (fixed) and loads the job's decoded cache (per
     megapixel held): a line through the local jobs' overheads; one size: no slope."""
-    assert cost._fit_line([(2.0, 5.0), (20.0, 14.0)]) == pytest.approx((4.0, 0.5))
-    assert cost._fit_line([(2.0, 5.0), (2.5, 7.0)]) == (6.0, 0.0)
-    assert cost._fit_line([]) == (0.0, 0.0)
+    assert cost.fit_line([(2.0, 5.0), (20.0, 14.0)]) == pytest.approx((4.0, 0.5))
+    assert cost.fit_line([(2.0, 5.0), (2.5, 7.0)]) == (6.0, 0.0)
+    assert cost.fit_line([]) == (0.0, 0.0)
 
 
 def test_early_stopping_the_local_run_could_not_show_is_borrowed_from_the_reference() -> None:

@@ -37,14 +37,18 @@ from typing import Any
 
 from augbench import paths, result_format
 from augbench.planning import fixed_costs, regimes
-from augbench.planning.fixed_costs import (
-    MIN_PIXEL_RATIO,
-    benchmark_seconds,
-    learn_fixed_kinds,
-)
+from augbench.planning.fixed_costs import benchmark_seconds, learn_fixed_kinds
 from augbench.planning.regimes import Job
 from augbench.planning.regimes.gpu import stream_images
-from augbench.planning.regimes.pricing import Estimate, JobTiming, KindModel, Learned, median_of
+from augbench.planning.regimes.pricing import (
+    MIN_PIXEL_RATIO,
+    Estimate,
+    JobTiming,
+    KindModel,
+    Learned,
+    fit_line,
+    median_of,
+)
 from augbench.result_format import MEDIAN_THROUGHPUT
 from augbench.workload import adapters, matrix
 
@@ -165,7 +169,7 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
         }
         model = learned.model(key, fits)
         if regimes.KINDS[key[0]].pricing.overhead_grows_with_pixels:
-            model.overhead_s, model.overhead_per_mp_s = _fit_line(overheads[key])
+            model.overhead_s, model.overhead_per_mp_s = fit_line(overheads[key])
         elif overheads[key]:
             model.overhead_s = statistics.median(o for _, o in overheads[key])
         model.process_s = statistics.median(processes[key]) if processes[key] else 0.0
@@ -240,21 +244,6 @@ def _fit_power(megapixels: list[float], seconds: list[float]) -> tuple[float, fl
         (x - x0) ** 2 for x in xs
     )
     return math.exp(y0), math.exp(x0), min(max(k, SLOPE_BOUNDS[0]), SLOPE_BOUNDS[1])
-
-
-def _fit_line(points: list[tuple[float, float]]) -> tuple[float, float]:
-    """(a, b) of ``overhead = a + b x megapixels held`` (a micro process round: imports, then
-    its decoded cache), least squares over the local jobs; one size: the median, b = 0."""
-    if not points:
-        return 0.0, 0.0
-    sizes = [m for m, _ in points]
-    values = [o for _, o in points]
-    if min(sizes) <= 0 or max(sizes) / min(sizes) < MIN_PIXEL_RATIO:
-        return statistics.median(values), 0.0
-    m0, o0 = statistics.fmean(sizes), statistics.fmean(values)
-    b = sum((m - m0) * (o - o0) for m, o in points) / sum((m - m0) ** 2 for m in sizes)
-    b = max(b, 0.0)
-    return max(o0 - b * m0, 0.0), b
 
 
 def borrow_shares(models: dict[Key, KindModel], reference: Mapping[Key, KindModel]) -> list[str]:

@@ -13,14 +13,12 @@ from pathlib import Path
 
 from augbench import paths
 from augbench.planning import provision, regimes
-from augbench.planning.regimes.pricing import KindModel
+from augbench.planning.regimes.pricing import MIN_PIXEL_RATIO, KindModel, fit_line
 from augbench.planning.resize import resized_work
 
 # Rule names come from the declarations (augbench/planning/regimes/).
 SETUP_KINDS = regimes.SETUP_RULES
 ANALYSIS_KINDS = regimes.ANALYSIS_RULES
-# Pixel ranges narrower than this ratio say nothing about how a cost grows with pixels.
-MIN_PIXEL_RATIO = 2.0
 
 
 def whole_job_kinds() -> tuple[str, ...]:
@@ -68,9 +66,12 @@ def learn_fixed_kinds(run_dir: Path, models: dict[tuple[str, str], KindModel]) -
             extra = statistics.fmean(timed[name] for name in filled) - model.overhead_s
             model.cache_fill_s = max(extra, 0.0)
         for name, log in logs.items():  # each library's own build (its imports differ)
-            own = timed[name] - provision.prepare_seconds(log) if name in filled else timed[name]
-            if name not in filled or own < timed[name]:  # a compile's share known: without it
-                models[(kind, name)] = dataclasses.replace(model, overhead_s=max(own, 0.0))
+            prepared = provision.prepare_seconds(log) if name in filled else 0.0
+            if name in filled and not prepared:  # what its compile took unknown: the mean
+                continue
+            models[(kind, name)] = dataclasses.replace(
+                model, overhead_s=max(timed[name] - prepared, 0.0)
+            )
     resized = [
         (work, s)
         for tsv in sorted((run_dir / "benchmarks" / "setup" / "resize_dataset").glob("*.tsv"))
@@ -110,10 +111,8 @@ def _resize_model(
     points = [(mp / images, seconds / images) for (images, mp), seconds in resized]
     xs = [x for x, _ in points]
     if max(xs) / min(xs) >= MIN_PIXEL_RATIO:
-        x0, y0 = statistics.fmean(xs), statistics.fmean(y for _, y in points)
-        slope = sum((x - x0) * (y - y0) for x, y in points) / sum((x - x0) ** 2 for x in xs)
-        slope = max(slope, 0.0)
-        return KindModel({}, 0.0, per_megapixel_s=slope, per_file_s=max(y0 - slope * x0, 0.0))
+        per_file, slope = fit_line(points)
+        return KindModel({}, 0.0, per_megapixel_s=slope, per_file_s=per_file)
     fixed = staged.overhead_s if staged is not None else 0.0
     rates = [max(seconds - fixed, 0.0) / mp for (_, mp), seconds in resized]
     return KindModel({}, fixed, per_megapixel_s=statistics.fmean(rates))

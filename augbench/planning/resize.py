@@ -171,5 +171,5 @@ def resized_work(data_dir: Path, key: str) -> tuple[int, float] | None:
     except (OSError, ValueError, KeyError, TypeError):
         return None
     count = len(derived["files"])
-    pixels = [f["width"] * f["height"] for f in derived["files"] + base["files"][:count]]
-    return (count, sum(pixels) / 1e6) if count and sum(pixels) else None
+    pixels = sum(f["width"] * f["height"] for f in derived["files"] + base["files"][:count])
+    return (count, pixels / 1e6) if count and pixels else None

@@ -155,6 +155,26 @@ def median_of(values: Any) -> float:
     return statistics.median(values) if values else 0.0
 
 
+# Pixel ranges narrower than this ratio say nothing about how a cost grows with pixels.
+MIN_PIXEL_RATIO = 2.0
+
+
+def fit_line(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """(a, b) of ``seconds = a + b x megapixels`` by least squares over (megapixels, seconds)
+    points, both at least 0 (a micro process round: imports, then its decoded cache; a resize per
+    image: its own time, then its pixels); sizes closer than MIN_PIXEL_RATIO: the median, b = 0."""
+    if not points:
+        return 0.0, 0.0
+    sizes = [m for m, _ in points]
+    values = [o for _, o in points]
+    if min(sizes) <= 0 or max(sizes) / min(sizes) < MIN_PIXEL_RATIO:
+        return statistics.median(values), 0.0
+    m0, o0 = statistics.fmean(sizes), statistics.fmean(values)
+    b = sum((m - m0) * (o - o0) for m, o in points) / sum((m - m0) ** 2 for m in sizes)
+    b = max(b, 0.0)
+    return max(o0 - b * m0, 0.0), b
+
+
 @dataclass(frozen=True)
 class Estimate:
     """Local seconds of one job: expected (early stopping as observed locally) and at most."""
