@@ -718,6 +718,27 @@ def test_an_env_build_that_compiled_fills_the_cache_once(tmp_path: Path) -> None
     assert models[("build_env", "")].overhead_s == pytest.approx(1.5)
 
 
+def test_an_env_build_is_priced_at_its_cpu_seconds_times_the_least_waiting_builds_ratio(
+    tmp_path: Path,
+) -> None:
+    """Builds that waited longer than the least-waiting build of the run (files read cold) are
+    priced at their CPU seconds times that build's wall-to-CPU ratio: b waited 1.2x its CPU
+    (the least), a 2x, so a is 5.0 s x 1.2 = 6.0 s, not its 10.0 s; b at its own 6.0 s."""
+    for name, (wall, cpu) in {"a": (10.0, 5.0), "b": (6.0, 5.0), "c": (2.4, 1.0)}.items():
+        tsv = tmp_path / "benchmarks/setup/build_env" / f"{name}.tsv"
+        tsv.parent.mkdir(parents=True, exist_ok=True)
+        tsv.write_text(f"s\th:m:s\tmean_load\tcpu_time\n{wall}\t0:00:10\t50.0\t{cpu}\n")
+    models = cost.learn(tmp_path)
+    assert models[("build_env", "a")].overhead_s == pytest.approx(6.0)
+    assert models[("build_env", "b")].overhead_s == pytest.approx(6.0)
+    assert models[("build_env", "c")].overhead_s == pytest.approx(1.2)
+    assert models[("build_env", "")].overhead_s == pytest.approx((6.0 + 6.0 + 1.2) / 3)
+    # A benchmark without a CPU time (NA) prices that build at its wall time.
+    tsv = tmp_path / "benchmarks/setup/build_env/a.tsv"
+    tsv.write_text("s\th:m:s\tmean_load\tcpu_time\n10.0\t0:00:10\tNA\tNA\n")
+    assert cost.learn(tmp_path)[("build_env", "a")].overhead_s == pytest.approx(10.0)
+
+
 def test_a_pipeline_the_library_cannot_run_costs_nothing() -> None:
     """A pipeline with a step the library lacks is an `unsupported` row written without timing:
     only the pipelines it runs are priced (on the CPU and, with their own rule, on the GPU)."""

@@ -44,33 +44,20 @@ def benchmark_row(tsv: Path) -> dict[str, str] | None:
 
 def learn_fixed_kinds(run_dir: Path, models: dict[tuple[str, str], KindModel]) -> None:
     """Setup, analysis and whole-job kinds: their measured wall time. A setup kind's jobs are
-    priced at their mean: an estimate sums them. An env build that compiled a package its uv
-    cache had no wheel of (its log says so) fills that cache once: the expected build is the mean
-    of those that compiled nothing, and the compiling builds' extra time is in the maximum. A
-    library whose build compiled nothing is priced at its own build (its imports, which the build
-    makes once, differ: DALI's without torch); one that compiled is priced at its own build less
-    the seconds its log shows uv preparing what it compiled, where the log says."""
+    priced at their mean: an estimate sums them. Env builds: see ``_learn_env_builds``."""
     for kind in SETUP_KINDS:
         timed = {
-            tsv.stem: s
+            tsv.stem: row
             for tsv in sorted((run_dir / "benchmarks" / "setup" / kind).glob("*.tsv"))
-            if (s := benchmark_seconds(tsv)) is not None
+            if (row := benchmark_row(tsv)) is not None and _number(row.get("s")) is not None
         }
         if not timed:
             continue
-        logs = {name: _env_log(run_dir, name) for name in timed} if kind == "build_env" else {}
-        filled = {name for name, log in logs.items() if provision.source_builds(log)}
-        warm = [s for name, s in timed.items() if name not in filled] or list(timed.values())
-        model = models[(kind, "")] = KindModel({}, statistics.fmean(warm))
-        if filled and len(filled) < len(timed):
-            extra = statistics.fmean(timed[name] for name in filled) - model.overhead_s
-            model.cache_fill_s = max(extra, 0.0)
-        for name, log in logs.items():  # each library's own build (its imports differ)
-            prepared = provision.prepare_seconds(log) if name in filled else 0.0
-            if name in filled and not prepared:  # what its compile took unknown: the mean
-                continue
-            models[(kind, name)] = dataclasses.replace(
-                model, overhead_s=max(timed[name] - prepared, 0.0)
+        if kind == "build_env":
+            _learn_env_builds(run_dir, timed, models)
+        else:
+            models[(kind, "")] = KindModel(
+                {}, statistics.fmean(float(r["s"]) for r in timed.values())
             )
     resized = [
         (work, s)
@@ -97,6 +84,54 @@ def learn_fixed_kinds(run_dir: Path, models: dict[tuple[str, str], KindModel]) -
                 whole[regimes.split_allocator(name)[0]].append(s)
         for library, times in whole.items():
             models[(kind, library)] = KindModel({}, statistics.median(times))
+
+
+def _learn_env_builds(
+    run_dir: Path, timed: dict[str, dict[str, str]], models: dict[tuple[str, str], KindModel]
+) -> None:
+    """Each library's env build, priced at its CPU seconds times the least wall-to-CPU ratio among
+    the run's builds. A build is CPU work (uv linking the cached packages, the first imports
+    compiling the env's bytecode) plus waiting; what one build waited for beyond the least any
+    build of the run waited (package files read cold from disk by the first builds of a run) is
+    not work every build does, and it moves a build's wall time 1.5-2x between runs of the same
+    lock. Where the benchmark file has no CPU time, the build's wall time.
+
+    An env build that compiled a package its uv cache had no wheel of (its log says so) fills that
+    cache once: it is priced less the seconds its log shows uv preparing what it compiled (none
+    shown: the library takes the others' price), the kind's expected build is the mean of those
+    that compiled nothing, and the compiling builds' extra time is in the maximum."""
+    logs = {name: _env_log(run_dir, name) for name in timed}
+    filled = {name for name, log in logs.items() if provision.source_builds(log)}
+    prepared = {
+        name: provision.prepare_seconds(logs[name]) if name in filled else 0.0 for name in timed
+    }
+    wall = {name: float(row["s"]) - prepared[name] for name, row in timed.items()}
+    cpu = {
+        name: (_number(row.get("cpu_time")) or 0.0) - prepared[name] for name, row in timed.items()
+    }
+    ratios = [wall[name] / cpu[name] for name in timed if cpu[name] > 0 and wall[name] > 0]
+    least = min(ratios, default=None)
+    priced = {
+        name: max(cpu[name] * least if least and cpu[name] > 0 else wall[name], 0.0)
+        for name in timed
+    }
+    warm = [priced[name] for name in timed if name not in filled] or list(priced.values())
+    model = models[("build_env", "")] = KindModel({}, statistics.fmean(warm))
+    if filled and len(filled) < len(timed):
+        extra = statistics.fmean(float(timed[name]["s"]) for name in filled) - model.overhead_s
+        model.cache_fill_s = max(extra, 0.0)
+    for name in timed:  # each library's own build (its imports differ: DALI's without torch)
+        if name in filled and not prepared[name]:  # what its compile took unknown: the mean
+            continue
+        models[("build_env", name)] = dataclasses.replace(model, overhead_s=priced[name])
+
+
+def _number(text: str | None) -> float | None:
+    """A benchmark file's number (None for a missing or NA field)."""
+    try:
+        return float(text) if text not in (None, "", "NA") else None
+    except ValueError:
+        return None
 
 
 def _resize_model(
