@@ -301,6 +301,12 @@ CHECKS = (
                 "(its rows' worker_seconds) priced per transform and process, resizes per image "
                 "and megapixel, and a compiling env build at its own time less uv's",
             ),
+            Model(
+                "build-cpu-2026-12-01",
+                "446aed4a3035287ceed655c008500632eb152d38",
+                "as transform-rounds, with each env build priced at its CPU seconds times the "
+                "least wall-to-CPU ratio among the reference's builds",
+            ),
         ),
     ),
     Check(
@@ -644,6 +650,15 @@ RUNS = (
         "transform-rounds-2026-12-01",
         what="tools/checks/cost_shape_transforms.yaml, predicted from a reference run made right "
         "before it"),
+    Run("cost-validation", VM, "2026-12-01-cost-validation-paper-lite-build-cpu",
+        "cost_validation.tsv", "2026-12-01", "446aed4a3035287ceed655c008500632eb152d38",
+        "build-cpu-2026-12-01",
+        what="paper-lite preset, predicted from a reference run made 2 h 40 min before it"),
+    Run("cost-validation", VM, "2026-12-01-cost-validation-shape-crops-build-cpu",
+        "cost_validation.tsv", "2026-12-01", "446aed4a3035287ceed655c008500632eb152d38",
+        "build-cpu-2026-12-01",
+        what="tools/checks/cost_shape_crops.yaml, predicted from a reference run made 3 h before "
+        "it"),
     Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
         "training_memory.tsv", "2026-11-25", "287abb80889acebe1531fc213bf13bc0ff372ea8",
         "gpu-context", what="ResNet-18 on the CPU"),
