@@ -659,6 +659,10 @@ RUNS = (
         "build-cpu-2026-12-01",
         what="tools/checks/cost_shape_crops.yaml, predicted from a reference run made 3 h before "
         "it"),
+    Run("cost-validation", VM, "2026-12-01-cost-validation-paper-lite-build-cpu-fresh-reference",
+        "cost_validation.tsv", "2026-12-01", "24bdccfd78deaa3b300162fd22323a71bf3aadf7",
+        "build-cpu-2026-12-01",
+        what="paper-lite preset, predicted from a reference run made right before it"),
     Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
         "training_memory.tsv", "2026-11-25", "287abb80889acebe1531fc213bf13bc0ff372ea8",
         "gpu-context", what="ResNet-18 on the CPU"),
