@@ -49,7 +49,8 @@ def learn_fixed_kinds(run_dir: Path, models: dict[tuple[str, str], KindModel]) -
         timed = {
             tsv.stem: row
             for tsv in sorted((run_dir / "benchmarks" / "setup" / kind).glob("*.tsv"))
-            if (row := benchmark_row(tsv)) is not None and _number(row.get("s")) is not None
+            if (row := benchmark_row(tsv)) is not None
+            and benchmark_number(row.get("s")) is not None
         }
         if not timed:
             continue
@@ -93,8 +94,8 @@ def _learn_env_builds(
     the run's builds. A build is CPU work (uv linking the cached packages, the first imports
     compiling the env's bytecode) plus waiting; what one build waited for beyond the least any
     build of the run waited (package files read cold from disk by the first builds of a run) is
-    not work every build does, and it moves a build's wall time 1.5-2x between runs of the same
-    lock. Where the benchmark file has no CPU time, the build's wall time.
+    not work every build does, and it moved a library's builds 1.55-2.29x between fourteen runs of
+    one lock on one machine. Where the benchmark file has no CPU time, the build's wall time.
 
     An env build that compiled a package its uv cache had no wheel of (its log says so) fills that
     cache once: it is priced less the seconds its log shows uv preparing what it compiled (none
@@ -107,7 +108,8 @@ def _learn_env_builds(
     }
     wall = {name: float(row["s"]) - prepared[name] for name, row in timed.items()}
     cpu = {
-        name: (_number(row.get("cpu_time")) or 0.0) - prepared[name] for name, row in timed.items()
+        name: (benchmark_number(row.get("cpu_time")) or 0.0) - prepared[name]
+        for name, row in timed.items()
     }
     ratios = [wall[name] / cpu[name] for name in timed if cpu[name] > 0 and wall[name] > 0]
     least = min(ratios, default=None)
@@ -118,7 +120,8 @@ def _learn_env_builds(
     warm = [priced[name] for name in timed if name not in filled] or list(priced.values())
     model = models[("build_env", "")] = KindModel({}, statistics.fmean(warm))
     if filled and len(filled) < len(timed):
-        extra = statistics.fmean(float(timed[name]["s"]) for name in filled) - model.overhead_s
+        extra = statistics.fmean(wall[name] + prepared[name] for name in filled)
+        extra -= model.overhead_s
         model.cache_fill_s = max(extra, 0.0)
     for name in timed:  # each library's own build (its imports differ: DALI's without torch)
         if name in filled and not prepared[name]:  # what its compile took unknown: the mean
@@ -126,10 +129,10 @@ def _learn_env_builds(
         models[("build_env", name)] = dataclasses.replace(model, overhead_s=priced[name])
 
 
-def _number(text: str | None) -> float | None:
-    """A benchmark file's number (None for a missing or NA field)."""
+def benchmark_number(text: str | None) -> float | None:
+    """A number of a benchmark (or checks) table: None for a missing, NA or n/a field."""
     try:
-        return float(text) if text not in (None, "", "NA") else None
+        return float(text) if text not in (None, "", "NA", "n/a") else None
     except ValueError:
         return None
 

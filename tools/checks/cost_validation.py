@@ -57,7 +57,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from augbench.planning.cost import read_result  # noqa: E402
-from augbench.planning.fixed_costs import benchmark_row  # noqa: E402
+from augbench.planning.fixed_costs import benchmark_number, benchmark_row  # noqa: E402
 from augbench.planning.regimes.pricing import Learned  # noqa: E402
 
 DEFAULT_CONFIG = ["preset=paper-lite"]  # its libraries and regimes: the preset's
@@ -89,13 +89,6 @@ def predict(
             sys.exit(f"snakemake cost failed:\n{done.stderr[-3000:]}")
         with (Path(scratch) / "results/cost/jobs.tsv").open(newline="") as fh:
             return list(csv.DictReader(fh, delimiter="\t"))
-
-
-def _number(text: str | None) -> float | None:
-    try:
-        return float(text) if text not in (None, "", "NA", "n/a") else None
-    except ValueError:
-        return None
 
 
 def measured_setup(run: Path, rule: str) -> list[dict[str, str]]:
@@ -165,7 +158,7 @@ def compare(
         sampled = job_memory(run, outputs)
         job["s"] = float(measured["s"])
         for name in ("rss", "pss"):
-            benchmark = _number(measured.get(f"max_{name}")) or 0.0
+            benchmark = benchmark_number(measured.get(f"max_{name}")) or 0.0
             job[f"max_{name}"] = max(benchmark, sampled[f"peak_{name}_mb"])
         job["held"] = job["max_pss"] if job["forked"] else job["max_rss"]
         by_rule[rule].append(job)
