@@ -120,7 +120,7 @@ def _plant_loader_file(
     """Pillow's DataLoader result file of ``setting`` (under results/<folder>, with its
     job_timing) and its job's benchmark file of ``seconds``."""
     raw = root / f"results/{folder}/laptop/{DS}/cpu_dataloader/pillow/{setting}.json"
-    raw.parent.mkdir(parents=True)
+    raw.parent.mkdir(parents=True, exist_ok=True)
     meta = {"benchmark_params": params, "job_timing": timing, "scope": params["scope"]}
     raw.write_text(json.dumps({"metadata": meta, "results": results}))
     pipelines = "pipelines/" if folder == "pipelines/raw" else ""
@@ -651,6 +651,30 @@ def test_a_row_in_fresh_processes_is_learned_per_process_and_priced_back(tmp_pat
     job = _job("pipeline_dataloader", "pillow", ("p",), params)
     found, _ = cost.estimate_jobs([job], {("pipeline_dataloader", "pillow"): model}, CONFIG)
     assert found[job].expected == pytest.approx(11.0)
+
+
+def test_a_process_start_is_learned_from_every_job_that_started_its_engine(
+    tmp_path: Path,
+) -> None:
+    """cpu_dataloader and the pipelines' DataLoader jobs start the same engine in the same env: a
+    reference's one cpu_dataloader job (its process 4 s beyond its setting) and two pipeline jobs
+    (2 s and 3 s) price every start of either kind at their median, 3 s."""
+    params = {**FRESH_PROCESSES_PARAMS, "processes": 1, "window_seconds": 0.0}
+    row = {"status": "ok", "median_throughput": 64.0, "throughputs": [64.0],
+           "timed_rounds": 1, "images_per_run": 32, "batch_size": 8, "workers": 2}  # fmt: skip
+    for folder, setting, scope, process in (
+        ("raw", "memory-w2-s000", "memory", 4.0),
+        ("pipelines/raw", "memory-w2", "memory", 2.0),
+        ("pipelines/raw", "decode-w2", "decode", 3.0),
+    ):
+        timing = {"import_seconds": 1.0, "setting_seconds": 3.0, "later_processes_seconds": 0.0}
+        found = {"p": {**row, "scope": scope}}
+        _plant_loader_file(
+            tmp_path, folder, setting, {**params, "scope": scope}, timing, found, process + 2.0
+        )
+    models = cost.learn(tmp_path)
+    for kind in ("cpu_dataloader", "pipeline_dataloader"):
+        assert models[(kind, "pillow")].process_s == pytest.approx(3.0)
 
 
 def test_a_model_file_that_kept_warm_ups_in_its_later_processes_is_priced_as_learned(

@@ -331,6 +331,10 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
         default=0.0,
     )  # fmt: skip
     in_flight = (workers * min(dl["prefetch_factor"], BATCHES_HELD_PER_WORKER) + 1) * batch
+    # A library working in float frees a float image per step, which its allocator keeps: about a
+    # batch of float outputs per worker beyond those in flight (docs/cloud.md#memory).
+    floats = adapters.declared(w["library"]).working_value_bytes > 1
+    kept = batch * per_image / 2**20 if floats else 0.0
     # Each row (and the baselines) runs in a fresh fork of the job process, which forks the
     # loaders' workers: all of them share the job process's pages. With several processes per
     # row, each later one is a fresh interpreter started while the job's process waits.
@@ -347,7 +351,7 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
         images=images if baselines > 0 or any(x["scope"] == "memory" for x in settings) else 0,
         pixels=pixels, value_bytes=value_bytes(w["library"]),
         batches_mb=in_flight * per_image / 2**20,
-        worker_private_mb=WORKER_PRIVATE_MB + working_mb,
+        worker_private_mb=WORKER_PRIVATE_MB + working_mb + kept,
     )  # fmt: skip
 
 
