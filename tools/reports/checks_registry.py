@@ -307,6 +307,13 @@ CHECKS = (
                 "as transform-rounds, with each env build priced at its CPU seconds times the "
                 "least wall-to-CPU ratio among the reference's builds",
             ),
+            Model(
+                "engine-starts-2026-12-01",
+                "b6c297e743fe1376765f0906d88c18b9a0901b69",
+                "as build-cpu, with a DataLoader job's process start learned from every job that "
+                "started the same engine and library, and a float-working library's DataLoader "
+                "workers each keeping a batch of float outputs",
+            ),
         ),
     ),
     Check(
@@ -663,6 +670,15 @@ RUNS = (
         "cost_validation.tsv", "2026-12-01", "24bdccfd78deaa3b300162fd22323a71bf3aadf7",
         "build-cpu-2026-12-01",
         what="paper-lite preset, predicted from a reference run made right before it"),
+    Run("cost-validation", VM, "2026-12-01-cost-validation-paper-lite-engine-starts",
+        "cost_validation.tsv", "2026-12-01", "52731001e4ed92338895d47c2f9893a38ee69856",
+        "engine-starts-2026-12-01",
+        what="paper-lite preset, predicted from a reference run made right before it"),
+    Run("cost-validation", VM, "2026-12-01-cost-validation-shape-tones-engine-starts",
+        "cost_validation.tsv", "2026-12-01", "52731001e4ed92338895d47c2f9893a38ee69856",
+        "engine-starts-2026-12-01",
+        what="tools/checks/cost_shape_tones.yaml, predicted from a reference run made 25 min "
+        "before it"),
     Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
         "training_memory.tsv", "2026-11-25", "287abb80889acebe1531fc213bf13bc0ff372ea8",
         "gpu-context", what="ResNet-18 on the CPU"),
