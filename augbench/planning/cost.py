@@ -143,10 +143,6 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
     settings: dict[Key, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     starts: dict[Key, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     handovers: dict[Key, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    # A process start is the engine's, whichever kind launched it (cpu_dataloader's settings and
-    # the pipelines' DataLoader jobs start the same engine in the same env): one pool per engine
-    # and library, so a reference's one job of a kind does not price that kind's starts alone.
-    engine_starts: dict[tuple[str, str], list[float]] = defaultdict(list)
     for bench, entries in timed.items():
         seconds = benchmark_seconds(bench)
         if seconds is None or len(entries) != len(jobs[bench]):
@@ -161,8 +157,12 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
                 starts[key][t.setting].append(own / t.loader_starts)
                 handovers[key][t.setting].append(t.handover_fixed_s)
         processes[entries[0][0]].append(max(process, 0.0))
-        engine_starts[engine_of(entries[0][0])].append(max(process, 0.0))
-    started_keys = {key for entries in timed.values() for key, _ in entries[:1]}
+    # A process start is the engine's, whichever kind launched it (cpu_dataloader's settings and
+    # the pipelines' DataLoader jobs start the same engine in the same env): one pool per engine
+    # and library, so a reference's one job of a kind does not price that kind's starts alone.
+    engine_starts: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for key in {entries[0][0] for entries in timed.values()}:
+        engine_starts[engine_of(key)] += processes[key]
     models: dict[tuple[str, str], KindModel] = {}
     for key in set(learned.per_image) | set(overheads):
         stopped = learned.stopped[key]
@@ -178,8 +178,7 @@ def learn(run_dir: Path) -> dict[tuple[str, str], KindModel]:
             model.overhead_s, model.overhead_per_mp_s = fit_line(overheads[key])
         elif overheads[key]:
             model.overhead_s = statistics.median(o for _, o in overheads[key])
-        started = engine_starts.get(engine_of(key)) if key in started_keys else None
-        pool = started or processes[key]
+        pool = engine_starts.get(engine_of(key)) or processes[key]
         model.process_s = statistics.median(pool) if pool else 0.0
         model.setting_s = {s: statistics.median(v) for s, v in settings[key].items()}
         model.start_s = {s: statistics.median(v) for s, v in starts[key].items()}
