@@ -207,8 +207,9 @@ UNKNOWN_LIBRARY_RSS_MB = (700.0, 700.0)
 # A job's manager process that imports no library (augbench.measuring.engines.micro's; the
 # pipeline breakdown's, which starts its rounds' interpreters): same tool.
 MANAGER_RSS_MB = 44.0
-# What one forked DataLoader worker adds of its own (pages it writes: outputs, copy-on-write
-# object headers, its thread arenas); from Snakemake's max_pss of cpu_dataloader jobs.
+# What the fork a DataLoader row runs in adds of its own (pages it writes: outputs, copy-on-write
+# object headers, its thread arenas), and a loader worker of a library without a measured one
+# (library_memory.json's ``loader_worker``); from Snakemake's max_pss of cpu_dataloader jobs.
 WORKER_PRIVATE_MB = 60.0
 # Batches a DataLoader worker of the cpu_dataloader and pipeline regimes holds at once: the one it
 # builds and one ready. Their main process takes each batch as it arrives, so the rest of a

@@ -81,8 +81,8 @@ def expected(fp: memory.Footprint) -> tuple[int, int, float]:
     the policy constants: shared pages once (a further interpreter of the env adds its anonymous
     pages) plus each forked worker's private pages, the batches in flight and the job's memory
     sampler (mem_mb); the same plus each further interpreter's file pages and each forked
-    worker's copy of the pages it shares with the main process (rss_mb); both times the headroom
-    factor plus its MB."""
+    worker's copy of the main process's anonymous pages, the images among them, and of the
+    library files' pages it touches (rss_mb); both times the headroom factor plus its MB."""
     alone, with_torch = memory.measured()["import_rss_mb"][fp.library]
     anonymous = memory.measured()["import_anonymous_mb"][fp.library][1 if fp.torch else 0]
     context = policy.CUDA_CONTEXT_HOST_MB if fp.gpu else 0
@@ -90,9 +90,14 @@ def expected(fp: memory.Footprint) -> tuple[int, int, float]:
     image = fp.images * fp.pixels * fp.channels * fp.value_bytes * fp.copies / 2**20
     main = base + image + fp.extra_mb + fp.working_mb
     others = (fp.processes - 1) * (anonymous + context)
-    needed = main + others + fp.forked * policy.WORKER_PRIVATE_MB + fp.batches_mb
+    own = (fp.forked - fp.loader_workers) * fp.worker_private_mb
+    own += fp.loader_workers * fp.loader_worker_mb
+    needed = main + others + own + fp.batches_mb
     needed += policy.JOB_MEMORY_SAMPLER_MB  # the job's memory sampler, a process of its own
-    rss = needed - others + (fp.processes - 1) * base + fp.forked * (base + image)
+    # A forked process maps its parent's anonymous pages and the library files' pages it touches.
+    worker = memory.measured()["loader_worker"].get(fp.library)
+    inherited = anonymous + worker["file_mb"] + context if worker else base
+    rss = needed - others + (fp.processes - 1) * base + fp.forked * (inherited + image)
     room = policy.MEMORY_HEADROOM
     return math.ceil(needed * room.factor + room.mb), math.ceil(rss * room.factor + room.mb), base
 
@@ -404,7 +409,8 @@ def test_a_dataloader_job_grows_with_its_workers() -> None:
         assert batches == pytest.approx(4 * s.config["cpu_dataloader"]["prefetch_factor"]
                                         * s.config["cpu_dataloader"]["batch_size"] * 224**2
                                         * 12 / 2**20)  # fmt: skip
-        own = 4 * loaders * four.worker_private_mb + batches
+        assert (none.loader_workers, four.loader_workers) == (0, 4 * loaders)
+        own = 4 * loaders * four.loader_worker_mb + batches
         assert grown == pytest.approx(own * factor, abs=1)
         assert four.worker_private_mb > policy.WORKER_PRIVATE_MB  # and its transforms' temporaries
         assert memory.predict(four).rss_mb > memory.predict(four).mem_mb
@@ -425,23 +431,28 @@ def test_a_deeper_prefetch_queue_adds_no_batches_a_workers_main_process_takes_at
     assert batches[1] == pytest.approx((2 * 1 + 1) * per_batch)
 
 
-def test_a_dataloader_job_whose_every_row_is_unsupported_is_planned_whole() -> None:
+def test_a_dataloader_job_whose_every_row_is_unsupported_is_planned_as_its_baselines() -> None:
     """A job whose recipes its library does not map (Pillow has no Erasing) still loads its
-    images and runs its baselines' loaders and the hand-over probe before its rows say
-    unsupported (augbench.measuring.engines.dataloader.job): it is planned as a job of rows it
-    maps. Planned as its process alone, such jobs held 0.94-0.98 of that plan on intel-xeon-2c."""
+    images and runs its baselines (the hand-over probe, then the transport loop: one loader at a
+    time, in a fork of their own) before its rows say unsupported
+    (augbench.measuring.engines.dataloader.job): planned as that fork and one loader's workers,
+    with no row's loaders, decode floor or memory-scope companion (the decode scope's images)."""
     kind = regimes.KINDS["cpu_dataloader"]
     dl = {"job_per": "setting", "transforms": ["Erasing", "HorizontalFlip"], "shard_size": 1}
     s = sweep.Sweep(config("smoke", cpu_dataloader=dl), "d")
     assert s.dataloader_shards["s000"] == ["Erasing"]
-    for scope in ("memory", "decode"):
+    for scope, loaders in (("memory", 2), ("decode", 3)):
         planned = {
             shard: kind.memory(s, kind, {"machine": "m", "dataset": "d", "library": "pillow",
                                          "scope": scope, "workers": "2", "shard": shard})
             for shard in ("s000", "s001")
         }  # fmt: skip
-        assert planned["s000"] == planned["s001"]
-        assert planned["s000"].forked > 1 and planned["s000"].batches_mb > 0
+        unsupported, mapped = planned["s000"], planned["s001"]
+        assert (unsupported.forked, mapped.forked) == (1 + 2, 1 + 2 * loaders)
+        assert unsupported.batches_mb == mapped.batches_mb > 0
+        assert (unsupported.images > 0) == (scope == "memory") and mapped.images > 0
+        alone = memory.predict(memory.Footprint("pillow", torch=True)).mem_mb
+        assert alone < memory.predict(unsupported).mem_mb < memory.predict(mapped).mem_mb
 
 
 def test_a_decoder_or_loader_setting_counts_its_own_rows_and_threads_fork_nothing() -> None:
@@ -622,3 +633,31 @@ def test_a_dataloader_worker_holds_its_most_demanding_steps_temporaries() -> Non
         kept = s.config["cpu_dataloader"]["batch_size"] * 224**2 * 12 / 2**20 if value > 1 else 0
         assert found[library] == pytest.approx(policy.WORKER_PRIVATE_MB + own + kept)
     assert found["kornia"] > found["pillow"]  # float32 temporaries against uint8 ones
+
+
+def test_a_dataloader_worker_holds_its_librarys_measured_pages() -> None:
+    """A forked loader worker holds the library's measured private pages
+    (library_memory.json's ``loader_worker``: ``private_mb`` plus ``image_copies`` decoded images of
+    the job's largest input, or its most demanding step's temporaries where those are larger);
+    the row's own fork keeps policy.WORKER_PRIVATE_MB; a library the file lacks: that constant
+    for its workers too. A float-working library's workers keep a batch of outputs besides."""
+    s = sweep.Sweep(config("smoke", cpu_dataloader={"job_per": "setting"}), "d")
+    fits = json.loads(memory.LIBRARY_MEMORY_FILE.read_text())["loader_worker"]
+    kind = regimes.KINDS["cpu_dataloader"]
+    largest = max(s.sizes["d"].first(min(s.num_images_for(kind), s.dataset_images("d"))))
+    batch = s.config["cpu_dataloader"]["batch_size"]
+    assert "albumentations_mit" not in fits
+    for library in ("pillow", "kornia", "albumentations_mit"):
+        wildcards = {"machine": "m", "dataset": "d", "library": library, "scope": "decode",
+                     "workers": "2", "shard": "s000"}  # fmt: skip
+        fp = kind.memory(s, kind, wildcards)
+        floats = adapters.declared(library).working_value_bytes > 1
+        kept = batch * 224**2 * 12 / 2**20 if floats else 0.0
+        working = fp.worker_private_mb - policy.WORKER_PRIVATE_MB - kept
+        assert working >= 0
+        fit = fits.get(library)
+        if fit is None:
+            assert fp.loader_worker_mb == pytest.approx(fp.worker_private_mb)
+            continue
+        image = fit["image_copies"] * largest * 3 / 2**20
+        assert fp.loader_worker_mb == pytest.approx(fit["private_mb"] + max(image, working) + kept)

@@ -456,6 +456,26 @@ def test_import_rss_measures_a_librarys_process_keeping_the_working_copies(tmp_p
     assert "TRAINING_MODEL_MB" not in done.stdout
 
 
+@pytest.mark.envs
+def test_import_rss_measures_a_librarys_dataloader_worker_keeping_the_rest(tmp_path: Path) -> None:
+    """The worker probe runs the regime's DataLoader in Pillow's env at two JPEG sides: a worker
+    holding more of its own at the larger side, the line through both written for Pillow alone."""
+    shipped, written, done = _import_rss_on_pillow(
+        tmp_path, "--loader-worker-only", "--worker-px", "128", "512", "--worker-images", "24"
+    )
+    for key in ("import_rss_mb", "working_copies"):
+        assert written[key] == shipped[key]  # not measured in this mode
+    assert _without_pillow(written["loader_worker"]) == _without_pillow(shipped["loader_worker"])
+    fit = written["loader_worker"]["pillow"]
+    assert fit["private_mb"] > 5 and fit["image_copies"] >= 0 and fit["file_mb"] > 5
+    assert (written["worker_px"], written["worker_images"]) == ([128, 512], 24)
+    line = next(x for x in done.stdout.splitlines() if x.startswith("# pillow: a DataLoader"))
+    small, large = map(float, re.findall(r"holds (\d+) MB of its own at \d+ px, (\d+) MB", line)[0])
+    assert 5 < small <= large
+    assert f"{fit['private_mb']:.0f} MB and {fit['image_copies']:.2f} images; " in line
+    assert f"it touches {fit['file_mb']:.0f} MB of the libraries' files" in line
+
+
 def test_lock_envs_relocks_one_library_keeping_its_pins(tmp_path: Path) -> None:
     """``--only pillow`` on a copy of envs/: the lock is resolved again (uv, the package index)
     under its current pins, so every pin stays; the conda mirror lists exactly the lock's pins,

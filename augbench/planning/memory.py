@@ -10,7 +10,8 @@ dtype. :func:`predict` turns a footprint into two numbers:
   rule's ``resources: mem_mb``: ``snakemake --resources mem_mb=N`` schedules by it, and the plan
   refuses a job whose ``mem_mb`` exceeds its machine (:func:`refusals`).
 - ``rss_mb``: what Snakemake's benchmark file reports as ``max_rss``: the *sum* of the processes'
-  resident sets, so a forked DataLoader worker counts the parent's pages again. It is predicted
+  resident sets, so a forked DataLoader worker counts the parent's pages it maps again (all its
+  anonymous pages, of its files' pages only those the worker touches). It is predicted
   so that the validation run (tools/checks/cost_validation.py) can check it too; it is not what
   a machine must have.
 
@@ -22,8 +23,9 @@ What each library's processes hold is measured by tools/checks/import_rss.py, in
 own, into ``library_memory.json`` beside this module: a process's resident memory after its
 imports (interpreter, augbench, the library, torch where the engine needs it: :func:`process_mb`),
 the anonymous part of it, which is all a further interpreter of the same env adds to the
-proportional sets (:func:`anonymous_mb`), and a transform's temporaries per library and
-transform (:func:`working_copies`).
+proportional sets (:func:`anonymous_mb`), a transform's temporaries per library and
+transform (:func:`working_copies`) and what a forked DataLoader worker holds of its own
+(:func:`loader_worker_mb`).
 """
 
 from __future__ import annotations
@@ -44,7 +46,10 @@ MB = 2**20
 # ``import_rss_mb``: a process's resident MiB after its imports, [alone, with torch];
 # ``working_copies``: a transform's temporaries on one image at their peak, in copies of the image
 # at the library's working dtype (adapters' working_value_bytes), per catalog transform (one
-# synthetic square image of ``image_px``).
+# synthetic square image of ``image_px``);
+# ``loader_worker``: a forked DataLoader worker's own pages, ``private_mb`` plus ``image_copies``
+# decoded (uint8) images of its largest input (JPEGs of two ``worker_px`` sides), and ``file_mb``,
+# the pages of the libraries' files it touches.
 LIBRARY_MEMORY_FILE = Path(__file__).with_name("library_memory.json")
 
 
@@ -52,6 +57,29 @@ LIBRARY_MEMORY_FILE = Path(__file__).with_name("library_memory.json")
 def measured() -> dict[str, Any]:
     """The measured per-library memory (LIBRARY_MEMORY_FILE)."""
     return json.loads(LIBRARY_MEMORY_FILE.read_text())
+
+
+def loader_worker_mb(library: str, pixels: float, channels: int, working_mb: float) -> float:
+    """What one forked DataLoader worker of ``library`` holds of its own, its largest input
+    ``pixels`` large: measured (LIBRARY_MEMORY_FILE's ``loader_worker``: copy-on-write pages and
+    its allocator's arenas, plus a decoded image and a crop recipe's temporaries on it; a step
+    whose own temporaries, ``working_mb``, are larger stands in for the latter);
+    policy.WORKER_PRIVATE_MB and ``working_mb`` for a library it lacks."""
+    fit = measured().get("loader_worker", {}).get(library)
+    if fit is None:
+        return policy.WORKER_PRIVATE_MB + working_mb
+    return fit["private_mb"] + max(fit["image_copies"] * pixels * channels / MB, working_mb)
+
+
+def forked_resident_mb(library: str, torch: bool) -> float:
+    """What a process forked from one that imported ``library`` has resident of its parent's
+    pages: every anonymous page, and only the pages of the libraries' files it touches (fork maps
+    none of them; LIBRARY_MEMORY_FILE's ``loader_worker`` ``file_mb``); all of
+    :func:`process_mb` for a library without that measurement."""
+    fit = measured().get("loader_worker", {}).get(library)
+    if fit is None:
+        return process_mb(library, torch)
+    return anonymous_mb(library, torch) + fit["file_mb"]
 
 
 def _fitted_copies() -> dict[str, dict[str, float]]:
@@ -98,9 +126,10 @@ class Footprint:
     """What one job holds at its peak.
 
     ``processes`` import the library (a pyperf worker, a DataLoader's main process);
-    ``forked`` are DataLoader workers forked from the main process: they share its pages (each
-    counts them again in a resident-set sum) and add ``worker_private_mb`` each of their own
-    (policy.WORKER_PRIVATE_MB unless the kind knows its workers hold more).
+    ``forked`` are processes forked from the main process: they share its pages (each counts them
+    again in a resident-set sum) and add ``worker_private_mb`` each of their own
+    (policy.WORKER_PRIVATE_MB unless the kind knows its workers hold more); of them,
+    ``loader_workers`` are DataLoader workers that add ``loader_worker_mb`` each instead.
     ``images`` x ``pixels`` x ``channels`` x ``value_bytes`` x ``copies`` is the resident pixel
     data of the main process (``copies``: how many forms of the images coexist at the peak, e.g.
     the decoded cache and the library's own tensors while the latter are built)."""
@@ -110,6 +139,8 @@ class Footprint:
     processes: int = 1
     forked: int = 0
     worker_private_mb: float = policy.WORKER_PRIVATE_MB
+    loader_workers: int = 0
+    loader_worker_mb: float = 0.0
     images: int = 0
     pixels: float = 0.0
     channels: int = 3
@@ -154,19 +185,19 @@ def anonymous_mb(library: str, torch: bool) -> float:
 
 
 def predict(footprint: Footprint) -> Prediction:
-    base = process_mb(footprint.library, footprint.torch)
-    if footprint.gpu:
-        base += policy.CUDA_CONTEXT_HOST_MB
-    shared = base + footprint.image_mb  # what a forked worker shares with the main process
-    main = shared + footprint.extra_mb + footprint.working_mb
+    context = policy.CUDA_CONTEXT_HOST_MB if footprint.gpu else 0.0
+    base = process_mb(footprint.library, footprint.torch) + context
+    main = base + footprint.image_mb + footprint.extra_mb + footprint.working_mb
     # Another interpreter of the same env shares the libraries' file pages with the first.
     further = footprint.processes - 1
-    others = further * (anonymous_mb(footprint.library, footprint.torch)
-                        + (policy.CUDA_CONTEXT_HOST_MB if footprint.gpu else 0.0))  # fmt: skip
-    private = footprint.forked * footprint.worker_private_mb
+    others = further * (anonymous_mb(footprint.library, footprint.torch) + context)
+    private = (footprint.forked - footprint.loader_workers) * footprint.worker_private_mb
+    private += footprint.loader_workers * footprint.loader_worker_mb
     # Every timed job runs with its memory sampler (augbench.measuring.memory_peak) beside it.
     needed = main + others + private + footprint.batches_mb + policy.JOB_MEMORY_SAMPLER_MB
-    rss = needed + further * base - others + footprint.forked * shared
+    # A forked process's resident set counts the images and its parent's pages it maps again.
+    forked = forked_resident_mb(footprint.library, footprint.torch) + context + footprint.image_mb
+    rss = needed + further * base - others + footprint.forked * forked
     headroom = policy.MEMORY_HEADROOM
     return Prediction(
         mem_mb=math.ceil(needed * headroom.factor + headroom.mb),

@@ -14,13 +14,23 @@ docs/results/amd-epyc-2c/2026-11-26-cost-validation-paper-lite/):
   catalog transform it implements, on one synthetic ``--working-px`` square RGB image, the growth of
   the peak resident memory of a child forked for that transform alone, over the image's size (the
   largest of ``--repeats``);
+- ``loader_worker`` of ``augbench/planning/library_memory.json`` (written): what one forked
+  DataLoader worker of the cpu_dataloader regime holds, per library: of its own, ``private_mb``
+  plus ``image_copies`` decoded images of its largest input, and ``file_mb``, the pages of the
+  libraries' files it has touched (a forked process maps none of its parent's until it touches
+  them; its parent's anonymous pages it maps all). Measured with the regime's loader
+  (augbench.measuring.engines.dataloader.plumbing), two workers decoding ``--worker-images``
+  synthetic JPEGs through the library's RandomResizedCrop recipe, read for a few batches, at each
+  of the two ``--worker-px`` sides; each worker's private pages (``/proc/<pid>/smaps``, its
+  batches in shared memory left out: the memory model counts batches in flight apart) after every
+  batch read, the largest of ``--repeats`` runs; the line through the two sizes;
 - ``TRAINING_MODEL_MB``: the training regime's model state in the main process at batch 32 (the
   torchvision env): the peak resident memory a fresh process gains from building the model and
   its SGD optimizer and running training steps on a batch, as the training engine does on the CPU
   (ResNet-18 at 112 px, ResNet-50 at 224 px).
 
     uv run python tools/checks/import_rss.py [--envs-dir .venvs] [--repeats 3] [--output FILE]
-        [--imports-only | --working-copies-only]
+        [--imports-only | --working-copies-only | --loader-worker-only]
 
 Writes the per-library numbers (``--libraries``: only those, the others kept) and prints the
 others as the policy's literals, with the machine and date, to paste into augbench/policy.py
@@ -33,6 +43,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import platform
 import subprocess
 import sys
@@ -117,6 +128,57 @@ for transform in catalog.names():
 print(json.dumps(found))
 """
 
+WORKER = """
+import json, os, re, sys, tempfile
+from pathlib import Path
+sys.path.insert(0, {root!r})
+from augbench.policy import DATALOADER_THREADS
+DATALOADER_THREADS.apply_environment()
+from augbench.workload import adapters
+adapter = adapters.get({library!r})
+adapter.import_library()
+import torch  # noqa: F401
+from augbench.measuring.engines.dataloader import plumbing
+DATALOADER_THREADS.apply_runtime()
+files = sorted(str(f) for f in Path({folder!r}).glob("*.jpg"))
+dataset = plumbing.RecipeDataset(files, adapter.decode, plumbing.build_recipe(adapter, {recipe!r}))
+settings = plumbing.LoaderSettings(workers=2, batch_size={batch}, prefetch_factor=2,
+                                   persistent_workers=True, batch_timeout=300)
+records = Path(tempfile.mkdtemp())
+sampler = plumbing.EpochSampler(len(files), 10**6)
+batches = iter(plumbing.regime_loader(settings, dataset, sampler, records))
+HEADER = re.compile(r"^[0-9a-f]+-[0-9a-f]+ ")
+def private_mb(pid):  # Private_Clean + Private_Dirty, shared-memory batches left out
+    total, counted = 0, True
+    for line in open(f"/proc/{{pid}}/smaps"):
+        if HEADER.match(line):
+            fields = line.split()
+            path = fields[5] if len(fields) > 5 else ""
+            counted = not (path.startswith("/dev/shm") or "torch_" in path or "memfd:" in path)
+        elif counted and line.startswith(("Private_Clean:", "Private_Dirty:")):
+            total += int(line.split()[1])
+    return total / 1024
+# A worker's peak is not readable afterwards: its pages after every batch read, the largest.
+peak = 0.0
+for _ in range({batches}):
+    next(batches)
+    workers = [json.loads(f.read_text())["pid"] for f in records.glob("worker-*.json")]
+    peak = max([peak] + [private_mb(pid) for pid in workers])
+def file_mb(pid):  # the library files' pages the worker has touched: fork maps none of them
+    for line in open(f"/proc/{{pid}}/status"):
+        if line.startswith("RssFile:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+print(json.dumps({{"workers": len(workers), "private_mb": peak,
+                  "file_mb": max(file_mb(pid) for pid in workers)}}))
+"""
+
+# The worker probe's recipe and loader (the regime's defaults: augbench.workload.recipes).
+WORKER_RECIPE = "RandomResizedCrop"
+WORKER_BATCH = 12
+WORKER_BATCHES = 12
+
+
 TRAINING = """
 import json, resource, sys
 sys.path.insert(0, {root!r})
@@ -175,12 +237,21 @@ def main() -> int:
                       help="fit and write the working copies, nothing else")  # fmt: skip
     only.add_argument("--imports-only", action="store_true",
                       help="measure the processes after their imports, nothing else")  # fmt: skip
+    only.add_argument("--loader-worker-only", action="store_true",
+                      help="measure the DataLoader workers' own memory, nothing else")  # fmt: skip
+    p.add_argument("--worker-px", type=int, nargs=2, default=[512, 2048],
+                   help="the two sides of the worker probe's JPEGs")  # fmt: skip
+    p.add_argument("--worker-images", type=int, default=48, help="JPEGs the worker probe decodes")
     args = p.parse_args()
-    if not args.working_copies_only:
+    modes = (args.imports_only, args.working_copies_only, args.loader_worker_only)
+    everything = not any(modes)
+    if everything or args.imports_only:
         print_process_constants(args)
-    if not args.imports_only:
+    if everything or args.working_copies_only:
         fit_working_copies(args)
-    if not (args.working_copies_only or args.imports_only):
+    if everything or args.loader_worker_only:
+        measure_loader_worker(args)
+    if everything:
         print_training_state(args)
     return 0
 
@@ -223,6 +294,8 @@ def write_measured(key: str, found: dict[str, Any], args: argparse.Namespace) ->
     )  # fmt: skip
     if key == "working_copies":
         doc.update(image_px=args.working_px, repeats=args.repeats)
+    if key == "loader_worker":
+        doc.update(worker_px=args.worker_px, worker_images=args.worker_images)
     target.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     print(f"# wrote {key} of {target}")
 
@@ -241,6 +314,48 @@ def fit_working_copies(args: argparse.Namespace) -> None:
               f"{copies[library][worst]:.2f} copies ({worst}, {args.working_px} px)")  # fmt: skip
     if copies:
         write_measured("working_copies", copies, args)
+
+
+def measure_loader_worker(args: argparse.Namespace) -> None:
+    found: dict[str, dict[str, float]] = {}
+    for library in args.libraries:
+        python = args.envs_dir / library / "bin" / "python"
+        if CPU_TRANSFORMS not in adapters.declared(library).capabilities or not python.exists():
+            continue
+        runs = [worker_probes(python, library, side, args) for side in args.worker_px]
+        held = [max(r["private_mb"] for r in probes) for probes in runs]
+        small, large = (side * side * 3 / 2**20 for side in args.worker_px)  # MiB per image
+        copies = max(0.0, (held[1] - held[0]) / (large - small))
+        touched = max(r["file_mb"] for probes in runs for r in probes)
+        found[library] = {"private_mb": float(math.ceil(held[0] - copies * small)),
+                          "image_copies": round(copies, 2),
+                          "file_mb": float(math.ceil(touched))}  # fmt: skip
+        print(f"# {library}: a DataLoader worker holds {held[0]:.0f} MB of its own at "
+              f"{args.worker_px[0]} px, {held[1]:.0f} MB at {args.worker_px[1]} px: "
+              f"{found[library]['private_mb']:.0f} MB and {copies:.2f} images; "
+              f"it touches {touched:.0f} MB of the libraries' files")  # fmt: skip
+    if found:
+        write_measured("loader_worker", found, args)
+
+
+def worker_probes(
+    python: Path, library: str, side: int, args: argparse.Namespace
+) -> list[dict[str, float]]:
+    """``--repeats`` worker probes on ``side`` px JPEGs: each one's largest worker."""
+    import tempfile
+
+    import numpy as np
+    from PIL import Image
+
+    with tempfile.TemporaryDirectory() as folder:
+        rng = np.random.default_rng(0)
+        for i in range(args.worker_images):  # smooth noise: a photo's JPEG size, not noise's
+            small = rng.integers(0, 256, (max(1, side // 16), max(1, side // 16), 3), np.uint8)
+            Image.fromarray(small).resize((side, side)).save(Path(folder) / f"{i:03d}.jpg")
+        code = WORKER.format(root=str(ROOT), library=library, folder=folder,
+                             recipe=WORKER_RECIPE, batch=WORKER_BATCH,
+                             batches=WORKER_BATCHES)  # fmt: skip
+        return [run_probe(python, code) for _ in range(args.repeats)]
 
 
 def print_training_state(args: argparse.Namespace) -> None:

@@ -273,35 +273,32 @@ def output_pixels(steps: list[Any], pixels: float) -> float:
 def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     """The main process (torch and the library) holds the memory scope's decoded images (in the
     decode scope too, for its memory-scope companion); every live DataLoader (the regime's, the bare
-    loop's, the companion's) has its own forked workers; the loader measured at a time has up
-    to policy.BATCHES_HELD_PER_WORKER batches per worker in flight (at most its
-    prefetch_factor) and the main process one more (float32 CHW outputs, masks included); each
-    worker holds its most demanding step's temporaries on the image that step gets. A job_per:
-    library job runs its settings one after another: its largest."""
-    from augbench.planning.memory import Footprint
+    loop's, the companion's) has its own forked workers, each holding what the library's measured
+    worker holds (memory.loader_worker_mb); the loader measured at a time has up to
+    policy.BATCHES_HELD_PER_WORKER batches per worker in flight (at most its prefetch_factor) and
+    the main process one more (float32 CHW outputs, masks included). A job_per: library job runs
+    its settings one after another: its largest."""
+    from augbench.planning.memory import Footprint, loader_worker_mb
     from augbench.workload import adapters, recipes
 
     dl = s.config["cpu_dataloader"]
     pipelines = kind.role == "pipelines"
     runs = s.config["pipeline_runs"]
     baselines = runs["dataloader_baseline_runs"] if pipelines else dl["baseline_runs"]
-    batch = dl["batch_size"]
+    batch, channels = dl["batch_size"], s.config["channels"]
     settings = (
         [{"scope": w["scope"], "workers": w["workers"]}] if "scope" in w
         else s.dataloader_settings
     )  # fmt: skip
     images = min(s.num_images_for(kind), s.dataset_images(w["dataset"]))
     pixels = s.mean_pixels(w["dataset"], images)
-    live_loaders = max(
-        1 + (baselines > 0) + (x["scope"] == "decode" and baselines > 0) for x in settings
-    )
     workers = max(int(x["workers"]) for x in settings)
     largest = max(s.sizes[w["dataset"]].first(images) or [0])
     known = set(catalog.names())
+    adapter = adapters.get(w["library"])
     if pipelines:  # the largest output of the pipelines the library runs, masks included
         from augbench.workload import pipelines as user_pipelines
 
-        adapter = adapters.get(w["library"])
         mask = value_bytes(w["library"])
         runnable = [
             p for p in user_pipelines.from_json(s.pipelines_json).values()
@@ -320,16 +317,13 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     else:
         per_image = recipes.OUTPUT_SIZE**2 * 12.0  # every recipe ends in a 224 px float32 crop
         # A recipe's transform runs on the base crop's output, a crop on the whole image.
-        seen = [
-            (t, largest if catalog.get(t).is_crop else recipes.OUTPUT_SIZE**2)
-            for shard in s.dataloader_shards.values() for t in shard if t in known
-        ]  # fmt: skip
+        mapped = [t for t in s.dataloader_shards[w["shard"]] if t in known and adapter.supports(t)]
+        seen = [(t, largest if catalog.get(t).is_crop else recipes.OUTPUT_SIZE**2) for t in mapped]
+    # A job whose library runs none of its recipes measures its baselines alone: one live loader.
+    rows = bool(seen)
     # Each worker transforms one image at a time: its most demanding step's temporaries are its own.
-    working_mb = max(
-        (temporaries_mb(w["library"], [name], px, s.config["channels"]) for name, px in seen
-         if name in known),
-        default=0.0,
-    )  # fmt: skip
+    working_mb = max((temporaries_mb(w["library"], [name], px, channels) for name, px in seen
+                      if name in known), default=0.0)  # fmt: skip
     in_flight = (workers * min(dl["prefetch_factor"], BATCHES_HELD_PER_WORKER) + 1) * batch
     # A library working in float frees a float image per step, which its allocator keeps: about a
     # batch of float outputs per worker beyond those in flight (docs/cloud.md#memory).
@@ -339,19 +333,23 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     # loaders' workers: all of them share the job process's pages. With several processes per
     # row, each later one is a fresh interpreter started while the job's process waits.
     later = (pipeline_processes(runs) if pipelines else int(dl.get("processes", 1))) > 1
+    live_loaders = max(rows + (baselines > 0) + (x["scope"] == "decode" and baselines > 0 and rows)
+                       for x in settings)  # fmt: skip
     if not default_feed(w):
         # Another decoder or loader measures its rows only, no baselines
         # (augbench.measuring.engines.dataloader.job); a loader of threads (thread, spdl) runs
         # its workers in the row's own process, whose batches in flight are all they add.
-        baselines, live_loaders = 0, 1
+        baselines, live_loaders = 0, int(rows)
         if loaders.from_suffix(w.get("loader", "")) != loaders.PROCESS:
             workers = 0
+    loader_workers = workers * live_loaders
     return Footprint(
-        w["library"], torch=True, forked=1 + workers * live_loaders, processes=1 + later,
-        images=images if baselines > 0 or any(x["scope"] == "memory" for x in settings) else 0,
+        w["library"], torch=True, forked=1 + loader_workers, processes=1 + later,
+        images=images if (rows and baselines) or "memory" in {x["scope"] for x in settings} else 0,
         pixels=pixels, value_bytes=value_bytes(w["library"]),
-        batches_mb=in_flight * per_image / 2**20,
-        worker_private_mb=WORKER_PRIVATE_MB + working_mb + kept,
+        batches_mb=in_flight * per_image / 2**20, loader_workers=loader_workers,
+        worker_private_mb=WORKER_PRIVATE_MB + working_mb + kept,  # the row's own fork
+        loader_worker_mb=loader_worker_mb(w["library"], largest, channels, working_mb) + kept,
     )  # fmt: skip
 
 
