@@ -112,20 +112,23 @@ def test_image_mb_is_images_times_pixels_channels_bytes_and_copies() -> None:
     )
 
 
+@pytest.mark.parametrize("library", ["pillow", "albumentations_mit"])
 @pytest.mark.parametrize("torch", [False, True])
-def test_predict_follows_the_documented_formula(torch: bool) -> None:
+def test_predict_follows_the_documented_formula(torch: bool, library: str) -> None:
     """Protects mem_mb (what the rule requests) and rss_mb (what Snakemake's max_rss reports) for
-    a job with several processes, forked workers, resident images and an extra process."""
+    a job with several processes, forked workers (two of them loader workers), resident images
+    and an extra process; for a library with a measured loader worker and one without."""
+    assert ("albumentations_mit" in memory.measured()["loader_worker"]) is False
     fp = memory.Footprint(
-        "pillow", torch=torch, processes=2, forked=3, images=10, pixels=1.5 * MP,
+        library, torch=torch, processes=2, forked=3, images=10, pixels=1.5 * MP,
         channels=3, value_bytes=1, copies=2.0, extra_mb=policy.MANAGER_RSS_MB, working_mb=50.0,
-        batches_mb=120.0,
+        batches_mb=120.0, loader_workers=2, loader_worker_mb=33.0,
     )  # fmt: skip
     mem_mb, rss_mb, process_mb = expected(fp)
     got = memory.predict(fp)
     assert (got.mem_mb, got.rss_mb, got.process_mb) == (mem_mb, rss_mb, process_mb)
     assert got.image_mb == fp.image_mb
-    assert got.process_mb == memory.measured()["import_rss_mb"]["pillow"][1 if torch else 0]
+    assert got.process_mb == memory.measured()["import_rss_mb"][library][1 if torch else 0]
 
 
 def test_forked_workers_count_the_parent_again_only_in_the_rss_sum() -> None:

@@ -314,6 +314,14 @@ CHECKS = (
                 "started the same engine and library, and a float-working library's DataLoader "
                 "workers each keeping a batch of float outputs",
             ),
+            Model(
+                "worker-pages-2026-12-01",
+                "baa4f56c44c806a048572c971de78abd215823c6",
+                "as engine-starts, with each forked DataLoader worker holding its library's "
+                "measured pages (MB plus decoded images of the job's largest input) instead of "
+                "60 MB, a forked process's resident set counting its parent's anonymous pages and "
+                "the file pages it touches, and a job of unmapped recipes planned as its baselines",
+            ),
         ),
     ),
     Check(
@@ -678,6 +686,15 @@ RUNS = (
         "cost_validation.tsv", "2026-12-01", "52731001e4ed92338895d47c2f9893a38ee69856",
         "engine-starts-2026-12-01",
         what="tools/checks/cost_shape_tones.yaml, predicted from a reference run made 25 min "
+        "before it"),
+    Run("cost-validation", VM, "2026-12-02-cost-validation-paper-lite-worker-pages",
+        "cost_validation.tsv", "2026-12-02", "971c3429cfd654aa33fd9ec689d0af9e4d943e73",
+        "worker-pages-2026-12-01",
+        what="paper-lite preset, predicted from a reference run made right before it"),
+    Run("cost-validation", VM, "2026-12-02-cost-validation-shape-lighting-worker-pages",
+        "cost_validation.tsv", "2026-12-02", "971c3429cfd654aa33fd9ec689d0af9e4d943e73",
+        "worker-pages-2026-12-01",
+        what="tools/checks/cost_shape_lighting.yaml, predicted from a reference run made 24 min "
         "before it"),
     Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
         "training_memory.tsv", "2026-11-25", "287abb80889acebe1531fc213bf13bc0ff372ea8",
