@@ -59,13 +59,18 @@ def measured() -> dict[str, Any]:
     return json.loads(LIBRARY_MEMORY_FILE.read_text())
 
 
+def _loader_worker(library: str) -> dict[str, float] | None:
+    """LIBRARY_MEMORY_FILE's ``loader_worker`` measurement of ``library`` (None: not measured)."""
+    return measured().get("loader_worker", {}).get(library)
+
+
 def loader_worker_mb(library: str, pixels: float, channels: int, working_mb: float) -> float:
     """What one forked DataLoader worker of ``library`` holds of its own, its largest input
     ``pixels`` large: measured (LIBRARY_MEMORY_FILE's ``loader_worker``: copy-on-write pages and
     its allocator's arenas, plus a decoded image and a crop recipe's temporaries on it; a step
     whose own temporaries, ``working_mb``, are larger stands in for the latter);
     policy.WORKER_PRIVATE_MB and ``working_mb`` for a library it lacks."""
-    fit = measured().get("loader_worker", {}).get(library)
+    fit = _loader_worker(library)
     if fit is None:
         return policy.WORKER_PRIVATE_MB + working_mb
     return fit["private_mb"] + max(fit["image_copies"] * pixels * channels / MB, working_mb)
@@ -76,7 +81,7 @@ def forked_resident_mb(library: str, torch: bool) -> float:
     pages: every anonymous page, and only the pages of the libraries' files it touches (fork maps
     none of them; LIBRARY_MEMORY_FILE's ``loader_worker`` ``file_mb``); all of
     :func:`process_mb` for a library without that measurement."""
-    fit = measured().get("loader_worker", {}).get(library)
+    fit = _loader_worker(library)
     if fit is None:
         return process_mb(library, torch)
     return anonymous_mb(library, torch) + fit["file_mb"]

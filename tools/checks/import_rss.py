@@ -47,6 +47,7 @@ import math
 import platform
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -300,12 +301,18 @@ def write_measured(key: str, found: dict[str, Any], args: argparse.Namespace) ->
     print(f"# wrote {key} of {target}")
 
 
-def fit_working_copies(args: argparse.Namespace) -> None:
-    copies: dict[str, dict[str, float]] = {}
+def transforming_envs(args: argparse.Namespace) -> Iterator[tuple[str, Path]]:
+    """(library, its env's interpreter) of each ``--libraries`` library that transforms images on
+    the CPU and has an env under ``--envs-dir``."""
     for library in args.libraries:
         python = args.envs_dir / library / "bin" / "python"
-        if CPU_TRANSFORMS not in adapters.declared(library).capabilities or not python.exists():
-            continue
+        if CPU_TRANSFORMS in adapters.declared(library).capabilities and python.exists():
+            yield library, python
+
+
+def fit_working_copies(args: argparse.Namespace) -> None:
+    copies: dict[str, dict[str, float]] = {}
+    for library, python in transforming_envs(args):
         code = WORKING.format(root=str(ROOT), library=library, side=args.working_px)
         runs = [run_probe(python, code) for _ in range(args.repeats)]
         copies[library] = {name: max(r[name] for r in runs) for name in runs[0]}
@@ -318,10 +325,7 @@ def fit_working_copies(args: argparse.Namespace) -> None:
 
 def measure_loader_worker(args: argparse.Namespace) -> None:
     found: dict[str, dict[str, float]] = {}
-    for library in args.libraries:
-        python = args.envs_dir / library / "bin" / "python"
-        if CPU_TRANSFORMS not in adapters.declared(library).capabilities or not python.exists():
-            continue
+    for library, python in transforming_envs(args):
         runs = [worker_probes(python, library, side, args) for side in args.worker_px]
         held = [max(r["private_mb"] for r in probes) for probes in runs]
         small, large = (side * side * 3 / 2**20 for side in args.worker_px)  # MiB per image
