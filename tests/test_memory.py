@@ -90,8 +90,8 @@ def expected(fp: memory.Footprint) -> tuple[int, int, float]:
     image = fp.images * fp.pixels * fp.channels * fp.value_bytes * fp.copies / 2**20
     main = base + image + fp.extra_mb + fp.working_mb
     others = (fp.processes - 1) * (anonymous + context)
-    own = (fp.forked - fp.loader_workers) * fp.worker_private_mb
-    own += fp.loader_workers * fp.loader_worker_mb
+    own = (fp.forked - fp.loader_workers - fp.floor_processes) * fp.worker_private_mb
+    own += fp.loader_workers * fp.loader_worker_mb + fp.floor_processes * fp.floor_mb
     needed = main + others + own + fp.batches_mb
     needed += policy.JOB_MEMORY_SAMPLER_MB  # the job's memory sampler, a process of its own
     # A forked process maps its parent's anonymous pages and the library files' pages it touches.
@@ -116,13 +116,15 @@ def test_image_mb_is_images_times_pixels_channels_bytes_and_copies() -> None:
 @pytest.mark.parametrize("torch", [False, True])
 def test_predict_follows_the_documented_formula(torch: bool, library: str) -> None:
     """Protects mem_mb (what the rule requests) and rss_mb (what Snakemake's max_rss reports) for
-    a job with several processes, forked workers (two of them loader workers), resident images
-    and an extra process; for a library with a measured loader worker and one without."""
+    a job with several processes, forked workers (two of them loader workers, one a decode
+    floor's process), resident images and an extra process; for a library with a measured
+    loader worker and one without."""
     assert ("albumentations_mit" in memory.measured()["loader_worker"]) is False
     fp = memory.Footprint(
-        library, torch=torch, processes=2, forked=3, images=10, pixels=1.5 * MP,
+        library, torch=torch, processes=2, forked=4, images=10, pixels=1.5 * MP,
         channels=3, value_bytes=1, copies=2.0, extra_mb=policy.MANAGER_RSS_MB, working_mb=50.0,
-        batches_mb=120.0, loader_workers=2, loader_worker_mb=33.0,
+        batches_mb=120.0, loader_workers=2, loader_worker_mb=33.0, floor_processes=1,
+        floor_mb=7.0,
     )  # fmt: skip
     mem_mb, rss_mb, process_mb = expected(fp)
     got = memory.predict(fp)
@@ -398,13 +400,15 @@ def dataloader_footprint(s: sweep.Sweep, scope: str, workers: int) -> memory.Foo
 
 def test_a_dataloader_job_grows_with_its_workers() -> None:
     """Protects the forked workers of every live DataLoader (the regime's, the bare loop's and,
-    in the decode scope, the memory-scope companion's) in a cpu_dataloader job's memory, and the
-    fresh fork of the job process each row runs in."""
+    in the decode scope, the memory-scope companion's) in a cpu_dataloader job's memory, the
+    decode scope's decode-floor processes (one per worker), and the fresh fork of the job
+    process each row runs in."""
     s = sweep.Sweep(config("smoke", cpu_dataloader={"job_per": "setting"}), "d")
     assert s.config["cpu_dataloader"]["baseline_runs"] > 0
-    for scope, loaders in (("memory", 2), ("decode", 3)):
+    for scope, loaders, floor in (("memory", 2, 0), ("decode", 3, 4)):
         none, four = dataloader_footprint(s, scope, 0), dataloader_footprint(s, scope, 4)
-        assert (none.forked, four.forked) == (1, 1 + 4 * loaders)
+        assert (none.forked, four.forked) == (1, 1 + 4 * loaders + floor)
+        assert (none.floor_processes, four.floor_processes) == (0, floor)
         grown = memory.predict(four).mem_mb - memory.predict(none).mem_mb
         factor = policy.MEMORY_HEADROOM.factor
         # Each forked worker's private pages, and 4 x prefetch_factor more batches in flight.
@@ -413,7 +417,7 @@ def test_a_dataloader_job_grows_with_its_workers() -> None:
                                         * s.config["cpu_dataloader"]["batch_size"] * 224**2
                                         * 12 / 2**20)  # fmt: skip
         assert (none.loader_workers, four.loader_workers) == (0, 4 * loaders)
-        own = 4 * loaders * four.loader_worker_mb + batches
+        own = 4 * loaders * four.loader_worker_mb + floor * four.floor_mb + batches
         assert grown == pytest.approx(own * factor, abs=1)
         assert four.worker_private_mb > policy.WORKER_PRIVATE_MB  # and its transforms' temporaries
         assert memory.predict(four).rss_mb > memory.predict(four).mem_mb
@@ -439,12 +443,13 @@ def test_a_dataloader_job_whose_every_row_is_unsupported_is_planned_as_its_basel
     images and runs its baselines (the hand-over probe, then the transport loop: one loader at a
     time, in a fork of their own) before its rows say unsupported
     (augbench.measuring.engines.dataloader.job): planned as that fork and one loader's workers,
-    with no row's loaders, decode floor or memory-scope companion (the decode scope's images)."""
+    with no row's loaders, decode floor (a process per worker) or memory-scope companion (the
+    decode scope's images)."""
     kind = regimes.KINDS["cpu_dataloader"]
     dl = {"job_per": "setting", "transforms": ["Erasing", "HorizontalFlip"], "shard_size": 1}
     s = sweep.Sweep(config("smoke", cpu_dataloader=dl), "d")
     assert s.dataloader_shards["s000"] == ["Erasing"]
-    for scope, loaders in (("memory", 2), ("decode", 3)):
+    for scope, loaders in (("memory", 2), ("decode", 3 + 1)):
         planned = {
             shard: kind.memory(s, kind, {"machine": "m", "dataset": "d", "library": "pillow",
                                          "scope": scope, "workers": "2", "shard": shard})
@@ -473,7 +478,7 @@ def test_a_decoder_or_loader_setting_counts_its_own_rows_and_threads_fork_nothin
     native = footprint("", "")
     other = footprint("-simplejpeg", "")
     threads = footprint("-simplejpeg", "-thread")
-    assert (native.forked, native.images > 0) == (1 + 4 * 3, True)
+    assert (native.forked, native.images > 0) == (1 + 4 * 3 + 4, True)  # and a decode floor
     assert (other.forked, other.images) == (1 + 4, 0)
     assert (threads.forked, threads.images) == (1, 0)
     assert threads.batches_mb == other.batches_mb == native.batches_mb
@@ -636,6 +641,30 @@ def test_a_dataloader_worker_holds_its_most_demanding_steps_temporaries() -> Non
         kept = s.config["cpu_dataloader"]["batch_size"] * 224**2 * 12 / 2**20 if value > 1 else 0
         assert found[library] == pytest.approx(policy.WORKER_PRIVATE_MB + own + kept)
     assert found["kornia"] > found["pillow"]  # float32 temporaries against uint8 ones
+
+
+def test_a_decode_floor_process_holds_its_librarys_measured_pages() -> None:
+    """A decode-floor process holds the library's measured pages (library_memory.json's
+    ``floor_process``: ``private_mb`` plus ``image_copies`` decoded images of the job's largest
+    input); a library the file lacks: what its loader worker holds without a transform's
+    temporaries. A decode-scope job at two workers forks two of them."""
+    s = sweep.Sweep(config("smoke", cpu_dataloader={"job_per": "setting"}), "d")
+    fits = json.loads(memory.LIBRARY_MEMORY_FILE.read_text())["floor_process"]
+    kind = regimes.KINDS["cpu_dataloader"]
+    largest = max(s.sizes["d"].first(min(s.num_images_for(kind), s.dataset_images("d"))))
+    assert "albumentations_mit" not in fits
+    for library in ("pillow", "kornia", "albumentations_mit"):
+        wildcards = {"machine": "m", "dataset": "d", "library": library, "scope": "decode",
+                     "workers": "2", "shard": "s000"}  # fmt: skip
+        fp = kind.memory(s, kind, wildcards)
+        assert fp.floor_processes == 2
+        fit = fits.get(library)
+        expected = (
+            fit["private_mb"] + fit["image_copies"] * largest * 3 / 2**20
+            if fit else memory.loader_worker_mb(library, largest, 3, 0.0)
+        )  # fmt: skip
+        assert fp.floor_mb == pytest.approx(expected)
+    assert memory.floor_process_mb("kornia", largest, 3) > memory.floor_process_mb("pillow", 0, 3)
 
 
 def test_a_dataloader_worker_holds_its_librarys_measured_pages() -> None:

@@ -476,6 +476,27 @@ def test_import_rss_measures_a_librarys_dataloader_worker_keeping_the_rest(tmp_p
     assert f"it touches {fit['file_mb']:.0f} MB of the libraries' files" in line
 
 
+@pytest.mark.envs
+def test_import_rss_measures_a_librarys_decode_floor_process_keeping_the_rest(
+    tmp_path: Path,
+) -> None:
+    """The floor probe runs the engine's DecodeFloor (two forked processes) in Pillow's env at two
+    JPEG sides: a process holding pages of its own, the line through both written for Pillow
+    alone, nothing else measured."""
+    shipped, written, done = _import_rss_on_pillow(
+        tmp_path, "--floor-only", "--worker-px", "128", "512", "--worker-images", "12"
+    )
+    for key in ("import_rss_mb", "working_copies", "loader_worker"):
+        assert written[key] == shipped[key]  # not measured in this mode
+    assert _without_pillow(written["floor_process"]) == _without_pillow(shipped["floor_process"])
+    fit = written["floor_process"]["pillow"]
+    assert fit["private_mb"] >= 0 and fit["image_copies"] >= 0
+    line = next(x for x in done.stdout.splitlines() if x.startswith("# pillow: a decode-floor"))
+    small, large = map(float, re.findall(r"holds (\d+) MB of its own at \d+ px, (\d+) MB", line)[0])
+    assert small > 0 and large > 0
+    assert f"{fit['private_mb']:.0f} MB and {fit['image_copies']:.2f} images" in line
+
+
 def test_lock_envs_relocks_one_library_keeping_its_pins(tmp_path: Path) -> None:
     """``--only pillow`` on a copy of envs/: the lock is resolved again (uv, the package index)
     under its current pins, so every pin stays; the conda mirror lists exactly the lock's pins,

@@ -76,6 +76,18 @@ def loader_worker_mb(library: str, pixels: float, channels: int, working_mb: flo
     return fit["private_mb"] + max(fit["image_copies"] * pixels * channels / MB, working_mb)
 
 
+def floor_process_mb(library: str, pixels: float, channels: int) -> float:
+    """What one process of a decode floor (it only decodes, forked after the job's process has
+    decoded its images) holds of its own, its largest input ``pixels`` large: measured
+    (LIBRARY_MEMORY_FILE's ``floor_process``: copy-on-write pages, a decode's buffers and the
+    allocator's arenas); for a library it lacks, what its loader worker holds without a
+    transform's temporaries (policy.WORKER_PRIVATE_MB where that is not measured either)."""
+    fit = measured().get("floor_process", {}).get(library)
+    if fit is None:
+        return loader_worker_mb(library, pixels, channels, 0.0)
+    return fit["private_mb"] + fit["image_copies"] * pixels * channels / MB
+
+
 def forked_resident_mb(library: str, torch: bool) -> float:
     """What a process forked from one that imported ``library`` has resident of its parent's
     pages: every anonymous page, and only the pages of the libraries' files it touches (fork maps
@@ -134,7 +146,8 @@ class Footprint:
     ``forked`` are processes forked from the main process: they share its pages (each counts them
     again in a resident-set sum) and add ``worker_private_mb`` each of their own
     (policy.WORKER_PRIVATE_MB unless the kind knows its workers hold more); of them,
-    ``loader_workers`` are DataLoader workers that add ``loader_worker_mb`` each instead.
+    ``loader_workers`` are DataLoader workers that add ``loader_worker_mb`` each instead, and
+    ``floor_processes`` decode-only processes that add ``floor_mb`` each.
     ``images`` x ``pixels`` x ``channels`` x ``value_bytes`` x ``copies`` is the resident pixel
     data of the main process (``copies``: how many forms of the images coexist at the peak, e.g.
     the decoded cache and the library's own tensors while the latter are built)."""
@@ -146,6 +159,8 @@ class Footprint:
     worker_private_mb: float = policy.WORKER_PRIVATE_MB
     loader_workers: int = 0
     loader_worker_mb: float = 0.0
+    floor_processes: int = 0
+    floor_mb: float = 0.0
     images: int = 0
     pixels: float = 0.0
     channels: int = 3
@@ -196,8 +211,9 @@ def predict(footprint: Footprint) -> Prediction:
     # Another interpreter of the same env shares the libraries' file pages with the first.
     further = footprint.processes - 1
     others = further * (anonymous_mb(footprint.library, footprint.torch) + context)
-    private = (footprint.forked - footprint.loader_workers) * footprint.worker_private_mb
-    private += footprint.loader_workers * footprint.loader_worker_mb
+    fp = footprint
+    private = (fp.forked - fp.loader_workers - fp.floor_processes) * fp.worker_private_mb
+    private += fp.loader_workers * fp.loader_worker_mb + fp.floor_processes * fp.floor_mb
     # Every timed job runs with its memory sampler (augbench.measuring.memory_peak) beside it.
     needed = main + others + private + footprint.batches_mb + policy.JOB_MEMORY_SAMPLER_MB
     # A forked process's resident set counts the images and its parent's pages it maps again.

@@ -24,13 +24,21 @@ docs/results/amd-epyc-2c/2026-11-26-cost-validation-paper-lite/):
   of the two ``--worker-px`` sides; each worker's private pages (``/proc/<pid>/smaps``, its
   batches in shared memory left out: the memory model counts batches in flight apart) after every
   batch read, the largest of ``--repeats`` runs; the line through the two sizes;
+- ``floor_process`` of ``augbench/planning/library_memory.json`` (written): what one process of
+  the decode floor (augbench.measuring.engines.dataloader.decode_floor, forked after the job's
+  process has decoded its images) holds of its own, per library: ``private_mb`` plus
+  ``image_copies`` decoded images of its largest input. Measured with the engine's own
+  DecodeFloor, two processes, over the same JPEGs as the worker probe, a few epochs: after each,
+  each process's private pages plus what its resident set has dropped from its peak (VmHWM less
+  VmRSS: the pages a decode held and gave back), the largest of ``--repeats`` runs; the line
+  through the two sizes;
 - ``TRAINING_MODEL_MB``: the training regime's model state in the main process at batch 32 (the
   torchvision env): the peak resident memory a fresh process gains from building the model and
   its SGD optimizer and running training steps on a batch, as the training engine does on the CPU
   (ResNet-18 at 112 px, ResNet-50 at 224 px).
 
     uv run python tools/checks/import_rss.py [--envs-dir .venvs] [--repeats 3] [--output FILE]
-        [--imports-only | --working-copies-only | --loader-worker-only]
+        [--imports-only | --working-copies-only | --loader-worker-only | --floor-only]
 
 Writes the per-library numbers (``--libraries``: only those, the others kept) and prints the
 others as the policy's literals, with the machine and date, to paste into augbench/policy.py
@@ -41,6 +49,7 @@ fresh processes (ru_maxrss, MiB).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import math
@@ -174,10 +183,45 @@ print(json.dumps({{"workers": len(workers), "private_mb": peak,
                   "file_mb": max(file_mb(pid) for pid in workers)}}))
 """
 
+FLOOR = """
+import json, re, sys
+from pathlib import Path
+sys.path.insert(0, {root!r})
+from augbench.policy import DATALOADER_THREADS
+DATALOADER_THREADS.apply_environment()
+from augbench.workload import adapters
+adapter = adapters.get({library!r})
+adapter.import_library()
+import torch  # noqa: F401
+from augbench.measuring.engines.dataloader.decode_floor import DecodeFloor
+DATALOADER_THREADS.apply_runtime()
+files = sorted(str(f) for f in Path({folder!r}).glob("*.jpg"))
+images = [adapter.decode(f) for f in files]  # the job's process holds them when the floor forks
+floor = DecodeFloor(adapter.decode, files, 2)
+HEADER = re.compile(r"^[0-9a-f]+-[0-9a-f]+ ")
+def private_mb(pid):
+    total = 0
+    for line in open(f"/proc/{{pid}}/smaps"):
+        if not HEADER.match(line) and line.startswith(("Private_Clean:", "Private_Dirty:")):
+            total += int(line.split()[1])
+    return total / 1024
+def given_back_mb(pid):  # what the resident set has dropped from its peak
+    status = dict(line.split(":", 1) for line in open(f"/proc/{{pid}}/status"))
+    return (int(status["VmHWM"].split()[0]) - int(status["VmRSS"].split()[0])) / 1024
+peak = 0.0
+for _ in range({epochs}):
+    floor.epoch()
+    pids = list(floor.pool._processes)
+    peak = max([peak] + [private_mb(pid) + given_back_mb(pid) for pid in pids])
+floor.close()
+print(json.dumps({{"processes": len(pids), "private_mb": peak}}))
+"""
+
 # The worker probe's recipe and loader (the regime's defaults: augbench.workload.recipes).
 WORKER_RECIPE = "RandomResizedCrop"
 WORKER_BATCH = 12
 WORKER_BATCHES = 12
+FLOOR_EPOCHS = 3
 
 
 TRAINING = """
@@ -240,11 +284,13 @@ def main() -> int:
                       help="measure the processes after their imports, nothing else")  # fmt: skip
     only.add_argument("--loader-worker-only", action="store_true",
                       help="measure the DataLoader workers' own memory, nothing else")  # fmt: skip
+    only.add_argument("--floor-only", action="store_true",
+                      help="measure a decode floor's processes' memory, nothing else")  # fmt: skip
     p.add_argument("--worker-px", type=int, nargs=2, default=[512, 2048],
                    help="the two sides of the worker probe's JPEGs")  # fmt: skip
     p.add_argument("--worker-images", type=int, default=48, help="JPEGs the worker probe decodes")
     args = p.parse_args()
-    modes = (args.imports_only, args.working_copies_only, args.loader_worker_only)
+    modes = (args.imports_only, args.working_copies_only, args.loader_worker_only, args.floor_only)
     everything = not any(modes)
     if everything or args.imports_only:
         print_process_constants(args)
@@ -252,6 +298,8 @@ def main() -> int:
         fit_working_copies(args)
     if everything or args.loader_worker_only:
         measure_loader_worker(args)
+    if everything or args.floor_only:
+        measure_floor_process(args)
     if everything:
         print_training_state(args)
     return 0
@@ -295,7 +343,7 @@ def write_measured(key: str, found: dict[str, Any], args: argparse.Namespace) ->
     )  # fmt: skip
     if key == "working_copies":
         doc.update(image_px=args.working_px, repeats=args.repeats)
-    if key == "loader_worker":
+    if key in ("loader_worker", "floor_process"):
         doc.update(worker_px=args.worker_px, worker_images=args.worker_images)
     target.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     print(f"# wrote {key} of {target}")
@@ -342,10 +390,29 @@ def measure_loader_worker(args: argparse.Namespace) -> None:
         write_measured("loader_worker", found, args)
 
 
-def worker_probes(
-    python: Path, library: str, side: int, args: argparse.Namespace
-) -> list[dict[str, float]]:
-    """``--repeats`` worker probes on ``side`` px JPEGs: each one's largest worker."""
+def measure_floor_process(args: argparse.Namespace) -> None:
+    found: dict[str, dict[str, float]] = {}
+    for library, python in transforming_envs(args):
+        held = []
+        for side in args.worker_px:
+            with synthetic_jpegs(side, args.worker_images) as folder:
+                code = FLOOR.format(root=str(ROOT), library=library, folder=folder,
+                                    epochs=FLOOR_EPOCHS)  # fmt: skip
+                held.append(max(run_probe(python, code)["private_mb"] for _ in range(args.repeats)))
+        small, large = (side * side * 3 / 2**20 for side in args.worker_px)  # MiB per image
+        copies = max(0.0, (held[1] - held[0]) / (large - small))
+        found[library] = {"private_mb": float(math.ceil(max(0.0, held[0] - copies * small))),
+                          "image_copies": round(copies, 2)}  # fmt: skip
+        print(f"# {library}: a decode-floor process holds {held[0]:.0f} MB of its own at "
+              f"{args.worker_px[0]} px, {held[1]:.0f} MB at {args.worker_px[1]} px: "
+              f"{found[library]['private_mb']:.0f} MB and {copies:.2f} images")  # fmt: skip
+    if found:
+        write_measured("floor_process", found, args)
+
+
+@contextlib.contextmanager
+def synthetic_jpegs(side: int, count: int) -> Iterator[str]:
+    """A folder of ``count`` ``side`` px JPEGs of smooth noise (a photo's JPEG size)."""
     import tempfile
 
     import numpy as np
@@ -353,9 +420,17 @@ def worker_probes(
 
     with tempfile.TemporaryDirectory() as folder:
         rng = np.random.default_rng(0)
-        for i in range(args.worker_images):  # smooth noise: a photo's JPEG size, not noise's
+        for i in range(count):
             small = rng.integers(0, 256, (max(1, side // 16), max(1, side // 16), 3), np.uint8)
             Image.fromarray(small).resize((side, side)).save(Path(folder) / f"{i:03d}.jpg")
+        yield folder
+
+
+def worker_probes(
+    python: Path, library: str, side: int, args: argparse.Namespace
+) -> list[dict[str, float]]:
+    """``--repeats`` worker probes on ``side`` px JPEGs: each one's largest worker."""
+    with synthetic_jpegs(side, args.worker_images) as folder:
         code = WORKER.format(root=str(ROOT), library=library, folder=folder,
                              recipe=WORKER_RECIPE, batch=WORKER_BATCH,
                              batches=WORKER_BATCHES)  # fmt: skip

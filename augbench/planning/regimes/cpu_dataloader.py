@@ -273,12 +273,11 @@ def output_pixels(steps: list[Any], pixels: float) -> float:
 def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     """The main process (torch and the library) holds the memory scope's decoded images (in the
     decode scope too, for its memory-scope companion); every live DataLoader (the regime's, the bare
-    loop's, the companion's) has its own forked workers, each holding what the library's measured
-    worker holds (memory.loader_worker_mb); the loader measured at a time has up to
-    policy.BATCHES_HELD_PER_WORKER batches per worker in flight (at most its prefetch_factor) and
-    the main process one more (float32 CHW outputs, masks included). A job_per: library job runs
-    its settings one after another: its largest."""
-    from augbench.planning.memory import Footprint, loader_worker_mb
+    loop's, the companion's) has its own forked workers (memory.loader_worker_mb each); the loader
+    measured at a time has up to policy.BATCHES_HELD_PER_WORKER batches per worker in flight (at
+    most its prefetch_factor), the main process one more (float32 CHW outputs, masks included).
+    A job_per: library job runs its settings one after another: its largest."""
+    from augbench.planning.memory import Footprint, floor_process_mb, loader_worker_mb
     from augbench.workload import adapters, recipes
 
     dl = s.config["cpu_dataloader"]
@@ -333,8 +332,8 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     # loaders' workers: all of them share the job process's pages. With several processes per
     # row, each later one is a fresh interpreter started while the job's process waits.
     later = (pipeline_processes(runs) if pipelines else int(dl.get("processes", 1))) > 1
-    live_loaders = max(rows + (baselines > 0) + (x["scope"] == "decode" and baselines > 0 and rows)
-                       for x in settings)  # fmt: skip
+    scopes = {x["scope"] for x in settings}
+    live_loaders = rows + (baselines > 0) + bool("decode" in scopes and baselines and rows)
     if not default_feed(w):
         # Another decoder or loader measures its rows only, no baselines
         # (augbench.measuring.engines.dataloader.job); a loader of threads (thread, spdl) runs
@@ -342,14 +341,17 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
         baselines, live_loaders = 0, int(rows)
         if loaders.from_suffix(w.get("loader", "")) != loaders.PROCESS:
             workers = 0
+    # A decode row with baselines forks a decode floor too: a process per worker (DecodeCompanions).
+    floor = workers if rows and baselines and workers > 1 and "decode" in scopes else 0
     loader_workers = workers * live_loaders
     return Footprint(
-        w["library"], torch=True, forked=1 + loader_workers, processes=1 + later,
-        images=images if (rows and baselines) or "memory" in {x["scope"] for x in settings} else 0,
+        w["library"], torch=True, forked=1 + loader_workers + floor, processes=1 + later,
+        images=images if (rows and baselines) or "memory" in scopes else 0,
         pixels=pixels, value_bytes=value_bytes(w["library"]),
         batches_mb=in_flight * per_image / 2**20, loader_workers=loader_workers,
         worker_private_mb=WORKER_PRIVATE_MB + working_mb + kept,  # the row's own fork
         loader_worker_mb=loader_worker_mb(w["library"], largest, channels, working_mb) + kept,
+        floor_processes=floor, floor_mb=floor_process_mb(w["library"], largest, channels),
     )  # fmt: skip
 
 
