@@ -322,6 +322,12 @@ CHECKS = (
                 "60 MB, a forked process's resident set counting its parent's anonymous pages and "
                 "the file pages it touches, and a job of unmapped recipes planned as its baselines",
             ),
+            Model(
+                "decode-floor-2026-12-02",
+                "7d191043ce4472eb16f1f6b79ecd49a7e241cfcf",
+                "as worker-pages, with each process of a decode-scope DataLoader job's decode "
+                "floor (one per worker) planned at its library's measured pages",
+            ),
         ),
     ),
     Check(
@@ -696,6 +702,15 @@ RUNS = (
         "worker-pages-2026-12-01",
         what="tools/checks/cost_shape_lighting.yaml, predicted from a reference run made 24 min "
         "before it"),
+    Run("cost-validation", VM, "2026-12-02-cost-validation-paper-lite-floor",
+        "cost_validation.tsv", "2026-12-02", "7d191043ce4472eb16f1f6b79ecd49a7e241cfcf",
+        "decode-floor-2026-12-02",
+        what="paper-lite preset, predicted from the worker-pages reference run (made 2 h before "
+        "it, on a model of the same time plan)"),
+    Run("cost-validation", VM, "2026-12-02-cost-validation-shape-warps-floor",
+        "cost_validation.tsv", "2026-12-02", "7d191043ce4472eb16f1f6b79ecd49a7e241cfcf",
+        "decode-floor-2026-12-02",
+        what="tools/checks/cost_shape_warps.yaml, predicted from the same reference run"),
     Run("training-memory", VM, "2026-11-25-training-memory-check-resnet18-cpu",
         "training_memory.tsv", "2026-11-25", "287abb80889acebe1531fc213bf13bc0ff372ea8",
         "gpu-context", what="ResNet-18 on the CPU"),
