@@ -138,8 +138,10 @@ for transform in catalog.names():
 print(json.dumps(found))
 """
 
-WORKER = """
-import json, os, re, sys, tempfile
+# What both loader probes start with: the library's env as the engine sets it up, the JPEGs,
+# and the readers of a process's own pages.
+LOADER_PROBE = """
+import json, re, sys, tempfile
 from pathlib import Path
 sys.path.insert(0, {root!r})
 from augbench.policy import DATALOADER_THREADS
@@ -148,15 +150,9 @@ from augbench.workload import adapters
 adapter = adapters.get({library!r})
 adapter.import_library()
 import torch  # noqa: F401
-from augbench.measuring.engines.dataloader import plumbing
+from augbench.measuring.engines.dataloader import decode_floor, plumbing
 DATALOADER_THREADS.apply_runtime()
 files = sorted(str(f) for f in Path({folder!r}).glob("*.jpg"))
-dataset = plumbing.RecipeDataset(files, adapter.decode, plumbing.build_recipe(adapter, {recipe!r}))
-settings = plumbing.LoaderSettings(workers=2, batch_size={batch}, prefetch_factor=2,
-                                   persistent_workers=True, batch_timeout=300)
-records = Path(tempfile.mkdtemp())
-sampler = plumbing.EpochSampler(len(files), 10**6)
-batches = iter(plumbing.regime_loader(settings, dataset, sampler, records))
 HEADER = re.compile(r"^[0-9a-f]+-[0-9a-f]+ ")
 def private_mb(pid):  # Private_Clean + Private_Dirty, shared-memory batches left out
     total, counted = 0, True
@@ -168,54 +164,50 @@ def private_mb(pid):  # Private_Clean + Private_Dirty, shared-memory batches lef
         elif counted and line.startswith(("Private_Clean:", "Private_Dirty:")):
             total += int(line.split()[1])
     return total / 1024
+def status_mb(pid, field):  # a line of /proc/<pid>/status, in MiB
+    for line in open(f"/proc/{{pid}}/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+"""
+
+WORKER = (
+    LOADER_PROBE
+    + """
+dataset = plumbing.RecipeDataset(files, adapter.decode, plumbing.build_recipe(adapter, {recipe!r}))
+settings = plumbing.LoaderSettings(workers=2, batch_size={batch}, prefetch_factor=2,
+                                   persistent_workers=True, batch_timeout=300)
+records = Path(tempfile.mkdtemp())
+sampler = plumbing.EpochSampler(len(files), 10**6)
+batches = iter(plumbing.regime_loader(settings, dataset, sampler, records))
 # A worker's peak is not readable afterwards: its pages after every batch read, the largest.
 peak = 0.0
 for _ in range({batches}):
     next(batches)
     workers = [json.loads(f.read_text())["pid"] for f in records.glob("worker-*.json")]
     peak = max([peak] + [private_mb(pid) for pid in workers])
-def file_mb(pid):  # the library files' pages the worker has touched: fork maps none of them
-    for line in open(f"/proc/{{pid}}/status"):
-        if line.startswith("RssFile:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+# The library files' pages the worker has touched (RssFile): fork maps none of them.
 print(json.dumps({{"workers": len(workers), "private_mb": peak,
-                  "file_mb": max(file_mb(pid) for pid in workers)}}))
+                  "file_mb": max(status_mb(pid, "RssFile") for pid in workers)}}))
 """
+)
 
-FLOOR = """
-import json, re, sys
-from pathlib import Path
-sys.path.insert(0, {root!r})
-from augbench.policy import DATALOADER_THREADS
-DATALOADER_THREADS.apply_environment()
-from augbench.workload import adapters
-adapter = adapters.get({library!r})
-adapter.import_library()
-import torch  # noqa: F401
-from augbench.measuring.engines.dataloader.decode_floor import DecodeFloor
-DATALOADER_THREADS.apply_runtime()
-files = sorted(str(f) for f in Path({folder!r}).glob("*.jpg"))
+FLOOR = (
+    LOADER_PROBE
+    + """
 images = [adapter.decode(f) for f in files]  # the job's process holds them when the floor forks
-floor = DecodeFloor(adapter.decode, files, 2)
-HEADER = re.compile(r"^[0-9a-f]+-[0-9a-f]+ ")
-def private_mb(pid):
-    total = 0
-    for line in open(f"/proc/{{pid}}/smaps"):
-        if not HEADER.match(line) and line.startswith(("Private_Clean:", "Private_Dirty:")):
-            total += int(line.split()[1])
-    return total / 1024
-def given_back_mb(pid):  # what the resident set has dropped from its peak
-    status = dict(line.split(":", 1) for line in open(f"/proc/{{pid}}/status"))
-    return (int(status["VmHWM"].split()[0]) - int(status["VmRSS"].split()[0])) / 1024
+floor = decode_floor.DecodeFloor(adapter.decode, files, 2)
+# After each epoch, each process's pages and what its resident set gave back since its peak.
 peak = 0.0
 for _ in range({epochs}):
     floor.epoch()
     pids = list(floor.pool._processes)
-    peak = max([peak] + [private_mb(pid) + given_back_mb(pid) for pid in pids])
+    peak = max([peak] + [private_mb(pid) + status_mb(pid, "VmHWM") - status_mb(pid, "VmRSS")
+                         for pid in pids])
 floor.close()
 print(json.dumps({{"processes": len(pids), "private_mb": peak}}))
 """
+)
 
 # The worker probe's recipe and loader (the regime's defaults: augbench.workload.recipes).
 WORKER_RECIPE = "RandomResizedCrop"

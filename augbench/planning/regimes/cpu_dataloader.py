@@ -341,7 +341,7 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
         baselines, live_loaders = 0, int(rows)
         if loaders.from_suffix(w.get("loader", "")) != loaders.PROCESS:
             workers = 0
-    # A decode row with baselines forks a decode floor too: a process per worker (DecodeCompanions).
+    # A decode row with baselines forks a decode floor: a process per worker (up to the cores).
     floor = workers if rows and baselines and workers > 1 and "decode" in scopes else 0
     loader_workers = workers * live_loaders
     return Footprint(
