@@ -497,6 +497,34 @@ def test_import_rss_measures_a_librarys_decode_floor_process_keeping_the_rest(
     assert f"{fit['private_mb']:.0f} MB and {fit['image_copies']:.2f} images" in line
 
 
+def test_suite_durations_sums_each_modules_entries_largest_first(tmp_path: Path) -> None:
+    """pytest's --durations lines (set-ups, calls, tear-downs, parametrized ids with spaces) summed
+    per module, the largest first, with the total; a log without them is one line and exit 1."""
+    log = tmp_path / "pytest.log"
+    log.write_text(
+        "============ slowest durations ============\n"
+        "300.50s setup    tests/test_a.py::test_run\n"
+        "12.00s call     tests/test_b.py::test_x[one two]\n"
+        "8.00s call     tests/test_b.py::test_y\n"
+        "0.50s teardown tests/test_a.py::test_run\n"
+        "(3 durations < 0.005s hidden.  Use -vv to show these durations.)\n"
+        "===== 4 passed in 330.00s =====\n"
+    )
+    out = tmp_path / "modules.tsv"
+    run_tool("reports/suite_durations.py", str(log), "--output", str(out))
+    rows = [line.split("\t") for line in out.read_text().splitlines()]
+    assert rows == [
+        ["module", "seconds", "longest_s", "entries", "share"],
+        ["tests/test_a.py", "301.0", "300.5", "2", "0.938"],
+        ["tests/test_b.py", "20.0", "12.0", "2", "0.062"],
+        ["total", "321.0", "300.5", "4", "1.000"],
+    ]
+    log.write_text("===== 4 passed in 330.00s =====\n")
+    done = run_tool("reports/suite_durations.py", str(log), check=False)
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1
+    assert "--durations=0" in done.stderr
+
+
 def test_lock_envs_relocks_one_library_keeping_its_pins(tmp_path: Path) -> None:
     """``--only pillow`` on a copy of envs/: the lock is resolved again (uv, the package index)
     under its current pins, so every pin stays; the conda mirror lists exactly the lock's pins,
