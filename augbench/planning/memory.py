@@ -59,9 +59,9 @@ def measured() -> dict[str, Any]:
     return json.loads(LIBRARY_MEMORY_FILE.read_text())
 
 
-def _loader_worker(library: str) -> dict[str, float] | None:
-    """LIBRARY_MEMORY_FILE's ``loader_worker`` measurement of ``library`` (None: not measured)."""
-    return measured().get("loader_worker", {}).get(library)
+def _fit(key: str, library: str) -> dict[str, float] | None:
+    """LIBRARY_MEMORY_FILE's ``key`` measurement of ``library`` (None: not measured)."""
+    return measured().get(key, {}).get(library)
 
 
 def loader_worker_mb(library: str, pixels: float, channels: int, working_mb: float) -> float:
@@ -70,7 +70,7 @@ def loader_worker_mb(library: str, pixels: float, channels: int, working_mb: flo
     its allocator's arenas, plus a decoded image and a crop recipe's temporaries on it; a step
     whose own temporaries, ``working_mb``, are larger stands in for the latter);
     policy.WORKER_PRIVATE_MB and ``working_mb`` for a library it lacks."""
-    fit = _loader_worker(library)
+    fit = _fit("loader_worker", library)
     if fit is None:
         return policy.WORKER_PRIVATE_MB + working_mb
     return fit["private_mb"] + max(fit["image_copies"] * pixels * channels / MB, working_mb)
@@ -82,7 +82,7 @@ def floor_process_mb(library: str, pixels: float, channels: int) -> float:
     (LIBRARY_MEMORY_FILE's ``floor_process``: copy-on-write pages, a decode's buffers and the
     allocator's arenas); for a library it lacks, what its loader worker holds without a
     transform's temporaries (policy.WORKER_PRIVATE_MB where that is not measured either)."""
-    fit = measured().get("floor_process", {}).get(library)
+    fit = _fit("floor_process", library)
     if fit is None:
         return loader_worker_mb(library, pixels, channels, 0.0)
     return fit["private_mb"] + fit["image_copies"] * pixels * channels / MB
@@ -93,7 +93,7 @@ def forked_resident_mb(library: str, torch: bool) -> float:
     pages: every anonymous page, and only the pages of the libraries' files it touches (fork maps
     none of them; LIBRARY_MEMORY_FILE's ``loader_worker`` ``file_mb``); all of
     :func:`process_mb` for a library without that measurement."""
-    fit = _loader_worker(library)
+    fit = _fit("loader_worker", library)
     if fit is None:
         return process_mb(library, torch)
     return anonymous_mb(library, torch) + fit["file_mb"]

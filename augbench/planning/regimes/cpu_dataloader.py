@@ -273,10 +273,11 @@ def output_pixels(steps: list[Any], pixels: float) -> float:
 def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
     """The main process (torch and the library) holds the memory scope's decoded images (in the
     decode scope too, for its memory-scope companion); every live DataLoader (the regime's, the bare
-    loop's, the companion's) has its own forked workers (memory.loader_worker_mb each); the loader
-    measured at a time has up to policy.BATCHES_HELD_PER_WORKER batches per worker in flight (at
-    most its prefetch_factor), the main process one more (float32 CHW outputs, masks included).
-    A job_per: library job runs its settings one after another: its largest."""
+    loop's, the companion's) has its own forked workers (memory.loader_worker_mb each), and a decode
+    row with baselines a decode floor, a process per worker up to the cores (memory.floor_process_mb
+    each); the loader measured at a time has up to policy.BATCHES_HELD_PER_WORKER batches per worker
+    in flight (at most its prefetch_factor), the main process one more (float32 CHW outputs, masks
+    included). A job_per: library job runs its settings one after another: its largest."""
     from augbench.planning.memory import Footprint, floor_process_mb, loader_worker_mb
     from augbench.workload import adapters, recipes
 
@@ -341,7 +342,6 @@ def dataloader_memory(s: Planner, kind: JobKind, w: Wildcards) -> Footprint:
         baselines, live_loaders = 0, int(rows)
         if loaders.from_suffix(w.get("loader", "")) != loaders.PROCESS:
             workers = 0
-    # A decode row with baselines forks a decode floor: a process per worker (up to the cores).
     floor = workers if rows and baselines and workers > 1 and "decode" in scopes else 0
     loader_workers = workers * live_loaders
     return Footprint(
