@@ -366,17 +366,16 @@ def fit_working_copies(args: argparse.Namespace) -> None:
 def measure_loader_worker(args: argparse.Namespace) -> None:
     found: dict[str, dict[str, float]] = {}
     for library, python in transforming_envs(args):
-        runs = [worker_probes(python, library, side, args) for side in args.worker_px]
-        held = [max(r["private_mb"] for r in probes) for probes in runs]
-        small, large = (side * side * 3 / 2**20 for side in args.worker_px)  # MiB per image
-        copies = max(0.0, (held[1] - held[0]) / (large - small))
+        runs = [loader_probes(python, WORKER, side, args, library=library, recipe=WORKER_RECIPE,
+                              batch=WORKER_BATCH, batches=WORKER_BATCHES)
+                for side in args.worker_px]  # fmt: skip
+        held, found[library] = private_line(runs, args.worker_px)
         touched = max(r["file_mb"] for probes in runs for r in probes)
-        found[library] = {"private_mb": float(math.ceil(held[0] - copies * small)),
-                          "image_copies": round(copies, 2),
-                          "file_mb": float(math.ceil(touched))}  # fmt: skip
+        found[library]["file_mb"] = float(math.ceil(touched))
         print(f"# {library}: a DataLoader worker holds {held[0]:.0f} MB of its own at "
               f"{args.worker_px[0]} px, {held[1]:.0f} MB at {args.worker_px[1]} px: "
-              f"{found[library]['private_mb']:.0f} MB and {copies:.2f} images; "
+              f"{found[library]['private_mb']:.0f} MB and "
+              f"{found[library]['image_copies']:.2f} images; "
               f"it touches {touched:.0f} MB of the libraries' files")  # fmt: skip
     if found:
         write_measured("loader_worker", found, args)
@@ -385,21 +384,27 @@ def measure_loader_worker(args: argparse.Namespace) -> None:
 def measure_floor_process(args: argparse.Namespace) -> None:
     found: dict[str, dict[str, float]] = {}
     for library, python in transforming_envs(args):
-        held = []
-        for side in args.worker_px:
-            with synthetic_jpegs(side, args.worker_images) as folder:
-                code = FLOOR.format(root=str(ROOT), library=library, folder=folder,
-                                    epochs=FLOOR_EPOCHS)  # fmt: skip
-                held.append(max(run_probe(python, code)["private_mb"] for _ in range(args.repeats)))
-        small, large = (side * side * 3 / 2**20 for side in args.worker_px)  # MiB per image
-        copies = max(0.0, (held[1] - held[0]) / (large - small))
-        found[library] = {"private_mb": float(math.ceil(max(0.0, held[0] - copies * small))),
-                          "image_copies": round(copies, 2)}  # fmt: skip
+        runs = [loader_probes(python, FLOOR, side, args, library=library, epochs=FLOOR_EPOCHS)
+                for side in args.worker_px]  # fmt: skip
+        held, found[library] = private_line(runs, args.worker_px)
         print(f"# {library}: a decode-floor process holds {held[0]:.0f} MB of its own at "
               f"{args.worker_px[0]} px, {held[1]:.0f} MB at {args.worker_px[1]} px: "
-              f"{found[library]['private_mb']:.0f} MB and {copies:.2f} images")  # fmt: skip
+              f"{found[library]['private_mb']:.0f} MB and "
+              f"{found[library]['image_copies']:.2f} images")  # fmt: skip
     if found:
         write_measured("floor_process", found, args)
+
+
+def private_line(
+    runs: list[list[dict[str, float]]], sides: list[int]
+) -> tuple[list[float], dict[str, float]]:
+    """The largest ``private_mb`` of the probes at each of the two ``sides``, and the line through
+    them: MB of the process's own (never below 0) plus copies of a decoded RGB image."""
+    held = [max(r["private_mb"] for r in probes) for probes in runs]
+    small, large = (side * side * 3 / 2**20 for side in sides)  # MiB per image
+    copies = max(0.0, (held[1] - held[0]) / (large - small))
+    own = float(math.ceil(max(0.0, held[0] - copies * small)))
+    return held, {"private_mb": own, "image_copies": round(copies, 2)}
 
 
 @contextlib.contextmanager
@@ -418,14 +423,12 @@ def synthetic_jpegs(side: int, count: int) -> Iterator[str]:
         yield folder
 
 
-def worker_probes(
-    python: Path, library: str, side: int, args: argparse.Namespace
+def loader_probes(
+    python: Path, program: str, side: int, args: argparse.Namespace, **fields: Any
 ) -> list[dict[str, float]]:
-    """``--repeats`` worker probes on ``side`` px JPEGs: each one's largest worker."""
+    """``--repeats`` runs of a loader probe's ``program`` (WORKER, FLOOR) on ``side`` px JPEGs."""
     with synthetic_jpegs(side, args.worker_images) as folder:
-        code = WORKER.format(root=str(ROOT), library=library, folder=folder,
-                             recipe=WORKER_RECIPE, batch=WORKER_BATCH,
-                             batches=WORKER_BATCHES)  # fmt: skip
+        code = program.format(root=str(ROOT), folder=folder, **fields)
         return [run_probe(python, code) for _ in range(args.repeats)]
 
 
