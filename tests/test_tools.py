@@ -459,16 +459,19 @@ def test_import_rss_measures_a_librarys_process_keeping_the_working_copies(tmp_p
 @pytest.mark.envs
 def test_import_rss_measures_a_librarys_dataloader_worker_keeping_the_rest(tmp_path: Path) -> None:
     """The worker probe runs the regime's DataLoader in Pillow's env at two JPEG sides: a worker
-    holding more of its own at the larger side, the line through both written for Pillow alone."""
+    holding more of its own at the larger side, the line through both written for Pillow alone.
+    The sides lie far apart: a 1024 px image decodes to 3 MB, well above the megabyte or so that
+    a worker's private pages move between two runs (128 against 512 px once measured 21 MB
+    against 20)."""
     shipped, written, done = _import_rss_on_pillow(
-        tmp_path, "--loader-worker-only", "--worker-px", "128", "512", "--worker-images", "24"
+        tmp_path, "--loader-worker-only", "--worker-px", "128", "1024", "--worker-images", "24"
     )
     for key in ("import_rss_mb", "working_copies"):
         assert written[key] == shipped[key]  # not measured in this mode
     assert _without_pillow(written["loader_worker"]) == _without_pillow(shipped["loader_worker"])
     fit = written["loader_worker"]["pillow"]
     assert fit["private_mb"] > 5 and fit["image_copies"] >= 0 and fit["file_mb"] > 5
-    assert (written["worker_px"], written["worker_images"]) == ([128, 512], 24)
+    assert (written["worker_px"], written["worker_images"]) == ([128, 1024], 24)
     line = next(x for x in done.stdout.splitlines() if x.startswith("# pillow: a DataLoader"))
     small, large = map(float, re.findall(r"holds (\d+) MB of its own at \d+ px, (\d+) MB", line)[0])
     assert 5 < small <= large
@@ -572,3 +575,50 @@ def test_transform_costs_writes_each_rows_rate_and_a_stopped_rows_preflight(
     empty = run_tool("maintenance/transform_costs.py", str(tmp_path / "none"), "--machine", "x",
                      "--output", str(tmp_path / "no.json"), check=False)  # fmt: skip
     assert empty.returncode == 1 and "no micro result files found" in empty.stderr
+
+
+BUSY_TESTS = """
+import subprocess, sys
+
+def test_busy():
+    spin = "import time\\nend = time.process_time() + 1.5\\nwhile time.process_time() < end: pass"
+    subprocess.run([sys.executable, "-c", spin], check=True)
+
+def test_idle():
+    pass
+
+def test_fails():
+    assert False
+"""
+
+
+def test_suite_processes_charges_each_process_to_the_test_that_started_it(tmp_path: Path) -> None:
+    """A process that spins 1.5 s of CPU is charged to the test that started it, nothing to the
+    idle test; pytest's exit code (a failing test) is the tool's, and the tables are still
+    written."""
+    tests = tmp_path / "suite" / "test_busy.py"
+    tests.parent.mkdir()
+    tests.write_text(BUSY_TESTS)
+    out = tmp_path / "profile"
+    done = run_tool(
+        "reports/suite_processes.py", "--output", str(out), "--",
+        str(tests), "-p", "no:xdist", "-p", "no:cacheprovider", "-q", check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert "exit code 1" in (out / "summary.txt").read_text()
+    charged = [json.loads(line) for line in (out / "processes.jsonl").read_text().splitlines()]
+    busy = [p for p in charged if p["test"].endswith("test_busy.py::test_busy")]
+    assert sum(p["cpu_s"] for p in busy) >= 1.2, busy
+    assert {p["kind"] for p in busy} == {"other Python"}
+    assert not [p for p in charged if p["test"].endswith("::test_idle")]
+    events = [json.loads(line) for line in (out / "tests.jsonl").read_text().splitlines()]
+    assert {e["test"].split("::")[1] for e in events} == {"test_busy", "test_idle", "test_fails"}
+    modules = {
+        row.split("\t")[0]: row.split("\t")
+        for row in (out / "modules.tsv").read_text().splitlines()
+    }
+    module = next(m for m in modules if m.endswith("test_busy.py"))
+    assert float(modules[module][1]) >= 1.2 and int(modules[module][2]) >= 1
+    assert modules["module"] == ["module", "cpu_s", "processes", "library_env_processes", "share"]
+    kinds = (out / "kinds.tsv").read_text().splitlines()
+    assert kinds[0] == "kind\tcpu_s\tprocesses\tshare" and len(kinds) > 2
