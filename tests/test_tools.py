@@ -6,6 +6,7 @@ writes. The scripts that measure in a library's env are run in tests/test_tools_
 from __future__ import annotations
 
 import csv
+import gzip
 import importlib.util
 import json
 import re
@@ -606,7 +607,8 @@ def test_suite_processes_charges_each_process_to_the_test_that_started_it(tmp_pa
     )  # fmt: skip
     assert done.returncode == 1, done.stderr[-3000:]
     assert "exit code 1" in (out / "summary.txt").read_text()
-    charged = [json.loads(line) for line in (out / "processes.jsonl").read_text().splitlines()]
+    with gzip.open(out / "processes.jsonl.gz", "rt") as fh:
+        charged = [json.loads(line) for line in fh.read().splitlines()]
     busy = [p for p in charged if p["test"].endswith("test_busy.py::test_busy")]
     assert sum(p["cpu_s"] for p in busy) >= 1.2, busy
     assert {p["kind"] for p in busy} == {"other Python"}
@@ -622,3 +624,15 @@ def test_suite_processes_charges_each_process_to_the_test_that_started_it(tmp_pa
     assert modules["module"] == ["module", "cpu_s", "processes", "library_env_processes", "share"]
     kinds = (out / "kinds.tsv").read_text().splitlines()
     assert kinds[0] == "kind\tcpu_s\tprocesses\tshare" and len(kinds) > 2
+    # The tables again from the samples, running nothing: the same tables.
+    tables = {name: (out / name).read_text() for name in ("modules.tsv", "kinds.tsv")}
+    (out / "modules.tsv").unlink()
+    run_tool("reports/suite_processes.py", "--output", str(out), "--tables-only")
+    assert {name: (out / name).read_text() for name in tables} == tables
+    tool = load_tool("reports/suite_processes.py")
+    for program, kind in (
+        ("/repo/.venvs/torchvision/bin/python -m augbench.measuring.engines.micro", "library env"),
+        ("/opt/augbench/venvs/kornia/bin/python -c pass", "library env"),
+        ("/repo/.venv/bin/python /w/.snakemake/scripts/tmpab12.aggregate.py", "workflow script"),
+    ):
+        assert tool.kind({"cmd": program, "comm": "python"}).startswith(kind), program

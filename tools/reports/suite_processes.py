@@ -13,7 +13,8 @@ their DataLoader workers. A suite that keeps N cores busy takes its CPU time div
 
 Writes to the output folder: modules.tsv (CPU seconds per test module, largest first), kinds.tsv
 (per kind of process), summary.txt (wall time, CPU time seen, how busy the cores were, pytest's
-exit code), processes.jsonl and tests.jsonl (the samples and the test spans). Linux only. A
+exit code), processes.jsonl.gz (each process: its command, CPU time, test and kind) and
+tests.jsonl (when each test ran, on which worker). Linux only. A
 process that lives less than the sampling period (0.2 s) can be missed: its CPU time is small.
 The tool's own sampling costs about 2 % of one core.
 """
@@ -22,8 +23,10 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -31,11 +34,14 @@ from collections import Counter
 from pathlib import Path
 
 PERIOD_S = 0.2
+PROCESSES = "processes.jsonl.gz"
 # A process's command line is read again this many samples after the last read: an engine's
 # wrapper replaces itself with the engine (exec), keeping its pid.
 REREAD_EVERY = 5
 TESTS_LOG_ENV = "AUGBENCH_SUITE_TESTS_LOG"
 OUTSIDE, PYTEST = "(outside the tests)", "(pytest itself)"
+# A library env's interpreter: .venvs/<library> of a checkout, venvs/<library> of an image.
+LIBRARY_ENV = re.compile(r"/\.?venvs/[^/]+/bin/python")
 COMPILERS = {"cc", "cc1", "cc1plus", "gcc", "g++", "as", "ld", "collect2"}
 
 
@@ -117,7 +123,7 @@ def kind(record: dict) -> str:
         return "compiler (a library built from source)"
     if not cmd:
         return "kernel threads"
-    if "/venvs/" in program:
+    if LIBRARY_ENV.search(program):
         return "library env process (engines, probes, DataLoader workers)"
     if ".snakemake/scripts/" in cmd:
         return "workflow script (tables, figures, answer)"
@@ -151,9 +157,12 @@ def charge(
                     break
                 if pid <= 1:
                     break
-        what = "pytest (the tests it runs itself)" if test == PYTEST else kind(process)
-        charged.append({**process, "test": test, "kind": what})
+        charged.append({**process, "test": test, "kind": kind_of(process, test)})
     return charged
+
+
+def kind_of(process: dict, test: str) -> str:
+    return "pytest (the tests it runs itself)" if test == PYTEST else kind(process)
 
 
 def tables(charged: list[dict]) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
@@ -185,13 +194,29 @@ def tsv(rows: list[tuple[str, ...]]) -> str:
     return "".join("\t".join(row) + "\n" for row in rows)
 
 
+def write_tables(out: Path, charged: list[dict]) -> None:
+    module_rows, kind_rows = tables(charged)
+    (out / "modules.tsv").write_text(tsv(module_rows))
+    (out / "kinds.tsv").write_text(tsv(kind_rows))
+
+
 def main() -> int:
     argv = sys.argv[1:]
     pytest_args = argv[argv.index("--") + 1 :] if "--" in argv else []
     own_args = argv[: argv.index("--")] if "--" in argv else argv
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--output", type=Path, required=True, help="folder for the tables (made)")
+    p.add_argument(
+        "--tables-only", action="store_true",
+        help=f"run nothing: write the tables again from the folder's {PROCESSES}",
+    )  # fmt: skip
     args = p.parse_args(own_args)
+    if args.tables_only:
+        with gzip.open(args.output / PROCESSES, "rt") as fh:
+            lines = fh.read().splitlines()
+        charged = [json.loads(line) for line in lines if line]
+        write_tables(args.output, [{**c, "kind": kind_of(c, c["test"])} for c in charged])
+        return 0
     if not Path("/proc/self/stat").exists():
         print("suite_processes.py reads /proc: Linux only", file=sys.stderr)
         return 1
@@ -226,10 +251,8 @@ def main() -> int:
     seen = list(processes.values())
     events = [json.loads(line) for line in tests_log.read_text().splitlines() if line]
     charged = charge(seen, test_spans(events), run.pid)
-    module_rows, kind_rows = tables(charged)
-    (out / "modules.tsv").write_text(tsv(module_rows))
-    (out / "kinds.tsv").write_text(tsv(kind_rows))
-    with (out / "processes.jsonl").open("w") as fh:
+    write_tables(out, charged)
+    with gzip.open(out / PROCESSES, "wt") as fh:
         for process in charged:
             fh.write(json.dumps({k: v for k, v in process.items() if k != "read_at"}) + "\n")
     cores = len(os.sched_getaffinity(0))
