@@ -3,7 +3,8 @@ process? Runs pytest (the arguments after ``--``; none: the README's whole suite
 process reads every process's CPU time from /proc five times a second, and a pytest plugin (this
 file, loaded with ``-p``) writes when each test starts and ends, on which pytest worker. Each
 process is charged to the test its worker was running when it started; a process no worker
-started (a daemon) is ``(outside the tests)``, pytest's own processes' time ``(pytest itself)``.
+started is ``(outside the tests)`` (the machine's daemons, and the jobs a test's SLURM cluster
+starts from its own daemons), pytest's own processes' time ``(pytest itself)``.
 
 pytest's ``--durations`` (suite_durations.py) gives a test's wall time on its worker; this gives
 the CPU time of everything the test started: Snakemake, its jobs, the library envs' processes and
