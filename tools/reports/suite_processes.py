@@ -43,6 +43,10 @@ TESTS_LOG_ENV = "AUGBENCH_SUITE_TESTS_LOG"
 OUTSIDE, PYTEST = "(outside the tests)", "(pytest itself)"
 # A library env's interpreter: .venvs/<library> of a checkout, venvs/<library> of an image.
 LIBRARY_ENV = re.compile(r"/\.?venvs/[^/]+/bin/python")
+# The kinds the tables count on their own: a library env's processes (a column of modules.tsv),
+# and pytest's own processes.
+LIBRARY_KIND = "library env process (engines, probes, DataLoader workers)"
+PYTEST_KIND = "pytest (the tests it runs itself)"
 COMPILERS = {"cc", "cc1", "cc1plus", "gcc", "g++", "as", "ld", "collect2"}
 
 
@@ -125,7 +129,7 @@ def kind(record: dict) -> str:
     if not cmd:
         return "kernel threads"
     if LIBRARY_ENV.search(program):
-        return "library env process (engines, probes, DataLoader workers)"
+        return LIBRARY_KIND
     if ".snakemake/scripts/" in cmd:
         return "workflow script (tables, figures, answer)"
     if "forkserver" in cmd or "snakemake" in program:
@@ -163,7 +167,7 @@ def charge(
 
 
 def kind_of(process: dict, test: str) -> str:
-    return "pytest (the tests it runs itself)" if test == PYTEST else kind(process)
+    return PYTEST_KIND if test == PYTEST else kind(process)
 
 
 def tables(charged: list[dict]) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
@@ -178,7 +182,7 @@ def tables(charged: list[dict]) -> tuple[list[tuple[str, ...]], list[tuple[str, 
         module = p["test"].split("::")[0]
         modules[module] += p["cpu_s"]
         counts[module] += 1
-        library[module] += p["kind"].startswith("library env")
+        library[module] += p["kind"] == LIBRARY_KIND
         kinds[p["kind"]] += p["cpu_s"]
         kind_counts[p["kind"]] += 1
     module_rows = [("module", "cpu_s", "processes", "library_env_processes", "share")] + [
